@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Installs gelujax with its test and benchmark extras, and the offline Fashion-MNIST data set.
+# Usage: bash scripts/install.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if command -v apt-get >/dev/null 2>&1; then
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  $sudo apt-get install -y -qq dataset-fashion-mnist
+else
+  echo "apt-get not found: skipping Debian's dataset-fashion-mnist. Pass --data_dir with the" \
+       "four Fashion-MNIST IDX files instead, or let TFDS download them when online." >&2
+fi
+
+python -m pip install -q --upgrade pip
+python -m pip install -q -e ".[dev,bench]"
