@@ -14,5 +14,4 @@ else
        "four Fashion-MNIST IDX files instead, or let TFDS download them when online." >&2
 fi
 
-python -m pip install -q --upgrade pip
 python -m pip install -q -e ".[dev,bench]"
