@@ -1,0 +1,114 @@
+"""A test-only task with the TaskSpec interface: a small ReLU MLP on synthetic data.
+
+Run as a script it trains one grid and prints nothing; the tests use it to train in a fresh
+process with other device counts or as one process of a multi-process run:
+
+  python tests/tiny_task.py WORKDIR [COORDINATOR NUM_PROCESSES PROCESS_ID]
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from typing import Any
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+
+class TinyMLP(nn.Module):
+  hidden: int = 16
+  num_classes: int = 3
+  dropout: float = 0.0
+
+  @nn.compact
+  def __call__(self, x, train: bool):
+    x = jax.nn.relu(nn.Dense(self.hidden)(x))
+    x = nn.Dropout(self.dropout, deterministic=not train)(x)
+    return nn.Dense(self.num_classes)(x)
+
+
+def make_splits(num_train: int = 96, seed: int = 0) -> dict[str, dict[str, np.ndarray]]:
+  """Three Gaussian blobs in 6 dimensions; inputs uint8 like images, labels int32."""
+  rng = np.random.default_rng(seed)
+  centres = rng.normal(size=(3, 6)) * 40 + 128
+
+  def make(n):
+    targets = rng.integers(0, 3, n).astype(np.int32)
+    inputs = centres[targets] + rng.normal(size=(n, 6)) * 30
+    return {"inputs": np.clip(inputs, 0, 255).astype(np.uint8), "targets": targets}
+
+  return {"train": make(num_train), "validation": make(40), "test": make(30)}
+
+
+@dataclasses.dataclass(frozen=True)
+class TinySpec:
+  name: str = "tiny"
+  dataset: str = "blobs"
+  datasets: tuple[str, ...] = ("blobs",)
+  data_options: dict = dataclasses.field(default_factory=dict)
+  model: str = "tiny_mlp"
+  model_options: dict = dataclasses.field(default_factory=dict)
+  activation: str = "relu"
+  dropout: float = 0.0
+  learning_rates: tuple[float, ...] = (1e-2,)
+  seeds: int = 2
+  batch_size: int = 8
+  epochs: int = 3
+  evals_per_epoch: int = 1
+  group_batches: bool = False
+  select_metric: str = "validation_loss"
+
+  def replace(self, **overrides: Any) -> TinySpec:
+    return dataclasses.replace(self, **overrides)
+
+  def load_data(self, data_dir: str | None = None) -> dict[str, dict[str, np.ndarray]]:
+    del data_dir
+    return make_splits(**self.data_options)
+
+  def build_model(self) -> nn.Module:
+    return TinyMLP(dropout=self.dropout, **self.model_options)
+
+  def build_optimizer(self, learning_rate, steps_per_epoch: int) -> optax.GradientTransformation:
+    del steps_per_epoch
+    return optax.adam(learning_rate)
+
+  def prepare_batch(self, batch, train: bool, key):
+    del train, key
+    return (batch["inputs"].astype(jnp.float32) - 128) / 64, batch["targets"]
+
+  def loss(self, outputs, targets, mask):
+    losses = optax.softmax_cross_entropy_with_integer_labels(outputs, targets)
+    return (losses * mask).sum() / mask.sum()
+
+  def metrics(self, outputs, targets, mask):
+    losses = optax.softmax_cross_entropy_with_integer_labels(outputs, targets)
+    wrong = (outputs.argmax(-1) != targets).astype(jnp.float32)
+    return {"loss": (losses * mask).sum(), "error": (wrong * mask).sum()}
+
+  def regularizer(self, params):
+    del params
+    return 0.0
+
+
+def main(argv: list[str]) -> None:
+  """Trains the grid the multi-device tests compare (see the module doc)."""
+  from gelujax import trainer
+
+  if len(argv) > 2:
+    jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    jax.distributed.initialize(argv[2], int(argv[3]), int(argv[4]))
+  trainer.fit(
+    TinySpec(dropout=0.25, epochs=2),
+    argv[1],
+    seeds=[0, 1],
+    learning_rates=[1e-2, 3e-3],
+    progress=False,
+  )
+
+
+if __name__ == "__main__":
+  main(sys.argv)
