@@ -60,6 +60,19 @@ class TrainState:
   diverged_step: jax.Array
 
 
+def initialize_distributed(coordinator_address: str, num_processes: int, process_id: int) -> None:
+  """Joins a multi-process run; call it first, before anything touches a device.
+
+  Every process runs the same command with its own ``process_id``; process 0 serves as the
+  coordinator at ``coordinator_address`` (host:port) and writes the workdir's files. CPU
+  processes exchange collectives through gloo (GPUs and TPUs use their own transport).
+  """
+  jax.config.update("jax_cpu_collectives_implementation", "gloo")
+  jax.distributed.initialize(
+    coordinator_address=coordinator_address, num_processes=num_processes, process_id=process_id
+  )
+
+
 def make_mesh() -> Mesh:
   """The ``data`` mesh over every device of every process."""
   return Mesh(np.asarray(jax.devices()), ("data",))
@@ -321,7 +334,7 @@ class _Program:
       optax.apply_updates(state.params, updates), opt_state, batch_stats, state.diverged_step
     )
     trains = state.diverged_step < 0
-    finite = jnp.isfinite(loss) & jnp.isfinite(optax.global_norm(grads))
+    finite = jnp.isfinite(loss) & jnp.isfinite(optax.tree.norm(grads))
     frozen = state.replace(diverged_step=jnp.where(trains, step, state.diverged_step))
     keep = trains & finite
     return jax.tree.map(lambda new, old: jnp.where(keep, new, old), stepped, frozen), train_loss
@@ -492,7 +505,7 @@ def fit(
           )
       if epoch % checkpoint_every == 0 or epoch == spec.epochs or diverged.all():
         checkpointer.save(epoch, state)
-      bar.set_postfix({k: f"{np.nanmin(v):.4g}" for k, v in metrics.items() if "loss" in k})
+      bar.set_postfix(_describe_progress(metrics, diverged))
       bar.update(1)
       if diverged.all():
         break
@@ -502,6 +515,13 @@ def fit(
     if lead:
       writer.close()
   return _finish(workdir, config, spec, state, steps, diverged)
+
+
+def _describe_progress(metrics: dict[str, np.ndarray], diverged: np.ndarray) -> dict[str, str]:
+  """The progress bar's note: each loss of the best member still training."""
+  if diverged.all():
+    return {"diverged": "all"}
+  return {k: f"{v[~diverged].min():.4g}" for k, v in metrics.items() if "loss" in k}
 
 
 def _finish(workdir, config, spec, state, steps_per_epoch, diverged) -> dict[str, Any]:

@@ -42,7 +42,10 @@ def test_write_json_turns_nothing_non_finite_into_text(tmp_path):
 
 def test_make_records_maps_non_finite_to_null():
   records = writers.make_records(
-    MEMBERS, 1.5, 30, [False, True],
+    MEMBERS,
+    1.5,
+    30,
+    [False, True],
     {"train_loss": np.array([0.25, np.nan]), "test_error": np.array([0.5, np.inf])},
   )
   assert records == [
@@ -90,8 +93,9 @@ def make_record(member, epoch, **values):
 
 
 def test_summarize_picks_lowest_selection_metric_and_last_record():
+  members = [{"seed": 0, "learning_rate": 0.1}, {"seed": 1, "learning_rate": 0.1}]
   config = {"task": "t", "dataset": "d", "activation": "gelu", "spec": {"epochs": 3},
-            "members": [{"seed": 0, "learning_rate": 0.1}, {"seed": 1, "learning_rate": 0.1}]}  # fmt: skip
+            "members": members}  # fmt: skip
   records = [
     make_record(0, 1.0, validation_loss=0.5, test_loss=0.6),
     make_record(1, 1.0, validation_loss=None, test_loss=None),

@@ -31,8 +31,13 @@ class TinyMLP(nn.Module):
     return nn.Dense(self.num_classes)(x)
 
 
-def make_splits(num_train: int = 96, seed: int = 0) -> dict[str, dict[str, np.ndarray]]:
-  """Three Gaussian blobs in 6 dimensions; inputs uint8 like images, labels int32."""
+def make_splits(
+  num_train: int = 96, seed: int = 0, grouped: bool = False
+) -> dict[str, dict[str, np.ndarray]]:
+  """Three Gaussian blobs in 6 dimensions; inputs uint8 like images, labels int32.
+
+  With ``grouped``, the training split also has "groups": runs of 1 to 4 examples.
+  """
   rng = np.random.default_rng(seed)
   centres = rng.normal(size=(3, 6)) * 40 + 128
 
@@ -41,7 +46,12 @@ def make_splits(num_train: int = 96, seed: int = 0) -> dict[str, dict[str, np.nd
     inputs = centres[targets] + rng.normal(size=(n, 6)) * 30
     return {"inputs": np.clip(inputs, 0, 255).astype(np.uint8), "targets": targets}
 
-  return {"train": make(num_train), "validation": make(40), "test": make(30)}
+  splits = {"train": make(num_train), "validation": make(40), "test": make(30)}
+  if grouped:
+    splits["train"]["groups"] = np.repeat(np.arange(num_train), rng.integers(1, 5, num_train))[
+      :num_train
+    ].astype(np.int32)
+  return splits
 
 
 @dataclasses.dataclass(frozen=True)
@@ -94,20 +104,18 @@ class TinySpec:
     return 0.0
 
 
+# The run most tests compare against.
+REFERENCE_SPEC = TinySpec(dropout=0.25, epochs=3)
+REFERENCE_GRID = {"seeds": [0, 1], "learning_rates": [1e-2, 3e-3]}
+
+
 def main(argv: list[str]) -> None:
-  """Trains the grid the multi-device tests compare (see the module doc)."""
+  """Trains the reference run (see the module doc)."""
   from gelujax import trainer
 
   if len(argv) > 2:
-    jax.config.update("jax_cpu_collectives_implementation", "gloo")
-    jax.distributed.initialize(argv[2], int(argv[3]), int(argv[4]))
-  trainer.fit(
-    TinySpec(dropout=0.25, epochs=2),
-    argv[1],
-    seeds=[0, 1],
-    learning_rates=[1e-2, 3e-3],
-    progress=False,
-  )
+    trainer.initialize_distributed(argv[2], int(argv[3]), int(argv[4]))
+  trainer.fit(REFERENCE_SPEC, argv[1], **REFERENCE_GRID, progress=False)
 
 
 if __name__ == "__main__":
