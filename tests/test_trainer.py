@@ -283,3 +283,22 @@ def test_four_devices_and_two_processes_agree_with_one_device(tmp_path, referenc
   for process in processes:
     assert process.wait(timeout=300) == 0, process.stdout.read()
   assert_close_metrics(two_by_two, reference)
+
+
+def test_dropout_bits_are_uniform_and_each_members_own():
+  key = trainer.make_dropout_key(jax.random.key(0))
+  u = np.asarray(jax.random.uniform(key, (200_000,)), np.float64)
+  # A uniform sample of this size: mean within ~4.5 sigma of 1/2, variance near 1/12.
+  assert abs(u.mean() - 0.5) < 4.5 * np.sqrt(1 / 12 / len(u))
+  assert abs(u.var() - 1 / 12) < 1e-3
+  assert abs(np.corrcoef(u[:-1], u[1:])[0, 1]) < 0.01
+  counts = np.histogram(u, bins=16, range=(0, 1))[0]
+  assert np.all(np.abs(counts - len(u) / 16) < 5 * np.sqrt(len(u) / 16))
+  # Vmapped over members, member m's mask is what its own key draws alone.
+  keys = jax.vmap(lambda s: trainer.make_dropout_key(jax.random.key(s)))(np.arange(3))
+  masks = jax.vmap(lambda k: jax.random.bernoulli(k, 0.75, (4000,)))(keys)
+  for seed in range(3):
+    alone = jax.random.bernoulli(trainer.make_dropout_key(jax.random.key(seed)), 0.75, (4000,))
+    np.testing.assert_array_equal(masks[seed], alone)
+  assert abs(float(masks.mean()) - 0.75) < 0.02
+  assert 0.3 < float((masks[0] == masks[1]).mean()) < 0.8  # ~0.625 for independent masks
