@@ -1,6 +1,5 @@
 """Whole-loop tests of gelujax.trainer on the tiny test task (tests/tiny_task.py)."""
 
-import hashlib
 import json
 import os
 import shutil
@@ -11,7 +10,7 @@ import sys
 import jax
 import numpy as np
 import pytest
-from tiny_task import REFERENCE_GRID, REFERENCE_SPEC, TinySpec, make_splits
+from tiny_task import REFERENCE_GRID, REFERENCE_SPEC, TinySpec, hash_tree, make_splits
 
 from gelujax import checkpoints, trainer, writers
 
@@ -184,16 +183,6 @@ def test_more_epochs_continue_the_run(tmp_path, reference):
   assert writers.read_json(os.path.join(workdir, "summary.json"))["epochs"] == 2
   trainer.fit(REFERENCE_SPEC, workdir, **REFERENCE_GRID, progress=False)
   assert_same_run(workdir, reference)
-
-
-def hash_tree(directory: str) -> dict[str, str]:
-  hashes = {}
-  for parent, _, files in os.walk(directory):
-    for name in files:
-      path = os.path.join(parent, name)
-      with open(path, "rb") as f:
-        hashes[path] = hashlib.sha256(f.read()).hexdigest() + str(os.stat(path).st_mtime_ns)
-  return hashes
 
 
 @pytest.mark.parametrize(

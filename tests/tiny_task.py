@@ -1,4 +1,5 @@
-"""A test-only task with the TaskSpec interface: a small ReLU MLP on synthetic data.
+"""A test-only task with the TaskSpec interface (a small ReLU MLP on synthetic data), and
+helpers the trainer and command-line tests share.
 
 Run as a script it trains one grid and prints nothing; the tests use it to train in a fresh
 process with other device counts or as one process of a multi-process run:
@@ -9,6 +10,8 @@ process with other device counts or as one process of a multi-process run:
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import os
 import sys
 from typing import Any
 
@@ -102,6 +105,17 @@ class TinySpec:
   def regularizer(self, params):
     del params
     return 0.0
+
+
+def hash_tree(directory: str) -> dict[str, str]:
+  """Each file under ``directory`` -> its content hash and mtime (to see that none changed)."""
+  hashes = {}
+  for parent, _, files in os.walk(directory):
+    for name in files:
+      path = os.path.join(parent, name)
+      with open(path, "rb") as f:
+        hashes[path] = f"{hashlib.sha256(f.read()).hexdigest()} {os.stat(path).st_mtime_ns}"
+  return hashes
 
 
 # The run most tests compare against.
