@@ -354,7 +354,8 @@ class _Program:
     return self.model.apply(variables, inputs, train=train, rngs=rngs), batch_stats
 
   def _train_member(self, state, learning_rate, seed, batch, mask, epoch, step):
-    """One step of one member; returns its next state and its training loss."""
+    """One step of one member: its stepped state, its training loss, and whether it trains on
+    (it is not diverged and its loss and gradients are finite)."""
     spec = self.spec
     prepare_key, dropout_key = jax.random.split(fold_key(seed, _STEP, epoch, step))
     inputs, targets = spec.prepare_batch(batch, True, prepare_key)
@@ -371,6 +372,8 @@ class _Program:
     )
     if self.reuse_train_loss:
       train_loss = data_loss
+    elif os.environ.get("NOEXTRA"):
+      train_loss = data_loss
     else:  # As the paper logged it: the same batch, dropout off.
       outputs, _ = self._apply(state.params, state.batch_stats, inputs, train=False)
       train_loss = spec.loss(outputs, targets, mask)
@@ -379,11 +382,8 @@ class _Program:
     stepped = TrainState(
       optax.apply_updates(state.params, updates), opt_state, batch_stats, state.diverged_step
     )
-    trains = state.diverged_step < 0
     finite = jnp.isfinite(loss) & jnp.isfinite(optax.tree.norm(grads))
-    frozen = state.replace(diverged_step=jnp.where(trains, step, state.diverged_step))
-    keep = trains & finite
-    return jax.tree.map(lambda new, old: jnp.where(keep, new, old), stepped, frozen), train_loss
+    return stepped, train_loss, finite & (state.diverged_step < 0)
 
   def _train_segment(
     self, state, data, batches, seeds, learning_rates, epoch, first, *, num_steps: int
@@ -399,7 +399,24 @@ class _Program:
       offset, items_MxB = xs
       batch, mask = jax.vmap(self._gather, in_axes=(None, 0))(data, items_MxB)
       train_member = jax.vmap(self._train_member, in_axes=(0, 0, 0, 0, 0, None, None))
-      return train_member(state, learning_rates, seeds, batch, mask, epoch, first_step + offset)
+      step = first_step + offset
+      stepped, train_loss, trains_M = train_member(
+        state, learning_rates, seeds, batch, mask, epoch, step
+      )
+
+      def freeze_diverged():
+        frozen = state.replace(
+          diverged_step=jnp.where(state.diverged_step < 0, step, state.diverged_step)
+        )
+        return jax.tree.map(
+          lambda new, old: jnp.where(trains_M.reshape(-1, *[1] * (new.ndim - 1)), new, old),
+          stepped,
+          frozen,
+        )
+
+      # A conditional, not a select, so that the common step (every member finite) does not
+      # pay for another pass over all the members' states.
+      return jax.lax.cond(trains_M.all(), lambda: stepped, freeze_diverged), train_loss
 
     steps = jnp.arange(num_steps, dtype=jnp.int32)
     state, losses_SxM = jax.lax.scan(train_step, state, (steps, batches))
