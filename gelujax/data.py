@@ -351,6 +351,7 @@ class _ArrayUnpickler(pickle.Unpickler):
       ("numpy._core.multiarray", "_reconstruct"),
       ("numpy", "ndarray"),
       ("numpy", "dtype"),
+      ("_codecs", "encode"),  # How Python 3 writes bytes into protocol-2 pickles.
     }
   )
 
