@@ -41,9 +41,12 @@ Datasets, layouts and where each is looked for, in order (the first that has it 
   int ``[utterances]`` (frames per utterance, summing to ``frames``). inputs float32
   ``[frames, 286]``: 11-frame windows (5 + 1 + 5, edge frames repeated inside each utterance)
   of features standardised with the train frames' per-feature mean and std (``info["mean"]``,
-  ``info["std"]``); targets int32; ``groups`` int32 ``[frames]`` = utterance index within the
+  ``info["std"]``; unlike the authors' code, padding frames are not counted and every split is
+  centred once); targets int32; ``groups`` int32 ``[frames]`` = utterance index within the
   split (an utterance's frames are contiguous). :func:`convert_timit_h5` writes these files
-  from the authors' h5 files.
+  from the authors' h5 files (``train.h5``, ``dev.h5``, ``core.h5``; needs h5py)::
+
+    python -c "from gelujax.data import convert_timit_h5; convert_timit_h5('h5/', 'data/timit')"
 
 A dataset found nowhere raises a one-paragraph ValueError naming every place looked and how to
 get it; a malformed file raises a ValueError naming the file (and the line, for text files).
@@ -119,7 +122,8 @@ def load(name: str, data_dir: str | Path | None = None, **options: Any) -> Split
     raise ValueError(
       f"Unknown option(s) {sorted(options)} for dataset {name!r}; its options are {valid}."
     ) from None
-  return loader(Path(data_dir) if data_dir is not None else None, **options)
+  # An empty string (a flag's default) means no data_dir, like None.
+  return loader(Path(data_dir) if data_dir else None, **options)
 
 
 def _load_first(name: str, sources: Sequence[tuple[str, Callable[[], Any]]], how_to_get: str):
@@ -480,12 +484,17 @@ def _read_ark(path: Path) -> list[tuple[list[str], list[int]]]:
 
 
 def _read_embeddings(path: Path) -> tuple[list[str], np.ndarray]:
+  if not path.is_file():
+    raise ValueError(
+      f"embeddings={str(path)!r}: no such file; expected a text file with one word per line "
+      "followed by its vector."
+    )
   vectors: dict[str, list[float]] = {}
   with path.open(encoding="utf-8-sig") as f:
     for number, line in enumerate(f, 1):
       fields = line.split()
-      if not fields:
-        continue
+      if not fields or (number == 1 and len(fields) == 2 and all(v.isdigit() for v in fields)):
+        continue  # Blank, or word2vec's "<words> <dimension>" header line.
       try:
         vector = [float(v) for v in fields[1:]]
       except ValueError:
@@ -525,7 +534,7 @@ def _load_twitter_pos(data_dir: Path | None, *, embeddings: str | Path | None = 
     "oct27.dev, oct27.test; token<TAB>tag per line, a blank line between tweets).",
   )
   tweets = {k: _read_ark(p) for k, p in paths.items()}
-  if embeddings is None:
+  if not embeddings:
     train_words = {w for tokens, _ in tweets["train"] for w in tokens}
     vocab = [PAD_WORD, UNKNOWN_WORD, *sorted(train_words - {PAD_WORD, UNKNOWN_WORD})]
     vectors = None

@@ -356,7 +356,7 @@ def test_twitter_ambiguous_files(tmp_path):
 def test_twitter_embeddings(tmp_path):
   write_ark(tmp_path)
   path = tmp_path / "vectors.txt"
-  path.write_text("東京\t1 2\nUUUNKKK 0.5 -0.5\n</s> 3 4\nI 5 6\n東京 7 8\n", encoding="utf-8")
+  path.write_text("5 2\n東京\t1 2\nUUUNKKK 0.5 -0.5\n</s> 3 4\nI 5 6\n東京 7 8\n", encoding="utf-8")
   splits = data.load("twitter_pos", tmp_path, embeddings=path)
   assert splits.info["vocab"] == ["東京", "UUUNKKK", "</s>", "I"]
   np.testing.assert_array_equal(
@@ -372,11 +372,13 @@ def test_twitter_embeddings(tmp_path):
     ("</s> 1 2\nI 1\nUUUNKKK 0 0\n", r"vectors.txt, line 2: expected a word followed by numbers"),
     ("</s> 1 2\nI 1 x\n", r"vectors.txt, line 2"),
     ("</s> 1 2\nI 1 2\n", r"vectors.txt: the embeddings must include the word 'UUUNKKK'"),
+    (None, r"embeddings='.*vectors.txt': no such file"),
   ],
 )
 def test_twitter_bad_embeddings(tmp_path, text, match):
   write_ark(tmp_path)
-  (tmp_path / "vectors.txt").write_text(text)
+  if text is not None:
+    (tmp_path / "vectors.txt").write_text(text)
   with pytest.raises(ValueError, match=match):
     data.load("twitter_pos", tmp_path, embeddings=tmp_path / "vectors.txt")
 
