@@ -13,9 +13,13 @@ Datasets, layouts and where each is looked for, in order (the first that has it 
   ``train-images-idx3-ubyte``, ``train-labels-idx1-ubyte``, ``t10k-images-idx3-ubyte``,
   ``t10k-labels-idx1-ubyte``, each gzipped (``.gz``) or not; (2) for fashion_mnist only,
   ``/usr/share/datasets/fashion-mnist`` (Debian package ``dataset-fashion-mnist``); (3) TFDS
-  ``tfds.data_source(name, data_dir=data_dir)``, which downloads when online (ArrayRecord, no
-  TensorFlow). TFDS stores examples in its own shuffled order, so its validation split is not
-  the same 5,000 images as the IDX files' one.
+  ``tfds.data_source(name, data_dir=data_dir)`` (``data_dir`` None: TFDS's default,
+  ``~/tensorflow_datasets``). Reading a copy TFDS prepared in ArrayRecord format needs no
+  TensorFlow; when there is none TFDS tries to download and prepare one, which needs the
+  network and, for these image datasets, TensorFlow (to encode the images), e.g. on another
+  machine ``tfds build mnist --file_format=array_record --data_dir=DIR``. TFDS stores examples
+  in its own shuffled order, so its validation split is not the same 5,000 images as the IDX
+  files' one.
 * ``cifar10``, ``cifar100`` (fine labels): inputs uint8 ``[N, 32, 32, 3]``, targets int32.
   Splits: train 45,000 / validation 5,000 (the first 5,000 of the train file) / test 10,000;
   same two options. Sources: (1) the official python pickle batches in
@@ -233,6 +237,13 @@ def _read_tfds(tfds_name: str, data_dir: Path | None, label_key: str):
     raise _Missing(f"failed with {type(e).__name__}: {str(e)[:300]}") from e
 
 
+_TFDS_HOW = (
+  "let TFDS prepare {name!r} in ArrayRecord format in --data_dir or ~/tensorflow_datasets "
+  "(online, with TensorFlow installed, e.g. `tfds build {name} --file_format=array_record "
+  "--data_dir=DIR`; reading it back needs no TensorFlow)."
+)
+
+
 def _tfds_where(tfds_name: str, data_dir: Path | None) -> str:
   return f"TFDS {tfds_name!r} (data_dir {data_dir or 'TFDS default, ~/tensorflow_datasets'})"
 
@@ -311,7 +322,7 @@ def _load_mnist_like(
     (_tfds_where(name, data_dir),
      lambda: (*_read_tfds(name, data_dir, "label"), _tfds_where(name, data_dir)))
   )  # fmt: skip
-  how += f", or run once online so that TFDS can download {name!r}."
+  how += f", or {_TFDS_HOW.format(name=name)}"
   train, test, source = _load_first(name, sources, how)
   info = {"num_classes": 10, "source": source}
   return _split_train(train, test, train_on_all, validation_size, info)
@@ -408,8 +419,7 @@ def _load_cifar(
   )  # fmt: skip
   how = (
     f"Pass --data_dir pointing at a folder holding {official}/ (the official python version, "
-    f"with {', '.join((*train_files, test_file))}), or run once online so that TFDS can "
-    f"download {name!r}."
+    f"with {', '.join((*train_files, test_file))}), or {_TFDS_HOW.format(name=name)}"
   )
   train, test, source = _load_first(name, sources, how)
   info = {"num_classes": classes, "source": source}
