@@ -521,7 +521,9 @@ def _read_embeddings(path: Path) -> tuple[list[str], np.ndarray]:
   return list(vectors), np.asarray(list(vectors.values()), np.float32)
 
 
-def _window_ids(tweets: list[tuple[list[str], list[int]]], ids: dict[str, int]) -> dict:
+def _window_ids(
+  tweets: list[tuple[list[str], list[int]]], ids: dict[str, int]
+) -> dict[str, np.ndarray]:
   unknown = ids[UNKNOWN_WORD]
   inputs, targets = [], []
   for tokens, tags in tweets:
