@@ -17,7 +17,10 @@ from absl import app, flags
 
 from gelujax import activations, data, registry, tasks, trainer
 
-_TASK = flags.DEFINE_string("task", None, "The experiment, one of gelujax.tasks.task_names().")
+_TASK = flags.DEFINE_string(
+  "task", None, "The experiment, one of gelujax.tasks.task_names(), optionally with field "
+  "overrides, e.g. 'mnist(evals_per_epoch=5)'."
+)  # fmt: skip
 _ACTIVATION = flags.DEFINE_string(
   "activation", None, "Activation spec, e.g. gelu or 'gaussian_gelu(sigma=0.5)'; "
   "default: the task's (gelu_tanh, as in the paper)."
@@ -78,7 +81,7 @@ def parse_learning_rates(values: list[str]) -> list[float]:
 
 def make_spec():
   """The task's spec with the flags' overrides, checked; raises ValueError on a bad value."""
-  if _TASK.value not in tasks.task_names():
+  if registry.parse_name(_TASK.value)[0] not in tasks.task_names():
     raise ValueError(f"--task {_TASK.value!r} is unknown; known: {', '.join(tasks.task_names())}.")
   spec = tasks.get(_TASK.value)
   if _ACTIVATION.value is not None:
