@@ -7,12 +7,14 @@ import sys
 
 import pytest
 from absl import flags
-from tiny_task import hash_tree
+from tiny_task import hash_tree, write_mnist_files
 
 from gelujax import writers
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(ROOT, "experiments", "train.py")
+# tiny_mnist on a small MNIST in IDX files: 224 train, 32 validation and 64 test images.
+TASK = "--task=tiny_mnist(data_options={'validation_size': 32})"
 
 
 def load_script():
@@ -92,9 +94,11 @@ def test_bad_values_fail_in_one_line_before_any_work(script, tmp_path, args, mes
 @pytest.fixture(scope="module")
 def finished_run(tmp_path_factory) -> str:
   """A whole tiny_mnist run through the command line, 2 epochs, 2 members."""
-  workdir = str(tmp_path_factory.mktemp("cli") / "run")
+  root = tmp_path_factory.mktemp("cli")
+  write_mnist_files(str(root / "mnist"))
+  workdir = str(root / "run")
   result = run_command(
-    "--task=tiny_mnist", f"--workdir={workdir}", "--epochs=2", "--seeds=2",
+    TASK, f"--data_dir={root / 'mnist'}", f"--workdir={workdir}", "--epochs=2", "--seeds=2",
     "--learning_rates=1e-3",
   )  # fmt: skip
   assert result.returncode == 0, result.stderr
@@ -119,8 +123,8 @@ def test_a_run_writes_its_files_and_learns(finished_run):
 def test_a_workdir_of_another_run_is_refused_untouched(script, finished_run):
   before = hash_tree(finished_run)
   exit_ = run_main(
-    script, "--task=tiny_mnist", f"--workdir={finished_run}", "--activation=relu",
-    "--epochs=2", "--seeds=2", "--learning_rates=1e-3",
+    script, TASK, f"--workdir={finished_run}", "--activation=relu", "--epochs=2", "--seeds=2",
+    "--learning_rates=1e-3",
   )  # fmt: skip
   assert exit_ is not None and "activation 'gelu_tanh' (now 'relu')" in exit_.code
   assert "\n" not in exit_.code
