@@ -2,6 +2,7 @@
 
 import importlib.util
 import os
+import shutil
 import subprocess
 import sys
 
@@ -137,3 +138,18 @@ def test_batch_size_must_divide_over_the_devices(tmp_path):
   assert result.returncode != 0
   assert result.stderr.strip().splitlines()[-1].startswith("train.py: error: --batch_size is 6")
   assert not os.path.exists(workdir)
+
+
+def test_more_epochs_continue_a_finished_run(tmp_path, finished_run):
+  workdir = str(tmp_path / "run")
+  shutil.copytree(finished_run, workdir)
+  data_dir = os.path.join(os.path.dirname(finished_run), "mnist")
+  result = run_command(
+    TASK, f"--data_dir={data_dir}", f"--workdir={workdir}", "--epochs=3", "--seeds=2",
+    "--learning_rates=1e-3",
+  )  # fmt: skip
+  assert result.returncode == 0, result.stderr
+  records = writers.read_metrics(workdir)
+  assert records[:4] == writers.read_metrics(finished_run)  # epochs 1-2 kept, not re-run
+  assert [r["epoch"] for r in records] == [1.0, 1.0, 2.0, 2.0, 3.0, 3.0]
+  assert writers.read_json(os.path.join(workdir, "summary.json"))["epochs"] == 3
