@@ -58,8 +58,7 @@ def run_command(*args: str, devices: int = 1) -> subprocess.CompletedProcess:
 
 
 def test_help_lists_every_flag_with_its_default():
-  result = run_command("--help")
-  assert result.returncode == 0
+  result = run_command("--help")  # absl's --help exits with status 1 after printing.
   for flag in (
     "task", "activation", "dataset", "data_dir", "workdir", "epochs", "batch_size",
     "learning_rates", "seeds", "dropout", "checkpoint_every", "coordinator_address",
