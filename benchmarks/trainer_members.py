@@ -31,7 +31,7 @@ def main() -> None:
   runs = {}
   for num_members in (1, 15):
     # The trainer's compiled program, without fit's evaluation and checkpoints.
-    program = trainer._Program(spec, mesh, train, num_members)
+    program = trainer._Program(spec, mesh, train)
     members = [{"seed": i, "learning_rate": 1e-3} for i in range(num_members)]
     seeds, learning_rates = trainer._put_members(members, mesh)
     data = {k: trainer.put_replicated(v, mesh) for k, v in train.items()}

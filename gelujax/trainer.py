@@ -264,8 +264,8 @@ def _expand_groups(group_ids: jax.Array, groups: _Groups) -> tuple[jax.Array, ja
 class _Program:
   """The jitted functions of a run: init, shuffle, a segment of an epoch, evaluation."""
 
-  def __init__(self, spec: Any, mesh: Mesh, train: dict[str, np.ndarray], num_members: int):
-    self.spec, self.mesh, self.num_members = spec, mesh, num_members
+  def __init__(self, spec: Any, mesh: Mesh, train: dict[str, np.ndarray]):
+    self.spec, self.mesh = spec, mesh
     self.model = spec.build_model()
     self.replicated = NamedSharding(mesh, P())
     self.groups = None
@@ -371,8 +371,6 @@ class _Program:
       state.params
     )
     if self.reuse_train_loss:
-      train_loss = data_loss
-    elif os.environ.get("NOEXTRA"):
       train_loss = data_loss
     else:  # As the paper logged it: the same batch, dropout off.
       outputs, _ = self._apply(state.params, state.batch_stats, inputs, train=False)
@@ -513,7 +511,7 @@ def fit(
   config = make_config(spec, members)
   splits = spec.load_data(data_dir)
   mesh = make_mesh()
-  program = _Program(spec, mesh, splits["train"], len(members))
+  program = _Program(spec, mesh, splits["train"])
   steps = program.steps_per_epoch
   if program.num_items < spec.batch_size or not 1 <= spec.evals_per_epoch <= steps:
     raise ValueError(
@@ -637,7 +635,7 @@ def restore(
 
     spec = _spec_from_config(tasks.get(config["task"]), config["spec"])
   mesh = make_mesh()
-  program = _Program(spec, mesh, spec.load_data(data_dir)["train"], len(config["members"]))
+  program = _Program(spec, mesh, spec.load_data(data_dir)["train"])
   checkpointer = checkpoints.Checkpointer(workdir)
   restored = checkpointer.restore_latest(
     program.abstract_state(*_put_members(config["members"], mesh))
@@ -651,7 +649,6 @@ def restore(
 def evaluate(spec: Any, state: TrainState, split: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
   """Each member's mean metrics over ``split`` (e.g. {"loss": [M], "error": [M]})."""
   mesh = make_mesh()
-  num_members = len(state.diverged_step)
-  program = _Program(spec, mesh, split, num_members)
+  program = _Program(spec, mesh, split)
   totals = program.evaluate(state, program.put_eval_split(split))
   return {k: to_host(v).astype(np.float64) / len(split["targets"]) for k, v in totals.items()}
