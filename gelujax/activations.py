@@ -62,9 +62,13 @@ _EXP_SCALE = 2.0**24
 _LOG2E = 1.4426950408889634
 _LN2_HI = 0.693145751953125  # 16 significant bits: k * _LN2_HI is exact for k < 256
 _LN2_LO = 1.4286068203094172e-06
+_UINT = {np.dtype(np.float32): np.uint32, np.dtype(np.float64): np.uint64}
+_ROUND_MAGIC = 12582912.0  # 1.5 * 2**23
+_SCALE_BITS = np.int32(127 + 24 + 0x4B400000)  # exponent of 2**24, plus bits(_ROUND_MAGIC)
 _EXP_NEG_COEFFS = (1.0, -1.0, 1 / 2, -1 / 6, 1 / 24, -1 / 120, 1 / 720, -1 / 5040)
 _SIGMOID_CLAMP = 128.0
 _TANH_CLAMP = 12.0
+_ROOT_COEFFS_U = tuple(c * _T_SCALE**k for k, c in enumerate(_ROOT_COEFFS))
 _SQRT_2_OVER_PI = float(np.sqrt(2 / np.pi))
 _INV_SQRT_2PI = float(1 / np.sqrt(2 * np.pi))
 _GELU_TANH_COEFF = 0.044715
@@ -110,14 +114,20 @@ def _exp_neg_half_square(a: Array) -> Array:
   """
   if a.dtype != np.float32:
     return jnp.exp(-0.5 * a * a) * _EXP_SCALE
+  # Only float arithmetic and cheap integer ops: XLA's CPU floor, float->int conversion,
+  # min/max and select are several times slower than a multiply-add.
   bits = jax.lax.bitcast_convert_type(a, np.uint32) & np.uint32(0xFFFFF000)
   a_hi = jax.lax.stop_gradient(jax.lax.bitcast_convert_type(bits, np.float32))
   head = 0.5 * a_hi * a_hi
   tail = 0.5 * (a - a_hi) * (a + a_hi)
-  k = jax.lax.stop_gradient(jnp.floor((head + tail) * _LOG2E + 0.5))
+  # Round-to-nearest by the 1.5 * 2**23 trick; the sum's low bits then hold k itself. The
+  # no-op OR with the magic's own bits keeps XLA from folding (v + M) - M into v.
+  k_magic = jax.lax.stop_gradient((head + tail) * _LOG2E + _ROUND_MAGIC)
+  k_bits = jax.lax.bitcast_convert_type(k_magic, np.int32) | np.int32(0x4B400000)
+  k = jax.lax.bitcast_convert_type(k_bits, np.float32) - _ROUND_MAGIC
   r = ((head - k * _LN2_HI) - k * _LN2_LO) + tail
-  exponent = (127 + 24 - k.astype(np.int32)) << 23
-  scale = jax.lax.stop_gradient(jax.lax.bitcast_convert_type(exponent, np.float32))
+  # 2**(24 - k) = bits (151 - k) << 23; the int32 wraparound drops the magic's high bits.
+  scale = jax.lax.bitcast_convert_type((_SCALE_BITS - k_bits) << 23, np.float32)
   return _polyval(_EXP_NEG_COEFFS, r) * scale
 
 
@@ -158,6 +168,15 @@ def _normal_pdf(z: Array) -> Array:
   return (_INV_SQRT_2PI * _normal_tail(z)[1]) * (1 / _EXP_SCALE)
 
 
+def _copysign_one(x: Array) -> Array:
+  """+1.0 or -1.0 with the sign bit of ``x`` (NaN keeps its own sign bit)."""
+  sign_bit = jax.lax.bitcast_convert_type(x, _UINT[x.dtype]) & _UINT[x.dtype](
+    1 << (8 * x.dtype.itemsize - 1)
+  )
+  one = jax.lax.bitcast_convert_type(jnp.ones_like(x), _UINT[x.dtype])
+  return jax.lax.bitcast_convert_type(sign_bit | one, x.dtype)
+
+
 @jax.custom_jvp
 def _gelu_and_grad(x: Array) -> tuple[Array, Array]:
   """``(GELU(x), GELU'(x))`` for float32 or float64 ``x``, sharing the exponential."""
@@ -167,16 +186,22 @@ def _gelu_and_grad(x: Array) -> tuple[Array, Array]:
     m = t * _polyval(_MILLS_COEFFS, t)
     # _ROOT_HI - a is exact near the root (Sterbenz), so GELU' keeps its relative accuracy
     # there; _ROOT_LO is added after the product so XLA cannot fold it into _ROOT_HI.
-    s = _polyval(_ROOT_COEFFS, t)
+    # s(t) with t = 3u, u = 1 / (3 + a): a division of its own, which XLA fuses into the
+    # derivative's loop, where a t shared with the value would be materialised in memory.
+    u = 1 / (_T_SCALE + a)
+    s = _polyval(_ROOT_COEFFS_U, u)
     low_grad = (e * ((_ROOT_HI - a) * s + _ROOT_LO * s)) * (1 / _EXP_SCALE)
   else:
     m = _mills(a)
     low_grad = (e * (m - a * _INV_SQRT_2PI)) * (1 / _EXP_SCALE)
+  # x Phi(-a) multiplies x into m before the exponential so that no intermediate underflows
+  # before the result does; the clamp keeps -inf * 0 from giving NaN.
   x_low = jnp.maximum(x, -_NORMAL_CLAMP[x.dtype])
-  value = jnp.where(
-    x < 0, ((x_low * m) * e) * (1 / _EXP_SCALE), x * (1 - (e * m) * (1 / _EXP_SCALE))
-  )
-  grad = jnp.where(x < 0, low_grad, 1 - low_grad)
+  lower = (e * m) * (1 / _EXP_SCALE)
+  value = jnp.where(x < 0, ((x_low * m) * e) * (1 / _EXP_SCALE), x * (1 - lower))
+  # GELU'(x) = step(x) - sign(x) w, exact (w is 0 at +-inf thanks to the clamp on a).
+  sign = _copysign_one(x)
+  grad = (0.5 + 0.5 * sign) - sign * low_grad
   return value, grad
 
 
