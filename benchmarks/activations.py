@@ -167,7 +167,7 @@ def error_stats(x: np.ndarray, y: np.ndarray, ref: np.ndarray) -> dict:
     max_ulp_within_10=float(ulp[core].max()),
     worst_x_within_10=float(x[core][np.argmax(ulp[core])]),
     max_abs=float(err.max()),
-    max_rel=float((err / np.abs(ref))[normal].max()),
+    max_rel=float((err[normal] / np.abs(ref[normal])).max()),
   )
 
 

@@ -21,7 +21,7 @@ def test_activation_benchmark_runs_and_writes_its_report(tmp_path):
   assert len(cells) == 2 * 2 * 11
   assert all(r["gb_per_s"] > 0 and len(r["times_s"]) == 3 for r in result["throughput"])
   gelu = next(r for r in result["accuracy"] if r["variant"] == "gelujax.gelu")
-  assert gelu["value"]["max_ulp"] <= 6 and gelu["derivative"]["max_ulp"] <= 4.5
+  assert gelu["value"]["max_ulp"] <= 6 and gelu["derivative"]["max_ulp"] <= 5
   report = (tmp_path / "activations.md").read_text()
   assert (
     "python benchmarks/activations.py --quick" in report and "## Throughput, bfloat16" in report
