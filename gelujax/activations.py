@@ -271,25 +271,32 @@ def _gelu_jvp(primals, tangents):
 
 
 @jax.custom_jvp
-def _sigmoid(z: Array) -> Array:
-  """Logistic sigmoid, relative-accurate for very negative z, never inf / inf."""
+def _sigmoids(z: Array) -> tuple[Array, Array]:
+  """``(sigma(z), sigma(-z))`` from one exponential and one division, relative-accurate in
+  both tails and never inf / inf."""
   e = jnp.exp(-jnp.abs(z))
   r = 1 / (1 + e)
-  return jnp.where(z >= 0, r, e * r)
+  positive = z >= 0
+  return jnp.where(positive, r, e * r), jnp.where(positive, e * r, r)
 
 
-# sigma' = sigma(z) sigma(-z) in terms of _sigmoid itself, so it is differentiable to any order
-# (autodiff of the |z| form would give a wrong derivative at exactly z = 0).
-_sigmoid.defjvps(lambda t, ans, z: ans * _sigmoid(-z) * t)
+# sigma' = sigma(z) sigma(-z), in terms of the pair itself, so it is differentiable to any
+# order (autodiff of the |z| form would give a wrong derivative at exactly z = 0).
+@_sigmoids.defjvp
+def _sigmoids_jvp(primals, tangents):
+  (z,), (t,) = primals, tangents
+  s, s_neg = _sigmoids(z)
+  ds = s * s_neg * t
+  return (s, s_neg), (ds, -ds)
 
 
 def _scaled_silu_and_grad(x: Array, k: float) -> tuple[Array, Array]:
   """``(x sigma(k x), d/dx)`` with +-inf mapped to (inf, 1) and (0, 0)."""
   kx = jnp.asarray(k, x.dtype) * x
-  s = _sigmoid(kx)
+  s, s_neg = _sigmoids(kx)
   x_c = jnp.clip(x, -_SIGMOID_CLAMP, _SIGMOID_CLAMP)
   value = jnp.maximum(x, -_SIGMOID_CLAMP) * s
-  grad = s * (1 + jnp.asarray(k, x.dtype) * x_c * _sigmoid(-kx))
+  grad = s * (1 + jnp.asarray(k, x.dtype) * x_c * s_neg)
   return value, grad
 
 
@@ -327,7 +334,7 @@ def gelu_tanh(x: ArrayLike) -> Array:
   return _gelu_tanh_and_grad(_upcast(x))[0].astype(x.dtype)
 
 
-# The rule differentiates the sigmoid form in closed form (through _sigmoid's own rule for the
+# The rule differentiates the sigmoid form in closed form (through _sigmoids' own rule for the
 # second derivative) instead of tracing through the clamps.
 @gelu_tanh.defjvp
 def _gelu_tanh_jvp(primals, tangents):
@@ -342,9 +349,9 @@ def _gelu_tanh_and_grad(x: Array) -> tuple[Array, Array]:
   c0 = jnp.asarray(_SQRT_2_OVER_PI, x.dtype)
   c1 = jnp.asarray(_GELU_TANH_COEFF, x.dtype)
   two_u = 2 * c0 * x_c * (1 + c1 * x_c * x_c)
-  s = _sigmoid(two_u)
+  s, s_neg = _sigmoids(two_u)
   value = jnp.maximum(x, -_TANH_CLAMP) * s
-  grad = s + 2 * c0 * x_c * s * _sigmoid(-two_u) * (1 + 3 * c1 * x_c * x_c)
+  grad = s + 2 * c0 * x_c * s * s_neg * (1 + 3 * c1 * x_c * x_c)
   return value, grad
 
 
@@ -378,7 +385,7 @@ def gelu_sigmoid(x: ArrayLike) -> Array:
   return _scaled_silu_and_grad(_upcast(x), _GELU_SIGMOID_SCALE)[0].astype(x.dtype)
 
 
-# Closed-form tangent from the same sigmoid evaluations; _sigmoid's rule makes it twice
+# Closed-form tangent from the same sigmoid evaluations; _sigmoids' rule makes it twice
 # differentiable.
 @gelu_sigmoid.defjvp
 def _gelu_sigmoid_jvp(primals, tangents):
@@ -417,7 +424,7 @@ def silu(x: ArrayLike) -> Array:
   return _scaled_silu_and_grad(_upcast(x), 1.0)[0].astype(x.dtype)
 
 
-# Closed-form tangent from the same sigmoid evaluations; _sigmoid's rule makes it twice
+# Closed-form tangent from the same sigmoid evaluations; _sigmoids' rule makes it twice
 # differentiable.
 @silu.defjvp
 def _silu_jvp(primals, tangents):
