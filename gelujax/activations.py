@@ -9,10 +9,13 @@ is right, so second derivatives (Hessian-vector products, gradient penalties) ar
 The exact GELU and the normal CDF behind it are evaluated with a scheme that keeps float32
 relative accuracy in the far negative tail, where ``x * erfc(-x / sqrt(2)) / 2`` loses about
 ``x**2`` ulp to the rounding of its argument: ``Phi(-a) = exp(-a**2 / 2) * m(a)`` with
-``a**2`` split exactly into a 12-bit head (whose square is exact) and a small tail, and the
-scaled complementary error function ``m(a) = erfcx(a / sqrt(2)) / 2`` as a degree-12
-polynomial in ``t = 3 / (3 + a)`` (a relative-weighted Chebyshev least-squares fit, see
-scripts/fit_gelu_polynomials.py).
+``a`` split into a 12-bit head (whose square is exact) and a small tail that meet inside the
+exponential's range reduction, and the scaled complementary error function
+``m(a) = erfcx(a / sqrt(2)) / 2`` as a degree-12 polynomial in ``t = 3 / (3 + a)`` (a
+relative-weighted Chebyshev least-squares fit, see scripts/fit_gelu_polynomials.py). GELU'
+gets its own polynomial with its root factored out, so it is relative-accurate there too.
+The code avoids the XLA operations that are slow on CPU or that force intermediates to memory
+(``jnp.exp``, floor, float-to-int conversion): value and derivative are each one fused loop.
 
 Results below the smallest normal float32 (``|y| < 1.2e-38``, i.e. GELU(x) for x < -13.1) are
 flushed to zero, as XLA does on CPU.
@@ -54,9 +57,9 @@ _ROOT_COEFFS = (
   -0.07485173642635345, 0.08488382399082184, -0.04806933179497719, 0.013779661618173122,
   -0.001588563434779644,
 )  # fmt: skip
-# Past these |x| every GELU, derivative and sigmoid is saturated (0, 1 or x) in float32 (in
-# float64 for _NORMAL_CLAMP's second entry), so
-# clamping there changes no finite result and keeps +-inf from producing inf * 0 = NaN.
+# Past these |x| every GELU, derivative and sigmoid is saturated (0, 1 or x) in float32 (and
+# in float64 for the dicts' second entries), so clamping there changes no result and keeps
+# +-inf from producing inf * 0 = NaN.
 _NORMAL_CLAMP = {np.dtype(np.float32): 14.0, np.dtype(np.float64): 40.0}
 _EXP_SCALE = 2.0**24
 _LOG2E = 1.4426950408889634
@@ -67,7 +70,7 @@ _ROUND_MAGIC = 12582912.0  # 1.5 * 2**23
 _SCALE_BITS = np.int32(127 + 24 + 0x4B400000)  # exponent of 2**24, plus bits(_ROUND_MAGIC)
 _EXP_NEG_COEFFS = (1.0, -1.0, 1 / 2, -1 / 6, 1 / 24, -1 / 120, 1 / 720, -1 / 5040)
 _SIGMOID_CLAMP = 128.0
-_TANH_CLAMP = 12.0
+_TANH_CLAMP = {np.dtype(np.float32): 12.0, np.dtype(np.float64): 26.0}
 _ROOT_COEFFS_U = tuple(c * _T_SCALE**k for k, c in enumerate(_ROOT_COEFFS))
 _SQRT_2_OVER_PI = float(np.sqrt(2 / np.pi))
 _INV_SQRT_2PI = float(1 / np.sqrt(2 * np.pi))
@@ -314,7 +317,7 @@ def gelu_tanh(x: ArrayLike) -> Array:
   with the derivative :math:`\sigma(2u) + 2 x \, \sigma(2u) \sigma(-2u) \, u'(x)`,
   :math:`u'(x) = \sqrt{2/\pi} (1 + 3 \cdot 0.044715 x^2)`. It is evaluated in the sigmoid
   form, which keeps relative accuracy in the negative tail where ``1 + tanh(u)`` cancels, and
-  with ``x`` clamped to [-12, 12] inside ``u``, where it is saturated, so ``x**3`` never
+  with ``x`` clamped to [-12, 12] (float32) inside ``u``, where it is saturated, so ``x**3`` never
   overflows. It is within 5e-4 of the exact :func:`gelu`.
 
   For more information, see `Gaussian Error Linear Units (GELUs)
@@ -345,12 +348,13 @@ def _gelu_tanh_jvp(primals, tangents):
 
 
 def _gelu_tanh_and_grad(x: Array) -> tuple[Array, Array]:
-  x_c = jnp.clip(x, -_TANH_CLAMP, _TANH_CLAMP)
+  clamp = _TANH_CLAMP[x.dtype]
+  x_c = jnp.clip(x, -clamp, clamp)
   c0 = jnp.asarray(_SQRT_2_OVER_PI, x.dtype)
   c1 = jnp.asarray(_GELU_TANH_COEFF, x.dtype)
   two_u = 2 * c0 * x_c * (1 + c1 * x_c * x_c)
   s, s_neg = _sigmoids(two_u)
-  value = jnp.maximum(x, -_TANH_CLAMP) * s
+  value = jnp.maximum(x, -clamp) * s
   grad = s + 2 * c0 * x_c * s * s_neg * (1 + 3 * c1 * x_c * x_c)
   return value, grad
 
