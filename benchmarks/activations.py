@@ -8,7 +8,7 @@ kernel (``x * 2``, the memory-bandwidth reference). All cells are timed in inter
 medians, GB/s (bytes read + written) and the time relative to the copy kernel. The accuracy
 table compares float32 values and derivatives with float64 references (max ulp, abs, rel error).
 
-Run: python benchmarks/activations.py            (16M elements, 11 rounds; writes the report)
+Run: python benchmarks/activations.py            (16M elements, 15 rounds; writes the report)
      python benchmarks/activations.py --quick    (a tiny smoke run)
 """
 
@@ -212,6 +212,8 @@ def write_report(result: dict, output_dir: Path) -> None:
     "",
     "## Targets (exact GELU forward+backward)",
     "",
+    "Medians over rounds of the ratio of times measured in the same round.",
+    "",
   ]
   for target in result["targets"]:
     lines.append(
@@ -263,27 +265,37 @@ def write_report(result: dict, output_dir: Path) -> None:
 
 
 def summarize_targets(rows: list[dict]) -> list[dict]:
-  def median(dtype, variant):
-    return next(
-      r["median_s"] for r in rows
-      if (r["dtype"], r["mode"], r["variant"]) == (dtype, "forward+backward", variant)
-    )  # fmt: skip
+  """Forward+backward time ratios of exact GELU, as medians over rounds of same-round ratios.
 
-  return [
-    dict(
-      dtype=dtype,
-      gelu_vs_tanh=median(dtype, "gelujax.gelu") / median(dtype, "jax.nn.gelu(approximate=True)"),
-      speedup_vs_jax_exact=median(dtype, "jax.nn.gelu(approximate=False)")
-      / median(dtype, "gelujax.gelu"),
+  Pairing by round cancels most of the drift in machine load between rounds (other processes
+  on a shared machine), which medians of separately collected times do not.
+  """
+
+  def times(dtype, variant):
+    key = (dtype, "forward+backward", variant)
+    return np.array(
+      next(r["times_s"] for r in rows if (r["dtype"], r["mode"], r["variant"]) == key)
     )
-    for dtype in DTYPES
-  ]
+
+  targets = []
+  for dtype in DTYPES:
+    gelu = times(dtype, "gelujax.gelu")
+    tanh = times(dtype, "jax.nn.gelu(approximate=True)")
+    exact = times(dtype, "jax.nn.gelu(approximate=False)")
+    targets.append(
+      dict(
+        dtype=dtype,
+        gelu_vs_tanh=float(np.median(gelu / tanh)),
+        speedup_vs_jax_exact=float(np.median(exact / gelu)),
+      )
+    )
+  return targets
 
 
 def main(argv: list[str] | None = None) -> None:
   parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
   parser.add_argument("--size", type=int, default=1 << 24, help="elements per array")
-  parser.add_argument("--rounds", type=int, default=11, help="interleaved timing rounds")
+  parser.add_argument("--rounds", type=int, default=15, help="interleaved timing rounds")
   parser.add_argument("--accuracy-points", type=int, default=2_000_001)
   parser.add_argument("--quick", action="store_true", help="tiny sizes: a smoke test")
   parser.add_argument("--output-dir", type=Path, default=RESULTS_DIR)
