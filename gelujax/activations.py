@@ -105,24 +105,30 @@ def _exp_neg_half_square(a: Array) -> Array:
   """``exp(-a**2 / 2) * 2**24`` for ``0 <= a <= clamp``, without the ~a**2 ulp error of ``a * a``.
 
   float32: ``a = a_hi + a_lo`` with ``a_hi`` the top 12 significand bits, so
-  ``y = a**2 / 2 = a_hi**2 / 2 + a_lo (a + a_hi) / 2`` with an exact head. The exponential is
-  computed here rather than by ``jnp.exp`` so that the head and tail meet inside its range
-  reduction (``y = k ln2 + r`` with ``k ln2`` in two parts, ``|r| <= ln2 / 2``, then a degree-7
-  Taylor polynomial, error 6e-9) instead of being rounded together: accurate to ~1 ulp for
-  any ``a``. It also keeps the whole GELU one fused loop for XLA (no ``exp`` intermediate).
-  The ``2**24`` scale keeps the result normal down to GELU's own underflow, where XLA flushes
-  subnormals to zero; callers multiply it out last. Under differentiation ``a_hi`` and ``k``
-  are constants and ``d/da`` of the tail is exactly ``a``, so the derivative is right.
+  ``y = a**2 / 2 = a_hi**2 / 2 + a_lo (a + a_hi) / 2`` with an exact head, and head and tail
+  meet inside the range reduction of :func:`_exp_neg_scaled` instead of being rounded
+  together: accurate to ~1 ulp for any ``a``. The ``2**24`` scale keeps the result normal
+  down to GELU's own underflow, where XLA flushes subnormals to zero; callers multiply it out
+  last. Under differentiation ``a_hi`` and ``k`` are constants and ``d/da`` of the tail is
+  exactly ``a``, so the derivative is right.
   float64 uses ``jnp.exp``.
   """
   if a.dtype != np.float32:
     return jnp.exp(-0.5 * a * a) * _EXP_SCALE
-  # Only float arithmetic and cheap integer ops: XLA's CPU floor, float->int conversion,
-  # min/max and select are several times slower than a multiply-add.
   bits = jax.lax.bitcast_convert_type(a, np.uint32) & np.uint32(0xFFFFF000)
   a_hi = jax.lax.stop_gradient(jax.lax.bitcast_convert_type(bits, np.float32))
-  head = 0.5 * a_hi * a_hi
-  tail = 0.5 * (a - a_hi) * (a + a_hi)
+  return _exp_neg_scaled(0.5 * a_hi * a_hi, 0.5 * (a - a_hi) * (a + a_hi))
+
+
+def _exp_neg_scaled(head: Array, tail: Array | float = 0.0) -> Array:
+  """``exp(-(head + tail)) * 2**24`` in float32 for ``0 <= head + tail <= 104``, to ~1 ulp.
+
+  Range reduction ``head + tail = k ln2 + r`` with ``k ln2`` in two parts and ``tail`` added
+  after them, ``|r| <= ln2 / 2``, then a degree-7 Taylor polynomial (error 6e-9). Written with
+  float arithmetic and cheap integer ops only: XLA's CPU ``exp``, floor and float-to-int
+  conversion cost several multiply-adds each, and an ``exp`` shared by two outputs is
+  materialised in memory, where this is fused into each consumer's loop.
+  """
   # Round-to-nearest by the 1.5 * 2**23 trick; the sum's low bits then hold k itself. The
   # no-op OR with the magic's own bits keeps XLA from folding (v + M) - M into v.
   k_magic = jax.lax.stop_gradient((head + tail) * _LOG2E + _ROUND_MAGIC)
@@ -277,7 +283,11 @@ def _gelu_jvp(primals, tangents):
 def _sigmoids(z: Array) -> tuple[Array, Array]:
   """``(sigma(z), sigma(-z))`` from one exponential and one division, relative-accurate in
   both tails and never inf / inf."""
-  e = jnp.exp(-jnp.abs(z))
+  if z.dtype == np.float32:
+    y = jnp.minimum(jnp.abs(z), 104.0)  # exp(-104) is already 0 in float32
+    e = _exp_neg_scaled(y) * (1 / _EXP_SCALE)
+  else:
+    e = jnp.exp(-jnp.abs(z))
   r = 1 / (1 + e)
   positive = z >= 0
   return jnp.where(positive, r, e * r), jnp.where(positive, e * r, r)
@@ -383,7 +393,7 @@ def gelu_sigmoid(x: ArrayLike) -> Array:
 
   Examples:
     >>> gelu_sigmoid(jnp.array([-3.0, -1.0, 0.0, 1.0, 3.0]))
-    Array([-0.01807131, -0.15420423,  0.        ,  0.8457958 ,  2.9819288 ],      dtype=float32)
+    Array([-0.01807131, -0.15420423,  0.        ,  0.84579575,  2.9819288 ],      dtype=float32)
   """
   x = _as_inexact(x)
   return _scaled_silu_and_grad(_upcast(x), _GELU_SIGMOID_SCALE)[0].astype(x.dtype)
