@@ -8,16 +8,14 @@ active only when ``train=True``; batch-norm statistics live in the ``'batch_stat
 ``MODELS`` holds the paper's presets (``functools.partial`` of the general modules) and tiny
 presets for tests:
 
-=================== ======================================================================
-``mlp_mnist``        784 -> 8x128 -> 10 (MNIST, Fig. 2)
-``mlp_twitter_pos``  150 -> 2x256 -> 25 (Twitter POS; the frozen 3x50-d word-embedding lookup
-                     is done once on the host by the task, see ``gelujax.tasks``)
-``mlp_timit``        286 -> 5x2048 -> 39 (TIMIT frames)
-``autoencoder_mnist`` 784 -> 1000 -> 500 -> 250 -> 30 -> 250 -> 500 -> 1000 -> 784 (Fig. 4)
-``cifar_cnn``        the 9-conv CIFAR-10 network
-``wrn_40_4``         Wide ResNet 40-4 for CIFAR-100
-``*_tiny``           small versions of each, for tests
-=================== ======================================================================
+- ``mlp_mnist``: 784 -> 8x128 -> 10 (MNIST, Fig. 2).
+- ``mlp_twitter_pos``: 150 -> 2x256 -> 25 (Twitter POS). The frozen lookup of the window's three
+  50-d word embeddings is done once on the host by the task (``gelujax.tasks``, step
+  ``embed_words``), as in the authors' code, so the model sees the 150-d vectors.
+- ``mlp_timit``: 286 -> 5x2048 -> 39 (TIMIT frames; the paper's intended 39-way output).
+- ``autoencoder_mnist``: 784 -> 1000 -> 500 -> 250 -> 30 -> 250 -> 500 -> 1000 -> 784 (Fig. 4).
+- ``cifar_cnn``: the 9-conv CIFAR-10 network. ``wrn_40_4``: Wide ResNet 40-4 for CIFAR-100.
+- ``mlp_tiny``, ``autoencoder_tiny``, ``cifar_cnn_tiny``, ``wrn_tiny``: small versions, for tests.
 """
 
 from __future__ import annotations

@@ -409,14 +409,11 @@ def _zca(splits) -> None:
   """CIFAR-10: (x − 127.5)/128, then ZCA whitening (ε = 1e-5) fitted on the train split."""
   from gelujax import data
 
-  flat = {}
-  for name, split in splits.items():
-    x = split["inputs"]
-    flat[name] = (x.reshape(len(x), -1).astype(np.float32) - 127.5) / 128.0
-  mean, whitening = data.fit_zca(flat["train"], eps=1e-5)
-  for name, split in splits.items():
-    shape = split["inputs"].shape
-    split["inputs"] = data.apply_zca(flat[name], mean, whitening).astype(np.float32).reshape(shape)
+  for split in splits.values():
+    split["inputs"] = (split["inputs"].astype(np.float32) - np.float32(127.5)) / np.float32(128)
+  mean, whitening = data.fit_zca(splits["train"]["inputs"], eps=1e-5)
+  for split in splits.values():
+    split["inputs"] = data.apply_zca(split["inputs"], mean, whitening)
 
 
 @PREPROCESSING.register("pixel_mean")
@@ -424,19 +421,19 @@ def _pixel_mean(splits) -> None:
   """CIFAR-100: x/255 minus the per-pixel (h, w, c) mean of the train split."""
   from gelujax import data
 
-  scaled = {name: data.scale_pixels(split["inputs"]) for name, split in splits.items()}
-  mean = scaled["train"].mean(axis=0, dtype=np.float64).astype(np.float32)
-  for name, split in splits.items():
-    split["inputs"] = scaled[name] - mean
+  names = ["train", *(name for name in splits if name != "train")]
+  centred = data.subtract_pixel_mean(*(data.scale_pixels(splits[n]["inputs"]) for n in names))
+  for name, inputs in zip(names, centred, strict=True):
+    splits[name]["inputs"] = inputs
 
 
 @PREPROCESSING.register("flip_double")
 def _flip_double(splits) -> None:
   """CIFAR-100: the train split followed by its horizontally flipped copy (same targets)."""
+  from gelujax import data
+
   train = splits["train"]
-  flipped = train["inputs"][:, :, ::-1]
-  train["inputs"] = np.concatenate([train["inputs"], flipped])
-  train["targets"] = np.concatenate([train["targets"], train["targets"]])
+  train["inputs"], train["targets"] = data.flip_double(train["inputs"], train["targets"])
 
 
 @PREPROCESSING.register("embed_words")

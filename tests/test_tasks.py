@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from gelujax import tasks
+from gelujax import data, tasks
 
 
 def get(name, **overrides):
@@ -476,17 +476,7 @@ def test_regularizer_sums_kernels_and_bn_scales_only():
 # ------------------------------------------------------------------ host-side preprocessing
 
 
-class FakeSplits(dict):
-  """The shape of gelujax.data.Splits: split name -> arrays, plus an info dict."""
-
-  def __init__(self, splits, info):
-    super().__init__(splits)
-    self.info = info
-
-
 def fake_loader(monkeypatch, splits, calls):
-  from gelujax import data
-
   def load(name, data_dir=None, **options):
     calls.append((name, data_dir, options))
     return splits
@@ -498,7 +488,7 @@ def test_load_data_pixel_mean_and_flip_double(monkeypatch):
   rng = np.random.default_rng(7)
   train = rng.integers(0, 256, (6, 4, 5, 3)).astype(np.uint8)
   test = rng.integers(0, 256, (2, 4, 5, 3)).astype(np.uint8)
-  splits = FakeSplits(
+  splits = data.Splits(
     {
       "train": {"inputs": train, "targets": np.arange(6, dtype=np.int32)},
       "test": {"inputs": test, "targets": np.arange(2, dtype=np.int32)},
@@ -524,7 +514,7 @@ def test_load_data_zca_whitens_with_train_statistics(monkeypatch):
   raw = rng.normal(size=(600, 48)) @ mixing
   pixels = np.clip(127.5 + 20 * raw / raw.std(), 0, 255).astype(np.uint8)
   images = pixels.reshape(600, 4, 4, 3)
-  splits = FakeSplits(
+  splits = data.Splits(
     {
       "train": {"inputs": images[:500], "targets": np.zeros(500, np.int32)},
       "test": {"inputs": images[500:], "targets": np.zeros(100, np.int32)},
@@ -552,7 +542,7 @@ def test_load_data_embeds_word_windows(monkeypatch, pretrained):
   vocab = ["</s>", "UUUNKKK", "lol", "the", "cat"]
   table = np.arange(5 * 50, dtype=np.float32).reshape(5, 50) if pretrained else None
   ids = np.array([[0, 3, 4], [3, 4, 0], [1, 2, 0]], np.int32)
-  splits = FakeSplits(
+  splits = data.Splits(
     {"train": {"inputs": ids, "targets": np.array([11, 0, 10], np.int32)}},
     {
       "num_classes": 25,
@@ -579,3 +569,32 @@ def test_load_data_embeds_word_windows(monkeypatch, pretrained):
   # Frozen and deterministic: loading again gives the same vectors.
   splits["train"]["inputs"] = ids
   np.testing.assert_array_equal(tasks.get("twitter_pos").load_data()["train"]["inputs"], inputs)
+
+
+def test_twitter_pos_end_to_end_with_pretrained_embeddings(tmp_path):
+  tweets = {
+    "oct27.train": "lol\t!\nthe\tD\ncat\tN\n\nthe\tD\n",
+    "oct27.dev": "cat\tN\nzzz\tN\n",
+    "oct27.test": "lol\t!\n",
+  }
+  for name, text in tweets.items():
+    (tmp_path / name).write_text(text, encoding="utf-8")
+  words = ["</s>", "UUUNKKK", "lol", "the", "cat"]
+  vectors = {w: np.arange(50, dtype=np.float32) + 100 * i for i, w in enumerate(words)}
+  lines = [f"{w} {' '.join(str(v) for v in vectors[w])}" for w in words]
+  (tmp_path / "vectors.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+  spec = get("twitter_pos", data_options={"embeddings": str(tmp_path / "vectors.txt")})
+  splits = spec.load_data(str(tmp_path))
+
+  def window(*ws):
+    return np.concatenate([vectors[w] for w in ws])
+
+  train = splits["train"]["inputs"]
+  assert train.shape == (4, 150) and train.dtype == np.float32
+  np.testing.assert_array_equal(train[0], window("</s>", "lol", "the"))
+  np.testing.assert_array_equal(train[2], window("the", "cat", "</s>"))
+  np.testing.assert_array_equal(train[3], window("</s>", "the", "</s>"))
+  # An unknown word maps to UUUNKKK's vector.
+  np.testing.assert_array_equal(splits["validation"]["inputs"][1], window("cat", "UUUNKKK", "</s>"))
+  np.testing.assert_array_equal(splits["train"]["targets"], [10, 11, 0, 11])
