@@ -36,7 +36,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from gelujax.activations import activation_names
+from gelujax.activations import activation_names, get_activation
 from gelujax.models import MODELS
 from gelujax.registry import Registry, parse_name
 
@@ -279,9 +279,10 @@ def _valid_select_metric(spec: TaskSpec, value: Any) -> bool:
 
 def _valid_activation(value: Any) -> bool:
   try:
-    return parse_name(value)[0] in activation_names()
+    get_activation(value)  # Checks the name and that it takes the given arguments.
   except (ValueError, AttributeError):
     return False
+  return True
 
 
 # field -> (is the value valid for this spec, what would be valid), in an order where the fields
@@ -541,7 +542,8 @@ def timit_task() -> TaskSpec:
   (``group_batches``; the trainer pads the frames to a fixed size with a mask). The output is
   39-way, the paper's intent, not the published code's 2048-way layer; features are
   standardised once with the train statistics by ``gelujax.data``. The paper reports the test
-  error at the checkpoint with the lowest validation error, hence ``select_metric``.
+  error at the lowest-validation checkpoint; *(choice)* "lowest" is read as the lowest
+  validation error (``select_metric``).
   """
   return TaskSpec(
     name="timit",

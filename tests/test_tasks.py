@@ -8,6 +8,7 @@ import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 import pytest
 
 from gelujax import data, tasks
@@ -598,3 +599,73 @@ def test_twitter_pos_end_to_end_with_pretrained_embeddings(tmp_path):
   # An unknown word maps to UUUNKKK's vector.
   np.testing.assert_array_equal(splits["validation"]["inputs"][1], window("cat", "UUUNKKK", "</s>"))
   np.testing.assert_array_equal(splits["train"]["targets"], [10, 11, 0, 11])
+
+
+# ------------------------------------------------------------------ the pieces compose
+
+# What each task's load_data yields per example (after host-side preprocessing), and the
+# shape of the model's output per example.
+EXAMPLE_INPUTS = {
+  "mnist": ((28, 28, 1), jnp.uint8, (10,)),
+  "mnist_ae": ((28, 28, 1), jnp.uint8, (28, 28, 1)),
+  "tiny_mnist": ((28, 28, 1), jnp.uint8, (10,)),
+  "twitter_pos": ((150,), jnp.float32, (25,)),
+  "timit": ((286,), jnp.float32, (39,)),
+  "cifar10": ((32, 32, 3), jnp.float32, (10,)),
+  "cifar100": ((32, 32, 3), jnp.float32, (100,)),
+  "tiny_cifar": ((32, 32, 3), jnp.uint8, (10,)),
+}
+
+
+def train_step(spec, batch, key):
+  """A trainer-like step: prepare, forward (BN state mutable), loss + L2, grads, update."""
+  model = spec.build_model()
+  init_key, dropout_key, batch_key = jax.random.split(key, 3)
+  inputs, targets = spec.prepare_batch(batch, True, batch_key)
+  variables = model.init(init_key, inputs, train=False)
+  optimizer = spec.build_optimizer(jnp.float32(1e-3), steps_per_epoch=7)
+
+  def objective(params):
+    outputs, _ = model.apply(
+      {**variables, "params": params},
+      inputs,
+      train=True,
+      rngs={"dropout": dropout_key},
+      mutable=["batch_stats"],
+    )
+    mask = jnp.ones(len(outputs))
+    return spec.loss(outputs, targets, mask) + spec.regularizer(params), outputs
+
+  (loss, outputs), grads = jax.value_and_grad(objective, has_aux=True)(variables["params"])
+  updates, _ = optimizer.update(grads, optimizer.init(variables["params"]), variables["params"])
+  return loss, outputs, optax.apply_updates(variables["params"], updates)
+
+
+@pytest.mark.parametrize("name", sorted(EXAMPLE_INPUTS))
+def test_task_pieces_compose(name):
+  spec = tasks.get(name)
+  shape, dtype, output_shape = EXAMPLE_INPUTS[name]
+  batch = {
+    "inputs": jax.ShapeDtypeStruct((4, *shape), dtype),
+    "targets": jax.ShapeDtypeStruct((4,), jnp.int32),
+  }
+  # Traced abstractly (no compilation): shapes and dtypes must fit end to end.
+  loss, outputs, params = jax.eval_shape(
+    lambda batch: train_step(spec, batch, jax.random.key(0)), batch
+  )
+  assert loss.shape == () and loss.dtype == jnp.float32
+  assert outputs.shape == (4, *output_shape)
+  assert all(leaf.dtype == jnp.float32 for leaf in jax.tree_util.tree_leaves(params))
+
+
+def test_tiny_mnist_step_lowers_the_loss():
+  spec = tasks.get("tiny_mnist")
+  rng = np.random.default_rng(9)
+  batch = {
+    "inputs": jnp.asarray(rng.integers(0, 256, (16, 28, 28, 1)), jnp.uint8),
+    "targets": jnp.asarray(rng.integers(0, 10, 16), jnp.int32),
+  }
+  loss, _, params = jax.jit(lambda b: train_step(spec, b, jax.random.key(0)))(batch)
+  inputs, targets = spec.prepare_batch(batch, False, None)
+  after = spec.build_model().apply({"params": params}, inputs, train=False)
+  assert float(spec.loss(after, targets, jnp.ones(16))) < float(loss)
