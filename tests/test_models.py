@@ -246,9 +246,30 @@ CONV_INPUTS = {"cifar_cnn_tiny": (4, 12, 12, 3), "wrn_tiny": (4, 8, 8, 3)}
 
 @functools.cache
 def setup_conv_model(name):
-  x = np.random.default_rng(2).normal(size=CONV_INPUTS[name]).astype(np.float32)
+  rng = np.random.default_rng(2)
+  x = rng.normal(size=CONV_INPUTS[name]).astype(np.float32)
   model = MODELS.get(name)(activation="gelu_tanh", dropout=0.5)
-  return model, init(model, x), x
+  return model, random_variables(model, x, rng), x
+
+
+def random_variables(model, x, rng):
+  """Variables of the model's structure filled from NumPy: cheaper than compiling its init.
+
+  Kernels are N(0, 1/fan_in); biases, BN offsets and scales are N(0, 0.1²) around 0 and 1 so
+  that no term can vanish; running means are 0 and running variances 1.
+  """
+
+  def fill(path, leaf):
+    name = path[-1].key
+    if name == "kernel":
+      fan_in = int(np.prod(leaf.shape[:-1]))
+      return rng.normal(size=leaf.shape).astype(np.float32) / np.sqrt(fan_in)
+    centre = 1.0 if name in ("scale", "var") else 0.0
+    spread = 0.0 if name in ("mean", "var") else 0.1
+    return (centre + spread * rng.normal(size=leaf.shape)).astype(np.float32)
+
+  shapes = jax.eval_shape(lambda: model.init(jax.random.key(0), x, train=False))
+  return jax.tree_util.tree_map_with_path(fill, shapes)
 
 
 @pytest.fixture(params=sorted(CONV_INPUTS))
@@ -335,11 +356,27 @@ def test_cifar_cnn_shapes_and_logit_batch_norm():
   logits = np.asarray(inter["Dense_0"]["__call__"][0], np.float64)
   # Training-mode BN normalises the logits with the batch statistics (epsilon 1e-4) ...
   mean, var = logits.mean(0), logits.var(0)
-  np.testing.assert_allclose(out, (logits - mean) / np.sqrt(var + 1e-4), atol=1e-4)
+  bn = variables["params"]["BatchNorm_9"]
+  expected = (logits - mean) / np.sqrt(var + 1e-4) * bn["scale"] + bn["bias"]
+  np.testing.assert_allclose(out, expected, atol=1e-4)
   # ... and moves the running averages with momentum 0.9 from (0, 1).
   stats = state["batch_stats"]["BatchNorm_9"]
   np.testing.assert_allclose(stats["mean"], 0.1 * mean, rtol=1e-4, atol=1e-6)
   np.testing.assert_allclose(stats["var"], 0.9 + 0.1 * var, rtol=1e-4)
+  # In evaluation BN uses the running statistics; a running variance of the size of epsilon
+  # makes epsilon's value visible.
+  stats = {"mean": np.full(10, 0.3, np.float32), "var": np.full(10, 1e-4, np.float32)}
+  batch_stats = {**variables["batch_stats"], "BatchNorm_9": stats}
+  out, state = model.apply(
+    {**variables, "batch_stats": batch_stats},
+    x,
+    train=False,
+    mutable=["intermediates"],
+    capture_intermediates=True,
+  )
+  logits = np.asarray(state["intermediates"]["Dense_0"]["__call__"][0], np.float64)
+  expected = (logits - 0.3) / np.sqrt(1e-4 + 1e-4) * bn["scale"] + bn["bias"]
+  np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4)
 
 
 # ------------------------------------------------------------------------------ dropout
