@@ -7,16 +7,14 @@ batch preparation, the loss, the metrics and the regulariser. ``TASKS`` holds on
 experiment; ``get("mnist(dropout=0.5)")`` returns a spec with fields overridden, each value
 checked.
 
-=============== ======================================================================
-``mnist``        784 -> 8x128 -> 10 MLP, Adam, batch 128, 50 epochs (Fig. 2)
-``mnist_ae``     784-1000-500-250-30-... autoencoder, MSE, batch 64, 250 epochs (Fig. 4)
-``twitter_pos``  150 -> 2x256 -> 25 MLP on 3-word windows, batch 16, 30 epochs
-``timit``        286 -> 5x2048 -> 39 MLP, batches of 64 whole utterances, 30 epochs
-``cifar10``      9-conv CNN, Adam (eps in the root) with the second half annealed, 200 epochs
-``cifar100``     WRN-40-4, Nesterov SGD, per-step cosine, L2 5e-4, 50 epochs of flip-doubled data
-``tiny_mnist``   a 2x16 MLP for 2 epochs: fast trainer tests
-``tiny_cifar``   a depth-10 width-1 WRN with crops, noise and L2: fast trainer tests with BN
-=============== ======================================================================
+- ``mnist``: 784 -> 8x128 -> 10 MLP, Adam, batch 128, 50 epochs (Fig. 2).
+- ``mnist_ae``: the 784-1000-500-250-30-... autoencoder, MSE, batch 64, 250 epochs (Fig. 4).
+- ``twitter_pos``: 150 -> 2x256 -> 25 MLP on 3-word windows, batch 16, 30 epochs.
+- ``timit``: 286 -> 5x2048 -> 39 MLP, batches of 64 whole utterances, 30 epochs.
+- ``cifar10``: the 9-conv CNN, Adam (ε in the root) with the second half annealed, 200 epochs.
+- ``cifar100``: WRN-40-4, Nesterov SGD, per-step cosine, L2 5e-4, 50 epochs of flip-doubled data.
+- ``tiny_mnist``: a 2x16 MLP for 2 epochs, for fast trainer tests.
+- ``tiny_cifar``: a depth-10 width-1 WRN with crops, noise and L2, for fast trainer tests with BN.
 
 Each task's choices that neither the paper nor the authors' code fixes are marked *(choice)* in
 the docstring of the function that builds it.
