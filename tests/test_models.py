@@ -225,6 +225,32 @@ def test_mlp_matches_numpy_and_activation_changes_function(activation):
   assert np.max(np.abs(out - out_other)) > 1e-2
 
 
+def test_learnable_gelu_adds_its_parameters_per_layer():
+  # mlp_tiny: 784 -> 16 -> 16 -> 10, i.e. (784*16 + 16) + (16*16 + 16) + (16*10 + 10) weights.
+  base = (784 * 16 + 16) + (16 * 16 + 16) + (16 * 10 + 10)
+  scalar = MODELS.get("mlp_tiny")(activation="learnable_gelu")
+  per_feature = MODELS.get("mlp_tiny")(activation="learnable_gelu(per_feature=True)")
+  # One (mu, log_sigma) pair per hidden layer, scalars or one per unit.
+  assert count(abstract_variables(scalar, (1, 784))) == base + 2 * 2
+  assert count(abstract_variables(per_feature, (1, 784))) == base + 2 * 2 * 16
+
+
+def test_soi_map_is_stochastic_in_training_and_gelu_in_evaluation():
+  model = MLP(features=(32, 32), num_outputs=5, activation="soi_map")
+  x = np.random.default_rng(6).normal(size=(6, 8)).astype(np.float32)
+  params = model.init(jax.random.key(0), x, train=False)["params"]
+
+  def train_apply(seed):
+    return model.apply({"params": params}, x, train=True, rngs={"dropout": jax.random.key(seed)})
+
+  np.testing.assert_allclose(
+    model.apply({"params": params}, x, train=False),
+    model.clone(activation="gelu").apply({"params": params}, x, train=False),
+    rtol=1e-6,
+  )
+  assert np.max(np.abs(train_apply(1) - train_apply(2))) > 1e-3
+
+
 def test_autoencoder_matches_numpy_with_activation_on_code():
   model = MODELS.get("autoencoder_tiny")(activation="relu")
   x = np.random.default_rng(1).uniform(size=(3, 6, 6, 1)).astype(np.float32)

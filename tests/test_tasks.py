@@ -167,6 +167,19 @@ def test_replace_rejects_bad_values(field, value, valid):
     tasks.get("mnist").replace(**{field: value})
 
 
+@pytest.mark.parametrize(
+  "activation", ["gaussian_gelu(mu=0.5, sigma=2.0)", "learnable_gelu(per_feature=True)", "elu"]
+)
+def test_activation_specs_with_arguments(activation):
+  spec = get("mnist", activation=activation)
+  assert spec.build_model().activation == activation
+
+
+def test_activation_arguments_are_checked():
+  with pytest.raises(ValueError, match=r"field 'activation' = 'gaussian_gelu\(tau=1.0\)'"):
+    get("mnist", activation="gaussian_gelu(tau=1.0)")
+
+
 def test_replace_rejects_unknown_fields_and_bad_model_options():
   with pytest.raises(ValueError, match=r"has no field 'lr'; the fields are name, dataset"):
     tasks.get("mnist").replace(lr=0.1)
