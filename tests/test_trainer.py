@@ -97,6 +97,29 @@ def test_training_lowers_the_loss_and_metrics_match_numpy(reference):
   assert np.all(state.diverged_step == -1)
 
 
+def test_batch_norm_statistics_are_kept_and_used_in_evaluation(tmp_path):
+  spec = TinySpec(model_options={"batch_norm": True}, epochs=2)
+  trainer.fit(spec, str(tmp_path), seeds=[0, 1], learning_rates=[1e-2], progress=False)
+  _, _, state = trainer.restore(str(tmp_path), spec=spec)
+  stats = jax.tree.map(np.float64, state.batch_stats["BatchNorm_0"])
+  assert np.all(stats["var"] != 1) and np.all(stats["mean"] != 0)  # updated by training
+  # Evaluation normalises with the running statistics: fold them into the first layer.
+  params = jax.tree.map(np.float64, state.params)
+  scale = params["BatchNorm_0"]["scale"] / np.sqrt(stats["var"] + 1e-5)
+  folded = {
+    "Dense_0": {
+      "kernel": params["Dense_0"]["kernel"] * scale[:, None, :],
+      "bias": (params["Dense_0"]["bias"] - stats["mean"]) * scale + params["BatchNorm_0"]["bias"],
+    },
+    "Dense_1": params["Dense_1"],
+  }
+  test = make_splits()["test"]
+  loss, error = numpy_metrics(folded, test)
+  logged = [r for r in writers.read_metrics(str(tmp_path)) if r["epoch"] == 2.0]
+  np.testing.assert_allclose([r["test_loss"] for r in logged], loss, rtol=1e-5)
+  np.testing.assert_allclose([r["test_error"] for r in logged], error)
+
+
 def test_workdir_files_follow_the_formats(reference):
   config = writers.read_json(os.path.join(reference, "config.json"))
   assert config["task"] == "tiny" and config["dataset"] == "blobs"

@@ -28,10 +28,14 @@ class TinyMLP(nn.Module):
   hidden: int = 16
   num_classes: int = 3
   dropout: float = 0.0
+  batch_norm: bool = False
 
   @nn.compact
   def __call__(self, x, train: bool):
-    x = jax.nn.relu(nn.Dense(self.hidden)(x))
+    x = nn.Dense(self.hidden)(x)
+    if self.batch_norm:
+      x = nn.BatchNorm(use_running_average=not train, momentum=0.5)(x)
+    x = jax.nn.relu(x)
     x = nn.Dropout(self.dropout, deterministic=not train)(x)
     return nn.Dense(self.num_classes)(x)
 
