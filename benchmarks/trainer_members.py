@@ -9,10 +9,14 @@ per second (members x epochs / seconds) for each, and their ratio:
 """
 
 import argparse
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
+# This checkout's gelujax, not an installed one.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from gelujax import tasks, trainer
 
 
