@@ -13,7 +13,7 @@ of process 0), --num_processes and that host's --process_id.
 import re
 import sys
 
-from absl import app, flags
+from absl import app, flags, logging
 
 from gelujax import activations, data, registry, tasks, trainer
 
@@ -113,6 +113,8 @@ def make_spec():
 def main(argv: list[str]) -> None:
   if len(argv) > 1:
     raise app.UsageError(f"Unexpected arguments: {' '.join(argv[1:])}.")
+  if not flags.FLAGS["verbosity"].present:  # Orbax logs every save at INFO.
+    logging.set_verbosity(logging.WARNING)
   try:
     if _COORDINATOR.value:
       trainer.initialize_distributed(_COORDINATOR.value, _NUM_PROCESSES.value, _PROCESS_ID.value)
