@@ -127,7 +127,6 @@ def main(argv: list[str]) -> None:
     )
     name = re.sub(r"[^\w.=-]+", "_", f"{spec.name}_{spec.dataset}_{spec.activation}")
     workdir = _WORKDIR.value or f"workdirs/{name}"
-    trainer.check_run(spec, workdir, seeds, learning_rates)
     trainer.fit(
       spec,
       workdir,
