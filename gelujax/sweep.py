@@ -152,27 +152,34 @@ def _members_of(doc: dict[str, Any]) -> list[tuple[float, int]]:
 def finished_summary(
   workdir: str | Path, *, seeds: Sequence[int], learning_rates: Sequence[float], epochs: int
 ) -> dict[str, Any] | None:
-  """The workdir's summary if it holds this exact grid finished, None if it is not finished.
+  """The workdir's summary if it holds this grid trained for ``epochs``, else None.
+
+  A workdir that finished fewer epochs is not finished: the trainer resumes and extends it.
 
   Raises:
-    ValueError: if the workdir holds a different grid (other members or epochs), which resuming
-      would silently mix into this one.
+    ValueError: if the workdir holds other members, or more epochs than requested; resuming
+      either would mix another grid into this one.
   """
   workdir = Path(workdir)
   wanted = grid_members(seeds, learning_rates)
   for file in (SUMMARY_FILE, CONFIG_FILE):
     if (workdir / file).exists():
-      doc = read_json(workdir / file)
-      found, found_epochs = _members_of(doc), doc.get("epochs") or doc["spec"]["epochs"]
-      if found != wanted or found_epochs != epochs:
+      found = _members_of(read_json(workdir / file))
+      if found != wanted:
         raise ValueError(
-          f"{workdir / file} holds a different grid (members (lr, seed) {found}, epochs "
-          f"{found_epochs}) than the one requested ({wanted}, epochs {epochs}). Pass another "
-          "--out, or delete that workdir to train the new grid."
+          f"{workdir / file} holds a different grid (members (lr, seed) {found}) than the one "
+          f"requested ({wanted}). Pass another --out, or delete that workdir to train the new "
+          "grid."
         )
-  if (workdir / SUMMARY_FILE).exists():
-    return read_json(workdir / SUMMARY_FILE)
-  return None
+  if not (workdir / SUMMARY_FILE).exists():
+    return None
+  summary = read_json(workdir / SUMMARY_FILE)
+  if summary["epochs"] > epochs:
+    raise ValueError(
+      f"{workdir / SUMMARY_FILE} holds a run of {summary['epochs']} epochs, more than the "
+      f"{epochs} requested. Pass --epochs {summary['epochs']} to use it, or another --out."
+    )
+  return summary if summary["epochs"] == epochs else None
 
 
 def run_grid(
@@ -186,7 +193,8 @@ def run_grid(
 ) -> tuple[dict[str, Any], bool]:
   """Trains one run's lr x seed grid as members, unless the workdir already finished it.
 
-  A partial workdir (checkpoints but no summary) is resumed by the trainer.
+  A partial workdir (checkpoints but no summary for ``spec.epochs``) is resumed by the trainer.
+  A grid whose members all diverge is a result too (every lr then shows n/n diverged).
 
   Returns:
     ``(summary, trained)``: the run's summary and whether this call trained.
@@ -199,14 +207,17 @@ def run_grid(
   # Imported here so that reading results and drawing tables needs no accelerator stack.
   from gelujax import trainer
 
-  summary = trainer.fit(
-    spec,
-    str(workdir),
-    seeds=list(seeds),
-    learning_rates=list(learning_rates),
-    data_dir=data_dir,
-    progress=progress,
-  )
+  try:
+    summary = trainer.fit(
+      spec,
+      str(workdir),
+      seeds=list(seeds),
+      learning_rates=list(learning_rates),
+      data_dir=data_dir,
+      progress=progress,
+    )
+  except trainer.DivergedError:
+    summary = read_json(Path(workdir) / SUMMARY_FILE)
   return summary, True
 
 
@@ -444,7 +455,7 @@ def evaluate_noise(
       f"are {sorted({m['learning_rate'] for m in members})}."
     )
   index = [i for i in at_lr if not members[i]["diverged"]]
-  spec, _, state = trainer.restore(str(workdir))
+  spec, _, state = trainer.restore(str(workdir), data_dir=data_dir)
   test = spec.load_data(data_dir)["test"]
   clean = data.scale_pixels(test["inputs"])
   rng = np.random.default_rng(noise_seed)

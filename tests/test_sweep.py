@@ -6,6 +6,7 @@ Every expected selection, median, mean and std below is computed by hand from th
 import math
 import sys
 import types
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -184,8 +185,12 @@ def test_finished_summary_and_grid_checks(tmp_path):
   assert sweep.finished_summary(empty, seeds=[0], learning_rates=[1e-3], epochs=3) is None
   with pytest.raises(ValueError, match=r"different grid.*--out"):
     sweep.finished_summary(done, seeds=[0, 1], learning_rates=LRS[:2], epochs=3)
-  with pytest.raises(ValueError, match=r"epochs 3\).*epochs 5"):
-    sweep.finished_summary(partial, seeds=[0, 1, 2], learning_rates=LRS[:2], epochs=5)
+  with pytest.raises(ValueError, match=r"different grid"):
+    sweep.finished_summary(partial, seeds=[0, 1, 2], learning_rates=LRS[1:], epochs=3)
+  # A finished run asked for more epochs is resumed (not finished); fewer is an error.
+  assert sweep.finished_summary(done, seeds=[0, 1, 2], learning_rates=LRS[:2], epochs=5) is None
+  with pytest.raises(ValueError, match=r"3 epochs, more than the 2 requested.*--epochs 3"):
+    sweep.finished_summary(done, seeds=[0, 1, 2], learning_rates=LRS[:2], epochs=2)
 
 
 def test_run_grid_skips_finished_run_without_training(tmp_path, monkeypatch):
@@ -228,3 +233,43 @@ def test_format_table_and_grid(three_lr_run):
   grid_table = sweep.format_grid([row])
   assert "| gelu | 0.0001 (selected) | 0/3 | 0.16 (validation_loss) |" in grid_table
   assert "| gelu | 0.001 | 0/3 | 0.2 (validation_loss) |" in grid_table
+
+
+class FakeTrainer:
+  """Stands in for gelujax.trainer: records fit calls and writes an all-diverged workdir."""
+
+  class DivergedError(RuntimeError):
+    pass
+
+  def __init__(self):
+    self.calls = []
+
+  def fit(self, spec, workdir, *, seeds, learning_rates, data_dir, progress):
+    self.calls.append((workdir, seeds, learning_rates, data_dir))
+    members = [
+      member(s, lr, train_loss=constant(1.0), validation_loss=constant(1.0), diverged_epoch=2)
+      for lr in learning_rates
+      for s in seeds
+    ]
+    write_workdir(Path(workdir), members)
+    raise self.DivergedError("all diverged")
+
+
+def test_run_grid_trains_and_keeps_all_diverged_result(tmp_path, monkeypatch):
+  class Spec:
+    epochs = 3
+
+  trainer = FakeTrainer()
+  monkeypatch.setitem(sys.modules, "gelujax.trainer", trainer)
+  monkeypatch.setattr(gelujax, "trainer", trainer, raising=False)
+  workdir = tmp_path / "relu"
+  summary, trained = sweep.run_grid(
+    Spec(), workdir, seeds=[0, 1], learning_rates=[1e-2], data_dir="/data", progress=False
+  )
+  assert trained
+  assert trainer.calls == [(str(workdir), [0, 1], [1e-2], "/data")]
+  assert [m["diverged"] for m in summary["members"]] == [True, True]
+  # Finished now, so a second call does not train.
+  _, trained = sweep.run_grid(Spec(), workdir, seeds=[0, 1], learning_rates=[1e-2])
+  assert not trained
+  assert len(trainer.calls) == 1
