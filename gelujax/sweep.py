@@ -293,26 +293,20 @@ def member_stats(run: Run, learning_rate: float) -> dict[str, Any]:
 
 
 def summarize_run(run: Run) -> dict[str, Any]:
-  """One table row: the selected lr's statistics, plus every lr's diverged count and median."""
+  """One table row: every lr's :func:`member_stats` (the grid) and the selected lr's among them."""
   metric = selection_metric(run)
   selected = select_learning_rate(run, metric)
   grid = []
   for lr in run.learning_rates():
-    row = member_stats(run, lr)
-    grid.append(
-      {
-        "learning_rate": lr,
-        "members": row["members"],
-        "diverged": row["diverged"],
-        "select_median": row["metrics"].get(f"best.{metric}", {}).get("median", math.nan),
-      }
-    )
+    stats = member_stats(run, lr)
+    stats["select_median"] = stats["metrics"].get(f"best.{metric}", {}).get("median", math.nan)
+    grid.append(stats)
   return {
     "run": run.name,
     "activation": run.activation,
     "dropout": run.dropout,
     "select_metric": metric,
-    "selected": None if selected is None else member_stats(run, selected),
+    "selected": next((g for g in grid if g["learning_rate"] == selected), None),
     "grid": grid,
   }
 
@@ -406,19 +400,23 @@ def format_table(
   return "\n".join(lines) + "\n"
 
 
-def format_grid(rows: Sequence[dict[str, Any]]) -> str:
-  """A Markdown table of every lr of every run: members, diverged, median selection metric."""
-  lines = ["| run | lr | diverged | median best selection metric |", "|---|---|---|---|"]
+def format_grid(
+  rows: Sequence[dict[str, Any]], *, metric: str, label: str, scale: float = 1.0
+) -> str:
+  """A Markdown table of every lr of every run: diverged members, the median selection metric
+  (which picks the lr) and the median of ``metric`` (labelled ``label``, times ``scale``)."""
+  lines = [
+    f"| run | lr | diverged | median best selection metric | median {label} |",
+    "|---|---|---|---|---|",
+  ]
   for row in rows:
     for g in row["grid"]:
-      mark = (
-        " (selected)"
-        if row["selected"] and g["learning_rate"] == row["selected"]["learning_rate"]
-        else ""
-      )
+      mark = " (selected)" if g is row["selected"] else ""
+      value = g["metrics"].get(metric, {}).get("median")
       lines.append(
         f"| {row['run']} | {g['learning_rate']:g}{mark} | {g['diverged']}/{g['members']} | "
-        f"{format_number(g['select_median'])} ({row['select_metric']}) |"
+        f"{format_number(g['select_median'])} ({row['select_metric']}) | "
+        f"{format_number(value, scale)} |"
       )
   return "\n".join(lines) + "\n"
 
@@ -487,3 +485,37 @@ def noise_curve(result: Mapping[str, Any], key: str) -> Curve:
     high=values.max(axis=0),
     members=values.shape[0],
   )
+
+
+def noise_at(result: Mapping[str, Any], key: str, a: float) -> float:
+  """The median-over-seeds ``key`` at noise level ``a``, linearly interpolated between levels."""
+  curve = noise_curve(result, key)
+  return float(np.interp(a, curve.x, curve.median))
+
+
+def format_noise_table(
+  results: Mapping[str, Mapping[str, Any]],
+  *,
+  at: Sequence[float] = (0.0, 1.0, 3.0),
+  paper: Mapping[str, Mapping[float, float]] | None = None,
+) -> str:
+  """A Markdown table of median test accuracy and log loss at noise levels ``at``.
+
+  Args:
+    results: run name -> :func:`evaluate_noise` result.
+    at: the noise levels shown (interpolated when between evaluated levels).
+    paper: run name -> noise level -> the paper's accuracy, shown beside ours.
+  """
+  paper = paper or {}
+  head = ["run", "lr", "diverged"]
+  head += [f"accuracy a={a:g} (paper)" for a in at] + [f"log loss a={a:g}" for a in at]
+  lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+  for name, result in results.items():
+    cells = [name, f"{result['learning_rate']:g}", f"{result['diverged']}/{result['members']}"]
+    for a in at:
+      ours = format_number(noise_at(result, "accuracy", a), digits=3)
+      theirs = paper.get(name, {}).get(a)
+      cells.append(ours if theirs is None else f"{ours} ({theirs:g})")
+    cells += [format_number(noise_at(result, "loss", a), digits=3) for a in at]
+    lines.append("| " + " | ".join(cells) + " |")
+  return "\n".join(lines) + "\n"

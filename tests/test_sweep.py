@@ -230,9 +230,10 @@ def test_format_table_and_grid(three_lr_run):
   )
   # Median 6, mean 6.667, std 2.082 (percent); the extra column keeps its own scale.
   assert lines[2] == "| gelu | 0.0001 | 0 | 6.12 | 6 | 6.667 ± 2.1 | 0.05 |"
-  grid_table = sweep.format_grid([row])
-  assert "| gelu | 0.0001 (selected) | 0/3 | 0.16 (validation_loss) |" in grid_table
-  assert "| gelu | 0.001 | 0/3 | 0.2 (validation_loss) |" in grid_table
+  grid_table = sweep.format_grid([row], metric="best.test_error", label="test error (%)", scale=100)
+  assert "| gelu | 0.0001 (selected) | 0/3 | 0.16 (validation_loss) | 6 |" in grid_table
+  assert "| gelu | 0.001 | 0/3 | 0.2 (validation_loss) | 1 |" in grid_table
+  assert "| gelu | 1e-05 | 0/3 | 0.41 (validation_loss) | 20 |" in grid_table
 
 
 class FakeTrainer:
@@ -273,3 +274,23 @@ def test_run_grid_trains_and_keeps_all_diverged_result(tmp_path, monkeypatch):
   _, trained = sweep.run_grid(Spec(), workdir, seeds=[0, 1], learning_rates=[1e-2])
   assert not trained
   assert len(trainer.calls) == 1
+
+
+def test_noise_table_interpolates_between_levels():
+  result = {
+    "learning_rate": 1e-3,
+    "members": 3,
+    "diverged": 1,
+    "levels": [0.0, 2.0, 3.0],
+    "accuracy": [[0.98, 0.5, 0.2], [0.96, 0.4, 0.3]],
+    "loss": [[0.1, 2.0, 4.0], [0.3, 3.0, 5.0]],
+  }
+  # Medians: accuracy (0.97, 0.45, 0.25), loss (0.2, 2.5, 4.5); a=1 is halfway from 0 to 2.
+  assert sweep.noise_at(result, "accuracy", 1.0) == pytest.approx(0.71)
+  table = sweep.format_noise_table({"gelu_tanh": result}, paper={"gelu_tanh": {0.0: 0.98}})
+  lines = table.splitlines()
+  assert lines[0] == (
+    "| run | lr | diverged | accuracy a=0 (paper) | accuracy a=1 (paper) | accuracy a=3 (paper) "
+    "| log loss a=0 | log loss a=1 | log loss a=3 |"
+  )
+  assert lines[2] == "| gelu_tanh | 0.001 | 1/3 | 0.97 (0.98) | 0.71 | 0.25 | 0.2 | 1.35 | 4.5 |"
