@@ -69,8 +69,10 @@ def write_workdir(
       }
       rows.append(row)
       lines.append(json.dumps(row))
+    # Without a validation split the trainer selects on the matching test metric.
+    metric = select_metric if select_metric in keys else select_metric.replace("validation", "test")
     finite = [r for r in rows if not r["diverged"]]
-    best = min(finite, key=lambda r: r[select_metric]) if finite else None
+    best = min(finite, key=lambda r: r[metric]) if finite else None
     summary_members.append(
       {
         "seed": m["seed"],

@@ -1,0 +1,180 @@
+"""Tests for experiments/reproduce.py: tables, figures and README from workdirs, and flags."""
+
+import dataclasses
+import json
+import types
+
+import pytest
+
+from experiments import reproduce
+from tests.fake_workdirs import constant, member, write_workdir
+
+SEEDS = [0, 1, 2]
+LRS = [1e-3, 1e-4]
+
+
+def write_grid(out, name, activation, dropout, train_losses, test_errors):
+  """A finished run; validation losses make lr 1e-3 best for every seed."""
+  members = [
+    member(
+      seed,
+      lr,
+      train_loss=[1.0, 0.5, train_losses[i][seed]],
+      validation_loss=[0.4, 0.2 + i, 0.3 + i],
+      validation_error=constant(0.05),
+      test_loss=constant(0.25),
+      test_error=constant(test_errors[i][seed]),
+    )
+    for i, lr in enumerate(LRS)
+    for seed in SEEDS
+  ]
+  write_workdir(out / "runs" / name, members, activation=activation, dropout=dropout)
+  spec = types.SimpleNamespace(epochs=3, activation=activation, dropout=dropout)
+  return reproduce.Grid(name, spec, out / "runs" / name)
+
+
+def test_mnist_table_figure_and_summary(tmp_path):
+  out = tmp_path / "out"
+  grids = [
+    write_grid(
+      out,
+      "gelu_tanh",
+      "gelu_tanh",
+      0.0,
+      [[0.010, 0.006, 0.008], [1, 1, 1]],
+      [[0.02, 0.03, 0.04], [0.5, 0.5, 0.5]],
+    ),
+    write_grid(
+      out,
+      "relu",
+      "relu",
+      0.0,
+      [[0.004, 0.002, 0.003], [1, 1, 1]],
+      [[0.03, 0.03, 0.03], [0.5, 0.5, 0.5]],
+    ),
+    write_grid(
+      out,
+      "gelu_tanh_dropout0.5",
+      "gelu_tanh",
+      0.5,
+      [[0.05, 0.04, 0.06], [1, 1, 1]],
+      [[0.01, 0.01, 0.01], [0.5, 0.5, 0.5]],
+    ),
+  ]
+  table, files = reproduce.reproduce_runs(
+    "mnist", grids, out, seeds=SEEDS, learning_rates=LRS, data_dir=None
+  )
+  lines = (out / "table.md").read_text().splitlines()
+  assert (out / "table.md").read_text() == table
+  # Paper numbers (Fig. 2) beside ours: medians of the final train losses at lr 1e-3, and the
+  # test error (%) at each member's best-validation epoch (epoch 2).
+  assert "| gelu_tanh | 0.001 | 0 | 0.008 | 0.008 | 0.008 ± 0.002 | 3 | 0.25 |" in lines
+  assert "| relu | 0.001 | 0 | 0.007 | 0.003 | 0.003 ± 0.001 | 3 | 0.25 |" in lines
+  assert "| gelu_tanh_dropout0.5 | 0.001 | 0 | 0.044 | 0.05 | 0.05 ± 0.01 | 1 | 0.25 |" in lines
+  assert "| relu | 0.0001 | 0/3 | 0.4 (validation_loss) | 1 |" in lines
+  summary = json.loads((out / "summary.json").read_text())
+  assert summary["report"]["metric"] == "final.train_loss"
+  assert [r["run"] for r in summary["rows"]] == [g.name for g in grids]
+  assert summary["rows"][0]["selected"]["metrics"]["final.train_loss"]["median"] == 0.008
+  png = out / "loss_curves.png"
+  assert png.read_bytes()[:4] == b"\x89PNG"
+  assert any(f.startswith("loss_curves.png") for f in files)
+
+
+def test_autoencoder_figure_has_a_panel_per_lr(tmp_path, monkeypatch):
+  out = tmp_path / "ae"
+  members = [
+    member(seed, lr, train_loss=[0.03, 0.02, 0.01], test_loss=[0.04, 0.03, 0.02 + lr])
+    for lr in LRS
+    for seed in SEEDS
+  ]
+  workdir = write_workdir(
+    out / "runs" / "elu",
+    members,
+    activation="elu",
+    task="mnist_ae",
+    select_metric="validation_loss",
+  )
+  grid = reproduce.Grid("elu", types.SimpleNamespace(epochs=3), workdir)
+  figures = []
+  monkeypatch.setattr(reproduce.plots, "save_figure", lambda fig, path: figures.append(fig) or path)
+  table, _ = reproduce.reproduce_runs(
+    "mnist_ae", [grid], out, seeds=SEEDS, learning_rates=LRS, data_dir=None
+  )
+  (fig,) = figures
+  assert [ax.get_title() for ax in fig.axes] == ["learning rate 0.001", "learning rate 0.0001"]
+  assert all(len(ax.lines) == 2 for ax in fig.axes)  # train and test MSE
+  # No validation split: the lr is selected on the best test loss, 0.0201 (lr 1e-4) < 0.021.
+  assert "| elu | 0.0001 | 0 | 0.006 | 0.0201 | 0.0201 ± 0 |" in table
+  assert "(for lr 0.001)" in table
+
+
+@dataclasses.dataclass(frozen=True)
+class Spec:
+  name: str = "mnist"
+  dataset: str = "mnist"
+  activation: str = "gelu_tanh"
+  dropout: float = 0.0
+  learning_rates: tuple = (1e-3, 1e-4, 1e-5)
+  seeds: int = 5
+  batch_size: int = 128
+  epochs: int = 50
+  data_options: dict = dataclasses.field(default_factory=dict)
+
+
+def test_deviations_compare_with_the_paper_spec():
+  paper = Spec()
+  ours = dataclasses.replace(paper, dataset="fashion_mnist", epochs=2, batch_size=64)
+  deviations = reproduce.list_deviations(
+    "mnist",
+    paper,
+    ours,
+    seeds=[0, 1],
+    learning_rates=[1e-3],
+    activations=["gelu", "relu", "elu"],
+    dropout_rates=[0.0],
+    noise=False,
+  )
+  assert deviations == [
+    "Dataset: fashion_mnist instead of the paper's mnist.",
+    "batch_size: 64 instead of the paper's 128.",
+    "epochs: 2 instead of the paper's 50.",
+    "Runs per setting: 2 (seeds [0, 1]) instead of 5.",
+    "Learning rates: [0.001] instead of the paper's [0.001, 0.0001, 1e-05].",
+    "Dropout rates: [0.0] instead of [0.0, 0.5].",
+    "Activations of the paper not run: gelu_tanh.",
+    "Activations added that the paper reports no numbers for: gelu (the paper's GELU is "
+    "`gelu_tanh`; `gelu` is the exact erf form).",
+  ]
+  same = reproduce.list_deviations(
+    "mnist",
+    paper,
+    paper,
+    seeds=range(5),
+    learning_rates=paper.learning_rates,
+    activations=["gelu_tanh", "relu", "elu"],
+    dropout_rates=[0.0, 0.5],
+    noise=False,
+  )
+  assert same == []
+
+
+@pytest.mark.parametrize(
+  ("values", "expected"), [(None, [0, 1, 2]), (["2"], [0, 1]), (["4", "7"], [4, 7])]
+)
+def test_parse_seeds(values, expected):
+  assert reproduce.parse_seeds(values, 3) == expected
+
+
+@pytest.mark.parametrize("values", [["x"], ["0"], ["1.5", "2"]])
+def test_parse_seeds_rejects(values):
+  with pytest.raises(ValueError, match="--seeds"):
+    reproduce.parse_seeds(values, 3)
+
+
+def test_grid_names_suffix_only_other_dropout_rates():
+  spec = types.SimpleNamespace(dropout=0.0, replace=lambda **kw: types.SimpleNamespace(**kw))
+  grids = reproduce.make_grids(spec, ["gelu", "relu"], [0.0, 0.5], reproduce.Path("/o"))
+  assert [g.name for g in grids] == ["gelu", "relu", "gelu_dropout0.5", "relu_dropout0.5"]
+  assert [g.spec.dropout for g in grids] == [0.0, 0.0, 0.5, 0.5]
+  assert str(grids[2].workdir) == "/o/runs/gelu_dropout0.5"
