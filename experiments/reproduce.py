@@ -293,9 +293,9 @@ def draw_loss_figure(
     series = panels.setdefault(f"dropout rate {run.dropout:g}", {})
     selected = row["selected"]
     if selected is None:
-      series[f"{run.name} (all diverged)"] = {"train": None}
+      series[f"{run.activation} (all diverged)"] = {"train": None}
     else:
-      label = series_label(run.name, selected)
+      label = series_label(run.activation, selected)
       series[label] = plots.run_curves(run, selected["learning_rate"], loss_keys(run))
   fig = plots.plot_curves(
     panels, ylabel="log loss (nats)", title=f"{task}: training (dark) and held-out (light) loss"
@@ -309,7 +309,7 @@ def draw_autoencoder_figure(runs: Sequence[sweep.Run], rows: Sequence[dict[str, 
   for run, row in zip(runs, rows, strict=True):
     for stats in row["grid"]:
       lr = stats["learning_rate"]
-      label = series_label(run.name, stats)
+      label = series_label(run.activation, stats)
       panels.setdefault(f"learning rate {lr:g}", {})[label] = plots.run_curves(
         run, lr, ("train_loss", "test_loss")
       )

@@ -38,8 +38,10 @@ def run_curves(
 
 
 def _colors(panels: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
+  """A colour per series label; labels sharing their first word (the activation) share one."""
   labels = list(dict.fromkeys(label for series in panels.values() for label in series))
-  return {label: f"C{i % 10}" for i, label in enumerate(labels)}
+  names = list(dict.fromkeys(label.split()[0] for label in labels))
+  return {label: f"C{names.index(label.split()[0]) % 10}" for label in labels}
 
 
 def _new_figure(columns: int) -> tuple[Figure, list[Any]]:
@@ -66,6 +68,7 @@ def plot_curves(
   Args:
     panels: panel title -> series label (e.g. ``"gelu (2/5 diverged)"``) -> split (``"train"``,
       ``"validation"``, ``"test"``) -> curve; a None curve (every member diverged) is not drawn.
+      Labels with the same first word get the same colour in every panel.
     ylabel: the y axis label, with units.
     title: the figure's title.
     logy: log-scale y axis, as the paper's Figures 2 and 4.

@@ -380,7 +380,7 @@ def format_table(
   lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
   for row in rows:
     selected = row["selected"]
-    diverged = diverged_label(row) or "0"
+    diverged = diverged_label(row) or f"0/{selected['members']}"
     if selected is None:
       cells = [row["run"], "–", diverged, format_number(paper.get(row["run"]), scale)]
       cells += ["–"] * (len(head) - len(cells))

@@ -68,9 +68,9 @@ def test_mnist_table_figure_and_summary(tmp_path):
   assert (out / "table.md").read_text() == table
   # Paper numbers (Fig. 2) beside ours: medians of the final train losses at lr 1e-3, and the
   # test error (%) at each member's best-validation epoch (epoch 2).
-  assert "| gelu_tanh | 0.001 | 0 | 0.008 | 0.008 | 0.008 ± 0.002 | 3 | 0.25 |" in lines
-  assert "| relu | 0.001 | 0 | 0.007 | 0.003 | 0.003 ± 0.001 | 3 | 0.25 |" in lines
-  assert "| gelu_tanh_dropout0.5 | 0.001 | 0 | 0.044 | 0.05 | 0.05 ± 0.01 | 1 | 0.25 |" in lines
+  assert "| gelu_tanh | 0.001 | 0/3 | 0.008 | 0.008 | 0.008 ± 0.002 | 3 | 0.25 |" in lines
+  assert "| relu | 0.001 | 0/3 | 0.007 | 0.003 | 0.003 ± 0.001 | 3 | 0.25 |" in lines
+  assert "| gelu_tanh_dropout0.5 | 0.001 | 0/3 | 0.044 | 0.05 | 0.05 ± 0.01 | 1 | 0.25 |" in lines
   assert "| relu | 0.0001 | 0/3 | 0.4 (validation_loss) | 1 |" in lines
   summary = json.loads((out / "summary.json").read_text())
   assert summary["report"]["metric"] == "final.train_loss"
@@ -105,7 +105,7 @@ def test_autoencoder_figure_has_a_panel_per_lr(tmp_path, monkeypatch):
   assert [ax.get_title() for ax in fig.axes] == ["learning rate 0.001", "learning rate 0.0001"]
   assert all(len(ax.lines) == 2 for ax in fig.axes)  # train and test MSE
   # No validation split: the lr is selected on the best test loss, 0.0201 (lr 1e-4) < 0.021.
-  assert "| elu | 0.0001 | 0 | 0.006 | 0.0201 | 0.0201 ± 0 |" in table
+  assert "| elu | 0.0001 | 0/3 | 0.006 | 0.0201 | 0.0201 ± 0 |" in table
   assert "(for lr 0.001)" in table
 
 

@@ -226,7 +226,7 @@ def test_format_table_and_grid(three_lr_run):
     "mean ± std test error (%) | final train loss |"
   )
   # Median 6, mean 6.667, std 2.082 (percent); the extra column keeps its own scale.
-  assert lines[2] == "| gelu | 0.0001 | 0 | 6.12 | 6 | 6.667 ± 2.1 | 0.05 |"
+  assert lines[2] == "| gelu | 0.0001 | 0/3 | 6.12 | 6 | 6.667 ± 2.1 | 0.05 |"
   grid_table = sweep.format_grid([row], metric="best.test_error", label="test error (%)", scale=100)
   assert "| gelu | 0.0001 (selected) | 0/3 | 0.16 (validation_loss) | 6 |" in grid_table
   assert "| gelu | 0.001 | 0/3 | 0.2 (validation_loss) | 1 |" in grid_table
