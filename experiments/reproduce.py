@@ -56,6 +56,11 @@ flags.DEFINE_list("learning_rates", None, "Learning rates; default: the task's g
 flags.DEFINE_list("dropout_rates", None, "Dropout rates, one run each; default: the paper's.")
 flags.DEFINE_integer("epochs", None, "Training epochs; default: the task's (the paper's).")
 flags.DEFINE_string("data_dir", None, "Directory holding the dataset files.")
+flags.DEFINE_string(
+  "embeddings",
+  None,
+  "twitter_pos only: the pretrained word vectors file (one word + vector a line).",
+)
 flags.DEFINE_string("out", None, "Output directory; default: results/<dataset>/<task>/.")
 
 
@@ -191,13 +196,21 @@ def check_activations(names: Sequence[str]) -> list[str]:
   return list(names)
 
 
-def make_spec(task: str, dataset: str | None, epochs: int | None) -> tuple[Any, Any]:
+def make_spec(
+  task: str, dataset: str | None, epochs: int | None, embeddings: str | None
+) -> tuple[Any, Any]:
   """``(paper, ours)``: the task's spec with the paper's defaults, and with the flags applied."""
   from gelujax import tasks
 
   paper = tasks.get(task)
-  overrides = {"dataset": dataset, "epochs": epochs}
-  return paper, paper.replace(**{k: v for k, v in overrides.items() if v is not None})
+  overrides = {k: v for k, v in {"dataset": dataset, "epochs": epochs}.items() if v is not None}
+  if embeddings is not None:
+    if task != "twitter_pos":
+      raise ValueError(
+        f"--embeddings {embeddings} is for --task twitter_pos only (the task is {task})."
+      )
+    overrides["data_options"] = {**paper.data_options, "embeddings": embeddings}
+  return paper, paper.replace(**overrides)
 
 
 def grid_name(activation: str, dropout: float, spec: Any) -> str:
@@ -590,7 +603,7 @@ def main(argv: Sequence[str]) -> None:
     raise ValueError(f"--task is required: one of {', '.join(PAPER_TASKS)}.")
   noise = FLAGS.task.endswith(NOISE_SUFFIX)
   task = FLAGS.task.removesuffix(NOISE_SUFFIX)
-  paper, spec = make_spec(task, FLAGS.dataset, FLAGS.epochs)
+  paper, spec = make_spec(task, FLAGS.dataset, FLAGS.epochs, FLAGS.embeddings)
   out = Path(FLAGS.out or REPO / "results" / spec.dataset / FLAGS.task)
   seeds = parse_seeds(FLAGS.seeds, spec.seeds)
   learning_rates = parse_floats("learning_rates", FLAGS.learning_rates, spec.learning_rates)
