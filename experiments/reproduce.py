@@ -44,6 +44,10 @@ NOISE_LEVELS = np.linspace(0.0, 3.0, 20)
 PAPER_ACTIVATIONS = ("gelu_tanh", "relu", "elu")
 # MNIST classification is run with and without dropout (Fig. 2's two panels).
 PAPER_DROPOUT_RATES = {"mnist": (0.0, 0.5)}
+# Tasks whose lr is selected on the validation split and then retrained on the whole train file
+# at that lr (CIFAR-10, §3.5); the table reports the retrained runs.
+RETRAIN_TASKS = ("cifar10",)
+RETRAIN_SUFFIX = "_train_on_all"
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string(
@@ -146,11 +150,12 @@ PAPER_NOISE_ACCURACY = {"gelu_tanh": {0.0: 0.98, 1.0: 0.67, 3.0: 0.24}}
 
 @dataclasses.dataclass(frozen=True)
 class Grid:
-  """One run of the reproduction: its name, spec and workdir."""
+  """One run of the reproduction: its name, spec, workdir and learning rates."""
 
   name: str
   spec: Any
   workdir: Path
+  learning_rates: tuple[float, ...]
 
 
 def parse_seeds(values: Sequence[str] | None, default_count: int) -> list[int]:
@@ -219,36 +224,38 @@ def grid_name(activation: str, dropout: float, spec: Any) -> str:
 
 
 def make_grids(
-  spec: Any, activations: Sequence[str], dropout_rates: Sequence[float], out: Path
+  spec: Any,
+  activations: Sequence[str],
+  dropout_rates: Sequence[float],
+  learning_rates: Sequence[float],
+  out: Path,
 ) -> list[Grid]:
   """Every run of the reproduction, dropout-rate major."""
   grids = []
   for rate in dropout_rates:
     for activation in activations:
       name = grid_name(activation, rate, spec)
-      grids.append(
-        Grid(name, spec.replace(activation=activation, dropout=rate), out / "runs" / name)
-      )
+      run_spec = spec.replace(activation=activation, dropout=rate)
+      grids.append(Grid(name, run_spec, out / "runs" / name, tuple(learning_rates)))
   return grids
 
 
 def train_grids(
-  grids: Sequence[Grid],
-  *,
-  seeds: Sequence[int],
-  learning_rates: Sequence[float],
-  data_dir: str | None,
-  out: Path,
+  grids: Sequence[Grid], *, seeds: Sequence[int], data_dir: str | None, out: Path
 ) -> None:
   """Trains (or skips, or resumes) every grid, one progress line each; records training time."""
   timings_path = out / "timings.json"
   timings = sweep.read_json(timings_path) if timings_path.exists() else {}
-  members = f"{len(learning_rates)} lrs x {len(seeds)} seeds"
   for i, grid in enumerate(grids, 1):
     start = time.time()
-    print(f"[{i}/{len(grids)}] {grid.name}: {members}, {grid.spec.epochs} epochs ...", flush=True)
+    lrs = ", ".join(f"{lr:g}" for lr in grid.learning_rates)
+    print(
+      f"[{i}/{len(grids)}] {grid.name}: lrs {lrs} x {len(seeds)} seeds, {grid.spec.epochs} "
+      "epochs ...",
+      flush=True,
+    )
     _, trained = sweep.run_grid(
-      grid.spec, grid.workdir, seeds=seeds, learning_rates=learning_rates, data_dir=data_dir
+      grid.spec, grid.workdir, seeds=seeds, learning_rates=grid.learning_rates, data_dir=data_dir
     )
     elapsed = time.time() - start
     if trained:
@@ -332,18 +339,28 @@ def draw_autoencoder_figure(runs: Sequence[sweep.Run], rows: Sequence[dict[str, 
   return plots.save_figure(fig, out / "reconstruction_curves.png")
 
 
-def write_table(task: str, rows: Sequence[dict[str, Any]], report: Report, out: Path) -> str:
-  """table.md: the selected lr of each run beside the paper's number, then every lr."""
-  select = rows[0]["select_metric"]
+def write_table(
+  task: str,
+  rows: Sequence[dict[str, Any]],
+  selection_rows: Sequence[dict[str, Any]],
+  report: Report,
+  out: Path,
+) -> str:
+  """table.md: the selected lr of each run beside the paper's number, then every lr.
+
+  ``selection_rows`` are the runs that selected the lr: ``rows`` themselves, or, for a task
+  retrained on the whole train file, the grids on the validation split.
+  """
   available = {k for row in rows for g in row["grid"] for k in g["metrics"]}
   extra = [
-    (key, f"{label} at best-{select} epoch", scale)
+    (key, f"{label} at best-{rows[0]['select_metric']} epoch", scale)
     for key, label, scale in (
       ("best.test_error", "test error (%)", 100.0),
       ("best.test_loss", "test loss", 1.0),
     )
     if key in available and key != report.metric
   ]
+  select = selection_rows[0]["select_metric"]
   text = [f"# {task}: {report.label}, median over seeds at the lr selected on {select}\n"]
   if report.paper:
     at_lr = "" if report.learning_rate is None else f" (for lr {report.learning_rate:g})"
@@ -365,8 +382,15 @@ def write_table(task: str, rows: Sequence[dict[str, Any]], report: Report, out: 
     "Diverged members are left out of every statistic and counted in `diverged`; an lr whose "
     "members all diverged is never selected. std is the sample standard deviation over seeds.\n"
   )
+  if selection_rows is not rows:
+    text.append(
+      "The rows above are runs retrained on the whole train file at the lr selected on the "
+      "validation split, as the paper does; the selection:\n"
+    )
   text.append("## Every learning rate\n")
-  text.append(sweep.format_grid(rows, metric=report.metric, label=report.label, scale=report.scale))
+  text.append(
+    sweep.format_grid(selection_rows, metric=report.metric, label=report.label, scale=report.scale)
+  )
   table = "\n".join(text)
   (out / "table.md").write_text(table)
   return table
@@ -494,21 +518,52 @@ def write_readme(
   (out / "README.md").write_text("\n".join(lines))
 
 
+def make_retrain_grids(grids: Sequence[Grid], rows: Sequence[dict[str, Any]]) -> list[Grid]:
+  """Each run again on the whole train file (no validation split) at its selected lr."""
+  retrain = []
+  for grid, row in zip(grids, rows, strict=True):
+    if row["selected"] is None:
+      continue
+    name = grid.name + RETRAIN_SUFFIX
+    spec = grid.spec.replace(data_options={**grid.spec.data_options, "train_on_all": True})
+    workdir = grid.workdir.parent / name
+    retrain.append(Grid(name, spec, workdir, (row["selected"]["learning_rate"],)))
+  return retrain
+
+
 def reproduce_runs(
-  task: str, grids: Sequence[Grid], out: Path, **train_options: Any
+  task: str, grids: Sequence[Grid], out: Path, *, seeds: Sequence[int], data_dir: str | None
 ) -> tuple[str, list[str]]:
-  """Trains the grids and writes table.md, summary.json and the figure; returns (table, files)."""
-  train_grids(grids, out=out, **train_options)
+  """Trains the grids and writes table.md, summary.json and the figure; returns (table, files).
+
+  For ``RETRAIN_TASKS`` the table's runs are the retrained ones, named like the grid they
+  retrain, and the "every learning rate" part shows the selection on validation.
+  """
+  train_grids(grids, seeds=seeds, data_dir=data_dir, out=out)
   runs = [sweep.load_run(grid.workdir, grid.name) for grid in grids]
   rows = [sweep.summarize_run(run) for run in runs]
+  selection_rows = rows
+  if task in RETRAIN_TASKS:
+    retrain = make_retrain_grids(grids, rows)
+    train_grids(retrain, seeds=seeds, data_dir=data_dir, out=out)
+    runs = [sweep.load_run(grid.workdir, grid.name) for grid in retrain]
+    rows = [
+      {**sweep.summarize_run(run), "run": run.name.removesuffix(RETRAIN_SUFFIX)} for run in runs
+    ]
   report = REPORTS.get(task) or default_report(rows)
-  table = write_table(task, rows, report, out)
+  table = write_table(task, rows, selection_rows, report, out)
   if task == "mnist_ae":
     figure = draw_autoencoder_figure(runs, rows, out)
   else:
     figure = draw_loss_figure(task, runs, rows, out)
   write_json(
-    out / "summary.json", {"task": task, "report": dataclasses.asdict(report), "rows": rows}
+    out / "summary.json",
+    {
+      "task": task,
+      "report": dataclasses.asdict(report),
+      "rows": rows,
+      "selection_rows": selection_rows,
+    },
   )
   return table, [
     "table.md: the table below",
@@ -519,10 +574,12 @@ def reproduce_runs(
   ]
 
 
-def find_classifier_workdir(grid: Grid, shared: Path, **grid_options: Any) -> Grid:
+def find_classifier_workdir(grid: Grid, shared: Path, seeds: Sequence[int]) -> Grid:
   """The grid, moved to the classifier task's finished workdir of the same run when there is one."""
   try:
-    finished = sweep.finished_summary(shared, epochs=grid.spec.epochs, **grid_options)
+    finished = sweep.finished_summary(
+      shared, seeds=seeds, learning_rates=grid.learning_rates, epochs=grid.spec.epochs
+    )
   except ValueError as e:
     print(f"{grid.name}: not reusing {shared}: {e}", flush=True)
     return grid
@@ -555,17 +612,14 @@ def evaluate_noise_cached(grid: Grid, *, data_dir: str | None, out: Path) -> dic
 
 
 def reproduce_noise(
-  task: str, grids: Sequence[Grid], out: Path, **train_options: Any
+  task: str, grids: Sequence[Grid], out: Path, *, seeds: Sequence[int], data_dir: str | None
 ) -> tuple[str, list[str]]:
   """Fig. 3: the classifier task's no-dropout runs (reused beside ``out`` when finished) under
   test-time noise; returns (table, files)."""
-  grid_options = {k: train_options[k] for k in ("seeds", "learning_rates")}
   shared = out.parent / task / "runs"
-  grids = [find_classifier_workdir(g, shared / g.name, **grid_options) for g in grids]
-  train_grids(grids, out=out, **train_options)
-  results = {
-    g.name: evaluate_noise_cached(g, data_dir=train_options["data_dir"], out=out) for g in grids
-  }
+  grids = [find_classifier_workdir(g, shared / g.name, seeds) for g in grids]
+  train_grids(grids, seeds=seeds, data_dir=data_dir, out=out)
+  results = {g.name: evaluate_noise_cached(g, data_dir=data_dir, out=out) for g in grids}
   table = "\n".join(
     [
       f"# {task}{NOISE_SUFFIX}: test accuracy and log loss under Unif[-a, a] pixel noise\n",
@@ -616,8 +670,8 @@ def main(argv: Sequence[str]) -> None:
       "evaluates the no-dropout classifiers only; leave --dropout_rates out."
     )
   out.mkdir(parents=True, exist_ok=True)
-  grids = make_grids(spec, activations, dropout_rates, out)
-  options = {"seeds": seeds, "learning_rates": learning_rates, "data_dir": FLAGS.data_dir}
+  grids = make_grids(spec, activations, dropout_rates, learning_rates, out)
+  options = {"seeds": seeds, "data_dir": FLAGS.data_dir}
   if noise:
     table, files = reproduce_noise(task, grids, out, **options)
   else:

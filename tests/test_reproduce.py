@@ -30,7 +30,7 @@ def write_grid(out, name, activation, dropout, train_losses, test_errors):
   ]
   write_workdir(out / "runs" / name, members, activation=activation, dropout=dropout)
   spec = types.SimpleNamespace(epochs=3, activation=activation, dropout=dropout)
-  return reproduce.Grid(name, spec, out / "runs" / name)
+  return reproduce.Grid(name, spec, out / "runs" / name, tuple(LRS))
 
 
 def test_mnist_table_figure_and_summary(tmp_path):
@@ -61,9 +61,7 @@ def test_mnist_table_figure_and_summary(tmp_path):
       [[0.01, 0.01, 0.01], [0.5, 0.5, 0.5]],
     ),
   ]
-  table, files = reproduce.reproduce_runs(
-    "mnist", grids, out, seeds=SEEDS, learning_rates=LRS, data_dir=None
-  )
+  table, files = reproduce.reproduce_runs("mnist", grids, out, seeds=SEEDS, data_dir=None)
   lines = (out / "table.md").read_text().splitlines()
   assert (out / "table.md").read_text() == table
   # Paper numbers (Fig. 2) beside ours: medians of the final train losses at lr 1e-3, and the
@@ -95,12 +93,10 @@ def test_autoencoder_figure_has_a_panel_per_lr(tmp_path, monkeypatch):
     task="mnist_ae",
     select_metric="validation_loss",
   )
-  grid = reproduce.Grid("elu", types.SimpleNamespace(epochs=3), workdir)
+  grid = reproduce.Grid("elu", types.SimpleNamespace(epochs=3), workdir, tuple(LRS))
   figures = []
   monkeypatch.setattr(reproduce.plots, "save_figure", lambda fig, path: figures.append(fig) or path)
-  table, _ = reproduce.reproduce_runs(
-    "mnist_ae", [grid], out, seeds=SEEDS, learning_rates=LRS, data_dir=None
-  )
+  table, _ = reproduce.reproduce_runs("mnist_ae", [grid], out, seeds=SEEDS, data_dir=None)
   (fig,) = figures
   assert [ax.get_title() for ax in fig.axes] == ["learning rate 0.001", "learning rate 0.0001"]
   assert all(len(ax.lines) == 2 for ax in fig.axes)  # train and test MSE
@@ -120,6 +116,9 @@ class Spec:
   batch_size: int = 128
   epochs: int = 50
   data_options: dict = dataclasses.field(default_factory=dict)
+
+  def replace(self, **overrides):
+    return dataclasses.replace(self, **overrides)
 
 
 def test_deviations_compare_with_the_paper_spec():
@@ -174,7 +173,41 @@ def test_parse_seeds_rejects(values):
 
 def test_grid_names_suffix_only_other_dropout_rates():
   spec = types.SimpleNamespace(dropout=0.0, replace=lambda **kw: types.SimpleNamespace(**kw))
-  grids = reproduce.make_grids(spec, ["gelu", "relu"], [0.0, 0.5], reproduce.Path("/o"))
+  grids = reproduce.make_grids(spec, ["gelu", "relu"], [0.0, 0.5], [1e-3], reproduce.Path("/o"))
   assert [g.name for g in grids] == ["gelu", "relu", "gelu_dropout0.5", "relu_dropout0.5"]
   assert [g.spec.dropout for g in grids] == [0.0, 0.0, 0.5, 0.5]
   assert str(grids[2].workdir) == "/o/runs/gelu_dropout0.5"
+
+
+def test_cifar10_table_reports_the_runs_retrained_at_the_selected_lr(tmp_path):
+  out = tmp_path / "cifar10"
+  # Selection on validation picks lr 1e-3 (validation 0.2 < 1.2) for gelu_tanh.
+  grid = write_grid(
+    out, "gelu_tanh", "gelu_tanh", 0.5, [[0.1] * 3, [0.1] * 3], [[0.5] * 3, [0.5] * 3]
+  )
+  grid = dataclasses.replace(grid, spec=Spec(name="cifar10", dataset="cifar10", epochs=3))
+  # The retrained run exists finished, at that lr only, without a validation split.
+  retrained = [
+    member(
+      seed, 1e-3, train_loss=constant(0.1), test_loss=constant(0.3), test_error=[0.2, 0.1, error]
+    )
+    for seed, error in zip(SEEDS, (0.08, 0.0789, 0.07), strict=True)
+  ]
+  write_workdir(
+    out / "runs" / "gelu_tanh_train_on_all",
+    retrained,
+    activation="gelu_tanh",
+    dropout=0.5,
+    task="cifar10",
+    dataset="cifar10",
+  )
+  table, _ = reproduce.reproduce_runs("cifar10", [grid], out, seeds=SEEDS, data_dir=None)
+  # Final test errors 8, 7.89, 7 (%) -> median 7.89, beside the paper's 7.89.
+  assert "| gelu_tanh | 0.001 | 0/3 | 7.89 | 7.89 | 7.63 ± 0.55 |" in table
+  assert "| gelu_tanh | 0.0001 | 0/3 | 0.4 (validation_loss) |" in table
+  assert table.startswith(
+    "# cifar10: test error (%), median over seeds at the lr selected on validation_loss"
+  )
+  summary = json.loads((out / "summary.json").read_text())
+  assert summary["rows"][0]["run"] == "gelu_tanh"
+  assert summary["selection_rows"][0]["selected"]["learning_rate"] == 1e-3
