@@ -1,0 +1,768 @@
+"""The paper's datasets as compact in-memory NumPy arrays, read offline first.
+
+``load(name, data_dir=None, **options)`` returns a :class:`Splits`: a dict from split name
+(``"train"``, ``"validation"``, ``"test"``) to a dict of arrays with at least ``"inputs"`` and
+``"targets"``, plus an ``.info`` dict (``"num_classes"``, ``"source"``, and per dataset extras).
+
+Datasets, layouts and where each is looked for, in order (the first that has it wins):
+
+* ``mnist``, ``fashion_mnist``: inputs uint8 ``[N, 28, 28, 1]``, targets int32. Splits: train
+  55,000 / validation 5,000 (the FIRST 5,000 of the train file) / test 10,000. Options
+  ``train_on_all=True`` (train = all 60,000, no validation split; the autoencoder) and
+  ``validation_size`` (default 5,000). Sources: (1) ``data_dir`` or ``data_dir/<name>`` holding
+  ``train-images-idx3-ubyte``, ``train-labels-idx1-ubyte``, ``t10k-images-idx3-ubyte``,
+  ``t10k-labels-idx1-ubyte``, each gzipped (``.gz``) or not; (2) for fashion_mnist only,
+  ``/usr/share/datasets/fashion-mnist`` (Debian package ``dataset-fashion-mnist``); (3) TFDS
+  ``tfds.data_source(name, data_dir=data_dir)`` (``data_dir`` None: TFDS's default,
+  ``~/tensorflow_datasets``). Reading a copy TFDS prepared in ArrayRecord format needs no
+  TensorFlow; when there is none TFDS tries to download and prepare one, which needs the
+  network and, for these image datasets, TensorFlow (to encode the images), e.g. on another
+  machine ``tfds build mnist --file_format=array_record --data_dir=DIR``. TFDS stores examples
+  in its own shuffled order, so its validation split is not the same 5,000 images as the IDX
+  files' one.
+* ``cifar10``, ``cifar100`` (fine labels): inputs uint8 ``[N, 32, 32, 3]``, targets int32.
+  Splits: train 45,000 / validation 5,000 (the first 5,000 of the train file) / test 10,000;
+  same two options. Sources: (1) the official python pickle batches in
+  ``data_dir/cifar-10-batches-py/`` (``data_batch_1`` .. ``data_batch_5``, ``test_batch``) or
+  ``data_dir/cifar-100-python/`` (``train``, ``test``), or directly in ``data_dir`` or
+  ``data_dir/<name>``; (2) TFDS ``cifar10`` / ``cifar100``.
+* ``twitter_pos``: the ARK TweetNLP Oct27 splits, read from ``data_dir`` or
+  ``data_dir/twitter_pos`` only: ``oct27.train``, ``oct27.dev``, ``oct27.test``, or otherwise
+  exactly one file per split whose name (less a ``.txt`` suffix) ends in ``train``, ``dev``,
+  ``test``. UTF-8, one ``token<TAB>tag`` per line, a blank line between tweets, 25 tags.
+  Splits train / validation (the dev file) / test. inputs int32 ``[tokens, 3]``: the word ids of
+  the left, centre and right words, ``</s>`` beyond either end of a tweet; targets int32
+  ``[tokens]``, indices into ``info["tags"]`` (the authors' tag order). Without embeddings the
+  vocabulary is ``["</s>", "UUUNKKK"]`` then the sorted distinct train words, and
+  ``info["embeddings"]`` is None. Option ``embeddings=<path>``: a text file with one word per
+  line followed by its vector (whitespace separated; a later duplicate replaces an earlier one,
+  as in the authors' code); the vocabulary is then the file's words in file order (it must
+  contain ``</s>`` and ``UUUNKKK``) and ``info["embeddings"]`` is float32 ``[vocab, dim]``.
+  Words outside the vocabulary map to ``UUUNKKK`` in every split.
+* ``timit``: read from ``data_dir`` or ``data_dir/timit`` only: ``train.npz``,
+  ``validation.npz``, ``test.npz``, each holding ``features`` float ``[frames, 26]`` (all
+  utterances of the split concatenated), ``labels`` int ``[frames]`` in 0..38 and ``lengths``
+  int ``[utterances]`` (frames per utterance, summing to ``frames``). inputs float32
+  ``[frames, 286]``: 11-frame windows (5 + 1 + 5, edge frames repeated inside each utterance)
+  of features standardised with the train frames' per-feature mean and std (``info["mean"]``,
+  ``info["std"]``; unlike the authors' code, padding frames are not counted and every split is
+  centred once); targets int32; ``groups`` int32 ``[frames]`` = utterance index within the
+  split (an utterance's frames are contiguous). :func:`convert_timit_h5` writes these files
+  from the authors' h5 files (``train.h5``, ``dev.h5``, ``core.h5``; needs h5py)::
+
+    python -c "from gelujax.data import convert_timit_h5; convert_timit_h5('h5/', 'data/timit')"
+
+A dataset found nowhere raises a one-paragraph ValueError naming every place looked and how to
+get it; a malformed file raises a ValueError naming the file (and the line, for text files).
+
+Host-side preprocessing (NumPy, run once by the tasks): :func:`scale_pixels`,
+:func:`add_uniform_noise`, :func:`fit_zca` / :func:`apply_zca`, :func:`subtract_pixel_mean`,
+:func:`flip_double`.
+"""
+
+from __future__ import annotations
+
+import gzip
+import inspect
+import pickle
+import struct
+import zlib
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from gelujax.registry import Registry
+
+DEBIAN_FASHION_MNIST = Path("/usr/share/datasets/fashion-mnist")
+PAD_WORD = "</s>"
+UNKNOWN_WORD = "UUUNKKK"
+# The order of the authors' tag_to_number, so that class indices match their code.
+TWITTER_TAGS = (
+  "N", "O", "S", "^", "Z", "L", "M", "V", "A", "R", "!", "D", "P",
+  "&", "T", "X", "Y", "#", "@", "~", "U", "E", "$", ",", "G",
+)  # fmt: skip
+TIMIT_FEATURES = 26
+TIMIT_CLASSES = 39
+TIMIT_CONTEXT = 5  # frames each side of the centre frame
+
+DATASETS: Registry[Callable[..., Splits]] = Registry("dataset")
+
+
+class Splits(dict):
+  """Split name -> dict of arrays, with dataset-level facts in ``.info``."""
+
+  def __init__(self, splits: dict[str, dict[str, np.ndarray]], info: dict[str, Any]):
+    super().__init__(splits)
+    self.info = info
+
+
+class _Missing(Exception):
+  """A source does not have the dataset; the message says why (not an error by itself)."""
+
+
+def dataset_names() -> list[str]:
+  """The names :func:`load` accepts."""
+  return DATASETS.names()
+
+
+def load(name: str, data_dir: str | Path | None = None, **options: Any) -> Splits:
+  """Loads dataset ``name`` from the first source that has it (see the module docstring).
+
+  Args:
+    name: one of :func:`dataset_names`.
+    data_dir: a folder with the dataset's files (or, for TFDS datasets, TFDS's data_dir).
+    **options: dataset options, e.g. ``train_on_all=True`` or ``embeddings="vectors.txt"``.
+
+  Raises:
+    ValueError: unknown name or option, no source has the dataset, or a malformed file.
+  """
+  loader = DATASETS.lookup(name)
+  try:
+    inspect.signature(loader).bind(data_dir, **options)
+  except TypeError:
+    valid = [p for p in inspect.signature(loader).parameters if p != "data_dir"]
+    raise ValueError(
+      f"Unknown option(s) {sorted(options)} for dataset {name!r}; its options are {valid}."
+    ) from None
+  # An empty string (a flag's default) means no data_dir, like None.
+  return loader(Path(data_dir) if data_dir else None, **options)
+
+
+def _load_first(name: str, sources: Sequence[tuple[str, Callable[[], Any]]], how_to_get: str):
+  """Returns the first source's result; if every source is missing, one ValueError."""
+  reasons = []
+  for where, read in sources:
+    try:
+      return read()
+    except _Missing as e:
+      reasons.append(f"{where} ({e})")
+  raise ValueError(
+    f"Cannot load dataset {name!r}: no source has it. Looked in: {'; '.join(reasons)}. {how_to_get}"
+  )
+
+
+def _dir_sources(
+  name: str, data_dir: Path | None, read: Callable[[Path], Any], subfolder: str | None = None
+) -> list[tuple[str, Callable[[], Any]]]:
+  """Sources for ``data_dir`` and ``data_dir/<name>`` (each also with ``subfolder`` inside)."""
+  if data_dir is None:
+    return [("--data_dir", _raise_not_given)]
+  folders = [data_dir, data_dir / name]
+  if subfolder:
+    folders = [f for d in folders for f in (d / subfolder, d)]
+  return [(f"data_dir {d}", lambda d=d: read(d)) for d in folders]
+
+
+def _raise_not_given():
+  raise _Missing("not given")
+
+
+def _find_files(folder: Path, names: Sequence[str], gzip_ok: bool) -> list[Path]:
+  """Paths of all ``names`` in ``folder`` (``.gz`` preferred if allowed).
+
+  Raises _Missing if none is there, ValueError if only some are (a half-copied dataset).
+  """
+  if not folder.is_dir():
+    raise _Missing("no such folder")
+  found, missing = [], []
+  for n in names:
+    options = [folder / f"{n}.gz", folder / n] if gzip_ok else [folder / n]
+    path = next((p for p in options if p.is_file()), None)
+    (found if path else missing).append(path or n)
+  if not found:
+    raise _Missing(f"none of {', '.join(names)}")
+  if missing:
+    raise ValueError(
+      f"Folder {folder} holds part of a dataset: missing {', '.join(missing)} "
+      f"(it needs all of {', '.join(names)}{', each gzipped or not' if gzip_ok else ''})."
+    )
+  return found
+
+
+def _split_train(
+  train: tuple[np.ndarray, np.ndarray],
+  test: tuple[np.ndarray, np.ndarray],
+  train_on_all: bool,
+  validation_size: int,
+  info: dict[str, Any],
+) -> Splits:
+  """Validation = the first ``validation_size`` train examples, unless ``train_on_all``."""
+  (x, y), (x_test, y_test) = train, test
+  splits = {"test": {"inputs": x_test, "targets": y_test}}
+  if train_on_all:
+    splits["train"] = {"inputs": x, "targets": y}
+  else:
+    if not 0 < validation_size < len(x):
+      raise ValueError(
+        f"validation_size={validation_size} is invalid: it must be between 1 and "
+        f"{len(x) - 1} (the train file has {len(x)} examples)."
+      )
+    splits["train"] = {"inputs": x[validation_size:], "targets": y[validation_size:]}
+    splits["validation"] = {"inputs": x[:validation_size], "targets": y[:validation_size]}
+  return Splits(splits, info)
+
+
+def _check_labels(labels: np.ndarray, num_classes: int, where: str) -> np.ndarray:
+  if labels.size and (labels.min() < 0 or labels.max() >= num_classes):
+    raise ValueError(
+      f"{where}: labels must lie in 0..{num_classes - 1}, found {labels.min()}..{labels.max()}."
+    )
+  return labels.astype(np.int32)
+
+
+# ----------------------------------------------------------------------------- TFDS
+
+
+def _read_tfds(tfds_name: str, data_dir: Path | None, label_key: str):
+  """(train, test) as (images, labels) pairs from ``tfds.data_source``."""
+  import tensorflow_datasets as tfds  # Heavy import, only needed when local files are missing.
+
+  def read_split(split: str) -> tuple[np.ndarray, np.ndarray]:
+    source = tfds.data_source(
+      tfds_name, split=split, data_dir=None if data_dir is None else str(data_dir)
+    )
+    first = source[0]["image"]
+    images = np.empty((len(source), *first.shape), np.uint8)
+    labels = np.empty(len(source), np.int32)
+    for i in range(len(source)):
+      example = source[i]
+      images[i], labels[i] = example["image"], example[label_key]
+    return images, labels
+
+  try:
+    return read_split("train"), read_split("test")
+  except Exception as e:  # Any TFDS failure means this source is unavailable; report why.
+    raise _Missing(f"failed with {type(e).__name__}: {str(e)[:300]}") from e
+
+
+_TFDS_HOW = (
+  "let TFDS prepare {name!r} in ArrayRecord format in --data_dir or ~/tensorflow_datasets "
+  "(online, with TensorFlow installed, e.g. `tfds build {name} --file_format=array_record "
+  "--data_dir=DIR`; reading it back needs no TensorFlow)."
+)
+
+
+def _tfds_where(tfds_name: str, data_dir: Path | None) -> str:
+  return f"TFDS {tfds_name!r} (data_dir {data_dir or 'TFDS default, ~/tensorflow_datasets'})"
+
+
+# ------------------------------------------------------------------------ MNIST-like
+
+_IDX_NAMES = (
+  "train-images-idx3-ubyte",
+  "train-labels-idx1-ubyte",
+  "t10k-images-idx3-ubyte",
+  "t10k-labels-idx1-ubyte",
+)
+
+
+def _read_bytes(path: Path) -> bytes:
+  """The file's bytes, gunzipped when it starts with the gzip magic."""
+  raw = path.read_bytes()
+  if raw[:2] != b"\x1f\x8b":
+    return raw
+  try:
+    return gzip.decompress(raw)
+  except (OSError, EOFError, zlib.error) as e:
+    raise ValueError(f"{path}: corrupt or truncated gzip file ({e}).") from None
+
+
+def _read_idx(path: Path, shape: tuple[int, ...]) -> np.ndarray:
+  """An IDX file of unsigned bytes whose shape is ``[N, *shape]``."""
+  raw = _read_bytes(path)
+  ndim = 1 + len(shape)
+  if len(raw) < 4 or raw[:3] != b"\x00\x00\x08" or raw[3] != ndim:
+    raise ValueError(
+      f"{path}: bad IDX magic number 0x{raw[:4].hex()}; expected 0x0000080{ndim} "
+      f"(unsigned bytes, {ndim} dimensions)."
+    )
+  header = 4 + 4 * ndim
+  dims = struct.unpack(f">{ndim}I", raw[4:header].ljust(4 * ndim, b"\0"))
+  if dims[1:] != shape or len(raw) - header != int(np.prod(dims)):
+    raise ValueError(
+      f"{path}: IDX header says shape {list(dims)} with {len(raw) - header} data bytes; "
+      f"expected shape [N, {', '.join(map(str, shape))}] with exactly N*{int(np.prod(shape))} "
+      "data bytes."
+    )
+  # A writable copy: read-only arrays surprise callers that normalise in place.
+  return np.frombuffer(bytearray(raw[header:]), np.uint8).reshape(dims)
+
+
+def _read_idx_dir(folder: Path):
+  paths = _find_files(folder, _IDX_NAMES, gzip_ok=True)
+  arrays = []
+  for images_path, labels_path in (paths[:2], paths[2:]):
+    images = _read_idx(images_path, (28, 28))[..., None]
+    labels = _read_idx(labels_path, ())
+    if len(images) != len(labels):
+      raise ValueError(
+        f"{images_path} has {len(images)} images but {labels_path} has {len(labels)} labels."
+      )
+    arrays.append((images, _check_labels(labels, 10, str(labels_path))))
+  return (*arrays, f"IDX files in {folder}")
+
+
+def _load_mnist_like(
+  name: str, data_dir: Path | None, train_on_all: bool, validation_size: int
+) -> Splits:
+  sources = _dir_sources(name, data_dir, _read_idx_dir)
+  how = (
+    f"Pass --data_dir pointing at a folder holding {', '.join(_IDX_NAMES)} (each gzipped with "
+    ".gz or not)"
+  )
+  if name == "fashion_mnist":
+    sources.append(
+      (f"{DEBIAN_FASHION_MNIST} (Debian package dataset-fashion-mnist)",
+       lambda: _read_idx_dir(DEBIAN_FASHION_MNIST))
+    )  # fmt: skip
+    how += ", install the Debian package (apt-get install dataset-fashion-mnist)"
+  sources.append(
+    (_tfds_where(name, data_dir),
+     lambda: (*_read_tfds(name, data_dir, "label"), _tfds_where(name, data_dir)))
+  )  # fmt: skip
+  how += f", or {_TFDS_HOW.format(name=name)}"
+  train, test, source = _load_first(name, sources, how)
+  info = {"num_classes": 10, "source": source}
+  return _split_train(train, test, train_on_all, validation_size, info)
+
+
+@DATASETS.register("mnist")
+def _load_mnist(
+  data_dir: Path | None, *, train_on_all: bool = False, validation_size: int = 5000
+) -> Splits:
+  return _load_mnist_like("mnist", data_dir, train_on_all, validation_size)
+
+
+@DATASETS.register("fashion_mnist")
+def _load_fashion_mnist(
+  data_dir: Path | None, *, train_on_all: bool = False, validation_size: int = 5000
+) -> Splits:
+  return _load_mnist_like("fashion_mnist", data_dir, train_on_all, validation_size)
+
+
+# ----------------------------------------------------------------------------- CIFAR
+
+_CIFAR = {
+  # name: (official folder, train files, test file, label key, classes)
+  "cifar10": (
+    "cifar-10-batches-py",
+    tuple(f"data_batch_{i}" for i in range(1, 6)),
+    "test_batch",
+    b"labels",
+    10,
+  ),
+  "cifar100": ("cifar-100-python", ("train",), "test", b"fine_labels", 100),
+}
+
+
+class _ArrayUnpickler(pickle.Unpickler):
+  """Unpickles only plain containers and NumPy arrays: a pickle can otherwise run code."""
+
+  _ALLOWED = frozenset(
+    {
+      ("numpy.core.multiarray", "_reconstruct"),
+      ("numpy._core.multiarray", "_reconstruct"),
+      ("numpy", "ndarray"),
+      ("numpy", "dtype"),
+      ("_codecs", "encode"),  # How Python 3 writes bytes into protocol-2 pickles.
+    }
+  )
+
+  def find_class(self, module: str, name: str):
+    if (module, name) not in self._ALLOWED:
+      raise pickle.UnpicklingError(f"refusing to load {module}.{name}")
+    return super().find_class(module, name)
+
+
+def _read_cifar_batch(path: Path, label_key: bytes, num_classes: int):
+  try:
+    with path.open("rb") as f:
+      batch = _ArrayUnpickler(f, encoding="bytes").load()
+  except Exception as e:  # Any unpickling failure is a malformed file.
+    raise ValueError(
+      f"{path}: not a CIFAR python pickle batch ({type(e).__name__}: {e})."
+    ) from None
+  if not isinstance(batch, dict) or b"data" not in batch or label_key not in batch:
+    raise ValueError(
+      f"{path}: a CIFAR batch must be a dict with keys b'data' and {label_key!r}; found "
+      f"{sorted(batch) if isinstance(batch, dict) else type(batch).__name__}."
+    )
+  data, labels = np.asarray(batch[b"data"]), np.asarray(batch[label_key])
+  if data.dtype != np.uint8 or data.ndim != 2 or data.shape[1] != 3072:
+    raise ValueError(
+      f"{path}: b'data' is {data.dtype} {list(data.shape)}; expected uint8 [N, 3072]."
+    )
+  if labels.shape != (len(data),):
+    raise ValueError(f"{path}: {len(data)} images but {labels.size} labels.")
+  images = data.reshape(-1, 3, 32, 32).transpose(0, 2, 3, 1)  # Rows are stored CHW.
+  return np.ascontiguousarray(images), _check_labels(labels, num_classes, str(path))
+
+
+def _read_cifar_dir(folder: Path, name: str):
+  _, train_files, test_file, label_key, classes = _CIFAR[name]
+  paths = _find_files(folder, (*train_files, test_file), gzip_ok=False)
+  batches = [_read_cifar_batch(p, label_key, classes) for p in paths]
+  train = tuple(np.concatenate(parts) for parts in zip(*batches[:-1], strict=True))
+  return train, batches[-1], f"python pickle batches in {folder}"
+
+
+def _load_cifar(
+  name: str, data_dir: Path | None, train_on_all: bool, validation_size: int
+) -> Splits:
+  official, train_files, test_file, _, classes = _CIFAR[name]
+  sources = _dir_sources(name, data_dir, lambda d: _read_cifar_dir(d, name), official)
+  sources.append(
+    (_tfds_where(name, data_dir),
+     lambda: (*_read_tfds(name, data_dir, "label"), _tfds_where(name, data_dir)))
+  )  # fmt: skip
+  how = (
+    f"Pass --data_dir pointing at a folder holding {official}/ (the official python version, "
+    f"with {', '.join((*train_files, test_file))}), or {_TFDS_HOW.format(name=name)}"
+  )
+  train, test, source = _load_first(name, sources, how)
+  info = {"num_classes": classes, "source": source}
+  return _split_train(train, test, train_on_all, validation_size, info)
+
+
+@DATASETS.register("cifar10")
+def _load_cifar10(
+  data_dir: Path | None, *, train_on_all: bool = False, validation_size: int = 5000
+) -> Splits:
+  return _load_cifar("cifar10", data_dir, train_on_all, validation_size)
+
+
+@DATASETS.register("cifar100")
+def _load_cifar100(
+  data_dir: Path | None, *, train_on_all: bool = False, validation_size: int = 5000
+) -> Splits:
+  return _load_cifar("cifar100", data_dir, train_on_all, validation_size)
+
+
+# ------------------------------------------------------------------------ Twitter POS
+
+_TWITTER_SPLITS = {"train": "train", "validation": "dev", "test": "test"}
+
+
+def _find_twitter_files(folder: Path) -> dict[str, Path]:
+  if not folder.is_dir():
+    raise _Missing("no such folder")
+  if all((folder / f"oct27.{s}").is_file() for s in _TWITTER_SPLITS.values()):
+    return {k: folder / f"oct27.{s}" for k, s in _TWITTER_SPLITS.items()}
+  files = sorted(p for p in folder.iterdir() if p.is_file())
+  matches = {
+    k: [p for p in files if p.name.removesuffix(".txt").endswith(s)]
+    for k, s in _TWITTER_SPLITS.items()
+  }
+  if not any(matches.values()):
+    raise _Missing("no oct27.train / oct27.dev / oct27.test")
+  for k, found in matches.items():
+    if len(found) != 1:
+      raise ValueError(
+        f"Folder {folder}: expected exactly one file whose name ends in "
+        f"{_TWITTER_SPLITS[k]!r} (the {k} split), found {[p.name for p in found]}."
+      )
+  return {k: found[0] for k, found in matches.items()}
+
+
+def _read_ark(path: Path) -> list[tuple[list[str], list[int]]]:
+  """Tweets of an ARK file as (tokens, tag indices)."""
+  tag_index = {t: i for i, t in enumerate(TWITTER_TAGS)}
+  tweets, tokens, tags = [], [], []
+  with path.open(encoding="utf-8-sig", newline=None) as f:
+    for number, line in enumerate(f, 1):
+      line = line.rstrip("\n")
+      if not line.strip():
+        if tokens:
+          tweets.append((tokens, tags))
+        tokens, tags = [], []
+        continue
+      fields = line.split("\t")
+      if len(fields) != 2 or not fields[0]:
+        raise ValueError(f"{path}, line {number}: expected 'token<TAB>tag', got {line!r}.")
+      if fields[1] not in tag_index:
+        raise ValueError(
+          f"{path}, line {number}: unknown tag {fields[1]!r}; the 25 tags are "
+          f"{' '.join(TWITTER_TAGS)}."
+        )
+      tokens.append(fields[0])
+      tags.append(tag_index[fields[1]])
+  if tokens:
+    tweets.append((tokens, tags))
+  return tweets
+
+
+def _read_embeddings(path: Path) -> tuple[list[str], np.ndarray]:
+  if not path.is_file():
+    raise ValueError(
+      f"embeddings={str(path)!r}: no such file; expected a text file with one word per line "
+      "followed by its vector."
+    )
+  vectors: dict[str, list[float]] = {}
+  with path.open(encoding="utf-8-sig") as f:
+    for number, line in enumerate(f, 1):
+      fields = line.split()
+      if not fields or (number == 1 and len(fields) == 2 and all(v.isdigit() for v in fields)):
+        continue  # Blank, or word2vec's "<words> <dimension>" header line.
+      try:
+        vector = [float(v) for v in fields[1:]]
+      except ValueError:
+        vector = []
+      if not vector or (vectors and len(vector) != len(next(iter(vectors.values())))):
+        raise ValueError(
+          f"{path}, line {number}: expected a word followed by numbers, as many as on the "
+          f"first line; got {line[:80]!r}."
+        )
+      vectors[fields[0]] = vector
+  for word in (PAD_WORD, UNKNOWN_WORD):
+    if word not in vectors:
+      raise ValueError(f"{path}: the embeddings must include the word {word!r}.")
+  return list(vectors), np.asarray(list(vectors.values()), np.float32)
+
+
+def _window_ids(
+  tweets: list[tuple[list[str], list[int]]], ids: dict[str, int]
+) -> dict[str, np.ndarray]:
+  unknown = ids[UNKNOWN_WORD]
+  inputs, targets = [], []
+  for tokens, tags in tweets:
+    padded = [ids[PAD_WORD], *(ids.get(w, unknown) for w in tokens), ids[PAD_WORD]]
+    inputs.extend(padded[i : i + 3] for i in range(len(tokens)))
+    targets.extend(tags)
+  return {
+    "inputs": np.asarray(inputs, np.int32).reshape(-1, 3),
+    "targets": np.asarray(targets, np.int32),
+  }
+
+
+@DATASETS.register("twitter_pos")
+def _load_twitter_pos(data_dir: Path | None, *, embeddings: str | Path | None = None) -> Splits:
+  paths = _load_first(
+    "twitter_pos",
+    _dir_sources("twitter_pos", data_dir, _find_twitter_files),
+    "It is not in TFDS: download the ARK TweetNLP part-of-speech data (Owoputi et al. 2013, "
+    "twpos-data), and pass --data_dir pointing at its oct27.splits folder (oct27.train, "
+    "oct27.dev, oct27.test; token<TAB>tag per line, a blank line between tweets).",
+  )
+  tweets = {k: _read_ark(p) for k, p in paths.items()}
+  if not embeddings:
+    train_words = {w for tokens, _ in tweets["train"] for w in tokens}
+    vocab = [PAD_WORD, UNKNOWN_WORD, *sorted(train_words - {PAD_WORD, UNKNOWN_WORD})]
+    vectors = None
+  else:
+    vocab, vectors = _read_embeddings(Path(embeddings))
+  ids = {w: i for i, w in enumerate(vocab)}
+  info = {
+    "num_classes": len(TWITTER_TAGS),
+    "source": f"ARK files {', '.join(str(p) for p in paths.values())}",
+    "vocab": vocab,
+    "tags": list(TWITTER_TAGS),
+    "embeddings": vectors,
+  }
+  return Splits({k: _window_ids(t, ids) for k, t in tweets.items()}, info)
+
+
+# ----------------------------------------------------------------------------- TIMIT
+
+_TIMIT_SPLITS = ("train", "validation", "test")
+# The authors' h5 file for each split (dev = full test set minus core; core = core test).
+_TIMIT_H5 = {"train": "train.h5", "validation": "dev.h5", "test": "core.h5"}
+
+
+def _check_timit_arrays(
+  where: str, features: np.ndarray, labels: np.ndarray, lengths: np.ndarray
+) -> None:
+  if features.ndim != 2 or features.shape[1] != TIMIT_FEATURES:
+    raise ValueError(
+      f"{where}: features have shape {list(features.shape)}; expected [frames, {TIMIT_FEATURES}]."
+    )
+  if labels.shape != (len(features),):
+    raise ValueError(
+      f"{where}: {len(features)} feature frames but labels of shape {list(labels.shape)}."
+    )
+  if lengths.ndim != 1 or lengths.size == 0 or lengths.min() < 1:
+    raise ValueError(f"{where}: lengths must be a non-empty list of positive frame counts.")
+  if lengths.sum() != len(features):
+    raise ValueError(
+      f"{where}: utterance lengths sum to {lengths.sum()} but there are {len(features)} frames."
+    )
+  if not np.isfinite(features).all():
+    raise ValueError(f"{where}: features contain NaN or infinite values.")
+  _check_labels(labels, TIMIT_CLASSES, where)
+
+
+def _read_timit_npz(path: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+  try:
+    with np.load(path, allow_pickle=False) as f:
+      arrays = {k: f[k] for k in ("features", "labels", "lengths") if k in f}
+  except (OSError, ValueError, zlib.error) as e:
+    raise ValueError(f"{path}: not a readable .npz file ({e}).") from None
+  if len(arrays) != 3:
+    raise ValueError(f"{path}: needs arrays features, labels and lengths; found {sorted(arrays)}.")
+  features, labels, lengths = arrays["features"], arrays["labels"], arrays["lengths"]
+  for key, array in (("labels", labels), ("lengths", lengths)):
+    if not np.issubdtype(array.dtype, np.integer):
+      raise ValueError(f"{path}: {key} must be integers, found {array.dtype}.")
+  _check_timit_arrays(str(path), features, labels, lengths)
+  return features.astype(np.float32), labels.astype(np.int32), lengths.astype(np.int64)
+
+
+def _context_windows(features: np.ndarray, lengths: np.ndarray, context: int) -> np.ndarray:
+  """Each frame with ``context`` frames either side, repeating each utterance's edge frames.
+
+  Args:
+    features: ``[frames, D]``, utterances concatenated.
+    lengths: ``[utterances]`` frame counts summing to ``frames``.
+    context: frames taken on each side.
+
+  Returns:
+    ``[frames, (2 * context + 1) * D]``: the window's frames in time order, flattened.
+  """
+  lengths = np.asarray(lengths, np.int64)
+  starts = np.repeat(np.cumsum(lengths) - lengths, lengths)
+  ends = starts + np.repeat(lengths, lengths) - 1
+  offsets = np.arange(-context, context + 1)
+  frames = np.arange(len(features))[:, None] + offsets
+  index = np.clip(frames, starts[:, None], ends[:, None])
+  return features[index].reshape(len(features), -1)
+
+
+@DATASETS.register("timit")
+def _load_timit(data_dir: Path | None) -> Splits:
+  names = [f"{s}.npz" for s in _TIMIT_SPLITS]
+  paths = _load_first(
+    "timit",
+    _dir_sources("timit", data_dir, lambda d: _find_files(d, names, gzip_ok=False)),
+    "TIMIT is licensed by the LDC and not in TFDS: pass --data_dir pointing at a folder "
+    f"holding {', '.join(names)} (arrays features [frames, 26], labels [frames] in 0..38, "
+    "lengths [utterances]); gelujax.data.convert_timit_h5 writes them from the authors' "
+    "train.h5 / dev.h5 / core.h5.",
+  )
+  raw = {s: _read_timit_npz(p) for s, p in zip(_TIMIT_SPLITS, paths, strict=True)}
+  train_features = raw["train"][0].astype(np.float64)
+  mean, std = train_features.mean(0), train_features.std(0)
+  std = np.where(std > 0, std, 1.0)  # A constant feature is centred, not blown up.
+  splits = {}
+  for split, (features, labels, lengths) in raw.items():
+    standardised = ((features - mean) / std).astype(np.float32)
+    splits[split] = {
+      "inputs": _context_windows(standardised, lengths, TIMIT_CONTEXT),
+      "targets": labels,
+      "groups": np.repeat(np.arange(len(lengths), dtype=np.int32), lengths),
+    }
+  info = {
+    "num_classes": TIMIT_CLASSES,
+    "source": f"TIMIT files in {paths[0].parent}",
+    "mean": mean.astype(np.float32),
+    "std": std.astype(np.float32),
+  }
+  return Splits(splits, info)
+
+
+def convert_timit_h5(h5_dir: str | Path, out_dir: str | Path) -> dict[str, int]:
+  """Converts the authors' TIMIT h5 files to the ``.npz`` files :func:`load` reads.
+
+  Each h5 file holds ``X`` [n, T, 26] (utterances left-padded to T frames), ``y`` [n, T] and
+  ``start_idx`` [n] (utterance i is ``X[i, start_idx[i]:]``). ``train.h5``, ``dev.h5`` and
+  ``core.h5`` in ``h5_dir`` become ``train.npz``, ``validation.npz`` and ``test.npz`` in
+  ``out_dir``; padding frames are dropped. Needs h5py.
+
+  Returns:
+    The number of utterances written per split.
+  """
+  import h5py  # Only this converter needs it.
+
+  out_dir = Path(out_dir)
+  out_dir.mkdir(parents=True, exist_ok=True)
+  counts = {}
+  for split, h5_name in _TIMIT_H5.items():
+    path = Path(h5_dir) / h5_name
+    if not path.is_file():
+      raise ValueError(f"convert_timit_h5: {path} does not exist; {h5_dir} must hold "
+                       f"{', '.join(_TIMIT_H5.values())}.")  # fmt: skip
+    with h5py.File(path, "r") as f:
+      missing = {"X", "y", "start_idx"} - set(f)
+      if missing:
+        raise ValueError(f"{path}: missing datasets {sorted(missing)} (needs X, y, start_idx).")
+      x, y, start = f["X"][()], f["y"][()], f["start_idx"][()].astype(np.int64)
+    if x.ndim != 3 or y.shape != x.shape[:2] or start.shape != x.shape[:1]:
+      raise ValueError(
+        f"{path}: shapes X {list(x.shape)}, y {list(y.shape)}, start_idx {list(start.shape)}; "
+        "expected [n, T, 26], [n, T], [n]."
+      )
+    if start.size and (start.min() < 0 or start.max() >= x.shape[1]):
+      raise ValueError(f"{path}: start_idx must lie in 0..{x.shape[1] - 1}.")
+    if not np.array_equal(y, np.round(y)):
+      raise ValueError(f"{path}: y holds non-integer labels.")
+    features = np.concatenate([u[s:] for u, s in zip(x, start, strict=True)])
+    labels = np.concatenate([u[s:] for u, s in zip(y, start, strict=True)]).astype(np.int32)
+    lengths = (x.shape[1] - start).astype(np.int32)
+    _check_timit_arrays(str(path), features, labels, lengths)
+    np.savez(
+      out_dir / f"{split}.npz",
+      features=features.astype(np.float32),
+      labels=labels,
+      lengths=lengths,
+    )
+    counts[split] = len(lengths)
+  return counts
+
+
+# ------------------------------------------------------------------- preprocessing
+
+
+def scale_pixels(x: np.ndarray) -> np.ndarray:
+  """uint8 pixels -> float32 in [0, 1] (x / 255)."""
+  return np.asarray(x, np.float32) / np.float32(255)
+
+
+def add_uniform_noise(x: np.ndarray, a: float, rng: np.random.Generator) -> np.ndarray:
+  """``x`` + independent Unif[-a, a] noise per element, float32, unclipped (robustness test)."""
+  if a < 0:
+    raise ValueError(f"Noise half-width a={a} is invalid: it must be >= 0.")
+  return (np.asarray(x, np.float32) + rng.uniform(-a, a, np.shape(x))).astype(np.float32)
+
+
+def fit_zca(x: np.ndarray, eps: float = 1e-5) -> tuple[np.ndarray, np.ndarray]:
+  """Fits ZCA whitening on ``x`` [N, ...] (features = all axes but the first).
+
+  With the centred data's covariance C = U diag(s) U^T (divided by N), the whitening matrix is
+  W = U diag(1 / sqrt(s + eps)) U^T; :func:`apply_zca` maps x to (x - mean) W.
+
+  Returns:
+    ``(mean [D], whitening [D, D])``, float32, computed in float64.
+  """
+  flat = np.asarray(x).reshape(len(x), -1)
+  mean = flat.mean(0, dtype=np.float64)
+  covariance = np.zeros((flat.shape[1],) * 2)
+  for start in range(0, len(flat), 4096):  # Chunks bound the float64 copy's memory.
+    centred = flat[start : start + 4096] - mean
+    covariance += centred.T @ centred
+  s, u = np.linalg.eigh(covariance / len(flat))
+  whitening = (u * (1 / np.sqrt(np.maximum(s, 0) + eps))) @ u.T
+  return mean.astype(np.float32), whitening.astype(np.float32)
+
+
+def apply_zca(x: np.ndarray, mean: np.ndarray, whitening: np.ndarray) -> np.ndarray:
+  """(x - mean) @ whitening on flattened examples, reshaped back; float32."""
+  flat = np.asarray(x, np.float32).reshape(len(x), -1)
+  return ((flat - mean) @ whitening).reshape(np.shape(x))
+
+
+def subtract_pixel_mean(train: np.ndarray, *others: np.ndarray) -> list[np.ndarray]:
+  """Subtracts the per-pixel (and channel) mean of ``train`` from ``train`` and ``others``.
+
+  Returns:
+    float32 arrays, ``train`` first, then ``others`` in order.
+  """
+  mean = np.asarray(train).mean(0, dtype=np.float64)
+  return [(np.asarray(x, np.float64) - mean).astype(np.float32) for x in (train, *others)]
+
+
+def flip_double(inputs: np.ndarray, targets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+  """Appends a horizontally flipped copy of each NHWC image (the CIFAR-100 doubled set)."""
+  return (
+    np.concatenate([inputs, inputs[:, :, ::-1]]),
+    np.concatenate([targets, targets]),
+  )
