@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from absl import app, flags
+from absl import app, flags, logging
 
 from gelujax import plots, sweep
 
@@ -653,6 +653,9 @@ def main(argv: Sequence[str]) -> None:
   if len(argv) > 1:
     raise app.UsageError(f"Unexpected arguments: {' '.join(argv[1:])}")
   start = time.time()
+  if not FLAGS["verbosity"].present:
+    # Orbax logs every checkpoint step at INFO; the progress lines are what matter here.
+    logging.set_verbosity(logging.WARNING)
   if not FLAGS.task:
     raise ValueError(f"--task is required: one of {', '.join(PAPER_TASKS)}.")
   noise = FLAGS.task.endswith(NOISE_SUFFIX)
