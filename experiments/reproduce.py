@@ -513,9 +513,10 @@ def write_readme(
     "",
     "## Results",
     "",
-    table,
+    # table.md's headings, one level down inside this file.
+    *[f"#{line}" if line.startswith("#") else line for line in table.splitlines()],
   ]
-  (out / "README.md").write_text("\n".join(lines))
+  (out / "README.md").write_text("\n".join(lines) + "\n")
 
 
 def make_retrain_grids(grids: Sequence[Grid], rows: Sequence[dict[str, Any]]) -> list[Grid]:

@@ -16,6 +16,7 @@ from typing import Any
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
+from matplotlib.ticker import FuncFormatter, LogFormatter
 
 from gelujax import sweep
 
@@ -96,10 +97,13 @@ def plot_curves(
     ax.legend(handles, names, fontsize="small")
     if logy:
       ax.set_yscale("log")
+      # Plain numbers (0.05, 2.2) rather than 5 x 10^-2; minor ticks labelled on short ranges.
+      ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _: f"{y:g}"))
+      ax.yaxis.set_minor_formatter(LogFormatter(minor_thresholds=(1, 0.4)))
     ax.set_title(panel)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
-    ax.grid(True, which="major", alpha=0.3)
+    ax.grid(True, which="both", alpha=0.2)
   fig.suptitle(title)
   return fig
 
