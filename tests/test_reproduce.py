@@ -211,3 +211,29 @@ def test_cifar10_table_reports_the_runs_retrained_at_the_selected_lr(tmp_path):
   summary = json.loads((out / "summary.json").read_text())
   assert summary["rows"][0]["run"] == "gelu_tanh"
   assert summary["selection_rows"][0]["selected"]["learning_rate"] == 1e-3
+
+
+def test_readme_records_what_ran(tmp_path):
+  (tmp_path / "timings.json").write_text(json.dumps({"gelu": 65.4, "relu": 12.0}))
+  reproduce.write_readme(
+    tmp_path,
+    title="GELU paper reproduction: mnist on fashion_mnist",
+    command="python experiments/reproduce.py --task=mnist",
+    settings=["Seeds: 0, 1"],
+    wall_time=7.6,
+    deviations=[],
+    files=["table.md: the table below"],
+    table="# mnist: table\n\n| run |\n|---|\n",
+  )
+  text = (tmp_path / "README.md").read_text()
+  lines = text.splitlines()
+  assert lines[0] == "# GELU paper reproduction: mnist on fashion_mnist"
+  assert "python experiments/reproduce.py --task=mnist" in lines
+  assert "- Seeds: 0, 1" in lines
+  machine = next(line for line in lines if line.startswith("- Machine: "))
+  assert "devices: " in machine and "cores" in machine and "jax " in machine
+  assert "Wall time of the invocation that wrote this file: 8 s" in text
+  assert "gelu 65 s, relu 12 s" in text
+  deviations = lines.index("## Deviations from the paper's protocol")
+  assert lines[deviations + 2] == "- None."
+  assert lines[-4:] == ["## mnist: table", "", "| run |", "|---|"]
