@@ -112,7 +112,7 @@ REPORTS = {
     "final.test_loss",
     "final test MSE",
     paper={"gelu_tanh": 0.0044, "relu": 0.0097, "elu": 0.006},
-    source="Fig. 4 at epoch 250, lr 1e-3, read off the figure (approximate)",
+    source="Fig. 4 at epoch 250 and lr 1e-3, read off the figure (approximate)",
     learning_rate=1e-3,
   ),
   "twitter_pos": Report(
@@ -339,6 +339,11 @@ def draw_autoencoder_figure(runs: Sequence[sweep.Run], rows: Sequence[dict[str, 
   return plots.save_figure(fig, out / "reconstruction_curves.png")
 
 
+def at_learning_rate(row: dict[str, Any], learning_rate: float) -> dict[str, Any] | None:
+  """The row's grid entry for ``learning_rate`` (None when the grid lacks it)."""
+  return next((g for g in row["grid"] if math.isclose(g["learning_rate"], learning_rate)), None)
+
+
 def write_table(
   task: str,
   rows: Sequence[dict[str, Any]],
@@ -361,12 +366,19 @@ def write_table(
     if key in available and key != report.metric
   ]
   select = selection_rows[0]["select_metric"]
-  text = [f"# {task}: {report.label}, median over seeds at the lr selected on {select}\n"]
+  where = f"the lr selected on {select}"
+  if report.learning_rate is not None:
+    # The paper reports these numbers per lr: compare at its lr, not at a selected one.
+    where = f"lr {report.learning_rate:g} (the paper's)"
+    rows = [
+      {**row, "selected": at_learning_rate(row, report.learning_rate) or row["selected"]}
+      for row in rows
+    ]
+  text = [f"# {task}: {report.label}, median over seeds at {where}\n"]
   if report.paper:
-    at_lr = "" if report.learning_rate is None else f" (for lr {report.learning_rate:g})"
     text.append(
-      f"Paper: {report.source}{at_lr}. The paper's GELU is `gelu_tanh`; it reports no numbers "
-      "for the other activations.\n"
+      f"Paper: {report.source}. The paper's GELU is `gelu_tanh`; it reports no numbers for the "
+      "other activations.\n"
     )
   text.append(
     sweep.format_table(

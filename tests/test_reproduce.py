@@ -100,9 +100,11 @@ def test_autoencoder_figure_has_a_panel_per_lr(tmp_path, monkeypatch):
   (fig,) = figures
   assert [ax.get_title() for ax in fig.axes] == ["learning rate 0.001", "learning rate 0.0001"]
   assert all(len(ax.lines) == 2 for ax in fig.axes)  # train and test MSE
-  # No validation split: the lr is selected on the best test loss, 0.0201 (lr 1e-4) < 0.021.
-  assert "| elu | 0.0001 | 0/3 | 0.006 | 0.0201 | 0.0201 ± 0 |" in table
-  assert "(for lr 0.001)" in table
+  # The paper's numbers are for lr 1e-3: the table compares there, though selection on the
+  # best test loss (no validation split) would pick lr 1e-4 (0.0201 < 0.021).
+  assert "final test MSE, median over seeds at lr 0.001 (the paper's)" in table
+  assert "| elu | 0.001 | 0/3 | 0.006 | 0.021 | 0.021 ± 0 |" in table
+  assert "| elu | 0.0001 (selected) | 0/3 | 0.0201 (test_loss) | 0.0201 |" in table
 
 
 @dataclasses.dataclass(frozen=True)
