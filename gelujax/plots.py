@@ -31,6 +31,13 @@ BAND_ALPHA = 0.15
 PANEL_SIZE = (5.0, 4.0)
 
 
+class PlainLogFormatter(LogFormatter):
+  """LogFormatter's choice of which log-axis ticks to label, printed plainly (0.06, not 6e-02)."""
+
+  def __call__(self, x: float, pos: int | None = None) -> str:
+    return f"{x:g}" if super().__call__(x, pos) else ""
+
+
 def run_curves(
   run: sweep.Run, learning_rate: float, keys: Sequence[str]
 ) -> dict[str, sweep.Curve | None]:
@@ -99,7 +106,7 @@ def plot_curves(
       ax.set_yscale("log")
       # Plain numbers (0.05, 2.2) rather than 5 x 10^-2; minor ticks labelled on short ranges.
       ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _: f"{y:g}"))
-      ax.yaxis.set_minor_formatter(LogFormatter(minor_thresholds=(1, 0.4)))
+      ax.yaxis.set_minor_formatter(PlainLogFormatter(minor_thresholds=(1, 0.4)))
     ax.set_title(panel)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)

@@ -77,6 +77,13 @@ def test_loss_curves_figure(runs, tmp_path):
   np.testing.assert_allclose(gelu_train.get_ydata(), [2.0, 1.0, 2 / 3])
   # relu (scale 2) loses seed 0 at lr 1e-3: median over seeds 1, 2 of 2 (seed + 1) / epoch.
   np.testing.assert_allclose(fig.axes[0].lines[2].get_ydata(), [5.0, 2.5, 5 / 3])
+  # Log-axis ticks read as plain numbers (0.5, 2), never 5e-01 or 2 x 10^0.
+  fig.canvas.draw()
+  ax = fig.axes[0]
+  labels = [t.get_text() for t in ax.get_yticklabels() + ax.get_yticklabels(minor=True)]
+  labels = [label for label in labels if label]
+  assert labels
+  assert all(float(label) > 0 for label in labels)
   path = plots.save_figure(fig, tmp_path / "figures" / "mnist.png")
   assert path.read_bytes()[:8] == PNG_MAGIC
   assert path.stat().st_size > 10_000
