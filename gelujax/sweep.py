@@ -455,10 +455,11 @@ def evaluate_noise(
   index = [i for i in at_lr if not members[i]["diverged"]]
   spec, _, state = trainer.restore(str(workdir), data_dir=data_dir)
   test = spec.load_data(data_dir)["test"]
-  if test["inputs"].dtype != np.uint8 or "error" not in spec.metric_names:
+  if test["inputs"].dtype != np.uint8 or "targets" not in test:
     raise ValueError(
       f"{workdir} holds a {spec.name!r} run: the noise evaluation needs an image classifier "
-      f"(uint8 pixels, an error metric), as mnist's; its test inputs are {test['inputs'].dtype}."
+      f"(uint8 pixels and class targets), as mnist's; its test inputs are "
+      f"{test['inputs'].dtype}."
     )
   clean = data.scale_pixels(test["inputs"])
   rng = np.random.default_rng(noise_seed)
