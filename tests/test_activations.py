@@ -1,0 +1,378 @@
+"""Tests for gelujax.activations against float64 NumPy / SciPy references."""
+
+import doctest
+
+import chex
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+from jax.test_util import check_grads
+from scipy import optimize, special
+
+from gelujax import activations
+from gelujax.activations import (
+  Activation,
+  LearnableGELU,
+  activation_names,
+  elu,
+  gaussian_gelu,
+  gelu,
+  gelu_sigmoid,
+  gelu_tanh,
+  get_activation,
+  relu,
+  silu,
+  soi_map,
+)
+
+F32_TINY = float(np.finfo(np.float32).smallest_normal)
+HYPOTHESIS = settings(deadline=None, max_examples=25)
+SHAPES = st.sampled_from([(5,), (2, 3)])
+
+
+# --- float64 references: value and derivative
+
+
+def ref_gelu(x):
+  return x * special.ndtr(x), special.ndtr(x) + x * np.exp(-0.5 * x * x) / np.sqrt(2 * np.pi)
+
+
+def ref_gelu_tanh(x):
+  # (1 + tanh(u)) / 2 = expit(2u), without float64's own cancellation in the tail.
+  c = np.sqrt(2 / np.pi)
+  u = c * (x + 0.044715 * x**3)
+  du = c * (1 + 3 * 0.044715 * x**2)
+  s, s_neg = special.expit(2 * u), special.expit(-2 * u)
+  return x * s, s + 2 * x * s * s_neg * du
+
+
+def ref_scaled_silu(k):
+  def ref(x):
+    s = special.expit(k * x)
+    return x * s, s + k * x * s * (1 - s)
+
+  return ref
+
+
+def ref_gaussian_gelu(x, mu, sigma):
+  """Value and the partials in x, mu, sigma."""
+  z = (x - mu) / sigma
+  pdf = np.exp(-0.5 * z * z) / np.sqrt(2 * np.pi)
+  return (
+    x * special.ndtr(z),
+    special.ndtr(z) + x * pdf / sigma,
+    -x * pdf / sigma,
+    -x * z * pdf / sigma,
+  )
+
+
+def ref_elu(x, alpha=1.0):
+  return np.where(x > 0, x, alpha * np.expm1(x)), np.where(x > 0, 1.0, alpha * np.exp(x))
+
+
+def ref_relu(x):
+  return np.maximum(x, 0), (x > 0).astype(np.float64)
+
+
+CASES = {
+  "gelu": (gelu, ref_gelu),
+  "gelu_tanh": (gelu_tanh, ref_gelu_tanh),
+  "gelu_sigmoid": (gelu_sigmoid, ref_scaled_silu(1.702)),
+  "silu": (silu, ref_scaled_silu(1.0)),
+  "gaussian_gelu": (gaussian_gelu, lambda x: ref_gaussian_gelu(x, 0.0, 1.0)[:2]),
+  "elu": (elu, ref_elu),
+  "relu": (relu, ref_relu),
+}
+SMOOTH = ["gelu", "gelu_tanh", "gelu_sigmoid", "silu", "gaussian_gelu"]
+GRID = np.concatenate([np.linspace(-12, 12, 481), [-0.7518, -1e-3, 1e-3, 20.0, -20.0]])
+
+
+def ulp_error(y, ref):
+  """|y - ref| in float32 ulp of ref, over the references that are normal float32 numbers."""
+  ref32 = ref.astype(np.float32)
+  normal = np.abs(ref) >= F32_TINY
+  err = np.abs(np.asarray(y, np.float64) - ref) / np.spacing(np.abs(ref32)).astype(np.float64)
+  return err[normal].max()
+
+
+def value_and_grad(fn):
+  return jax.jit(jax.vmap(jax.value_and_grad(fn)))
+
+
+# --- values and derivatives
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_values_and_derivatives_match_float64_reference(name):
+  fn, ref = CASES[name]
+  x = GRID.astype(np.float32)
+  y, dy = value_and_grad(fn)(x)
+  ref_y, ref_dy = ref(x.astype(np.float64))
+  chex.assert_trees_all_close(np.asarray(y, np.float64), ref_y, rtol=2e-6, atol=1e-7)
+  chex.assert_trees_all_close(np.asarray(dy, np.float64), ref_dy, rtol=2e-6, atol=1e-7)
+
+
+def test_gelu_float32_ulp_accuracy_over_whole_range():
+  magnitudes = np.logspace(-38, np.log10(3e38), 20001)
+  x = np.concatenate([np.linspace(-14, 14, 400001), magnitudes, -magnitudes]).astype(np.float32)
+  y, dy = value_and_grad(gelu)(x)
+  ref_y, ref_dy = ref_gelu(x.astype(np.float64))
+  # The docstring states the measured maxima (5.8 and 4.4 ulp on the benchmark's grid).
+  assert ulp_error(y, ref_y) <= 6
+  assert ulp_error(dy, ref_dy) <= 5
+  # Below the normal range XLA flushes to zero: never more than the smallest normal.
+  assert np.all(np.abs(np.asarray(y))[np.abs(ref_y) < F32_TINY] <= F32_TINY)
+
+
+def test_gelu_far_tail_and_derivative_root_are_relatively_accurate():
+  # x = -10 (a tiny but normal value) and the float32 numbers around the root of GELU'.
+  root = -0.7517915246935645
+  x = np.float32([-10.0, -13.0, root, np.nextafter(np.float32(root), 0), np.float32(root) - 6e-8])
+  y, dy = value_and_grad(gelu)(x)
+  # float64 keeps these relative errors below 1e-8, even GELU' next to its root.
+  ref_y, ref_dy = ref_gelu(x.astype(np.float64))
+  chex.assert_trees_all_close(np.asarray(y, np.float64), ref_y, rtol=4e-7, atol=0)
+  chex.assert_trees_all_close(np.asarray(dy, np.float64), ref_dy, rtol=4e-7, atol=0)
+
+
+def test_gelu_second_derivative_matches_closed_form():
+  x = GRID.astype(np.float32)
+  d2 = jax.vmap(jax.grad(jax.grad(gelu)))(x)
+  x64 = x.astype(np.float64)
+  ref = np.exp(-0.5 * x64**2) / np.sqrt(2 * np.pi) * (2 - x64**2)
+  chex.assert_trees_all_close(np.asarray(d2, np.float64), ref, rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("name", ["gelu_tanh", "gelu_sigmoid", "silu"])
+def test_second_derivatives_match_finite_differences_of_reference(name):
+  fn, ref = CASES[name]
+  x = np.linspace(-6, 6, 97)
+  h = 1e-5
+  ref_d2 = (ref(x + h)[1] - ref(x - h)[1]) / (2 * h)
+  d2 = jax.vmap(jax.grad(jax.grad(fn)))(x.astype(np.float32))
+  chex.assert_trees_all_close(np.asarray(d2, np.float64), ref_d2, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("name", ["gelu", "gelu_tanh", "gelu_sigmoid", "silu", "elu"])
+def test_custom_jvp_rules_pass_check_grads_to_order_two(name):
+  fn = CASES[name][0]
+  x = jnp.asarray([-3.1, -0.9, -0.2, 0.4, 1.3, 2.7], jnp.float32)
+  check_grads(fn, (x,), order=2, modes=["fwd", "rev"], atol=2e-2, rtol=2e-2, eps=1e-2)
+
+
+def test_gaussian_gelu_partials_and_check_grads():
+  x = np.float32([-2.0, -0.5, 0.3, 1.7])
+  mu, sigma = np.float32(0.4), np.float32(1.6)
+  grads = jax.vmap(jax.grad(gaussian_gelu, argnums=(0, 1, 2)), (0, None, None))(x, mu, sigma)
+  _, *ref = ref_gaussian_gelu(x.astype(np.float64), 0.4, 1.6)
+  chex.assert_trees_all_close([np.asarray(g, np.float64) for g in grads], ref, rtol=1e-5, atol=1e-7)
+  args = (jnp.asarray(x[1:3]), jnp.float32(0.4), jnp.float32(1.6))
+  check_grads(
+    jax.jit(gaussian_gelu), args, order=2, modes=["fwd", "rev"], atol=2e-2, rtol=2e-2, eps=1e-2
+  )
+
+
+def test_elu_alpha_is_differentiable():
+  x = np.float32([-2.0, -0.5, 0.7])
+  d_alpha = jax.vmap(jax.grad(elu, argnums=1), (0, None))(x, np.float32(1.5))
+  chex.assert_trees_all_close(np.asarray(d_alpha), np.where(x > 0, 0.0, np.expm1(x)), rtol=1e-6)
+  check_grads(elu, (jnp.asarray(x), jnp.float32(1.5)), order=2, modes=["fwd", "rev"], eps=1e-2,
+              atol=2e-2, rtol=2e-2)  # fmt: skip
+
+
+# --- dtypes and non-finite inputs
+
+
+@pytest.mark.parametrize("dtype", [jnp.bfloat16, jnp.float16])
+@pytest.mark.parametrize("name", [*SMOOTH, "elu"])
+def test_low_precision_is_computed_in_float32_and_rounded_once(name, dtype):
+  fn, ref = CASES[name]
+  x = jnp.asarray(GRID, dtype)
+  y = fn(x)
+  assert y.dtype == dtype
+  ref_y = ref(np.asarray(x, np.float64))[0]
+  # One rounding of a float32-accurate result: within one ulp of the dtype of the reference.
+  info = jnp.finfo(dtype)
+  spacing = np.abs(np.asarray(jnp.asarray(ref_y, dtype), np.float64)) * 2.0**-info.nmant
+  # Subnormals have a fixed spacing, and XLA flushes subnormal float32 intermediates (the
+  # sigmoid forms lose results below ~1e-37).
+  atol = max(float(info.smallest_subnormal), 1e-36)
+  assert np.all(np.abs(np.asarray(y, np.float64) - ref_y) <= spacing + atol)
+  chex.assert_trees_all_equal(y, fn(x.astype(jnp.float32)).astype(dtype))
+  assert jax.grad(lambda v: fn(v).astype(jnp.float32).sum())(x).dtype == dtype
+
+
+def all_finite(dtype):
+  """Every finite value of a 16-bit dtype, or a spread of float32 values incl. the extremes."""
+  if np.dtype(dtype).itemsize == 2:
+    bits = np.arange(2**16, dtype=np.uint16).view(dtype)
+    return bits[np.isfinite(bits.astype(np.float32))]
+  rng = np.random.default_rng(0)
+  bits = rng.integers(0, 2**32, 200_000, dtype=np.uint64).astype(np.uint32).view(np.float32)
+  info = np.finfo(np.float32)
+  extremes = np.float32([info.max, -info.max, info.tiny, -info.tiny, 1e-45, -1e-45, 0.0])
+  return np.concatenate([bits[np.isfinite(bits)], extremes])
+
+
+@pytest.mark.parametrize("dtype", [jnp.bfloat16, jnp.float16, jnp.float32])
+@pytest.mark.parametrize("name", [*SMOOTH, "elu", "relu"])
+def test_no_overflow_or_nan_for_any_finite_input(name, dtype):
+  fn = CASES[name][0]
+  x = jnp.asarray(all_finite(dtype))
+  y, dy = value_and_grad(lambda v: fn(v).astype(jnp.float32))(x)
+  assert np.all(np.isfinite(np.asarray(y, np.float32)))
+  assert np.all(np.isfinite(np.asarray(dy, np.float32)))
+
+
+@pytest.mark.parametrize("name", SMOOTH)
+def test_infinities_and_nan(name):
+  fn = CASES[name][0]
+  x = jnp.asarray([np.inf, -np.inf, np.nan], jnp.float32)
+  y, dy = value_and_grad(fn)(x)
+  chex.assert_trees_all_equal(np.asarray(y)[:2], np.float32([np.inf, 0.0]))
+  chex.assert_trees_all_equal(np.asarray(dy)[:2], np.float32([1.0, 0.0]))
+  assert np.isnan(np.asarray(y)[2]) and np.isnan(np.asarray(dy)[2])
+
+
+# --- properties
+
+floats32 = st.floats(-30, 30, width=32)
+
+
+@HYPOTHESIS
+@given(hnp.arrays(np.float32, SHAPES, elements=floats32))
+def test_gelu_odd_part_is_identity(x):
+  diff = np.asarray(gelu(x), np.float64) - np.asarray(gelu(-x), np.float64)
+  chex.assert_trees_all_close(diff, x.astype(np.float64), rtol=3e-7, atol=1e-7)
+
+
+@HYPOTHESIS
+@given(hnp.arrays(np.float32, SHAPES, elements=floats32))
+def test_gelu_is_above_its_global_minimum(x):
+  # The minimum, at the root of GELU' (float64): -0.16997120...
+  root = optimize.brentq(lambda v: ref_gelu(v)[1], -1.0, -0.5, xtol=1e-15)
+  assert np.all(np.asarray(gelu(x)) >= ref_gelu(root)[0] * (1 + 1e-6))
+
+
+@HYPOTHESIS
+@given(hnp.arrays(np.float32, SHAPES, elements=floats32), st.sampled_from([1e-2, 1e-4, 1e-8]))
+def test_gaussian_gelu_tends_to_relu_as_sigma_vanishes(x, sigma):
+  # |x Phi(x / sigma) - relu(x)| = sigma |t| Phi(-|t|) <= 0.17 sigma.
+  err = np.abs(np.asarray(gaussian_gelu(x, 0.0, sigma), np.float64) - np.maximum(x, 0))
+  assert np.all(err <= 0.17 * sigma + 4e-7 * np.abs(x))
+
+
+@HYPOTHESIS
+@given(hnp.arrays(np.float32, SHAPES, elements=floats32))
+def test_approximations_stay_within_their_known_error(x):
+  exact = ref_gelu(x.astype(np.float64))[0]
+  assert np.all(np.abs(np.asarray(gelu_tanh(x), np.float64) - exact) <= 5e-4)  # max 4.7e-4
+  assert np.all(np.abs(np.asarray(gelu_sigmoid(x), np.float64) - exact) <= 2.1e-2)  # max 2.03e-2
+
+
+@settings(deadline=None, max_examples=10)
+@given(hnp.arrays(np.float32, SHAPES, elements=floats32), st.sampled_from(list(CASES)))
+def test_jit_vmap_and_grad_agree_with_eager(x, name):
+  fn = CASES[name][0]
+  chex.assert_trees_all_close(jax.jit(fn)(x), fn(x), rtol=1e-6, atol=1e-30)
+  chex.assert_trees_all_close(jax.vmap(fn)(x), fn(x), rtol=1e-6, atol=1e-30)
+  scalar = jax.grad(fn)
+  eager = np.array([scalar(v) for v in x.reshape(-1)]).reshape(x.shape)
+  chex.assert_trees_all_close(jax.vmap(jax.grad(fn))(x.reshape(-1)).reshape(x.shape), eager,
+                              rtol=1e-6, atol=1e-30)  # fmt: skip
+
+
+def test_repeated_calls_do_not_retrace():
+  @jax.jit
+  @chex.assert_max_traces(n=1)
+  def apply_all(x):
+    return [fn(x) for fn, _ in CASES.values()] + [gaussian_gelu(x, 0.3, 2.0)]
+
+  for scale in (1.0, 2.0, 3.0):
+    apply_all(jnp.full((4,), scale, jnp.float32))
+
+
+# --- soi_map
+
+
+def test_soi_map_mask_frequency_is_phi_and_eval_is_gelu():
+  x = jnp.repeat(jnp.float32([-1.0, 0.5, 2.0]), 20000)
+  y = np.asarray(soi_map(x, jax.random.key(0), train=True)).reshape(3, -1)
+  kept = y != 0
+  assert np.all(y[kept] == np.repeat(np.float32([-1.0, 0.5, 2.0]), 20000).reshape(3, -1)[kept])
+  # Binomial standard error <= 0.0036; allow 4 of them.
+  chex.assert_trees_all_close(kept.mean(1), special.ndtr([-1.0, 0.5, 2.0]), atol=0.015)
+  chex.assert_trees_all_close(
+    np.asarray(soi_map(x[:3], None, train=False), np.float64),
+    ref_gelu(np.float64([-1.0, -1.0, -1.0]))[0],
+    rtol=1e-6,
+  )
+  with pytest.raises(ValueError, match="PRNG key"):
+    soi_map(x, None, train=True)
+
+
+# --- registry and modules
+
+
+def test_registry_resolves_names_and_arguments():
+  assert get_activation("gelu") is gelu
+  fn = get_activation("gaussian_gelu(mu=0.5, sigma=2.0)")
+  x = np.float32([-1.0, 0.0, 2.5])
+  chex.assert_trees_all_close(
+    np.asarray(fn(x), np.float64), ref_gaussian_gelu(x.astype(np.float64), 0.5, 2.0)[0], rtol=1e-6
+  )
+  expected = ["elu", "gaussian_gelu", "gelu", "gelu_sigmoid", "gelu_tanh", "learnable_gelu"]
+  assert activation_names() == [*expected, "relu", "silu", "soi_map"]
+  with pytest.raises(ValueError, match="gelu_tanh"):
+    get_activation("swishh")
+  with pytest.raises(ValueError, match="Bad arguments"):
+    get_activation("gelu(mu=1.0)")
+
+
+@pytest.mark.parametrize("per_feature", [False, True])
+def test_learnable_gelu_parameters_and_gradients(per_feature):
+  module = LearnableGELU(per_feature=per_feature, mu_init=0.2, sigma_init=1.5)
+  x = jnp.asarray(np.linspace(-3, 3, 12).reshape(4, 3), jnp.float32)
+  params = module.init(jax.random.key(0), x)
+  shape = (3,) if per_feature else ()
+  chex.assert_shape([params["params"]["mu"], params["params"]["log_sigma"]], shape)
+  x64 = np.asarray(x, np.float64)
+  value, _, d_mu, d_sigma = ref_gaussian_gelu(x64, 0.2, 1.5)
+  chex.assert_trees_all_close(np.asarray(module.apply(params, x), np.float64), value, rtol=1e-6)
+  grads = jax.grad(lambda p: module.apply(p, x).sum())(params)["params"]
+  axis = 0 if per_feature else None
+  chex.assert_trees_all_close(np.asarray(grads["mu"]), d_mu.sum(axis), rtol=1e-5)
+  # sigma = exp(log_sigma): d/d log_sigma = sigma * d/d sigma.
+  chex.assert_trees_all_close(np.asarray(grads["log_sigma"]), 1.5 * d_sigma.sum(axis), rtol=1e-5)
+  with pytest.raises(ValueError, match="sigma_init"):
+    LearnableGELU(sigma_init=0.0).init(jax.random.key(0), x)
+
+
+def test_activation_module_applies_specs():
+  x = jnp.asarray(np.linspace(-2, 2, 8).reshape(2, 4), jnp.float32)
+  x64 = np.asarray(x, np.float64)
+  out = Activation("gaussian_gelu(sigma=0.5)").apply({}, x, deterministic=True)
+  chex.assert_trees_all_close(np.asarray(out, np.float64), ref_gaussian_gelu(x64, 0, 0.5)[0],
+                              rtol=1e-6)  # fmt: skip
+  learnable = Activation("learnable_gelu(per_feature=True)")
+  variables = learnable.init(jax.random.key(0), x, deterministic=True)
+  chex.assert_shape(variables["params"]["learnable_gelu"]["mu"], (4,))
+  soi = Activation("soi_map")
+  chex.assert_trees_all_close(
+    np.asarray(soi.apply({}, x, deterministic=True), np.float64), ref_gelu(x64)[0], rtol=1e-6
+  )
+  y = soi.apply({}, x, deterministic=False, rngs={"dropout": jax.random.key(1)})
+  assert np.all((np.asarray(y) == 0) | (np.asarray(y) == np.asarray(x)))
+  with pytest.raises(ValueError, match="learnable_gelu"):
+    Activation("gelux").apply({}, x, deterministic=True)
+
+
+def test_docstring_examples_run():
+  results = doctest.testmod(
+    activations, optionflags=doctest.NORMALIZE_WHITESPACE, extraglobs={"jnp": jnp}
+  )
+  assert results.attempted >= 8 and results.failed == 0
