@@ -1,0 +1,259 @@
+"""Flax Linen models of the GELU paper, each taking its activation by name.
+
+Every model is ``__call__(x, train: bool)`` and has the fields ``activation`` (a spec for
+:class:`gelujax.activations.Activation`, e.g. ``"gelu_tanh"`` or ``"gaussian_gelu(sigma=0.5)"``)
+and ``dropout`` (the drop rate; 0 disables it). Dropout draws from the ``'dropout'`` rng and is
+active only when ``train=True``; batch-norm statistics live in the ``'batch_stats'`` collection.
+
+``MODELS`` holds the paper's presets (``functools.partial`` of the general modules) and tiny
+presets for tests:
+
+- ``mlp_mnist``: 784 -> 8x128 -> 10 (MNIST, Fig. 2).
+- ``mlp_twitter_pos``: 150 -> 2x256 -> 25 (Twitter POS). The frozen lookup of the window's three
+  50-d word embeddings is done once on the host by the task (``gelujax.tasks``, step
+  ``embed_words``), as in the authors' code, so the model sees the 150-d vectors.
+- ``mlp_timit``: 286 -> 5x2048 -> 39 (TIMIT frames; the paper's intended 39-way output).
+- ``autoencoder_mnist``: 784 -> 1000 -> 500 -> 250 -> 30 -> 250 -> 500 -> 1000 -> 784 (Fig. 4).
+- ``cifar_cnn``: the 9-conv CIFAR-10 network. ``wrn_40_4``: Wide ResNet 40-4 for CIFAR-100.
+- ``mlp_tiny``, ``autoencoder_tiny``, ``cifar_cnn_tiny``, ``wrn_tiny``: small versions, for tests.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+
+from gelujax.activations import Activation
+from gelujax.registry import Registry
+
+MODELS: Registry = Registry("model")
+
+
+def unit_norm_init(key: jax.Array, shape: Sequence[int], dtype=jnp.float32) -> jax.Array:
+  """N(0, 1) weights with each output unit's incoming weights scaled to unit L2 norm.
+
+  The paper's dense initialisation (``tf.nn.l2_normalize(tf.random_normal([in, out]), 0)``):
+  for a Flax ``[in, out]`` kernel every column has norm 1.
+  """
+  w = jax.random.normal(key, shape, dtype)
+  return w / jnp.linalg.norm(w, axis=0, keepdims=True)
+
+
+# Lasagne's HeNormal(gain='relu') and HeNormal(): untruncated normals, std = gain/sqrt(fan_in).
+_he_normal_relu = nn.initializers.variance_scaling(2.0, "fan_in", "normal")
+_he_normal = nn.initializers.variance_scaling(1.0, "fan_in", "normal")
+
+
+def _batch_norm(train: bool) -> nn.BatchNorm:
+  # Lasagne's defaults in the authors' CIFAR code: epsilon 1e-4, running averages updated with
+  # alpha = 0.1, i.e. Flax momentum 0.9.
+  return nn.BatchNorm(use_running_average=not train, momentum=0.9, epsilon=1e-4)
+
+
+class MLP(nn.Module):
+  """The paper's dense stack: ``features`` x [dense, activation, dropout] then a linear output.
+
+  Inputs are flattened (``[B, ...] -> [B, D]``). Every dense layer, the output one included,
+  uses :func:`unit_norm_init` and zero biases. Dropout follows every hidden activation; it is
+  never applied to the inputs or the logits.
+
+  Attributes:
+    features: widths of the hidden layers.
+    num_outputs: width of the linear output layer.
+    activation: activation spec, applied after every hidden dense layer.
+    dropout: drop rate after every hidden activation.
+  """
+
+  features: Sequence[int]
+  num_outputs: int
+  activation: str = "gelu_tanh"
+  dropout: float = 0.0
+
+  @nn.compact
+  def __call__(self, x: jax.Array, train: bool) -> jax.Array:
+    x = x.reshape(x.shape[0], -1)
+    for width in self.features:
+      x = nn.Dense(width, kernel_init=unit_norm_init)(x)
+      x = Activation(self.activation)(x, deterministic=not train)
+      x = nn.Dropout(self.dropout)(x, deterministic=not train)
+    return nn.Dense(self.num_outputs, kernel_init=unit_norm_init)(x)
+
+
+class Autoencoder(nn.Module):
+  """A mirrored dense autoencoder with a linear output of the input's shape.
+
+  ``encoder_features=(1000, 500, 250, 30)`` gives the paper's
+  784 -> 1000 -> 500 -> 250 -> 30 -> 250 -> 500 -> 1000 -> 784. The activation follows every
+  hidden layer, the code layer included; initialisation and dropout are the :class:`MLP`'s.
+
+  Attributes:
+    encoder_features: widths of the encoder's layers, the last one being the code.
+    activation: activation spec.
+    dropout: drop rate after every hidden activation (the paper uses none).
+  """
+
+  encoder_features: Sequence[int] = (1000, 500, 250, 30)
+  activation: str = "gelu_tanh"
+  dropout: float = 0.0
+
+  @nn.compact
+  def __call__(self, x: jax.Array, train: bool) -> jax.Array:
+    encoder = tuple(self.encoder_features)
+    decoder = encoder[-2::-1]
+    num_pixels = x[0].size
+    reconstruction = MLP(encoder + decoder, num_pixels, self.activation, self.dropout)(x, train)
+    return reconstruction.reshape(x.shape)
+
+
+class CifarCNN(nn.Module):
+  """The paper's CIFAR-10 network: nine convolutions with batch norm, and BN on the logits.
+
+  ``3x[conv3x3 w0, BN, act] -> maxpool2 -> dropout -> 3x[conv3x3 w1, BN, act] -> maxpool2 ->
+  dropout -> conv3x3 w1 valid, BN, act -> 2x[conv1x1 w1, BN, act] -> global average pool ->
+  dense -> BN``, with ``widths=(96, 192)`` in the paper. As Lasagne's ``batch_norm`` wrapper did
+  in the authors' code, the layers followed by BN have no bias (BN's offset plays its part).
+  Kernels are Glorot-uniform.
+
+  Attributes:
+    num_classes: number of logits.
+    widths: channels of the first and of the second/third groups of convolutions.
+    activation: activation spec, after every batch norm but the last.
+    dropout: drop rate after each max pool.
+  """
+
+  num_classes: int = 10
+  widths: tuple[int, int] = (96, 192)
+  activation: str = "gelu_tanh"
+  dropout: float = 0.5
+
+  @nn.compact
+  def __call__(self, x: jax.Array, train: bool) -> jax.Array:
+    def conv_bn_act(x: jax.Array, features: int, kernel: int, padding) -> jax.Array:
+      x = nn.Conv(
+        features,
+        (kernel, kernel),
+        padding=padding,
+        use_bias=False,
+        kernel_init=nn.initializers.glorot_uniform(),
+      )(x)
+      x = _batch_norm(train)(x)
+      return Activation(self.activation)(x, deterministic=not train)
+
+    for width in self.widths:
+      for _ in range(3):
+        x = conv_bn_act(x, width, 3, padding=1)
+      x = nn.max_pool(x, (2, 2), strides=(2, 2))
+      x = nn.Dropout(self.dropout)(x, deterministic=not train)
+    x = conv_bn_act(x, self.widths[1], 3, padding="VALID")
+    for _ in range(2):
+      x = conv_bn_act(x, self.widths[1], 1, padding="VALID")
+    x = jnp.mean(x, axis=(1, 2))
+    x = nn.Dense(self.num_classes, use_bias=False, kernel_init=nn.initializers.glorot_uniform())(x)
+    return _batch_norm(train)(x)
+
+
+class WideResNetBlock(nn.Module):
+  """The GELU paper's residual block (its authors' Lasagne code, not the usual pre-activation).
+
+  ``conv3x3 (stride) -> act -> dropout -> conv3x3 -> act -> BN``, plus the shortcut: a bias-free
+  1x1 projection conv (Glorot-uniform) when ``project``, else the identity. The 3x3 convs have
+  biases and He-normal (ReLU gain) kernels; their padding is one pixel on every side, so a
+  stride-2 block samples the same positions as its 1x1 projection.
+
+  Attributes:
+    features: output channels.
+    strides: stride of the first conv and of the projection.
+    project: whether the shortcut is a 1x1 projection.
+    activation: activation spec.
+    dropout: drop rate between the two convs.
+  """
+
+  features: int
+  strides: int = 1
+  project: bool = False
+  activation: str = "gelu_tanh"
+  dropout: float = 0.0
+
+  @nn.compact
+  def __call__(self, x: jax.Array, train: bool) -> jax.Array:
+    conv = functools.partial(nn.Conv, self.features, (3, 3), padding=1, kernel_init=_he_normal_relu)
+    y = conv(strides=self.strides)(x)
+    y = Activation(self.activation)(y, deterministic=not train)
+    y = nn.Dropout(self.dropout)(y, deterministic=not train)
+    y = conv()(y)
+    y = Activation(self.activation)(y, deterministic=not train)
+    y = _batch_norm(train)(y)
+    if self.project:
+      x = nn.Conv(
+        self.features,
+        (1, 1),
+        strides=self.strides,
+        use_bias=False,
+        kernel_init=nn.initializers.glorot_uniform(),
+      )(x)
+    return x + y
+
+
+class WideResNet(nn.Module):
+  """Wide ResNet ``depth``-``width`` with the GELU paper's block (:class:`WideResNetBlock`).
+
+  Stem ``conv3x3 16 (no bias) -> BN -> act -> BN`` (as in the authors' code), then three stages
+  of ``(depth - 4) / 6`` blocks with ``16·width``, ``32·width``, ``64·width`` channels (the first
+  block of each stage projects its shortcut; stages 2 and 3 start with stride 2), then
+  ``BN -> act -> global average pool -> dense`` (He-normal, gain 1, with bias).
+
+  Attributes:
+    depth: total depth; ``depth - 4`` must be a positive multiple of 6 (40 in the paper).
+    width: widening factor k (4 in the paper).
+    num_classes: number of logits.
+    activation: activation spec.
+    dropout: drop rate inside every block (0.3 in the paper).
+  """
+
+  depth: int = 40
+  width: int = 4
+  num_classes: int = 100
+  activation: str = "gelu_tanh"
+  dropout: float = 0.3
+
+  @nn.compact
+  def __call__(self, x: jax.Array, train: bool) -> jax.Array:
+    if self.depth < 10 or (self.depth - 4) % 6:
+      raise ValueError(
+        f"WideResNet depth={self.depth!r} is not valid: depth - 4 must be a positive multiple "
+        "of 6 (e.g. 10, 16, 28, 40)."
+      )
+    blocks_per_stage = (self.depth - 4) // 6
+    x = nn.Conv(16, (3, 3), padding=1, use_bias=False, kernel_init=_he_normal_relu)(x)
+    x = _batch_norm(train)(x)
+    x = Activation(self.activation)(x, deterministic=not train)
+    x = _batch_norm(train)(x)
+    for stage, channels in enumerate((16, 32, 64)):
+      for block in range(blocks_per_stage):
+        x = WideResNetBlock(
+          channels * self.width,
+          strides=2 if stage > 0 and block == 0 else 1,
+          project=block == 0,
+          activation=self.activation,
+          dropout=self.dropout,
+        )(x, train)
+    x = _batch_norm(train)(x)
+    x = Activation(self.activation)(x, deterministic=not train)
+    x = jnp.mean(x, axis=(1, 2))
+    return nn.Dense(self.num_classes, kernel_init=_he_normal)(x)
+
+
+MODELS.register("mlp_mnist", functools.partial(MLP, features=(128,) * 8, num_outputs=10))
+MODELS.register("mlp_twitter_pos", functools.partial(MLP, features=(256, 256), num_outputs=25))
+MODELS.register("mlp_timit", functools.partial(MLP, features=(2048,) * 5, num_outputs=39))
+MODELS.register("mlp_tiny", functools.partial(MLP, features=(16, 16), num_outputs=10))
+MODELS.register("autoencoder_mnist", functools.partial(Autoencoder))
+MODELS.register("autoencoder_tiny", functools.partial(Autoencoder, encoder_features=(16, 4)))
+MODELS.register("cifar_cnn", functools.partial(CifarCNN, num_classes=10))
+MODELS.register("cifar_cnn_tiny", functools.partial(CifarCNN, num_classes=10, widths=(4, 8)))
+MODELS.register("wrn_40_4", functools.partial(WideResNet, depth=40, width=4, num_classes=100))
+MODELS.register("wrn_tiny", functools.partial(WideResNet, depth=10, width=1, num_classes=10))
