@@ -1,4 +1,11 @@
-"""gelujax: GELU-family activations, Flax models and a training engine for the GELU paper."""
+"""gelujax: GELU-family activations, Flax models and a training engine for the GELU paper.
+
+The activations are imported eagerly (``gelujax.gelu``); the heavier submodules
+(``data``, ``models``, ``tasks``, ``trainer``, ``checkpoints``, ``writers``, ``sweep``,
+``plots``) load on first use, so ``import gelujax`` stays cheap for model code.
+"""
+
+import importlib
 
 from gelujax.activations import (
   ACTIVATIONS,
@@ -34,3 +41,13 @@ __all__ = [
   "soi_map",
 ]
 __version__ = "0.1.0"
+
+_SUBMODULES = frozenset(
+  {"checkpoints", "data", "models", "plots", "registry", "sweep", "tasks", "trainer", "writers"}
+)
+
+
+def __getattr__(name: str):
+  if name in _SUBMODULES:
+    return importlib.import_module(f"gelujax.{name}")
+  raise AttributeError(f"module 'gelujax' has no attribute {name!r}")

@@ -1,0 +1,144 @@
+r"""Trains one task's grid of learning rates x seeds with gelujax.
+
+The task (tasks.get) supplies the paper's settings; flags override them. Examples:
+
+  python experiments/train.py --task=mnist --activation=gelu_tanh --epochs=50
+  python experiments/train.py --task=mnist --learning_rates=1e-3,1e-4 --seeds=0,1,2
+
+Re-running a command with the same --workdir resumes it (a larger --epochs continues it).
+A multi-host run starts the same command on every host with --coordinator_address (host:port
+of process 0), --num_processes and that host's --process_id.
+"""
+
+import re
+import sys
+
+from absl import app, flags, logging
+
+from gelujax import activations, data, registry, tasks, trainer
+
+_TASK = flags.DEFINE_string(
+  "task", None, "The experiment, one of gelujax.tasks.task_names(), optionally with field "
+  "overrides, e.g. 'mnist(evals_per_epoch=5)'."
+)  # fmt: skip
+_ACTIVATION = flags.DEFINE_string(
+  "activation", None, "Activation spec, e.g. gelu or 'gaussian_gelu(sigma=0.5)'; "
+  "default: the task's (gelu_tanh, as in the paper)."
+)  # fmt: skip
+_DATASET = flags.DEFINE_string(
+  "dataset", None, "Dataset, one of the task's compatible datasets; default: the task's."
+)
+_DATA_DIR = flags.DEFINE_string(
+  "data_dir", None, "Folder with the dataset's files; default: a known local copy, then TFDS."
+)
+_WORKDIR = flags.DEFINE_string(
+  "workdir", None, "Where the run's files go; default: workdirs/<task>_<dataset>_<activation>."
+)
+_EPOCHS = flags.DEFINE_integer("epochs", None, "Epochs to train (>= 1); default: the task's.")
+_BATCH_SIZE = flags.DEFINE_integer(
+  "batch_size", None, "Global batch size, a multiple of the device count; default: the task's."
+)
+_LEARNING_RATES = flags.DEFINE_list(
+  "learning_rates", None, "Comma list of learning rates (> 0); default: the task's grid."
+)
+_SEEDS = flags.DEFINE_list(
+  "seeds", None, "A count N (seeds 0..N-1) or a comma list of seeds ('7,' is the one seed 7); "
+  "default: the task's count."
+)  # fmt: skip
+_DROPOUT = flags.DEFINE_float(
+  "dropout", None, "Dropout drop rate in [0, 1); 0 disables it; default: the task's."
+)
+_CHECKPOINT_EVERY = flags.DEFINE_integer("checkpoint_every", 1, "Save a checkpoint every N epochs.")
+_COORDINATOR = flags.DEFINE_string(
+  "coordinator_address", None, "Multi-host runs: host:port of process 0 (unset: one process)."
+)
+_NUM_PROCESSES = flags.DEFINE_integer("num_processes", 1, "Multi-host runs: how many processes.")
+_PROCESS_ID = flags.DEFINE_integer("process_id", 0, "Multi-host runs: this process's index.")
+
+
+def parse_seeds(values: list[str]) -> list[int]:
+  """--seeds as a list: one integer is a count, several (or one with a comma) are the seeds."""
+  text = ",".join(values)
+  try:
+    seeds = [int(v) for v in values if v.strip()]
+  except ValueError:
+    seeds = []
+  if not seeds:
+    raise ValueError(f"--seeds {text!r} is not a count or a comma list of integer seeds.")
+  if len(values) > 1:
+    return seeds
+  if seeds[0] < 1:
+    raise ValueError(f"--seeds {text!r} is a count of seeds; it must be at least 1.")
+  return list(range(seeds[0]))
+
+
+def parse_learning_rates(values: list[str]) -> list[float]:
+  try:
+    return [float(v) for v in values]
+  except ValueError:
+    raise ValueError(f"--learning_rates {','.join(values)!r} is not a list of numbers.") from None
+
+
+def make_spec():
+  """The task's spec with the flags' overrides, checked; raises ValueError on a bad value."""
+  if registry.parse_name(_TASK.value)[0] not in tasks.task_names():
+    raise ValueError(f"--task {_TASK.value!r} is unknown; known: {', '.join(tasks.task_names())}.")
+  spec = tasks.get(_TASK.value)
+  if _ACTIVATION.value is not None:
+    name = registry.parse_name(_ACTIVATION.value)[0]
+    if name not in activations.activation_names():
+      raise ValueError(
+        f"--activation {_ACTIVATION.value!r} is unknown; known: "
+        f"{', '.join(activations.activation_names())}."
+      )
+  if _DATASET.value is not None and _DATASET.value not in data.dataset_names():
+    raise ValueError(
+      f"--dataset {_DATASET.value!r} is unknown; known: {', '.join(data.dataset_names())}."
+    )
+  if _DATASET.value is not None and _DATASET.value not in spec.datasets:
+    raise ValueError(
+      f"--dataset {_DATASET.value!r} does not fit task {spec.name!r}; its datasets: "
+      f"{', '.join(spec.datasets)}."
+    )
+  flag_values = {
+    "activation": _ACTIVATION.value,
+    "dataset": _DATASET.value,
+    "epochs": _EPOCHS.value,
+    "batch_size": _BATCH_SIZE.value,
+    "dropout": _DROPOUT.value,
+  }
+  return spec.replace(**{k: v for k, v in flag_values.items() if v is not None})
+
+
+def main(argv: list[str]) -> None:
+  if len(argv) > 1:
+    raise app.UsageError(f"Unexpected arguments: {' '.join(argv[1:])}.")
+  if not flags.FLAGS["verbosity"].present:  # Orbax logs every save at INFO.
+    logging.set_verbosity(logging.WARNING)
+  try:
+    if _COORDINATOR.value:
+      trainer.initialize_distributed(_COORDINATOR.value, _NUM_PROCESSES.value, _PROCESS_ID.value)
+    spec = make_spec()
+    seeds = parse_seeds(_SEEDS.value) if _SEEDS.value else list(range(spec.seeds))
+    learning_rates = (
+      parse_learning_rates(_LEARNING_RATES.value)
+      if _LEARNING_RATES.value
+      else list(spec.learning_rates)
+    )
+    name = re.sub(r"[^\w.=-]+", "_", f"{spec.name}_{spec.dataset}_{spec.activation}")
+    workdir = _WORKDIR.value or f"workdirs/{name}"
+    trainer.fit(
+      spec,
+      workdir,
+      seeds=seeds,
+      learning_rates=learning_rates,
+      data_dir=_DATA_DIR.value,
+      checkpoint_every=_CHECKPOINT_EVERY.value,
+    )
+  except (ValueError, trainer.DivergedError) as e:
+    sys.exit(f"train.py: error: {' '.join(str(e).split())}")
+
+
+if __name__ == "__main__":
+  flags.mark_flag_as_required("task")
+  app.run(main)

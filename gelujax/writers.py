@@ -1,0 +1,173 @@
+"""The plain files a run leaves in its workdir: JSON, metrics.jsonl, TensorBoard, progress.
+
+Every file here is written by process 0 only; the formats are fixed by INTERFACES.md because
+`sweep` and `plots` rebuild tables and figures from them alone.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import tqdm
+from tensorboardX import SummaryWriter
+
+METRICS_FILE = "metrics.jsonl"
+CONFIG_FILE = "config.json"
+SUMMARY_FILE = "summary.json"
+TENSORBOARD_DIR = "tensorboard"
+
+# Keys of a metrics.jsonl record that describe the evaluation, not a measured value.
+RECORD_KEYS = ("member", "seed", "learning_rate", "epoch", "step", "diverged")
+
+
+def to_json_number(value: Any) -> float | None:
+  """A float for JSON, or None where it is not finite (JSON has no NaN or Infinity)."""
+  value = float(value)
+  return value if math.isfinite(value) else None
+
+
+def write_json(path: str, obj: Any) -> None:
+  """Writes ``obj`` as JSON atomically: readers never see a half-written file."""
+  tmp = f"{path}.tmp"
+  with open(tmp, "w") as f:
+    json.dump(obj, f, indent=2, allow_nan=False)
+    f.write("\n")
+  os.replace(tmp, path)
+
+
+def read_json(path: str) -> Any:
+  with open(path) as f:
+    return json.load(f)
+
+
+def read_metrics(workdir: str) -> list[dict[str, Any]]:
+  """The records of ``workdir/metrics.jsonl`` in file order ([] when there is none)."""
+  path = os.path.join(workdir, METRICS_FILE)
+  if not os.path.exists(path):
+    return []
+  with open(path) as f:
+    return [json.loads(line) for line in f if line.strip()]
+
+
+def truncate_metrics(workdir: str, epoch: int) -> None:
+  """Drops the records after ``epoch`` (those a resumed run will write again)."""
+  records = [r for r in read_metrics(workdir) if r["epoch"] <= epoch]
+  path = os.path.join(workdir, METRICS_FILE)
+  tmp = f"{path}.tmp"
+  with open(tmp, "w") as f:
+    f.writelines(json.dumps(r, allow_nan=False) + "\n" for r in records)
+  os.replace(tmp, path)
+
+
+class MetricsWriter:
+  """Appends evaluation records to metrics.jsonl and one TensorBoard run per member.
+
+  Args:
+    workdir: the run's directory.
+    members: ``[{"seed", "learning_rate"}]`` in member order.
+    purge_step: the first global step to (re)write; TensorBoard drops older events of a
+      killed run from this step on, so a resumed run shows no duplicated curve.
+  """
+
+  def __init__(self, workdir: str, members: Sequence[dict[str, Any]], purge_step: int):
+    self._file = open(os.path.join(workdir, METRICS_FILE), "a")
+    self._boards = [
+      SummaryWriter(
+        os.path.join(workdir, TENSORBOARD_DIR, f"lr={m['learning_rate']:g},seed={m['seed']}"),
+        purge_step=purge_step or None,
+      )
+      for m in members
+    ]
+
+  def write(self, records: Iterable[dict[str, Any]]) -> None:
+    """Writes one record per member (the dicts of `make_records`)."""
+    for record in records:
+      self._file.write(json.dumps(record, allow_nan=False) + "\n")
+      board = self._boards[record["member"]]
+      for key, value in record.items():
+        if key not in RECORD_KEYS and value is not None:
+          board.add_scalar(key, value, record["step"])
+    self._file.flush()
+    for board in self._boards:
+      board.flush()
+
+  def close(self) -> None:
+    self._file.close()
+    for board in self._boards:
+      board.close()
+
+
+def make_records(
+  members: Sequence[dict[str, Any]],
+  epoch: float,
+  step: int,
+  diverged: Sequence[bool],
+  metrics: dict[str, Sequence[float]],
+) -> list[dict[str, Any]]:
+  """One metrics.jsonl record per member from per-member metric vectors."""
+  return [
+    {
+      "member": i,
+      "seed": member["seed"],
+      "learning_rate": member["learning_rate"],
+      "epoch": float(epoch),
+      "step": int(step),
+      "diverged": bool(diverged[i]),
+      **{name: to_json_number(values[i]) for name, values in metrics.items()},
+    }
+    for i, member in enumerate(members)
+  ]
+
+
+def summarize(
+  config: dict[str, Any],
+  records: Sequence[dict[str, Any]],
+  diverged_epochs: Sequence[int | None],
+  select_metric: str,
+) -> dict[str, Any]:
+  """The summary.json object from a run's config and all its metrics records.
+
+  The best evaluation is the one with the lowest finite ``select_metric``; a run without a
+  validation split selects on the matching test metric instead.
+  """
+  summary_members = []
+  for i, member in enumerate(config["members"]):
+    own = [r for r in records if r["member"] == i]
+    metric = select_metric
+    if own and metric not in own[0] and metric.startswith("validation_"):
+      metric = "test_" + metric.removeprefix("validation_")
+    candidates = [r for r in own if r.get(metric) is not None]
+    best = min(candidates, key=lambda r: r[metric]) if candidates else None
+    summary_members.append(
+      {
+        "seed": member["seed"],
+        "learning_rate": member["learning_rate"],
+        "diverged": diverged_epochs[i] is not None,
+        "diverged_epoch": diverged_epochs[i],
+        "best_epoch": best["epoch"] if best else None,
+        "best": _values(best) if best else {},
+        "final": _values(own[-1]) if own else {},
+      }
+    )
+  return {
+    "task": config["task"],
+    "dataset": config["dataset"],
+    "activation": config["activation"],
+    "epochs": config["spec"]["epochs"],
+    "members": summary_members,
+  }
+
+
+def _values(record: dict[str, Any]) -> dict[str, Any]:
+  return {k: v for k, v in record.items() if k not in RECORD_KEYS}
+
+
+def progress_bar(total: int, initial: int, enabled: bool) -> tqdm.tqdm:
+  """An epoch progress bar, shown only on a terminal (and never when not ``enabled``)."""
+  return tqdm.tqdm(
+    total=total, initial=initial, unit="epoch", disable=None if enabled else True, leave=True
+  )

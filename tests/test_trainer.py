@@ -1,0 +1,319 @@
+"""Whole-loop tests of gelujax.trainer on the tiny test task (tests/tiny_task.py)."""
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+
+import jax
+import numpy as np
+import pytest
+from tiny_task import REFERENCE_GRID, REFERENCE_SPEC, TinySpec, hash_tree, make_splits
+
+from gelujax import checkpoints, trainer, writers
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+class Killed(Exception):
+  """Stands for the process being killed."""
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory) -> str:
+  """The workdir of the uninterrupted reference run."""
+  workdir = str(tmp_path_factory.mktemp("reference") / "run")
+  trainer.fit(REFERENCE_SPEC, workdir, **REFERENCE_GRID, progress=False)
+  return workdir
+
+
+def read_text(workdir: str, name: str) -> str:
+  with open(os.path.join(workdir, name)) as f:
+    return f.read()
+
+
+def assert_same_run(workdir: str, reference: str, spec=REFERENCE_SPEC) -> None:
+  """Bitwise equal final states and identical metrics.jsonl and summary.json."""
+  assert read_text(workdir, "metrics.jsonl") == read_text(reference, "metrics.jsonl")
+  assert read_text(workdir, "summary.json") == read_text(reference, "summary.json")
+  _, _, state = trainer.restore(workdir, spec=spec)
+  _, _, expected = trainer.restore(reference, spec=spec)
+  for leaf, expected_leaf in zip(jax.tree.leaves(state), jax.tree.leaves(expected), strict=True):
+    np.testing.assert_array_equal(np.asarray(leaf), np.asarray(expected_leaf))
+
+
+def kill_at_save(monkeypatch, epoch: int, *, after_saving: bool) -> None:
+  """Makes the run die when it reaches the checkpoint of ``epoch``."""
+  save = checkpoints.Checkpointer.save
+
+  def save_then_die(self, saved_epoch, state):
+    if saved_epoch == epoch and not after_saving:
+      raise Killed
+    save(self, saved_epoch, state)
+    if saved_epoch == epoch:
+      raise Killed
+
+  monkeypatch.setattr(checkpoints.Checkpointer, "save", save_then_die)
+
+
+def numpy_metrics(params, split) -> tuple[np.ndarray, np.ndarray]:
+  """Per-member mean cross-entropy and error of the tiny MLP, in float64 NumPy."""
+  x = (split["inputs"].astype(np.float64) - 128) / 64
+  dense0, dense1 = params["Dense_0"], params["Dense_1"]
+  losses, errors = [], []
+  for m in range(len(dense0["kernel"])):
+    hidden = np.maximum(x @ np.float64(dense0["kernel"][m]) + dense0["bias"][m], 0)
+    logits = hidden @ np.float64(dense1["kernel"][m]) + dense1["bias"][m]
+    logits -= logits.max(axis=1, keepdims=True)
+    log_probs = logits - np.log(np.exp(logits).sum(axis=1, keepdims=True))
+    targets = split["targets"]
+    losses.append(-log_probs[np.arange(len(targets)), targets].mean())
+    errors.append((logits.argmax(axis=1) != targets).mean())
+  return np.array(losses), np.array(errors)
+
+
+def test_training_lowers_the_loss_and_metrics_match_numpy(reference):
+  records = writers.read_metrics(reference)
+  first = [r["train_loss"] for r in records if r["epoch"] == 1.0]
+  last = [r["train_loss"] for r in records if r["epoch"] == 3.0]
+  assert all(b < 0.8 * a for a, b in zip(first, last, strict=True))
+  spec, members, state = trainer.restore(reference, spec=REFERENCE_SPEC)
+  assert members == [
+    {"seed": 0, "learning_rate": 1e-2}, {"seed": 1, "learning_rate": 1e-2},
+    {"seed": 0, "learning_rate": 3e-3}, {"seed": 1, "learning_rate": 3e-3},
+  ]  # fmt: skip
+  params = jax.tree.map(np.asarray, state.params)
+  for name in ("validation", "test"):
+    split = make_splits()[name]
+    loss, error = numpy_metrics(params, split)
+    evaluated = trainer.evaluate(spec, state, split)
+    np.testing.assert_allclose(evaluated["loss"], loss, rtol=1e-5)
+    np.testing.assert_allclose(evaluated["error"], error)
+    logged = [r for r in records if r["epoch"] == 3.0]
+    np.testing.assert_allclose([r[f"{name}_loss"] for r in logged], loss, rtol=1e-5)
+    np.testing.assert_allclose([r[f"{name}_error"] for r in logged], error)
+  assert np.all(state.diverged_step == -1)
+
+
+def test_batch_norm_statistics_are_kept_and_used_in_evaluation(tmp_path):
+  spec = TinySpec(model_options={"batch_norm": True}, epochs=2)
+  trainer.fit(spec, str(tmp_path), seeds=[0, 1], learning_rates=[1e-2], progress=False)
+  _, _, state = trainer.restore(str(tmp_path), spec=spec)
+  stats = jax.tree.map(np.float64, state.batch_stats["BatchNorm_0"])
+  assert np.all(stats["var"] != 1) and np.all(stats["mean"] != 0)  # updated by training
+  # Evaluation normalises with the running statistics: fold them into the first layer.
+  params = jax.tree.map(np.float64, state.params)
+  scale = params["BatchNorm_0"]["scale"] / np.sqrt(stats["var"] + 1e-5)
+  folded = {
+    "Dense_0": {
+      "kernel": params["Dense_0"]["kernel"] * scale[:, None, :],
+      "bias": (params["Dense_0"]["bias"] - stats["mean"]) * scale + params["BatchNorm_0"]["bias"],
+    },
+    "Dense_1": params["Dense_1"],
+  }
+  test = make_splits()["test"]
+  loss, error = numpy_metrics(folded, test)
+  logged = [r for r in writers.read_metrics(str(tmp_path)) if r["epoch"] == 2.0]
+  np.testing.assert_allclose([r["test_loss"] for r in logged], loss, rtol=1e-5)
+  np.testing.assert_allclose([r["test_error"] for r in logged], error)
+
+
+def test_workdir_files_follow_the_formats(reference):
+  config = writers.read_json(os.path.join(reference, "config.json"))
+  assert config["task"] == "tiny" and config["dataset"] == "blobs"
+  assert config["activation"] == "relu" and config["spec"]["dropout"] == 0.25
+  assert config["members"][1] == {"seed": 1, "learning_rate": 1e-2}
+  records = writers.read_metrics(reference)
+  assert len(records) == 4 * 3
+  assert set(records[0]) == {
+    "member", "seed", "learning_rate", "epoch", "step", "diverged", "train_loss",
+    "validation_loss", "validation_error", "test_loss", "test_error",
+  }  # fmt: skip
+  assert [(r["member"], r["epoch"], r["step"]) for r in records[:5]] == [
+    (0, 1.0, 12), (1, 1.0, 12), (2, 1.0, 12), (3, 1.0, 12), (0, 2.0, 24)
+  ]  # fmt: skip
+  summary = writers.read_json(os.path.join(reference, "summary.json"))
+  assert summary["epochs"] == 3 and len(summary["members"]) == 4
+  for i, member in enumerate(summary["members"]):
+    own = [r for r in records if r["member"] == i]
+    best = min(own, key=lambda r: r["validation_loss"])
+    assert member["best_epoch"] == best["epoch"]
+    assert member["best"]["validation_loss"] == best["validation_loss"]
+    assert member["final"]["test_error"] == own[-1]["test_error"]
+    assert not member["diverged"] and member["diverged_epoch"] is None
+  boards = sorted(os.listdir(os.path.join(reference, "tensorboard")))
+  assert boards == ["lr=0.003,seed=0", "lr=0.003,seed=1", "lr=0.01,seed=0", "lr=0.01,seed=1"]
+
+
+def test_grouped_batches_and_several_evaluations_per_epoch(tmp_path):
+  spec = TinySpec(
+    group_batches=True, data_options={"grouped": True}, batch_size=4, epochs=1,
+    evals_per_epoch=2,
+  )  # fmt: skip
+  trainer.fit(spec, str(tmp_path), seeds=[3], learning_rates=[1e-2], progress=False)
+  groups = make_splits(grouped=True)["train"]["groups"]
+  steps = len(np.unique(groups)) // 4
+  records = writers.read_metrics(str(tmp_path))
+  assert [(r["epoch"], r["step"]) for r in records] == [
+    (round(steps / 2) / steps, round(steps / 2)), (1.0, steps)
+  ]  # fmt: skip
+  assert all(np.isfinite(r["train_loss"]) for r in records)
+
+
+def test_expand_groups_matches_a_python_reference():
+  groups = np.repeat(np.arange(6), [3, 1, 2, 4, 1, 2]).astype(np.int32)
+  found = trainer._find_groups(groups, batch_size=3, num_devices=4)
+  np.testing.assert_array_equal(found.starts, [0, 3, 4, 6, 10, 11])
+  assert found.batch_frames == 12  # the 3 longest groups hold 9 frames; 4 devices -> 12
+  frames, mask = trainer._expand_groups(np.array([3, 1, 5], np.int32), found)
+  expected = [6, 7, 8, 9, 3, 11, 12]
+  np.testing.assert_array_equal(np.asarray(frames)[:7], expected)
+  np.testing.assert_array_equal(np.asarray(mask), [1] * 7 + [0] * 5)
+
+
+@pytest.mark.parametrize("after_saving", [True, False])
+def test_killed_run_resumes_to_the_same_result(tmp_path, monkeypatch, reference, after_saving):
+  workdir = str(tmp_path / "run")
+  kill_at_save(monkeypatch, 2, after_saving=after_saving)
+  with pytest.raises(Killed):
+    trainer.fit(REFERENCE_SPEC, workdir, **REFERENCE_GRID, progress=False)
+  # Killed before saving epoch 2, the log already holds epoch 2; resuming from epoch 1 must
+  # not write it twice.
+  assert max(r["epoch"] for r in writers.read_metrics(workdir)) == 2.0
+  monkeypatch.undo()
+  trainer.fit(REFERENCE_SPEC, workdir, **REFERENCE_GRID, progress=False)
+  assert_same_run(workdir, reference)
+
+
+# Orbax's reader of the damaged file leaves a callback for its closed event loop behind.
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+def test_damaged_newest_checkpoint_falls_back_to_the_one_before(tmp_path, reference, caplog):
+  workdir = str(tmp_path / "run")
+  shutil.copytree(reference, workdir)
+  data = os.path.join(workdir, "checkpoints", "3", "default", "d")
+  for name in os.listdir(data):
+    with open(os.path.join(data, name), "wb") as f:
+      f.write(b"not an array")
+  os.remove(os.path.join(workdir, "summary.json"))
+  trainer.fit(REFERENCE_SPEC, workdir, **REFERENCE_GRID, progress=False)
+  assert "Skipping checkpoint" in caplog.text
+  assert_same_run(workdir, reference)
+
+
+def test_more_epochs_continue_the_run(tmp_path, reference):
+  workdir = str(tmp_path / "run")
+  trainer.fit(REFERENCE_SPEC.replace(epochs=2), workdir, **REFERENCE_GRID, progress=False)
+  assert writers.read_json(os.path.join(workdir, "summary.json"))["epochs"] == 2
+  trainer.fit(REFERENCE_SPEC, workdir, **REFERENCE_GRID, progress=False)
+  assert_same_run(workdir, reference)
+
+
+@pytest.mark.parametrize(
+  ("change", "grid", "message"),
+  [
+    ({"activation": "gelu"}, REFERENCE_GRID, "activation 'relu'"),
+    ({"model": "other"}, REFERENCE_GRID, "model 'tiny_mlp'"),
+    ({"name": "other"}, REFERENCE_GRID, "name 'tiny'"),
+    ({}, {"seeds": [0, 1], "learning_rates": [1e-2]}, "members lrs=[0.01, 0.003]"),
+  ],
+)
+def test_incompatible_resume_is_refused_untouched(reference, change, grid, message):
+  before = hash_tree(reference)
+  with pytest.raises(ValueError, match=message.replace("[", r"\[")) as error:
+    trainer.fit(REFERENCE_SPEC.replace(**change), reference, **grid, progress=False)
+  assert "another --workdir" in str(error.value)
+  assert hash_tree(reference) == before
+
+
+def test_a_diverging_member_leaves_the_others_unchanged(tmp_path):
+  workdir, without = str(tmp_path / "run"), str(tmp_path / "without")
+  summary = trainer.fit(
+    REFERENCE_SPEC, workdir, seeds=[0, 1], learning_rates=[1e-2, 1e30], progress=False
+  )
+  trainer.fit(REFERENCE_SPEC, without, seeds=[0, 1], learning_rates=[1e-2], progress=False)
+  records = writers.read_metrics(workdir)
+  assert [r for r in records if r["member"] < 2] == writers.read_metrics(without)
+  assert [m["diverged"] for m in summary["members"]] == [False, False, True, True]
+  assert [m["diverged_epoch"] for m in summary["members"]] == [None, None, 1, 1]
+  diverged = [r for r in records if r["member"] >= 2]
+  assert all(r["diverged"] for r in diverged)
+  # Frozen before the non-finite step: its parameters stay finite and unchanged.
+  _, _, state = trainer.restore(workdir, spec=REFERENCE_SPEC)
+  assert all(np.isfinite(leaf).all() for leaf in jax.tree.leaves(state.params))
+  assert diverged[-1]["validation_loss"] == diverged[-3]["validation_loss"]
+
+
+def test_every_member_diverging_stops_with_an_error(tmp_path):
+  workdir = str(tmp_path / "run")
+  with pytest.raises(trainer.DivergedError, match="All 2 members diverged"):
+    trainer.fit(REFERENCE_SPEC, workdir, seeds=[0, 1], learning_rates=[1e30], progress=False)
+  summary = writers.read_json(os.path.join(workdir, "summary.json"))
+  assert [m["diverged"] for m in summary["members"]] == [True, True]
+  assert {r["epoch"] for r in writers.read_metrics(workdir)} == {1.0}  # stopped at once
+
+
+def free_port() -> int:
+  with socket.socket() as s:
+    s.bind(("localhost", 0))
+    return s.getsockname()[1]
+
+
+def run_reference(workdir: str, devices: int, *distributed: str) -> subprocess.Popen:
+  env = dict(
+    os.environ,
+    XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}",
+    PYTHONPATH=ROOT,
+    JAX_PLATFORMS="cpu",
+  )
+  script = os.path.join(ROOT, "tests", "tiny_task.py")
+  return subprocess.Popen(
+    [sys.executable, script, workdir, *distributed], env=env, cwd=ROOT,
+    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+  )  # fmt: skip
+
+
+def assert_close_metrics(workdir: str, reference: str) -> None:
+  records, expected = writers.read_metrics(workdir), writers.read_metrics(reference)
+  assert len(records) == len(expected)
+  for record, want in zip(records, expected, strict=True):
+    assert record.keys() == want.keys()
+    for key, value in want.items():
+      np.testing.assert_allclose(record[key], value, rtol=1e-5, atol=1e-6, err_msg=key)
+
+
+@pytest.mark.slow
+def test_four_devices_and_two_processes_agree_with_one_device(tmp_path, reference):
+  four = str(tmp_path / "four")
+  process = run_reference(four, 4)
+  assert process.wait(timeout=300) == 0, process.stdout.read()
+  assert_close_metrics(four, reference)
+  assert json.loads(read_text(four, "config.json")) == json.loads(
+    read_text(reference, "config.json")
+  )
+  two_by_two = str(tmp_path / "two_by_two")
+  address = f"localhost:{free_port()}"
+  processes = [run_reference(two_by_two, 2, address, "2", str(i)) for i in range(2)]
+  for process in processes:
+    assert process.wait(timeout=300) == 0, process.stdout.read()
+  assert_close_metrics(two_by_two, reference)
+
+
+def test_dropout_bits_are_uniform_and_each_members_own():
+  key = trainer.make_dropout_key(jax.random.key(0))
+  u = np.asarray(jax.random.uniform(key, (200_000,)), np.float64)
+  # A uniform sample of this size: mean within ~4.5 sigma of 1/2, variance near 1/12.
+  assert abs(u.mean() - 0.5) < 4.5 * np.sqrt(1 / 12 / len(u))
+  assert abs(u.var() - 1 / 12) < 1e-3
+  assert abs(np.corrcoef(u[:-1], u[1:])[0, 1]) < 0.01
+  counts = np.histogram(u, bins=16, range=(0, 1))[0]
+  assert np.all(np.abs(counts - len(u) / 16) < 5 * np.sqrt(len(u) / 16))
+  # Vmapped over members, member m's mask is what its own key draws alone.
+  keys = jax.vmap(lambda s: trainer.make_dropout_key(jax.random.key(s)))(np.arange(3))
+  masks = jax.vmap(lambda k: jax.random.bernoulli(k, 0.75, (4000,)))(keys)
+  for seed in range(3):
+    alone = jax.random.bernoulli(trainer.make_dropout_key(jax.random.key(seed)), 0.75, (4000,))
+    np.testing.assert_array_equal(masks[seed], alone)
+  assert abs(float(masks.mean()) - 0.75) < 0.02
+  assert 0.3 < float((masks[0] == masks[1]).mean()) < 0.8  # ~0.625 for independent masks

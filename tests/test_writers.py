@@ -1,0 +1,121 @@
+"""Tests for gelujax.writers: the workdir's JSON, metrics.jsonl and TensorBoard files."""
+
+import glob
+import json
+import math
+import os
+import struct
+
+import numpy as np
+import pytest
+from tensorboardX.proto import event_pb2
+
+from gelujax import writers
+
+MEMBERS = [{"seed": 0, "learning_rate": 1e-3}, {"seed": 1, "learning_rate": 1e-3}]
+
+
+def read_events(directory: str) -> list[tuple[int, str, float]]:
+  """(step, tag, value) of every scalar in a TensorBoard directory (TFRecord framing)."""
+  scalars = []
+  for path in sorted(glob.glob(os.path.join(directory, "events.out.tfevents.*"))):
+    with open(path, "rb") as f:
+      data = f.read()
+    offset = 0
+    while offset < len(data):
+      (length,) = struct.unpack("<Q", data[offset : offset + 8])
+      event = event_pb2.Event.FromString(data[offset + 12 : offset + 12 + length])
+      offset += 12 + length + 4
+      scalars += [(event.step, v.tag, v.simple_value) for v in event.summary.value]
+  return scalars
+
+
+def test_write_json_turns_nothing_non_finite_into_text(tmp_path):
+  path = str(tmp_path / "x.json")
+  writers.write_json(path, {"a": [1, 2.5], "b": None})
+  assert json.loads(open(path).read()) == {"a": [1, 2.5], "b": None}
+  assert os.listdir(tmp_path) == ["x.json"]  # no temporary file left behind
+  with pytest.raises(ValueError):
+    writers.write_json(path, {"a": math.nan})
+  assert writers.read_json(path) == {"a": [1, 2.5], "b": None}  # the old file survives
+
+
+def test_make_records_maps_non_finite_to_null():
+  records = writers.make_records(
+    MEMBERS,
+    1.5,
+    30,
+    [False, True],
+    {"train_loss": np.array([0.25, np.nan]), "test_error": np.array([0.5, np.inf])},
+  )
+  assert records == [
+    {"member": 0, "seed": 0, "learning_rate": 1e-3, "epoch": 1.5, "step": 30,
+     "diverged": False, "train_loss": 0.25, "test_error": 0.5},
+    {"member": 1, "seed": 1, "learning_rate": 1e-3, "epoch": 1.5, "step": 30,
+     "diverged": True, "train_loss": None, "test_error": None},
+  ]  # fmt: skip
+
+
+def test_metrics_writer_appends_lines_and_tensorboard_scalars(tmp_path):
+  workdir = str(tmp_path)
+  writer = writers.MetricsWriter(workdir, MEMBERS, purge_step=0)
+  for epoch in (1, 2):
+    writer.write(writers.make_records(
+      MEMBERS, epoch, 10 * epoch, [False, False],
+      {"train_loss": np.array([1.0 / epoch, 2.0 / epoch]), "validation_loss": np.array([3, 4])},
+    ))  # fmt: skip
+  writer.close()
+  records = writers.read_metrics(workdir)
+  assert [(r["member"], r["epoch"], r["train_loss"]) for r in records] == [
+    (0, 1.0, 1.0), (1, 1.0, 2.0), (0, 2.0, 0.5), (1, 2.0, 1.0)
+  ]  # fmt: skip
+  board = os.path.join(workdir, "tensorboard", "lr=0.001,seed=1")
+  assert sorted(read_events(board)) == [
+    (10, "train_loss", 2.0), (10, "validation_loss", 4.0),
+    (20, "train_loss", 1.0), (20, "validation_loss", 4.0),
+  ]  # fmt: skip
+
+
+def test_truncate_metrics_keeps_records_up_to_the_epoch(tmp_path):
+  workdir = str(tmp_path)
+  lines = [{"member": 0, "epoch": e, "step": int(4 * e)} for e in (0.5, 1.0, 1.5, 2.0)]
+  with open(tmp_path / "metrics.jsonl", "w") as f:
+    f.writelines(json.dumps(r) + "\n" for r in lines)
+  writers.truncate_metrics(workdir, 1)
+  assert writers.read_metrics(workdir) == lines[:2]
+  writers.truncate_metrics(workdir, 0)
+  assert writers.read_metrics(workdir) == []
+
+
+def make_record(member, epoch, **values):
+  return {"member": member, "seed": member, "learning_rate": 0.1, "epoch": epoch,
+          "step": int(epoch * 10), "diverged": False, **values}  # fmt: skip
+
+
+def test_summarize_picks_lowest_selection_metric_and_last_record():
+  members = [{"seed": 0, "learning_rate": 0.1}, {"seed": 1, "learning_rate": 0.1}]
+  config = {"task": "t", "dataset": "d", "activation": "gelu", "spec": {"epochs": 3},
+            "members": members}  # fmt: skip
+  records = [
+    make_record(0, 1.0, validation_loss=0.5, test_loss=0.6),
+    make_record(1, 1.0, validation_loss=None, test_loss=None),
+    make_record(0, 2.0, validation_loss=0.3, test_loss=0.7),
+    make_record(1, 2.0, validation_loss=0.9, test_loss=1.0),
+    make_record(0, 3.0, validation_loss=0.4, test_loss=0.2),
+  ]
+  summary = writers.summarize(config, records, [None, 2], "validation_loss")
+  assert summary["task"] == "t" and summary["epochs"] == 3
+  first, second = summary["members"]
+  assert first["best_epoch"] == 2.0 and first["best"] == {"validation_loss": 0.3, "test_loss": 0.7}
+  assert first["final"] == {"validation_loss": 0.4, "test_loss": 0.2}
+  assert not first["diverged"] and first["diverged_epoch"] is None
+  assert second["diverged"] and second["diverged_epoch"] == 2
+  assert second["best_epoch"] == 2.0  # the null evaluation is never the best
+
+
+def test_summarize_selects_on_test_without_validation_split():
+  config = {"task": "t", "dataset": "d", "activation": "gelu", "spec": {"epochs": 2},
+            "members": [{"seed": 0, "learning_rate": 0.1}]}  # fmt: skip
+  records = [make_record(0, 1.0, test_loss=0.2), make_record(0, 2.0, test_loss=0.3)]
+  summary = writers.summarize(config, records, [None], "validation_loss")
+  assert summary["members"][0]["best_epoch"] == 1.0

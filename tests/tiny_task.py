@@ -1,0 +1,157 @@
+"""A test-only task with the TaskSpec interface (a small ReLU MLP on synthetic data), and
+helpers the trainer and command-line tests share.
+
+Run as a script it trains one grid and prints nothing; the tests use it to train in a fresh
+process with other device counts or as one process of a multi-process run:
+
+  python tests/tiny_task.py WORKDIR [COORDINATOR NUM_PROCESSES PROCESS_ID]
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gzip
+import hashlib
+import os
+import struct
+import sys
+from typing import Any
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+
+class TinyMLP(nn.Module):
+  hidden: int = 16
+  num_classes: int = 3
+  dropout: float = 0.0
+  batch_norm: bool = False
+
+  @nn.compact
+  def __call__(self, x, train: bool):
+    x = nn.Dense(self.hidden)(x)
+    if self.batch_norm:
+      x = nn.BatchNorm(use_running_average=not train, momentum=0.5)(x)
+    x = jax.nn.relu(x)
+    x = nn.Dropout(self.dropout, deterministic=not train)(x)
+    return nn.Dense(self.num_classes)(x)
+
+
+def make_splits(
+  num_train: int = 96, seed: int = 0, grouped: bool = False
+) -> dict[str, dict[str, np.ndarray]]:
+  """Three Gaussian blobs in 6 dimensions; inputs uint8 like images, labels int32.
+
+  With ``grouped``, the training split also has "groups": runs of 1 to 4 examples.
+  """
+  rng = np.random.default_rng(seed)
+  centres = rng.normal(size=(3, 6)) * 40 + 128
+
+  def make(n):
+    targets = rng.integers(0, 3, n).astype(np.int32)
+    inputs = centres[targets] + rng.normal(size=(n, 6)) * 30
+    return {"inputs": np.clip(inputs, 0, 255).astype(np.uint8), "targets": targets}
+
+  splits = {"train": make(num_train), "validation": make(40), "test": make(30)}
+  if grouped:
+    splits["train"]["groups"] = np.repeat(np.arange(num_train), rng.integers(1, 5, num_train))[
+      :num_train
+    ].astype(np.int32)
+  return splits
+
+
+@dataclasses.dataclass(frozen=True)
+class TinySpec:
+  name: str = "tiny"
+  dataset: str = "blobs"
+  datasets: tuple[str, ...] = ("blobs",)
+  data_options: dict = dataclasses.field(default_factory=dict)
+  model: str = "tiny_mlp"
+  model_options: dict = dataclasses.field(default_factory=dict)
+  activation: str = "relu"
+  dropout: float = 0.0
+  learning_rates: tuple[float, ...] = (1e-2,)
+  seeds: int = 2
+  batch_size: int = 8
+  epochs: int = 3
+  evals_per_epoch: int = 1
+  group_batches: bool = False
+  select_metric: str = "validation_loss"
+
+  def replace(self, **overrides: Any) -> TinySpec:
+    return dataclasses.replace(self, **overrides)
+
+  def load_data(self, data_dir: str | None = None) -> dict[str, dict[str, np.ndarray]]:
+    del data_dir
+    return make_splits(**self.data_options)
+
+  def build_model(self) -> nn.Module:
+    return TinyMLP(dropout=self.dropout, **self.model_options)
+
+  def build_optimizer(self, learning_rate, steps_per_epoch: int) -> optax.GradientTransformation:
+    del steps_per_epoch
+    return optax.adam(learning_rate)
+
+  def prepare_batch(self, batch, train: bool, key):
+    del train, key
+    return (batch["inputs"].astype(jnp.float32) - 128) / 64, batch["targets"]
+
+  def loss(self, outputs, targets, mask):
+    losses = optax.softmax_cross_entropy_with_integer_labels(outputs, targets)
+    return (losses * mask).sum() / mask.sum()
+
+  def metrics(self, outputs, targets, mask):
+    losses = optax.softmax_cross_entropy_with_integer_labels(outputs, targets)
+    wrong = (outputs.argmax(-1) != targets).astype(jnp.float32)
+    return {"loss": (losses * mask).sum(), "error": (wrong * mask).sum()}
+
+  def regularizer(self, params):
+    del params
+    return 0.0
+
+
+def write_mnist_files(folder: str, num_train: int = 256, num_test: int = 64) -> None:
+  """MNIST's four gzipped IDX files, with easy classes: each label brightens its own rows."""
+  rng = np.random.default_rng(0)
+  os.makedirs(folder, exist_ok=True)
+  for prefix, n in (("train", num_train), ("t10k", num_test)):
+    labels = rng.integers(0, 10, n).astype(np.uint8)
+    images = rng.integers(0, 100, (n, 28, 28)).astype(np.uint8)
+    for i, label in enumerate(labels):
+      images[i, 2 * label : 2 * label + 3] += 150
+    for name, array in (("images-idx3", images), ("labels-idx1", labels)):
+      header = b"\x00\x00\x08" + bytes([array.ndim]) + struct.pack(f">{array.ndim}I", *array.shape)
+      with open(os.path.join(folder, f"{prefix}-{name}-ubyte.gz"), "wb") as f:
+        f.write(gzip.compress(header + array.tobytes()))
+
+
+def hash_tree(directory: str) -> dict[str, str]:
+  """Each file under ``directory`` -> its content hash and mtime (to see that none changed)."""
+  hashes = {}
+  for parent, _, files in os.walk(directory):
+    for name in files:
+      path = os.path.join(parent, name)
+      with open(path, "rb") as f:
+        hashes[path] = f"{hashlib.sha256(f.read()).hexdigest()} {os.stat(path).st_mtime_ns}"
+  return hashes
+
+
+# The run most tests compare against.
+REFERENCE_SPEC = TinySpec(dropout=0.25, epochs=3)
+REFERENCE_GRID = {"seeds": [0, 1], "learning_rates": [1e-2, 3e-3]}
+
+
+def main(argv: list[str]) -> None:
+  """Trains the reference run (see the module doc)."""
+  from gelujax import trainer
+
+  if len(argv) > 2:
+    trainer.initialize_distributed(argv[2], int(argv[3]), int(argv[4]))
+  trainer.fit(REFERENCE_SPEC, argv[1], **REFERENCE_GRID, progress=False)
+
+
+if __name__ == "__main__":
+  main(sys.argv)
