@@ -2,8 +2,13 @@
 
 import dataclasses
 import json
+import os
+import subprocess
+import sys
 import types
+from pathlib import Path
 
+import numpy as np
 import pytest
 
 from experiments import reproduce
@@ -239,3 +244,146 @@ def test_readme_records_what_ran(tmp_path):
   deviations = lines.index("## Deviations from the paper's protocol")
   assert lines[deviations + 2] == "- None."
   assert lines[-4:] == ["## mnist: table", "", "| run |", "|---|"]
+
+
+# ------------------------------------------------------------------ end to end, real trainer
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def write_idx(path, array):
+  """An uncompressed IDX file: zero, zero, dtype 0x08 (ubyte), rank, big-endian dims, data."""
+  array = np.asarray(array, np.uint8)
+  header = bytes([0, 0, 0x08, array.ndim]) + b"".join(
+    int(d).to_bytes(4, "big") for d in array.shape
+  )
+  path.write_bytes(header + array.tobytes())
+
+
+def write_tiny_mnist(folder, n_train, n_test):
+  """MNIST-format files whose class is the brightness of one 7x7 block (learnable fast)."""
+  rng = np.random.default_rng(0)
+  for prefix, n in (("train", n_train), ("t10k", n_test)):
+    labels = rng.integers(0, 10, n)
+    images = rng.integers(0, 60, (n, 28, 28))
+    for i, label in enumerate(labels):
+      row, col = divmod(int(label), 4)
+      images[i, 7 * row : 7 * row + 7, 7 * col : 7 * col + 7] += 190
+    write_idx(folder / f"{prefix}-images-idx3-ubyte", images)
+    write_idx(folder / f"{prefix}-labels-idx1-ubyte", labels)
+
+
+def run_reproduce(*flags, cache):
+  """Runs experiments/reproduce.py in a fresh process; returns its stdout."""
+  env = {
+    **os.environ,
+    "JAX_PLATFORMS": "cpu",
+    # This checkout's gelujax, whichever checkout the package is installed from.
+    "PYTHONPATH": str(REPO),
+    # Later invocations re-use the compilations of earlier ones.
+    "JAX_COMPILATION_CACHE_DIR": str(cache),
+    "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
+    "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0",
+  }
+  result = subprocess.run(
+    [sys.executable, "experiments/reproduce.py", *flags],
+    cwd=REPO,
+    env=env,
+    capture_output=True,
+    text=True,
+    timeout=300,
+  )
+  assert result.returncode == 0, result.stderr[-3000:]
+  return result.stdout
+
+
+def read_metrics(workdir):
+  return (workdir / "metrics.jsonl").read_text().splitlines()
+
+
+@pytest.mark.slow
+def test_tiny_mnist_end_to_end_resume_and_noise(tmp_path):
+  data = tmp_path / "data"
+  data.mkdir()
+  # The MNIST loader keeps the first 5,000 train images for validation.
+  write_tiny_mnist(data, n_train=5_064, n_test=100)
+  out = tmp_path / "results" / "tiny_mnist"
+  workdir = out / "runs" / "gelu"
+  flags = [
+    "--task=tiny_mnist",
+    f"--data_dir={data}",
+    "--activations=gelu",
+    "--seeds=2",
+    "--learning_rates=3e-3,1e-3",
+  ]
+
+  # A reproduction stopped after one of tiny_mnist's two epochs...
+  stdout = run_reproduce(*flags, f"--out={out}", "--epochs=1", cache=tmp_path / "cache")
+  assert "[1/1] gelu: trained in" in stdout
+  first_epoch = read_metrics(workdir)
+  assert len(first_epoch) == 4  # 4 members x 1 evaluation
+
+  # ... resumes from its checkpoint: the first epoch's records stay, the second is added.
+  stdout = run_reproduce(*flags, f"--out={out}", cache=tmp_path / "cache")
+  assert "[1/1] gelu: trained in" in stdout
+  records = [json.loads(line) for line in read_metrics(workdir)]
+  assert read_metrics(workdir)[:4] == first_epoch
+  assert [r["epoch"] for r in records] == [1.0] * 4 + [2.0] * 4
+  summary = json.loads((workdir / "summary.json").read_text())
+  assert summary["epochs"] == 2
+  assert [(m["learning_rate"], m["seed"]) for m in summary["members"]] == [
+    (3e-3, 0),
+    (3e-3, 1),
+    (1e-3, 0),
+    (1e-3, 1),
+  ]
+
+  # The table: the lr with the lower median best validation loss, and its test error.
+  best = {
+    lr: np.median(
+      [m["best"]["validation_loss"] for m in summary["members"] if m["learning_rate"] == lr]
+    )
+    for lr in (3e-3, 1e-3)
+  }
+  selected = min(best, key=best.get)
+  errors = [m["best"]["test_error"] for m in summary["members"] if m["learning_rate"] == selected]
+  row = json.loads((out / "summary.json").read_text())["rows"][0]
+  assert row["run"] == "gelu"
+  assert row["selected"]["learning_rate"] == selected
+  assert row["selected"]["metrics"]["best.test_error"]["median"] == pytest.approx(np.median(errors))
+  assert f"| gelu | {selected:g} | 0/2 |" in (out / "table.md").read_text()
+  readme = (out / "README.md").read_text()
+  assert f"python experiments/reproduce.py {' '.join(flags)} --out={out}" in readme
+  assert "- Seeds: 0, 1" in readme
+  assert "Learning rates: [0.003, 0.001] instead of the paper's [0.001]." in readme
+  assert "Activations of the paper not run: gelu_tanh, relu, elu." in readme
+  assert (out / "loss_curves.png").stat().st_size > 10_000
+
+  # Invoked again, it trains nothing and changes no metrics.
+  before = read_metrics(workdir)
+  stdout = run_reproduce(*flags, f"--out={out}", cache=tmp_path / "cache")
+  assert "[1/1] gelu: finished earlier: skipped" in stdout
+  assert "trained in" not in stdout
+  assert read_metrics(workdir) == before
+
+  # The noise experiment re-uses the finished no-dropout classifiers beside it.
+  noise_out = tmp_path / "results" / "tiny_mnist_noise"
+  stdout = run_reproduce(
+    *flags, f"--out={noise_out}", "--task=tiny_mnist_noise", cache=tmp_path / "cache"
+  )
+  assert "[1/1] gelu: finished earlier: skipped" in stdout
+  assert not (noise_out / "runs").exists()
+  result = json.loads((noise_out / "noise" / "gelu.json").read_text())
+  assert result["learning_rate"] == selected
+  assert result["seeds"] == [0, 1]
+  assert result["levels"] == pytest.approx(np.linspace(0, 3, 20))
+  accuracy = np.asarray(result["accuracy"])
+  # At a = 0 the evaluation is the plain test evaluation of the final checkpoint.
+  final_errors = [
+    m["final"]["test_error"] for m in summary["members"] if m["learning_rate"] == selected
+  ]
+  np.testing.assert_allclose(accuracy[:, 0], 1 - np.asarray(final_errors), atol=1e-6)
+  # Pixel noise of half-width 3 swamps this data's signal (a block 0.75 brighter).
+  assert np.all(accuracy[:, -1] < accuracy[:, 0])
+  assert "| gelu | " in (noise_out / "table.md").read_text()
+  assert (noise_out / "noise_robustness.png").stat().st_size > 10_000
