@@ -55,7 +55,11 @@ flags.DEFINE_string(
 )
 flags.DEFINE_string("dataset", None, "Dataset for the task (default: the task's own).")
 flags.DEFINE_list("activations", ["gelu", "gelu_tanh", "relu", "elu", "silu"], "Activations.")
-flags.DEFINE_list("seeds", None, "A count (5 -> 0..4) or a list (0,1,2); default: the task's.")
+flags.DEFINE_list(
+  "seeds",
+  None,
+  "A count N (seeds 0..N-1) or a comma list ('7,' is the one seed 7); default: the task's count.",
+)
 flags.DEFINE_list("learning_rates", None, "Learning rates; default: the task's grid.")
 flags.DEFINE_list("dropout_rates", None, "Dropout rates, one run each; default: the paper's.")
 flags.DEFINE_integer("epochs", None, "Training epochs; default: the task's (the paper's).")
@@ -159,20 +163,22 @@ class Grid:
 
 
 def parse_seeds(values: Sequence[str] | None, default_count: int) -> list[int]:
-  """``--seeds``: one value is a count (5 -> 0..4), several are the seeds themselves."""
+  """``--seeds`` as experiments/train.py reads it: one integer is a count (5 -> 0..4), several
+  (or one with a comma, ``7,``) are the seeds themselves."""
   if values is None:
     return list(range(default_count))
+  text = ",".join(values)
   try:
-    seeds = [int(v) for v in values]
+    seeds = [int(v) for v in values if v.strip()]
   except ValueError:
-    raise ValueError(
-      f"--seeds {','.join(values)} is not a count or a list of integers; pass e.g. 5 or 0,1,2."
-    ) from None
-  if len(seeds) == 1:
-    if seeds[0] < 1:
-      raise ValueError(f"--seeds {seeds[0]} is not a positive count; pass e.g. 5 or 0,1,2.")
-    return list(range(seeds[0]))
-  return seeds
+    seeds = []
+  if not seeds:
+    raise ValueError(f"--seeds {text!r} is not a count or a comma list of integer seeds.")
+  if len(values) > 1:
+    return seeds
+  if seeds[0] < 1:
+    raise ValueError(f"--seeds {text!r} is a count of seeds; it must be at least 1.")
+  return list(range(seeds[0]))
 
 
 def parse_floats(flag: str, values: Sequence[str] | None, default: Sequence[float]) -> list[float]:

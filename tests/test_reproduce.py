@@ -166,13 +166,14 @@ def test_deviations_compare_with_the_paper_spec():
 
 
 @pytest.mark.parametrize(
-  ("values", "expected"), [(None, [0, 1, 2]), (["2"], [0, 1]), (["4", "7"], [4, 7])]
+  ("values", "expected"),
+  [(None, [0, 1, 2]), (["2"], [0, 1]), (["4", "7"], [4, 7]), (["7", ""], [7])],
 )
 def test_parse_seeds(values, expected):
   assert reproduce.parse_seeds(values, 3) == expected
 
 
-@pytest.mark.parametrize("values", [["x"], ["0"], ["1.5", "2"]])
+@pytest.mark.parametrize("values", [["x"], ["0"], ["1.5", "2"], [""]])
 def test_parse_seeds_rejects(values):
   with pytest.raises(ValueError, match="--seeds"):
     reproduce.parse_seeds(values, 3)
