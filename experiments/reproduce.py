@@ -642,8 +642,9 @@ def reproduce_noise(
   table = "\n".join(
     [
       f"# {task}{NOISE_SUFFIX}: test accuracy and log loss under Unif[-a, a] pixel noise\n",
-      "Median over the seeds of each run's selected lr (selected on validation loss). Paper: "
-      "GELU's accuracy read off Fig. 3 (approximate); its GELU is `gelu_tanh`.\n",
+      "Median over the seeds of each run's selected lr (selected on validation loss); a = 1 "
+      "lies between two evaluated levels and is interpolated linearly. Paper: GELU's accuracy "
+      "read off Fig. 3 (approximate); its GELU is `gelu_tanh`.\n",
       sweep.format_noise_table(results, paper=PAPER_NOISE_ACCURACY),
     ]
   )
