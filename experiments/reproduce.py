@@ -710,6 +710,14 @@ def main(argv: Sequence[str]) -> None:
       f"Learning rates: {', '.join(f'{lr:g}' for lr in learning_rates)} (one selected per run: "
       "lowest median over seeds of the best validation metric)",
       f"Seeds: {', '.join(map(str, seeds))}",
+      *(
+        [
+          f"Then each run retrained on the whole train file at its selected lr (runs/<run>"
+          f"{RETRAIN_SUFFIX}/), as the paper does; the table reports those runs"
+        ]
+        if task in RETRAIN_TASKS and not noise
+        else []
+      ),
     ],
     wall_time=time.time() - start,
     deviations=list_deviations(
