@@ -50,26 +50,6 @@ RETRAIN_TASKS = ("cifar10",)
 RETRAIN_SUFFIX = "_train_on_all"
 
 FLAGS = flags.FLAGS
-flags.DEFINE_string(
-  "task", None, f"The experiment: one of {', '.join(PAPER_TASKS)} (or any registered task)."
-)
-flags.DEFINE_string("dataset", None, "Dataset for the task (default: the task's own).")
-flags.DEFINE_list("activations", ["gelu", "gelu_tanh", "relu", "elu", "silu"], "Activations.")
-flags.DEFINE_list(
-  "seeds",
-  None,
-  "A count N (seeds 0..N-1) or a comma list ('7,' is the one seed 7); default: the task's count.",
-)
-flags.DEFINE_list("learning_rates", None, "Learning rates; default: the task's grid.")
-flags.DEFINE_list("dropout_rates", None, "Dropout rates, one run each; default: the paper's.")
-flags.DEFINE_integer("epochs", None, "Training epochs; default: the task's (the paper's).")
-flags.DEFINE_string("data_dir", None, "Directory holding the dataset files.")
-flags.DEFINE_string(
-  "embeddings",
-  None,
-  "twitter_pos only: the pretrained word vectors file (one word + vector a line).",
-)
-flags.DEFINE_string("out", None, "Output directory; default: results/<dataset>/<task>/.")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -669,6 +649,31 @@ def reproduce_noise(
   ]
 
 
+def define_flags() -> None:
+  """The command line. Defined only when run as a script: the tests import this module beside
+  experiments/train.py, whose flags share these names in absl's one global registry."""
+  flags.DEFINE_string(
+    "task", None, f"The experiment: one of {', '.join(PAPER_TASKS)} (or any registered task)."
+  )
+  flags.DEFINE_string("dataset", None, "Dataset for the task (default: the task's own).")
+  flags.DEFINE_list("activations", ["gelu", "gelu_tanh", "relu", "elu", "silu"], "Activations.")
+  flags.DEFINE_list(
+    "seeds",
+    None,
+    "A count N (seeds 0..N-1) or a comma list ('7,' is the one seed 7); default: the task's count.",
+  )
+  flags.DEFINE_list("learning_rates", None, "Learning rates; default: the task's grid.")
+  flags.DEFINE_list("dropout_rates", None, "Dropout rates, one run each; default: the paper's.")
+  flags.DEFINE_integer("epochs", None, "Training epochs; default: the task's (the paper's).")
+  flags.DEFINE_string("data_dir", None, "Directory holding the dataset files.")
+  flags.DEFINE_string(
+    "embeddings",
+    None,
+    "twitter_pos only: the pretrained word vectors file (one word + vector a line).",
+  )
+  flags.DEFINE_string("out", None, "Output directory; default: results/<dataset>/<task>/.")
+
+
 def main(argv: Sequence[str]) -> None:
   if len(argv) > 1:
     raise app.UsageError(f"Unexpected arguments: {' '.join(argv[1:])}")
@@ -737,4 +742,5 @@ def main(argv: Sequence[str]) -> None:
 
 
 if __name__ == "__main__":
+  define_flags()
   app.run(main)
