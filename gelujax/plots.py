@@ -1,0 +1,155 @@
+"""The paper's figures, drawn from trainer workdir files alone (matplotlib's Agg canvas).
+
+Figure 2 (MNIST loss curves with and without dropout) and Figure 4 (autoencoder train/test MSE
+per learning rate) share one layout: a panel per setting, a colour per activation, the first
+split drawn dark and thick and the others thin and light, each line the median over seeds with a
+band from the minimum to the maximum seed. Figure 3 (noise robustness) plots test accuracy and
+log loss against the noise level a.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.ticker import FuncFormatter, LogFormatter
+
+from gelujax import sweep
+
+# Split name -> (legend name, line width, opacity): the paper draws training curves dark and
+# evaluation curves light and thin.
+SPLIT_STYLES = {
+  "train": ("train", 1.8, 1.0),
+  "validation": ("validation", 1.0, 0.55),
+  "test": ("test", 1.0, 0.55),
+}
+BAND_ALPHA = 0.15
+PANEL_SIZE = (5.0, 4.0)
+
+
+class PlainLogFormatter(LogFormatter):
+  """LogFormatter's choice of which log-axis ticks to label, printed plainly (0.06, not 6e-02)."""
+
+  def __call__(self, x: float, pos: int | None = None) -> str:
+    return f"{x:g}" if super().__call__(x, pos) else ""
+
+
+def run_curves(
+  run: sweep.Run, learning_rate: float, keys: Sequence[str]
+) -> dict[str, sweep.Curve | None]:
+  """Median-over-seeds curves of ``keys`` (e.g. ``train_loss``) for one lr, keyed by split."""
+  return {key.split("_", 1)[0]: sweep.median_curve(run, key, learning_rate) for key in keys}
+
+
+def _colors(panels: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
+  """A colour per series label; labels sharing their first word (the activation) share one."""
+  labels = list(dict.fromkeys(label for series in panels.values() for label in series))
+  names = list(dict.fromkeys(label.split()[0] for label in labels))
+  return {label: f"C{names.index(label.split()[0]) % 10}" for label in labels}
+
+
+def _new_figure(columns: int) -> tuple[Figure, list[Any]]:
+  fig = Figure(figsize=(PANEL_SIZE[0] * columns, PANEL_SIZE[1]), layout="constrained")
+  FigureCanvasAgg(fig)
+  return fig, list(fig.subplots(1, columns, squeeze=False)[0])
+
+
+def _draw(ax: Any, curve: sweep.Curve, color: str, width: float, alpha: float) -> None:
+  ax.plot(curve.x, curve.median, color=color, linewidth=width, alpha=alpha)
+  ax.fill_between(curve.x, curve.low, curve.high, color=color, alpha=BAND_ALPHA * alpha, lw=0)
+
+
+def plot_curves(
+  panels: Mapping[str, Mapping[str, Mapping[str, sweep.Curve | None]]],
+  *,
+  ylabel: str,
+  title: str,
+  logy: bool = True,
+  xlabel: str = "epoch",
+) -> Figure:
+  """Loss curves: one panel per setting, one colour per series, one line per split.
+
+  Args:
+    panels: panel title -> series label (e.g. ``"gelu (2/5 diverged)"``) -> split (``"train"``,
+      ``"validation"``, ``"test"``) -> curve; a None curve (every member diverged) is not drawn.
+      Labels with the same first word get the same colour in every panel.
+    ylabel: the y axis label, with units.
+    title: the figure's title.
+    logy: log-scale y axis, as the paper's Figures 2 and 4.
+    xlabel: the x axis label.
+
+  Returns:
+    The figure: per panel, one line and one min-max band per drawn curve.
+  """
+  fig, axes = _new_figure(len(panels))
+  colors = _colors(panels)
+  for ax, (panel, series) in zip(axes, panels.items(), strict=True):
+    splits = []
+    for label, curves in series.items():
+      for split, curve in curves.items():
+        _, width, alpha = SPLIT_STYLES[split]
+        if split not in splits:
+          splits.append(split)
+        if curve is not None:
+          _draw(ax, curve, colors[label], width, alpha)
+    handles = [Line2D([], [], color=colors[label], lw=1.8) for label in series]
+    handles += [
+      Line2D([], [], color="black", lw=SPLIT_STYLES[s][1], alpha=SPLIT_STYLES[s][2]) for s in splits
+    ]
+    names = list(series) + [f"{SPLIT_STYLES[s][0]} (median, min–max band)" for s in splits]
+    ax.legend(handles, names, fontsize="small")
+    if logy:
+      ax.set_yscale("log")
+      # Plain numbers (0.05, 2.2) rather than 5 x 10^-2; minor ticks labelled on short ranges.
+      ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _: f"{y:g}"))
+      ax.yaxis.set_minor_formatter(PlainLogFormatter(minor_thresholds=(1, 0.4)))
+    ax.set_title(panel)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.grid(True, which="both", alpha=0.2)
+  fig.suptitle(title)
+  return fig
+
+
+def plot_noise(results: Mapping[str, Mapping[str, Any]], *, title: str) -> Figure:
+  """Figure 3: test accuracy and log loss against the noise level a, one line per series.
+
+  Args:
+    results: series label -> :func:`gelujax.sweep.evaluate_noise` result.
+    title: the figure's title.
+
+  Returns:
+    The figure: two panels, each with one median line and min-max band per series.
+  """
+  fig, axes = _new_figure(2)
+  colors = _colors({"": results})
+  for ax, key, ylabel in zip(
+    axes, ("accuracy", "loss"), ("test accuracy", "test log loss (nats)"), strict=True
+  ):
+    for label, result in results.items():
+      curve = sweep.noise_curve(result, key)
+      _draw(ax, curve, colors[label], 1.8, 1.0)
+    ax.legend(
+      [Line2D([], [], color=colors[label], lw=1.8) for label in results],
+      list(results),
+      fontsize="small",
+    )
+    ax.set_xlabel("noise level a (pixels in [0, 1] plus Unif[−a, a])")
+    ax.set_ylabel(ylabel)
+    ax.set_title(ylabel)
+    ax.grid(True, alpha=0.3)
+  axes[0].set_ylim(0.0, 1.0)
+  fig.suptitle(f"{title} (median over seeds, min–max band)")
+  return fig
+
+
+def save_figure(fig: Figure, path: str | Path) -> Path:
+  """Writes the figure as a PNG, creating the directory."""
+  path = Path(path)
+  path.parent.mkdir(parents=True, exist_ok=True)
+  fig.savefig(path, dpi=120)
+  return path

@@ -1,0 +1,390 @@
+"""Tests for experiments/reproduce.py: tables, figures and README from workdirs, and flags."""
+
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from experiments import reproduce
+from tests.fake_workdirs import constant, member, write_workdir
+
+SEEDS = [0, 1, 2]
+LRS = [1e-3, 1e-4]
+
+
+def write_grid(out, name, activation, dropout, train_losses, test_errors):
+  """A finished run; validation losses make lr 1e-3 best for every seed."""
+  members = [
+    member(
+      seed,
+      lr,
+      train_loss=[1.0, 0.5, train_losses[i][seed]],
+      validation_loss=[0.4, 0.2 + i, 0.3 + i],
+      validation_error=constant(0.05),
+      test_loss=constant(0.25),
+      test_error=constant(test_errors[i][seed]),
+    )
+    for i, lr in enumerate(LRS)
+    for seed in SEEDS
+  ]
+  write_workdir(out / "runs" / name, members, activation=activation, dropout=dropout)
+  spec = types.SimpleNamespace(epochs=3, activation=activation, dropout=dropout)
+  return reproduce.Grid(name, spec, out / "runs" / name, tuple(LRS))
+
+
+def test_mnist_table_figure_and_summary(tmp_path):
+  out = tmp_path / "out"
+  grids = [
+    write_grid(
+      out,
+      "gelu_tanh",
+      "gelu_tanh",
+      0.0,
+      [[0.010, 0.006, 0.008], [1, 1, 1]],
+      [[0.02, 0.03, 0.04], [0.5, 0.5, 0.5]],
+    ),
+    write_grid(
+      out,
+      "relu",
+      "relu",
+      0.0,
+      [[0.004, 0.002, 0.003], [1, 1, 1]],
+      [[0.03, 0.03, 0.03], [0.5, 0.5, 0.5]],
+    ),
+    write_grid(
+      out,
+      "gelu_tanh_dropout0.5",
+      "gelu_tanh",
+      0.5,
+      [[0.05, 0.04, 0.06], [1, 1, 1]],
+      [[0.01, 0.01, 0.01], [0.5, 0.5, 0.5]],
+    ),
+  ]
+  table, files = reproduce.reproduce_runs("mnist", grids, out, seeds=SEEDS, data_dir=None)
+  lines = (out / "table.md").read_text().splitlines()
+  assert (out / "table.md").read_text() == table
+  # Paper numbers (Fig. 2) beside ours: medians of the final train losses at lr 1e-3, and the
+  # test error (%) at each member's best-validation epoch (epoch 2).
+  assert "| gelu_tanh | 0.001 | 0/3 | 0.008 | 0.008 | 0.008 ± 0.002 | 3 | 0.25 |" in lines
+  assert "| relu | 0.001 | 0/3 | 0.007 | 0.003 | 0.003 ± 0.001 | 3 | 0.25 |" in lines
+  assert "| gelu_tanh_dropout0.5 | 0.001 | 0/3 | 0.044 | 0.05 | 0.05 ± 0.01 | 1 | 0.25 |" in lines
+  assert "| relu | 0.0001 | 0/3 | 0.4 (validation_loss) | 1 |" in lines
+  summary = json.loads((out / "summary.json").read_text())
+  assert summary["report"]["metric"] == "final.train_loss"
+  assert [r["run"] for r in summary["rows"]] == [g.name for g in grids]
+  assert summary["rows"][0]["selected"]["metrics"]["final.train_loss"]["median"] == 0.008
+  png = out / "loss_curves.png"
+  assert png.read_bytes()[:4] == b"\x89PNG"
+  assert any(f.startswith("loss_curves.png") for f in files)
+
+
+def test_autoencoder_figure_has_a_panel_per_lr(tmp_path, monkeypatch):
+  out = tmp_path / "ae"
+  members = [
+    member(seed, lr, train_loss=[0.03, 0.02, 0.01], test_loss=[0.04, 0.03, 0.02 + lr])
+    for lr in LRS
+    for seed in SEEDS
+  ]
+  workdir = write_workdir(
+    out / "runs" / "elu",
+    members,
+    activation="elu",
+    task="mnist_ae",
+    select_metric="validation_loss",
+  )
+  grid = reproduce.Grid("elu", types.SimpleNamespace(epochs=3), workdir, tuple(LRS))
+  figures = []
+  monkeypatch.setattr(reproduce.plots, "save_figure", lambda fig, path: figures.append(fig) or path)
+  table, _ = reproduce.reproduce_runs("mnist_ae", [grid], out, seeds=SEEDS, data_dir=None)
+  (fig,) = figures
+  assert [ax.get_title() for ax in fig.axes] == ["learning rate 0.001", "learning rate 0.0001"]
+  assert all(len(ax.lines) == 2 for ax in fig.axes)  # train and test MSE
+  # The paper's numbers are for lr 1e-3: the table compares there, though selection on the
+  # best test loss (no validation split) would pick lr 1e-4 (0.0201 < 0.021).
+  assert "final test MSE, median over seeds at lr 0.001 (the paper's)" in table
+  assert "| elu | 0.001 | 0/3 | 0.006 | 0.021 | 0.021 ± 0 |" in table
+  assert "| elu | 0.0001 (selected) | 0/3 | 0.0201 (test_loss) | 0.0201 |" in table
+
+
+@dataclasses.dataclass(frozen=True)
+class Spec:
+  name: str = "mnist"
+  dataset: str = "mnist"
+  activation: str = "gelu_tanh"
+  dropout: float = 0.0
+  learning_rates: tuple = (1e-3, 1e-4, 1e-5)
+  seeds: int = 5
+  batch_size: int = 128
+  epochs: int = 50
+  data_options: dict = dataclasses.field(default_factory=dict)
+
+  def replace(self, **overrides):
+    return dataclasses.replace(self, **overrides)
+
+
+def test_deviations_compare_with_the_paper_spec():
+  paper = Spec()
+  ours = dataclasses.replace(paper, dataset="fashion_mnist", epochs=2, batch_size=64)
+  deviations = reproduce.list_deviations(
+    "mnist",
+    paper,
+    ours,
+    seeds=[0, 1],
+    learning_rates=[1e-3],
+    activations=["gelu", "relu", "elu"],
+    dropout_rates=[0.0],
+    noise=False,
+  )
+  assert deviations == [
+    "Dataset: fashion_mnist instead of the paper's mnist.",
+    "batch_size: 64 instead of the paper's 128.",
+    "epochs: 2 instead of the paper's 50.",
+    "Runs per setting: 2 (seeds [0, 1]) instead of 5.",
+    "Learning rates: [0.001] instead of the paper's [0.001, 0.0001, 1e-05].",
+    "Dropout rates: [0.0] instead of [0.0, 0.5].",
+    "Activations of the paper not run: gelu_tanh.",
+    "Activations added that the paper reports no numbers for: gelu (the paper's GELU is "
+    "`gelu_tanh`; `gelu` is the exact erf form).",
+  ]
+  same = reproduce.list_deviations(
+    "mnist",
+    paper,
+    paper,
+    seeds=range(5),
+    learning_rates=paper.learning_rates,
+    activations=["gelu_tanh", "relu", "elu"],
+    dropout_rates=[0.0, 0.5],
+    noise=False,
+  )
+  assert same == []
+
+
+@pytest.mark.parametrize(
+  ("values", "expected"),
+  [(None, [0, 1, 2]), (["2"], [0, 1]), (["4", "7"], [4, 7]), (["7", ""], [7])],
+)
+def test_parse_seeds(values, expected):
+  assert reproduce.parse_seeds(values, 3) == expected
+
+
+@pytest.mark.parametrize("values", [["x"], ["0"], ["1.5", "2"], [""]])
+def test_parse_seeds_rejects(values):
+  with pytest.raises(ValueError, match="--seeds"):
+    reproduce.parse_seeds(values, 3)
+
+
+def test_grid_names_suffix_only_other_dropout_rates():
+  spec = types.SimpleNamespace(dropout=0.0, replace=lambda **kw: types.SimpleNamespace(**kw))
+  grids = reproduce.make_grids(spec, ["gelu", "relu"], [0.0, 0.5], [1e-3], reproduce.Path("/o"))
+  assert [g.name for g in grids] == ["gelu", "relu", "gelu_dropout0.5", "relu_dropout0.5"]
+  assert [g.spec.dropout for g in grids] == [0.0, 0.0, 0.5, 0.5]
+  assert str(grids[2].workdir) == "/o/runs/gelu_dropout0.5"
+
+
+def test_cifar10_table_reports_the_runs_retrained_at_the_selected_lr(tmp_path):
+  out = tmp_path / "cifar10"
+  # Selection on validation picks lr 1e-3 (validation 0.2 < 1.2) for gelu_tanh.
+  grid = write_grid(
+    out, "gelu_tanh", "gelu_tanh", 0.5, [[0.1] * 3, [0.1] * 3], [[0.5] * 3, [0.5] * 3]
+  )
+  grid = dataclasses.replace(grid, spec=Spec(name="cifar10", dataset="cifar10", epochs=3))
+  # The retrained run exists finished, at that lr only, without a validation split.
+  retrained = [
+    member(
+      seed, 1e-3, train_loss=constant(0.1), test_loss=constant(0.3), test_error=[0.2, 0.1, error]
+    )
+    for seed, error in zip(SEEDS, (0.08, 0.0789, 0.07), strict=True)
+  ]
+  write_workdir(
+    out / "runs" / "gelu_tanh_train_on_all",
+    retrained,
+    activation="gelu_tanh",
+    dropout=0.5,
+    task="cifar10",
+    dataset="cifar10",
+  )
+  table, _ = reproduce.reproduce_runs("cifar10", [grid], out, seeds=SEEDS, data_dir=None)
+  # Final test errors 8, 7.89, 7 (%) -> median 7.89, beside the paper's 7.89.
+  assert "| gelu_tanh | 0.001 | 0/3 | 7.89 | 7.89 | 7.63 ± 0.55 |" in table
+  assert "| gelu_tanh | 0.0001 | 0/3 | 0.4 (validation_loss) |" in table
+  assert table.startswith(
+    "# cifar10: test error (%), median over seeds at the lr selected on validation_loss"
+  )
+  summary = json.loads((out / "summary.json").read_text())
+  assert summary["rows"][0]["run"] == "gelu_tanh"
+  assert summary["selection_rows"][0]["selected"]["learning_rate"] == 1e-3
+
+
+def test_readme_records_what_ran(tmp_path):
+  (tmp_path / "timings.json").write_text(json.dumps({"gelu": 65.4, "relu": 12.0}))
+  reproduce.write_readme(
+    tmp_path,
+    title="GELU paper reproduction: mnist on fashion_mnist",
+    command="python experiments/reproduce.py --task=mnist",
+    settings=["Seeds: 0, 1"],
+    wall_time=7.6,
+    deviations=[],
+    files=["table.md: the table below"],
+    table="# mnist: table\n\n| run |\n|---|\n",
+  )
+  text = (tmp_path / "README.md").read_text()
+  lines = text.splitlines()
+  assert lines[0] == "# GELU paper reproduction: mnist on fashion_mnist"
+  assert "python experiments/reproduce.py --task=mnist" in lines
+  assert "- Seeds: 0, 1" in lines
+  machine = next(line for line in lines if line.startswith("- Machine: "))
+  assert "devices: " in machine and "cores" in machine and "jax " in machine
+  assert "Wall time of the invocation that wrote this file: 8 s" in text
+  assert "gelu 65 s, relu 12 s" in text
+  deviations = lines.index("## Deviations from the paper's protocol")
+  assert lines[deviations + 2] == "- None."
+  assert lines[-4:] == ["## mnist: table", "", "| run |", "|---|"]
+
+
+# ------------------------------------------------------------------ end to end, real trainer
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def write_idx(path, array):
+  """An uncompressed IDX file: zero, zero, dtype 0x08 (ubyte), rank, big-endian dims, data."""
+  array = np.asarray(array, np.uint8)
+  header = bytes([0, 0, 0x08, array.ndim]) + b"".join(
+    int(d).to_bytes(4, "big") for d in array.shape
+  )
+  path.write_bytes(header + array.tobytes())
+
+
+def write_tiny_mnist(folder, n_train, n_test):
+  """MNIST-format files whose class is the brightness of one 7x7 block (learnable fast)."""
+  rng = np.random.default_rng(0)
+  for prefix, n in (("train", n_train), ("t10k", n_test)):
+    labels = rng.integers(0, 10, n)
+    images = rng.integers(0, 60, (n, 28, 28))
+    for i, label in enumerate(labels):
+      row, col = divmod(int(label), 4)
+      images[i, 7 * row : 7 * row + 7, 7 * col : 7 * col + 7] += 190
+    write_idx(folder / f"{prefix}-images-idx3-ubyte", images)
+    write_idx(folder / f"{prefix}-labels-idx1-ubyte", labels)
+
+
+def run_reproduce(*flags, cache):
+  """Runs experiments/reproduce.py in a fresh process; returns its stdout."""
+  env = {
+    **os.environ,
+    "JAX_PLATFORMS": "cpu",
+    # This checkout's gelujax, whichever checkout the package is installed from.
+    "PYTHONPATH": str(REPO),
+    # Later invocations re-use the compilations of earlier ones.
+    "JAX_COMPILATION_CACHE_DIR": str(cache),
+    "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
+    "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0",
+  }
+  result = subprocess.run(
+    [sys.executable, "experiments/reproduce.py", *flags],
+    cwd=REPO,
+    env=env,
+    capture_output=True,
+    text=True,
+    timeout=300,
+  )
+  assert result.returncode == 0, result.stderr[-3000:]
+  return result.stdout
+
+
+def read_metrics(workdir):
+  return (workdir / "metrics.jsonl").read_text().splitlines()
+
+
+@pytest.mark.slow
+def test_tiny_mnist_end_to_end_resume_and_noise(tmp_path):
+  data = tmp_path / "data"
+  data.mkdir()
+  # The MNIST loader keeps the first 5,000 train images for validation.
+  write_tiny_mnist(data, n_train=5_064, n_test=100)
+  out = tmp_path / "results" / "tiny_mnist"
+  workdir = out / "runs" / "gelu"
+  flags = [
+    "--task=tiny_mnist",
+    f"--data_dir={data}",
+    "--activations=gelu",
+    "--seeds=2",
+    "--learning_rates=3e-3,1e-3",
+  ]
+
+  # A reproduction stopped after one of tiny_mnist's two epochs...
+  stdout = run_reproduce(*flags, f"--out={out}", "--epochs=1", cache=tmp_path / "cache")
+  assert "[1/1] gelu: trained in" in stdout
+  first_epoch = read_metrics(workdir)
+  assert len(first_epoch) == 4  # 4 members x 1 evaluation
+
+  # ... resumes from its checkpoint: the first epoch's records stay, the second is added.
+  stdout = run_reproduce(*flags, f"--out={out}", cache=tmp_path / "cache")
+  assert "[1/1] gelu: trained in" in stdout
+  records = [json.loads(line) for line in read_metrics(workdir)]
+  assert read_metrics(workdir)[:4] == first_epoch
+  assert [r["epoch"] for r in records] == [1.0] * 4 + [2.0] * 4
+  summary = json.loads((workdir / "summary.json").read_text())
+  assert summary["epochs"] == 2
+  assert [(m["learning_rate"], m["seed"]) for m in summary["members"]] == [
+    (3e-3, 0),
+    (3e-3, 1),
+    (1e-3, 0),
+    (1e-3, 1),
+  ]
+
+  # The table: the lr with the lower median best validation loss, and its test error.
+  best = {
+    lr: np.median(
+      [m["best"]["validation_loss"] for m in summary["members"] if m["learning_rate"] == lr]
+    )
+    for lr in (3e-3, 1e-3)
+  }
+  selected = min(best, key=best.get)
+  errors = [m["best"]["test_error"] for m in summary["members"] if m["learning_rate"] == selected]
+  row = json.loads((out / "summary.json").read_text())["rows"][0]
+  assert row["run"] == "gelu"
+  assert row["selected"]["learning_rate"] == selected
+  assert row["selected"]["metrics"]["best.test_error"]["median"] == pytest.approx(np.median(errors))
+  assert f"| gelu | {selected:g} | 0/2 |" in (out / "table.md").read_text()
+  readme = (out / "README.md").read_text()
+  assert f"python experiments/reproduce.py {' '.join(flags)} --out={out}" in readme
+  assert "- Seeds: 0, 1" in readme
+  assert "Learning rates: [0.003, 0.001] instead of the paper's [0.001]." in readme
+  assert "Activations of the paper not run: gelu_tanh, relu, elu." in readme
+  assert (out / "loss_curves.png").stat().st_size > 10_000
+
+  # Invoked again, it trains nothing and changes no metrics.
+  before = read_metrics(workdir)
+  stdout = run_reproduce(*flags, f"--out={out}", cache=tmp_path / "cache")
+  assert "[1/1] gelu: finished earlier: skipped" in stdout
+  assert "trained in" not in stdout
+  assert read_metrics(workdir) == before
+
+  # The noise experiment re-uses the finished no-dropout classifiers beside it.
+  noise_out = tmp_path / "results" / "tiny_mnist_noise"
+  stdout = run_reproduce(
+    *flags, f"--out={noise_out}", "--task=tiny_mnist_noise", cache=tmp_path / "cache"
+  )
+  assert "[1/1] gelu: finished earlier: skipped" in stdout
+  assert not (noise_out / "runs").exists()
+  result = json.loads((noise_out / "noise" / "gelu.json").read_text())
+  assert result["learning_rate"] == selected
+  assert result["seeds"] == [0, 1]
+  assert result["levels"] == pytest.approx(np.linspace(0, 3, 20))
+  accuracy = np.asarray(result["accuracy"])
+  # At a = 0 the evaluation is the plain test evaluation of the final checkpoint.
+  final_errors = [
+    m["final"]["test_error"] for m in summary["members"] if m["learning_rate"] == selected
+  ]
+  np.testing.assert_allclose(accuracy[:, 0], 1 - np.asarray(final_errors), atol=1e-6)
+  # Pixel noise of half-width 3 swamps this data's signal (a block 0.75 brighter).
+  assert np.all(accuracy[:, -1] < accuracy[:, 0])
+  assert "| gelu | " in (noise_out / "table.md").read_text()
+  assert (noise_out / "noise_robustness.png").stat().st_size > 10_000
