@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 from absl import app, flags, logging
 
-from gelujax import plots, sweep
+from gelujax import cli, plots, sweep
 
 REPO = Path(__file__).resolve().parent.parent
 PAPER_TASKS = ("mnist", "mnist_noise", "mnist_ae", "twitter_pos", "timit", "cifar10", "cifar100")
@@ -140,37 +140,6 @@ class Grid:
   spec: Any
   workdir: Path
   learning_rates: tuple[float, ...]
-
-
-def parse_seeds(values: Sequence[str] | None, default_count: int) -> list[int]:
-  """``--seeds`` as experiments/train.py reads it: one integer is a count (5 -> 0..4), several
-  (or one with a comma, ``7,``) are the seeds themselves."""
-  if values is None:
-    return list(range(default_count))
-  text = ",".join(values)
-  try:
-    seeds = [int(v) for v in values if v.strip()]
-  except ValueError:
-    seeds = []
-  if not seeds:
-    raise ValueError(f"--seeds {text!r} is not a count or a comma list of integer seeds.")
-  if len(values) > 1:
-    return seeds
-  if seeds[0] < 1:
-    raise ValueError(f"--seeds {text!r} is a count of seeds; it must be at least 1.")
-  return list(range(seeds[0]))
-
-
-def parse_floats(flag: str, values: Sequence[str] | None, default: Sequence[float]) -> list[float]:
-  """A list flag of floats, with the task's values as the default."""
-  if values is None:
-    return [float(v) for v in default]
-  try:
-    return [float(v) for v in values]
-  except ValueError:
-    raise ValueError(
-      f"--{flag} {','.join(values)} is not a list of numbers; pass e.g. 1e-3,1e-4."
-    ) from None
 
 
 def check_activations(names: Sequence[str]) -> list[str]:
@@ -687,11 +656,11 @@ def main(argv: Sequence[str]) -> None:
   task = FLAGS.task.removesuffix(NOISE_SUFFIX)
   paper, spec = make_spec(task, FLAGS.dataset, FLAGS.epochs, FLAGS.embeddings)
   out = Path(FLAGS.out or REPO / "results" / spec.dataset / FLAGS.task)
-  seeds = parse_seeds(FLAGS.seeds, spec.seeds)
-  learning_rates = parse_floats("learning_rates", FLAGS.learning_rates, spec.learning_rates)
+  seeds = cli.parse_seeds(FLAGS.seeds, spec.seeds)
+  learning_rates = cli.parse_floats("learning_rates", FLAGS.learning_rates, spec.learning_rates)
   activations = check_activations(FLAGS.activations)
   default_rates = (0.0,) if noise else PAPER_DROPOUT_RATES.get(task, (spec.dropout,))
-  dropout_rates = parse_floats("dropout_rates", FLAGS.dropout_rates, default_rates)
+  dropout_rates = cli.parse_floats("dropout_rates", FLAGS.dropout_rates, default_rates)
   if noise and dropout_rates != [0.0]:
     raise ValueError(
       f"--dropout_rates {FLAGS.dropout_rates} with --task {FLAGS.task}: the noise experiment "

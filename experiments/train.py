@@ -15,7 +15,7 @@ import sys
 
 from absl import app, flags, logging
 
-from gelujax import activations, data, registry, tasks, trainer
+from gelujax import activations, cli, data, registry, tasks, trainer
 
 _TASK = flags.DEFINE_string(
   "task", None, "The experiment, one of gelujax.tasks.task_names(), optionally with field "
@@ -54,29 +54,6 @@ _COORDINATOR = flags.DEFINE_string(
 )
 _NUM_PROCESSES = flags.DEFINE_integer("num_processes", 1, "Multi-host runs: how many processes.")
 _PROCESS_ID = flags.DEFINE_integer("process_id", 0, "Multi-host runs: this process's index.")
-
-
-def parse_seeds(values: list[str]) -> list[int]:
-  """--seeds as a list: one integer is a count, several (or one with a comma) are the seeds."""
-  text = ",".join(values)
-  try:
-    seeds = [int(v) for v in values if v.strip()]
-  except ValueError:
-    seeds = []
-  if not seeds:
-    raise ValueError(f"--seeds {text!r} is not a count or a comma list of integer seeds.")
-  if len(values) > 1:
-    return seeds
-  if seeds[0] < 1:
-    raise ValueError(f"--seeds {text!r} is a count of seeds; it must be at least 1.")
-  return list(range(seeds[0]))
-
-
-def parse_learning_rates(values: list[str]) -> list[float]:
-  try:
-    return [float(v) for v in values]
-  except ValueError:
-    raise ValueError(f"--learning_rates {','.join(values)!r} is not a list of numbers.") from None
 
 
 def make_spec():
@@ -119,12 +96,8 @@ def main(argv: list[str]) -> None:
     if _COORDINATOR.value:
       trainer.initialize_distributed(_COORDINATOR.value, _NUM_PROCESSES.value, _PROCESS_ID.value)
     spec = make_spec()
-    seeds = parse_seeds(_SEEDS.value) if _SEEDS.value else list(range(spec.seeds))
-    learning_rates = (
-      parse_learning_rates(_LEARNING_RATES.value)
-      if _LEARNING_RATES.value
-      else list(spec.learning_rates)
-    )
+    seeds = cli.parse_seeds(_SEEDS.value, spec.seeds)
+    learning_rates = cli.parse_floats("learning_rates", _LEARNING_RATES.value, spec.learning_rates)
     name = re.sub(r"[^\w.=-]+", "_", f"{spec.name}_{spec.dataset}_{spec.activation}")
     workdir = _WORKDIR.value or f"workdirs/{name}"
     trainer.fit(

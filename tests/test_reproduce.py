@@ -165,20 +165,6 @@ def test_deviations_compare_with_the_paper_spec():
   assert same == []
 
 
-@pytest.mark.parametrize(
-  ("values", "expected"),
-  [(None, [0, 1, 2]), (["2"], [0, 1]), (["4", "7"], [4, 7]), (["7", ""], [7])],
-)
-def test_parse_seeds(values, expected):
-  assert reproduce.parse_seeds(values, 3) == expected
-
-
-@pytest.mark.parametrize("values", [["x"], ["0"], ["1.5", "2"], [""]])
-def test_parse_seeds_rejects(values):
-  with pytest.raises(ValueError, match="--seeds"):
-    reproduce.parse_seeds(values, 3)
-
-
 def test_grid_names_suffix_only_other_dropout_rates():
   spec = types.SimpleNamespace(dropout=0.0, replace=lambda **kw: types.SimpleNamespace(**kw))
   grids = reproduce.make_grids(spec, ["gelu", "relu"], [0.0, 0.5], [1e-3], reproduce.Path("/o"))
