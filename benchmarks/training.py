@@ -5,14 +5,16 @@ The ``mnist`` task (784 -> 8x[128, GELU, dropout 0.5] -> 10, Adam, batch 128) on
 that compiles (so compilation is excluded):
 
 - gelujax with 1 member and with a 15-member grid (3 learning rates x 5 seeds), exact ``gelu``;
-  1 member with ``gelu_tanh``; 1 and 15 members with threefry dropout bits instead of the
-  trainer's hash bits. A gelujax epoch is the trainer's compiled program (shuffle + one
+  1 member with ``gelu_tanh``. A gelujax epoch is the trainer's compiled program (shuffle + one
   ``lax.scan``), without ``fit``'s evaluation and checkpoints; evaluation on the validation and
   test splits is timed as a contender of its own.
 - PyTorch written like the classic reference scripts (a ``DataLoader`` over a Python list, erf
   GELU as a module) and a tuned PyTorch loop (preloaded tensors indexed by a permutation), both
   with ``torch.set_num_threads(2)``.
 - A large float32 matmul in JAX and in torch, the machine's attainable GFLOP/s.
+- Where the time goes: 1 member and the grid with one thing changed each (`PROFILES`, timed on
+  a fifth of an epoch): threefry dropout bits instead of the trainer's hash bits, ReLU instead
+  of GELU, no dropout-off pass for the logged training loss.
 
 Contenders run interleaved in rounds (each once per round) so that load from other processes
 hits them alike; the report gives medians over rounds, and each ratio is the median of the
@@ -53,9 +55,19 @@ RESULTS_DIR = Path(__file__).resolve().parent / "results"
 TORCH_THREADS = (2, 1)
 CLASSIC, TUNED = "PyTorch classic (DataLoader over a list)", "PyTorch tuned (indexed tensors)"
 GRID_RATIO = "gelujax grid / 1 member, model-epochs per second"
-# The threefry contenders time 1/THREEFRY_FRACTION of an epoch (they are slow, and only
-# compared per step).
-THREEFRY_FRACTION = 5
+# The profiling contenders time 1/PROFILE_FRACTION of an epoch each (they are only compared
+# per step) and change one thing each: the dropout bits, the activation, or whether the
+# training loss is logged with dropout off.
+PROFILE_FRACTION = 5
+PROFILES = {
+  "threefry dropout bits": {"threefry": True},
+  "relu": {"activation": "relu"},
+  "no dropout-off loss pass": {"dropout_off_pass": False},
+}
+
+
+def name_run(members: int, variant: str | None = None) -> str:
+  return f"gelujax, {members} member{'s' * (members > 1)}" + (f", {variant}" if variant else "")
 
 
 def name_torch(loop: str, threads: int) -> str:
@@ -98,10 +110,22 @@ class GelujaxRun:
   """One gelujax configuration: the trainer's compiled epoch over a fixed member grid."""
 
   def __init__(
-    self, spec, train: dict[str, np.ndarray], num_members: int, threefry: bool, fraction: int = 1
+    self,
+    spec,
+    train: dict[str, np.ndarray],
+    num_members: int,
+    *,
+    threefry: bool = False,
+    activation: str | None = None,
+    dropout_off_pass: bool = True,
+    fraction: int = 1,
   ):
     self.mesh = trainer.make_mesh()
+    if activation is not None:
+      spec = spec.replace(activation=activation)
     self.program = trainer._Program(spec, self.mesh, train)
+    if not dropout_off_pass:  # Read when the step is traced, at the first call.
+      self.program.reuse_train_loss = True
     lrs = spec.learning_rates[: max(1, min(3, num_members))]
     seeds = range(-(-num_members // len(lrs)))
     members = trainer.make_members(seeds, lrs)[:num_members]
@@ -249,20 +273,13 @@ def measure(args) -> dict:
     name: {k: v[: limit and limit // 4] for k, v in splits[name].items()}
     for name in ("validation", "test")
   }
-  runs = {
-    "gelujax, 1 member": GelujaxRun(spec, train, 1, threefry=False),
-    "gelujax, 1 member, gelu_tanh": GelujaxRun(
-      spec.replace(activation="gelu_tanh"), train, 1, threefry=False
-    ),
-    f"gelujax, {args.members} members": GelujaxRun(spec, train, args.members, threefry=False),
-    "gelujax, 1 member, threefry dropout bits": GelujaxRun(
-      spec, train, 1, threefry=True, fraction=THREEFRY_FRACTION
-    ),
-    f"gelujax, {args.members} members, threefry dropout bits": GelujaxRun(
-      spec, train, args.members, threefry=True, fraction=THREEFRY_FRACTION
-    ),
-  }
-  one, grid = runs["gelujax, 1 member"], runs[f"gelujax, {args.members} members"]
+  sizes = (1, args.members)
+  runs = {name_run(m): GelujaxRun(spec, train, m) for m in sizes}
+  runs[name_run(1, "gelu_tanh")] = GelujaxRun(spec, train, 1, activation="gelu_tanh")
+  for variant, options in PROFILES.items():
+    for m in sizes:
+      runs[name_run(m, variant)] = GelujaxRun(spec, train, m, fraction=PROFILE_FRACTION, **options)
+  one, grid = runs[name_run(1)], runs[name_run(args.members)]
   kernels = find_kernels(one.state.params)
   layer_flops = [2 * k.shape[-2] * k.shape[-1] for k in kernels]
   contenders = {name: run.run_epoch for name, run in runs.items()}
@@ -296,14 +313,15 @@ def measure(args) -> dict:
       row["model_epochs_per_s"] = members / row["median_s"]
       row["gflop_per_s"] = 3 * forward * examples * members / row["median_s"] / 1e9
       if run is not None:
+        extra = 0 if run.program.reuse_train_loss else dropout_off
         row["gflop_per_s_with_dropout_off_pass"] = (
-          (3 * forward + dropout_off) * examples * members / row["median_s"] / 1e9
+          (3 * forward + extra) * examples * members / row["median_s"] / 1e9
         )
     elif name.startswith("matmul"):
       row["gflop_per_s"] = 2 * args.matmul_size**3 / row["median_s"] / 1e9
     rows.append(row)
 
-  t1, tg = seconds["gelujax, 1 member"], seconds[f"gelujax, {args.members} members"]
+  t1, tg = seconds[name_run(1)], seconds[name_run(args.members)]
   ratios = {
     **{
       name_torch_ratio(loop, t): median_ratio(seconds[name_torch(loop, t)], t1)
@@ -311,16 +329,18 @@ def measure(args) -> dict:
       for t in TORCH_THREADS
     },
     GRID_RATIO: median_ratio(t1, tg, args.members),
-    "threefry / hash dropout bits, 1 member, time per epoch": median_ratio(
-      seconds["gelujax, 1 member, threefry dropout bits"], t1
-    ),
-    f"threefry / hash dropout bits, {args.members} members, time per epoch": median_ratio(
-      seconds[f"gelujax, {args.members} members, threefry dropout bits"], tg
-    ),
     "gelu_tanh / gelu, 1 member, time per epoch": median_ratio(
-      seconds["gelujax, 1 member, gelu_tanh"], t1
+      seconds[name_run(1, "gelu_tanh")], t1
     ),
   }
+  for variant in PROFILES:
+    for m in sizes:
+      ratios[f"{variant} / as trained, {m} member(s), time per step"] = median_ratio(
+        seconds[name_run(m, variant)], seconds[name_run(m)]
+      )
+    ratios[f"grid / 1 member, {variant}, model-epochs per second"] = median_ratio(
+      seconds[name_run(1, variant)], seconds[name_run(args.members, variant)], args.members
+    )
   return {
     "task": spec.name,
     "dataset": spec.dataset,
@@ -394,8 +414,6 @@ def write_report(result: dict, output_dir: Path) -> None:
       else "",
     ]
     lines.append("| " + " | ".join(cells) + " |")
-  if result.get("notes"):
-    lines += ["", "## Analysis", "", result["notes"].strip()]
   (output_dir / "training.md").write_text("\n".join(lines) + "\n")
 
 
@@ -407,7 +425,6 @@ def main(argv: list[str] | None = None) -> None:
   parser.add_argument("--examples", type=int, default=0, help="training images (0: all)")
   parser.add_argument("--matmul-size", type=int, default=4096)
   parser.add_argument("--data-dir", default=None, help="passed to gelujax.data.load")
-  parser.add_argument("--notes", type=Path, default=None, help="Markdown appended as analysis")
   parser.add_argument(
     "--quick", action="store_true", help="smoke run: tiny_mnist, 320 images, 1 round"
   )
@@ -430,7 +447,6 @@ def main(argv: list[str] | None = None) -> None:
     "rounds": args.rounds,
     **measure(args),
     "targets": TARGETS,
-    "notes": args.notes.read_text() if args.notes else "",
   }
   write_report(result, args.output_dir)
   print((args.output_dir / "training.md").read_text())
