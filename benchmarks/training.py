@@ -20,8 +20,8 @@ Contenders run interleaved in rounds (each once per round) so that load from oth
 hits them alike; the report gives medians over rounds, and each ratio is the median of the
 ratios measured within a round.
 
-Run: python benchmarks/training.py              (Fashion-MNIST, 3 rounds; ~8 minutes on 2 cores)
-     python benchmarks/training.py --quick      (tiny_mnist on 320 images, 1 round: a smoke run)
+Run: python benchmarks/training.py          (Fashion-MNIST, 3 rounds; 8 to 20 min on 2 busy cores)
+     python benchmarks/training.py --quick  (tiny_mnist on 320 images, 1 round: a smoke run)
 """
 
 from __future__ import annotations
