@@ -2,13 +2,15 @@
 
 `train_epoch_classic` is written like the classic reference scripts: a `DataLoader` over a
 Python list of (image, label) pairs, GELU as an `nn.Module` using `erf`. `train_epoch_tuned`
-indexes preloaded tensors directly with a shuffled permutation. Both train the same model:
-784 -> 8 x [128, GELU, dropout] -> 10, unit-norm initialisation, Adam, batch 128.
+indexes preloaded tensors directly with a shuffled permutation. Both train the same model as
+gelujax's `MLP`: inputs -> features x [dense, GELU, dropout] -> outputs, unit-norm incoming
+weights and zero biases, Adam.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 import torch
@@ -22,12 +24,15 @@ class ErfGELU(nn.Module):
     return 0.5 * x * (1.0 + torch.erf(x / math.sqrt(2.0)))
 
 
-def build_mlp(width: int = 128, depth: int = 8, dropout: float = 0.5) -> nn.Module:
-  layers, fan_in = [], 784
-  for _ in range(depth):
+def build_mlp(
+  num_inputs: int, features: Sequence[int], num_outputs: int, dropout: float
+) -> nn.Module:
+  """``num_inputs`` -> ``features`` x [Linear, ErfGELU, Dropout] -> ``num_outputs``."""
+  layers, fan_in = [], num_inputs
+  for width in features:
     layers += [nn.Linear(fan_in, width), ErfGELU(), nn.Dropout(dropout)]
     fan_in = width
-  layers.append(nn.Linear(fan_in, 10))
+  layers.append(nn.Linear(fan_in, num_outputs))
   model = nn.Sequential(*layers)
   with torch.no_grad():
     for m in model.modules():
@@ -38,13 +43,37 @@ def build_mlp(width: int = 128, depth: int = 8, dropout: float = 0.5) -> nn.Modu
   return model
 
 
-def train_epoch_classic(model, optimizer, images: np.ndarray, labels: np.ndarray, batch=128):
-  """One epoch through a DataLoader over a Python list, like the classic reference scripts."""
+def make_model_and_optimizer(
+  num_inputs: int,
+  features: Sequence[int],
+  num_outputs: int,
+  dropout: float,
+  *,
+  seed: int = 0,
+  lr: float = 1e-3,
+) -> tuple[nn.Module, torch.optim.Optimizer]:
+  """The model and its Adam optimizer (the paper's betas and epsilon)."""
+  torch.manual_seed(seed)
+  model = build_mlp(num_inputs, features, num_outputs, dropout)
+  return model, torch.optim.Adam(model.parameters(), lr=lr, betas=(0.9, 0.999), eps=1e-8)
+
+
+def make_classic_loader(
+  images: np.ndarray, labels: np.ndarray, batch_size: int
+) -> torch.utils.data.DataLoader:
+  """A shuffling DataLoader over a Python list of (flat float image, int label) pairs.
+
+  Built once, like a script's dataset; every epoch then collates each batch from the list.
+  """
   pairs = [
     (torch.from_numpy(x.reshape(-1).astype(np.float32) / 255.0), int(y))
     for x, y in zip(images, labels, strict=True)
   ]
-  loader = torch.utils.data.DataLoader(pairs, batch_size=batch, shuffle=True, drop_last=True)
+  return torch.utils.data.DataLoader(pairs, batch_size=batch_size, shuffle=True, drop_last=True)
+
+
+def train_epoch_classic(model, optimizer, loader: torch.utils.data.DataLoader) -> float:
+  """One epoch over a `make_classic_loader` loader; returns the last batch's loss."""
   model.train()
   for x, y in loader:
     optimizer.zero_grad()
@@ -54,20 +83,16 @@ def train_epoch_classic(model, optimizer, images: np.ndarray, labels: np.ndarray
   return float(loss)
 
 
-def train_epoch_tuned(model, optimizer, x_all: torch.Tensor, y_all: torch.Tensor, batch=128):
+def train_epoch_tuned(
+  model, optimizer, x_all: torch.Tensor, y_all: torch.Tensor, batch_size: int
+) -> float:
   """One epoch indexing preloaded float tensors with a shuffled permutation."""
   model.train()
   perm = torch.randperm(x_all.shape[0])
-  for i in range(x_all.shape[0] // batch):
-    idx = perm[i * batch : (i + 1) * batch]
+  for i in range(x_all.shape[0] // batch_size):
+    idx = perm[i * batch_size : (i + 1) * batch_size]
     optimizer.zero_grad(set_to_none=True)
     loss = nn.functional.cross_entropy(model(x_all[idx]), y_all[idx])
     loss.backward()
     optimizer.step()
   return float(loss)
-
-
-def make_model_and_optimizer(seed: int = 0, lr: float = 1e-3, dropout: float = 0.5):
-  torch.manual_seed(seed)
-  model = build_mlp(dropout=dropout)
-  return model, torch.optim.Adam(model.parameters(), lr=lr, betas=(0.9, 0.999), eps=1e-8)

@@ -1,9 +1,11 @@
-"""Smoke test of benchmarks/activations.py: it runs end to end on tiny arrays."""
+"""Smoke tests of the benchmarks: each runs end to end in its --quick mode."""
 
 import json
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -26,3 +28,29 @@ def test_activation_benchmark_runs_and_writes_its_report(tmp_path):
   assert (
     "python benchmarks/activations.py --quick" in report and "## Throughput, bfloat16" in report
   )
+
+
+@pytest.mark.slow
+def test_training_benchmark_runs_and_writes_its_report(tmp_path):
+  subprocess.run(
+    [sys.executable, str(ROOT / "benchmarks" / "training.py"), "--quick", "--output-dir",
+     str(tmp_path)],
+    check=True, capture_output=True, text=True, timeout=300,
+  )  # fmt: skip
+  result = json.loads((tmp_path / "training.json").read_text())
+  # tiny_mnist: 784 -> 16 -> 16 -> 10, so 2 * (784*16 + 16*16 + 16*10) FLOPs per example.
+  assert result["forward_flops_per_example"] == 25_920
+  # The dropout-off pass repeats every layer but the first (shared with the training pass).
+  assert result["dropout_off_pass_flops_per_example"] == 2 * (16 * 16 + 16 * 10)
+  assert result["examples_per_epoch"] == 320 and result["members"] == 15
+  rows = {row["name"]: row for row in result["rows"]}
+  assert rows["gelujax, 15 members"]["members"] == 15
+  assert rows["PyTorch tuned (indexed tensors), 2 threads"]["members"] == 1
+  assert all(row["median_s"] > 0 and len(row["seconds"]) == 1 for row in rows.values())
+  one = rows["gelujax, 1 member"]["median_s"]
+  assert result["ratios"]["gelujax grid / 1 member, model-epochs per second"] == pytest.approx(
+    15 * one / rows["gelujax, 15 members"]["median_s"]
+  )
+  assert set(result["targets"]) <= set(result["ratios"])
+  report = (tmp_path / "training.md").read_text()
+  assert "python benchmarks/training.py --quick" in report and "## Targets" in report
