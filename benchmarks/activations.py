@@ -18,8 +18,6 @@ import argparse
 import datetime
 import functools
 import json
-import os
-import platform
 import sys
 import time
 from collections.abc import Callable
@@ -31,6 +29,9 @@ import numpy as np
 from scipy import special
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from machine import describe_machine
+
 import gelujax
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
@@ -186,16 +187,6 @@ def measure_accuracy(points: int) -> list[dict]:
   return rows
 
 
-def describe_machine() -> str:
-  cpu = platform.processor() or platform.machine()
-  try:
-    with open("/proc/cpuinfo") as f:
-      cpu = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
-  except (OSError, StopIteration):
-    pass
-  return f"{cpu}, {os.cpu_count()} cores visible, jax {jax.__version__} ({jax.default_backend()})"
-
-
 def write_report(result: dict, output_dir: Path) -> None:
   output_dir.mkdir(parents=True, exist_ok=True)
   (output_dir / "activations.json").write_text(json.dumps(result, indent=1) + "\n")
@@ -310,7 +301,7 @@ def main(argv: list[str] | None = None) -> None:
   throughput = measure_throughput(args.size, args.rounds)
   result = dict(
     command=command.strip(),
-    machine=describe_machine(),
+    machine=f"{describe_machine()}, jax {jax.__version__} ({jax.default_backend()})",
     date=datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
     size=args.size,
     rounds=args.rounds,

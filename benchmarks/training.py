@@ -47,6 +47,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import torch_reference
+from machine import describe_machine
 
 from gelujax import tasks, trainer
 
@@ -241,16 +242,6 @@ def time_rounds(
       seconds[name].append(time.perf_counter() - start)
     print(f"round {r + 1}/{rounds}: " + ", ".join(f"{s[-1]:.2f}" for s in seconds.values()))
   return seconds
-
-
-def describe_machine() -> str:
-  cpu = platform.processor() or platform.machine()
-  try:
-    with open("/proc/cpuinfo") as f:
-      cpu = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
-  except (OSError, StopIteration):
-    pass
-  return f"{cpu}, {os.cpu_count()} cores visible"
 
 
 def describe_versions() -> dict[str, str]:
