@@ -74,7 +74,7 @@ class Report:
   learning_rate: float | None = None
 
 
-# The paper's reported numbers, as collected in /work/shared/PAPER.md (Hendrycks & Gimpel,
+# The paper's reported numbers, as collected in the project lead's PAPER.md (Hendrycks & Gimpel,
 # arXiv:1606.08415 v4). Twitter POS, TIMIT and CIFAR are the medians stated in §3.3-3.5; the
 # MNIST numbers are approximate values read off the v4 figures (PAPER.md: "for sanity checks
 # only").

@@ -1,7 +1,8 @@
 """The plain files a run leaves in its workdir: JSON, metrics.jsonl, TensorBoard, progress.
 
-Every file here is written by process 0 only; the formats are fixed by INTERFACES.md because
-`sweep` and `plots` rebuild tables and figures from them alone.
+Every file here is written by process 0 only. The formats are documented in WORKSPACE.md ("A
+run's workdir") and must stay as they are: `sweep` and `plots` rebuild tables and figures from
+these files alone.
 """
 
 from __future__ import annotations

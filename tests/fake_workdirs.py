@@ -1,4 +1,4 @@
-"""Writes trainer workdirs in the exact file formats of INTERFACES.md, from hand-chosen curves."""
+"""Writes trainer workdirs in the file formats documented in WORKSPACE.md, from chosen curves."""
 
 from __future__ import annotations
 
