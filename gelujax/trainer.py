@@ -555,8 +555,8 @@ def fit(
         )
         metrics = {"train_loss": to_host(train_loss)}
         for name, split in eval_splits.items():
-          for key, total in program.evaluate(state, split).items():
-            metrics[f"{name}_{key}"] = to_host(total).astype(np.float64) / sizes[name]
+          for key, mean in _mean_metrics(program, state, split, sizes[name]).items():
+            metrics[f"{name}_{key}"] = mean
         diverged = to_host(state.diverged_step) >= 0
         if lead:
           writer.write(
@@ -658,5 +658,13 @@ def evaluate(spec: Any, state: TrainState, split: dict[str, np.ndarray]) -> dict
   if program is None:
     _last_evaluation.clear()
     program = _last_evaluation[key] = _Program(spec, make_mesh(), split)
-  totals = program.evaluate(state, program.put_eval_split(split))
-  return {k: to_host(v).astype(np.float64) / len(split["targets"]) for k, v in totals.items()}
+  return _mean_metrics(program, state, program.put_eval_split(split), len(split["targets"]))
+
+
+def _mean_metrics(
+  program: _Program, state: TrainState, device_split: dict[str, jax.Array], size: int
+) -> dict[str, np.ndarray]:
+  """Each member's metrics over a split from `put_eval_split`: the sums over its ``size``
+  examples divided by ``size``, in float64."""
+  totals = program.evaluate(state, device_split)
+  return {k: to_host(v).astype(np.float64) / size for k, v in totals.items()}
