@@ -142,20 +142,6 @@ class Grid:
   learning_rates: tuple[float, ...]
 
 
-def check_activations(names: Sequence[str]) -> list[str]:
-  """The ``--activations``, each a known activation spec."""
-  from gelujax import activations
-  from gelujax.registry import parse_name
-
-  known = activations.activation_names()
-  for name in names:
-    if parse_name(name)[0] not in known:
-      raise ValueError(
-        f"--activations has {name!r}, which is not an activation; known: {', '.join(known)}."
-      )
-  return list(names)
-
-
 def make_spec(
   task: str, dataset: str | None, epochs: int | None, embeddings: str | None
 ) -> tuple[Any, Any]:
@@ -163,14 +149,17 @@ def make_spec(
   from gelujax import tasks
 
   paper = tasks.get(task)
-  overrides = {k: v for k, v in {"dataset": dataset, "epochs": epochs}.items() if v is not None}
-  if embeddings is not None:
-    if task != "twitter_pos":
-      raise ValueError(
-        f"--embeddings {embeddings} is for --task twitter_pos only (the task is {task})."
-      )
-    overrides["data_options"] = {**paper.data_options, "embeddings": embeddings}
-  return paper, paper.replace(**overrides)
+  if embeddings is not None and task != "twitter_pos":
+    raise ValueError(
+      f"--embeddings {embeddings} is for --task twitter_pos only (the task is {task})."
+    )
+  options = None if embeddings is None else {**paper.data_options, "embeddings": embeddings}
+  flag_values = {
+    "dataset": ("dataset", dataset),
+    "epochs": ("epochs", epochs),
+    "data_options": ("embeddings", options),
+  }
+  return paper, cli.replace_spec(paper, flag_values)
 
 
 def grid_name(activation: str, dropout: float, spec: Any) -> str:
@@ -190,7 +179,9 @@ def make_grids(
   for rate in dropout_rates:
     for activation in activations:
       name = grid_name(activation, rate, spec)
-      run_spec = spec.replace(activation=activation, dropout=rate)
+      run_spec = cli.replace_spec(
+        spec, {"activation": ("activations", activation), "dropout": ("dropout_rates", rate)}
+      )
       grids.append(Grid(name, run_spec, out / "runs" / name, tuple(learning_rates)))
   return grids
 
@@ -646,6 +637,14 @@ def define_flags() -> None:
 def main(argv: Sequence[str]) -> None:
   if len(argv) > 1:
     raise app.UsageError(f"Unexpected arguments: {' '.join(argv[1:])}")
+  try:
+    reproduce()
+  except ValueError as e:  # Bad flag values; a diverged run is reported in the table instead.
+    sys.exit(f"reproduce.py: error: {' '.join(str(e).split())}")
+
+
+def reproduce() -> None:
+  """The whole reproduction the flags describe; ValueError on a bad flag value, before any work."""
   start = time.time()
   if not FLAGS["verbosity"].present:
     # Orbax logs every checkpoint step at INFO; the progress lines are what matter here.
@@ -658,7 +657,7 @@ def main(argv: Sequence[str]) -> None:
   out = Path(FLAGS.out or REPO / "results" / spec.dataset / FLAGS.task)
   seeds = cli.parse_seeds(FLAGS.seeds, spec.seeds)
   learning_rates = cli.parse_floats("learning_rates", FLAGS.learning_rates, spec.learning_rates)
-  activations = check_activations(FLAGS.activations)
+  activations = list(FLAGS.activations)
   default_rates = (0.0,) if noise else PAPER_DROPOUT_RATES.get(task, (spec.dropout,))
   dropout_rates = cli.parse_floats("dropout_rates", FLAGS.dropout_rates, default_rates)
   if noise and dropout_rates != [0.0]:
@@ -666,8 +665,8 @@ def main(argv: Sequence[str]) -> None:
       f"--dropout_rates {FLAGS.dropout_rates} with --task {FLAGS.task}: the noise experiment "
       "evaluates the no-dropout classifiers only; leave --dropout_rates out."
     )
-  out.mkdir(parents=True, exist_ok=True)
   grids = make_grids(spec, activations, dropout_rates, learning_rates, out)
+  out.mkdir(parents=True, exist_ok=True)
   options = {"seeds": seeds, "data_dir": FLAGS.data_dir}
   if noise:
     table, files = reproduce_noise(task, grids, out, **options)

@@ -15,7 +15,7 @@ import sys
 
 from absl import app, flags, logging
 
-from gelujax import activations, cli, data, registry, tasks, trainer
+from gelujax import cli, registry, tasks, trainer
 
 _TASK = flags.DEFINE_string(
   "task", None, "The experiment, one of gelujax.tasks.task_names(), optionally with field "
@@ -60,31 +60,17 @@ def make_spec():
   """The task's spec with the flags' overrides, checked; raises ValueError on a bad value."""
   if registry.parse_name(_TASK.value)[0] not in tasks.task_names():
     raise ValueError(f"--task {_TASK.value!r} is unknown; known: {', '.join(tasks.task_names())}.")
-  spec = tasks.get(_TASK.value)
-  if _ACTIVATION.value is not None:
-    name = registry.parse_name(_ACTIVATION.value)[0]
-    if name not in activations.activation_names():
-      raise ValueError(
-        f"--activation {_ACTIVATION.value!r} is unknown; known: "
-        f"{', '.join(activations.activation_names())}."
-      )
-  if _DATASET.value is not None and _DATASET.value not in data.dataset_names():
-    raise ValueError(
-      f"--dataset {_DATASET.value!r} is unknown; known: {', '.join(data.dataset_names())}."
-    )
-  if _DATASET.value is not None and _DATASET.value not in spec.datasets:
-    raise ValueError(
-      f"--dataset {_DATASET.value!r} does not fit task {spec.name!r}; its datasets: "
-      f"{', '.join(spec.datasets)}."
-    )
-  flag_values = {
-    "activation": _ACTIVATION.value,
-    "dataset": _DATASET.value,
-    "epochs": _EPOCHS.value,
-    "batch_size": _BATCH_SIZE.value,
-    "dropout": _DROPOUT.value,
+  flags_by_field = {
+    field: (flag.name, flag.value)
+    for field, flag in {
+      "activation": _ACTIVATION,
+      "dataset": _DATASET,
+      "epochs": _EPOCHS,
+      "batch_size": _BATCH_SIZE,
+      "dropout": _DROPOUT,
+    }.items()
   }
-  return spec.replace(**{k: v for k, v in flag_values.items() if v is not None})
+  return cli.replace_spec(tasks.get(_TASK.value), flags_by_field)
 
 
 def main(argv: list[str]) -> None:

@@ -1,12 +1,34 @@
 """Parsing of the list-valued flags shared by the scripts in experiments/.
 
 The scripts own their absl flags; these functions turn the raw values of ``flags.DEFINE_list``
-into what ``gelujax`` takes, with one-line errors that name the flag.
+into what ``gelujax`` takes, and apply flags to a task's spec, with one-line errors that name
+the flag.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from gelujax.tasks import SpecError, TaskSpec
+
+
+def replace_spec(spec: TaskSpec, flag_values: Mapping[str, tuple[str, Any]]) -> TaskSpec:
+  """``spec.replace`` with ``{field: (flag, value)}``, skipping unset (None) values.
+
+  ``TaskSpec`` checks every value; a bad one is reported under its flag's name:
+  ``--dropout 1.5 is not valid for task 'mnist': expected a drop rate in [0, 1) ...``.
+  """
+  overrides = {field: value for field, (_, value) in flag_values.items() if value is not None}
+  try:
+    return spec.replace(**overrides)
+  except SpecError as e:
+    if e.field not in flag_values:
+      raise
+    flag = flag_values[e.field][0]
+    raise ValueError(
+      f"--{flag} {e.value!r} is not valid for task {spec.name!r}: expected {e.expected}."
+    ) from None
 
 
 def parse_seeds(values: Sequence[str] | None, default_count: int) -> list[int]:

@@ -339,12 +339,20 @@ _CHECKS: dict[str, tuple[Callable[[TaskSpec, Any], bool], Callable[[TaskSpec], s
 }
 
 
+class SpecError(ValueError):
+  """A TaskSpec field given a value it cannot take; ``expected`` says what it can take."""
+
+  def __init__(self, task: str, field: str, value: Any, expected: str):
+    super().__init__(
+      f"TaskSpec {task!r}: field {field!r} = {value!r} is not valid; expected {expected}."
+    )
+    self.task, self.field, self.value, self.expected = task, field, value, expected
+
+
 def _check_field(spec: TaskSpec, field: str, value: Any) -> None:
   is_valid, valid = _CHECKS[field]
   if not is_valid(spec, value):
-    raise ValueError(
-      f"TaskSpec {spec.name!r}: field {field!r} = {value!r} is not valid; expected {valid(spec)}."
-    )
+    raise SpecError(spec.name, field, value, valid(spec))
 
 
 # ---------------------------------------------------------------------------- optimizers

@@ -1,8 +1,8 @@
-"""Tests for gelujax.cli (the list flags shared by experiments/train.py and reproduce.py)."""
+"""Tests for gelujax.cli (the flag handling shared by experiments/train.py and reproduce.py)."""
 
 import pytest
 
-from gelujax import cli
+from gelujax import cli, tasks
 
 
 @pytest.mark.parametrize(
@@ -27,3 +27,25 @@ def test_parse_floats():
 def test_parse_floats_names_the_flag():
   with pytest.raises(ValueError, match=r"--dropout_rates '0.5,x' is not a list of numbers"):
     cli.parse_floats("dropout_rates", ["0.5", "x"], ())
+
+
+def test_replace_spec_applies_set_flags_and_skips_unset_ones():
+  spec = cli.replace_spec(
+    tasks.get("mnist"), {"activation": ("activation", "relu"), "epochs": ("epochs", None)}
+  )
+  assert (spec.activation, spec.epochs) == ("relu", 50)
+
+
+@pytest.mark.parametrize(
+  ("field", "flag", "value", "message"),
+  [
+    ("activation", "activations", "swish", "--activations 'swish' is not valid for task 'mnist'"),
+    ("dataset", "dataset", "cifar10", "expected one of this task's datasets: mnist, fashion_mnist"),
+    ("dropout", "dropout_rates", 1.0, "--dropout_rates 1.0 is not valid"),
+    ("epochs", "epochs", 0, "--epochs 0 is not valid for task 'mnist': expected an integer"),
+  ],
+)
+def test_replace_spec_names_the_flag_of_a_bad_value(field, flag, value, message):
+  with pytest.raises(ValueError, match=r"^--") as info:
+    cli.replace_spec(tasks.get("mnist"), {field: (flag, value)})
+  assert message in str(info.value) and "TaskSpec" not in str(info.value)

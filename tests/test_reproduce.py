@@ -260,8 +260,9 @@ def write_tiny_mnist(folder, n_train, n_test):
     write_idx(folder / f"{prefix}-labels-idx1-ubyte", labels)
 
 
-def run_reproduce(*flags, cache):
-  """Runs experiments/reproduce.py in a fresh process; returns its stdout."""
+def run_reproduce(*flags, cache, expect_success=True):
+  """Runs experiments/reproduce.py in a fresh process; returns its stdout (or, with
+  ``expect_success=False``, the CompletedProcess)."""
   env = {
     **os.environ,
     "JAX_PLATFORMS": "cpu",
@@ -280,8 +281,30 @@ def run_reproduce(*flags, cache):
     text=True,
     timeout=300,
   )
+  if not expect_success:
+    return result
   assert result.returncode == 0, result.stderr[-3000:]
   return result.stdout
+
+
+@pytest.mark.parametrize(
+  ("flag", "message"),
+  [
+    ("--task=no_such", "no_such"),
+    ("--activations=gelu,swish", "--activations 'swish' is not valid for task 'tiny_mnist'"),
+    ("--dropout_rates=0,1.5", "--dropout_rates 1.5 is not valid for task 'tiny_mnist'"),
+    ("--dataset=cifar10", "--dataset 'cifar10' is not valid for task 'tiny_mnist'"),
+    ("--seeds=0", "--seeds '0' is a count"),
+  ],
+)
+def test_bad_flags_fail_in_one_line_and_write_nothing(tmp_path, flag, message):
+  out = tmp_path / "out"
+  flags = ["--task=tiny_mnist", flag] if not flag.startswith("--task") else [flag]
+  result = run_reproduce(*flags, f"--out={out}", cache=tmp_path / "cache", expect_success=False)
+  assert result.returncode == 1
+  assert result.stderr.startswith("reproduce.py: error: ") and result.stderr.count("\n") == 1
+  assert message in result.stderr
+  assert not out.exists()
 
 
 def read_metrics(workdir):

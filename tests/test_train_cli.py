@@ -72,8 +72,15 @@ def test_help_lists_every_flag_with_its_default():
   ("args", "message"),
   [
     (["--task=no_such_task"], "--task 'no_such_task' is unknown; known: "),
-    (["--task=tiny_mnist", "--activation=no_such"], "--activation 'no_such' is unknown"),
-    (["--task=tiny_mnist", "--dataset=no_such"], "--dataset 'no_such' is unknown"),
+    (
+      ["--task=tiny_mnist", "--activation=no_such"],
+      "--activation 'no_such' is not valid for task 'tiny_mnist': expected an activation name",
+    ),
+    (
+      ["--task=tiny_mnist", "--dataset=cifar10"],
+      "--dataset 'cifar10' is not valid for task 'tiny_mnist': expected one of this task's",
+    ),
+    (["--task=tiny_mnist", "--dropout=1"], "--dropout 1.0 is not valid"),
     (["--task=tiny_mnist", "--learning_rates=1e-3,0"], "every learning rate must be"),
     (["--task=tiny_mnist", "--learning_rates=-1"], "every learning rate must be"),
     (["--task=tiny_mnist", "--learning_rates=fast"], "not a list of numbers"),
