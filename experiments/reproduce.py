@@ -211,6 +211,12 @@ def train_grids(
     print(f"[{i}/{len(grids)}] {grid.name}: {done} ({grid.workdir})", flush=True)
 
 
+def repo_relative(path: Path) -> str:
+  """``path`` relative to the repository when inside it (results are committed), else absolute."""
+  path = path.resolve()
+  return str(path.relative_to(REPO)) if path.is_relative_to(REPO) else str(path)
+
+
 def jsonable(obj: Any) -> Any:
   """``obj`` with non-finite floats as None (JSON has no NaN) and NumPy scalars as Python."""
   if isinstance(obj, Mapping):
@@ -564,7 +570,7 @@ def evaluate_noise_cached(grid: Grid, *, data_dir: str | None, out: Path) -> dic
   result = sweep.evaluate_noise(
     grid.workdir, learning_rate=learning_rate, levels=NOISE_LEVELS, data_dir=data_dir
   )
-  result["workdir"] = str(grid.workdir)
+  result["workdir"] = repo_relative(grid.workdir)
   write_json(path, result)
   print(f"{grid.name}: noise evaluation in {time.time() - start:.1f} s", flush=True)
   return result
@@ -599,7 +605,7 @@ def reproduce_noise(
     out / "noise_robustness.png",
   )
   write_json(out / "summary.json", {"task": task + NOISE_SUFFIX, "runs": results})
-  workdirs = sorted({str(g.workdir.parent) for g in grids})
+  workdirs = sorted({repo_relative(g.workdir.parent) for g in grids})
   return table, [
     "table.md: the table below",
     "summary.json: accuracy and log loss per seed and noise level for every run",
