@@ -67,12 +67,14 @@ class Run:
 
 @dataclasses.dataclass(frozen=True)
 class Stats:
-  """Median, mean and sample standard deviation over the members that did not diverge."""
+  """Median, mean and sample standard deviation over the members that did not diverge, and the
+  values themselves (in seed order)."""
 
   median: float
   mean: float
   std: float
   n: int
+  values: tuple[float, ...] = ()
 
   @classmethod
   def of(cls, values: Sequence[float]) -> Stats:
@@ -80,7 +82,34 @@ class Stats:
       return cls(math.nan, math.nan, math.nan, 0)
     x = np.asarray(values, np.float64)
     std = float(np.std(x, ddof=1)) if len(x) > 1 else math.nan
-    return cls(float(np.median(x)), float(np.mean(x)), std, len(x))
+    return cls(float(np.median(x)), float(np.mean(x)), std, len(x), tuple(map(float, x)))
+
+
+def rank_test(a: Sequence[float], b: Sequence[float]) -> float:
+  """Exact two-sided p-value of the Wilcoxon–Mann–Whitney rank-sum test of samples ``a``, ``b``.
+
+  The null distribution of ``a``'s rank sum is enumerated over every way of drawing ``len(a)`` of
+  the pooled values (ties get mid-ranks), so the p-value is exact for any sample sizes and ties.
+  With n values on each side and no overlap the p-value is its minimum, 2 / C(2n, n): 0.0079 for
+  5 seeds, 0.1 for 3.
+  """
+  pooled = np.concatenate([np.asarray(a, np.float64), np.asarray(b, np.float64)])
+  n, total = len(a), len(pooled)
+  if n == 0 or n == total:
+    return math.nan
+  _, inverse, counts = np.unique(pooled, return_inverse=True, return_counts=True)
+  ends = np.cumsum(counts)
+  ranks2 = (2 * ends - counts + 1)[inverse]  # Twice the mid-ranks: integers.
+  # ways[k, s]: subsets of k pooled values whose doubled ranks sum to s.
+  ways = np.zeros((n + 1, int(ranks2.sum()) + 1))
+  ways[0, 0] = 1.0
+  for r in ranks2:
+    ways[1:, r:] = ways[1:, r:] + ways[:-1, :-r]
+  sums = np.arange(ways.shape[1])
+  centre = n * (total + 1)  # The expected doubled rank sum.
+  observed = abs(int(ranks2[:n].sum()) - centre)
+  extreme = np.abs(sums - centre) >= observed
+  return float(ways[n, extreme].sum() / ways[n].sum())
 
 
 @dataclasses.dataclass(frozen=True)
@@ -397,6 +426,53 @@ def format_table(
       for key, _, extra_scale in extra:
         cells.append(format_number(selected["metrics"].get(key, {}).get("median"), extra_scale))
     lines.append("| " + " | ".join(cells) + " |")
+  return "\n".join(lines) + "\n"
+
+
+def _compare(better: Sequence[float], worse: Sequence[float]) -> str:
+  """A ranking cell: the rank test of two runs' seeds and what it says."""
+  p = rank_test(better, worse)
+  if p < 0.05:
+    apart = ", no seed overlaps" if max(better) < min(worse) else ""
+    return f"p = {p:.2g}: beyond the seed spread{apart}"
+  return f"p = {p:.2g}: within the seed spread"
+
+
+def format_ranking(
+  rows: Sequence[dict[str, Any]], columns: Sequence[tuple[str, str, float]]
+) -> str:
+  """A Markdown table ranking the runs' selected lrs by the median of each metric (lower is
+  better); each run is tested (:func:`rank_test`) against the run just above it and the first.
+
+  Args:
+    rows: :func:`summarize_run` rows.
+    columns: ``(metric, heading, scale)`` for each metric ranked, e.g.
+      ``("best.test_error", "test error (%)", 100.0)``.
+  """
+  lines = [
+    "| metric | rank | run | median | seed range | against the run above | against rank 1 |",
+    "|---|---|---|---|---|---|---|",
+  ]
+  for key, heading, scale in columns:
+    ranked = sorted(
+      (
+        (row["run"], stats)
+        for row in rows
+        if row["selected"] is not None
+        and (stats := row["selected"]["metrics"].get(key)) is not None
+        and stats["n"] > 0
+      ),
+      key=lambda item: item[1]["median"],
+    )
+    for rank, (run, stats) in enumerate(ranked, 1):
+      values = stats["values"]
+      above = _compare(ranked[rank - 2][1]["values"], values) if rank > 1 else ""
+      first = _compare(ranked[0][1]["values"], values) if rank > 2 else ""
+      lines.append(
+        f"| {heading if rank == 1 else ''} | {rank} | {run} | "
+        f"{format_number(stats['median'], scale)} | {format_number(min(values), scale)}–"
+        f"{format_number(max(values), scale)} | {above} | {first} |"
+      )
   return "\n".join(lines) + "\n"
 
 

@@ -75,6 +75,17 @@ def test_mnist_table_figure_and_summary(tmp_path):
   assert "| relu | 0.001 | 0/3 | 0.007 | 0.003 | 0.003 ± 0.001 | 3 | 0.25 |" in lines
   assert "| gelu_tanh_dropout0.5 | 0.001 | 0/3 | 0.044 | 0.05 | 0.05 ± 0.01 | 1 | 0.25 |" in lines
   assert "| relu | 0.0001 | 0/3 | 0.4 (validation_loss) | 1 |" in lines
+  # Ranked within each dropout rate: relu's train losses (0.002-0.004) all lie below gelu_tanh's
+  # (0.006-0.010), the smallest p of 3 seeds a side, 2 / C(6, 3) = 0.1.
+  dropout_0 = lines.index("### Dropout rate 0")
+  assert lines[dropout_0 + 4 : dropout_0 + 6] == [
+    "| final train log loss (nats) | 1 | relu | 0.003 | 0.002–0.004 |  |  |",
+    "|  | 2 | gelu_tanh | 0.008 | 0.006–0.01 | p = 0.1: within the seed spread |  |",
+  ]
+  dropout_half = lines.index("### Dropout rate 0.5")
+  assert lines[dropout_half + 4].startswith(
+    "| final train log loss (nats) | 1 | gelu_tanh_dropout0.5 |"
+  )
   summary = json.loads((out / "summary.json").read_text())
   assert summary["report"]["metric"] == "final.train_loss"
   assert [r["run"] for r in summary["rows"]] == [g.name for g in grids]

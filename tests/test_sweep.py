@@ -3,6 +3,8 @@
 Every expected selection, median, mean and std below is computed by hand from the chosen values.
 """
 
+import dataclasses
+import itertools
 import math
 import sys
 import types
@@ -10,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import scipy.stats
 
 import gelujax
 from gelujax import sweep
@@ -291,3 +294,67 @@ def test_noise_table_interpolates_between_levels():
     "| log loss a=0 | log loss a=1 | log loss a=3 |"
   )
   assert lines[2] == "| gelu_tanh | 0.001 | 1/3 | 0.97 (0.98) | 0.71 | 0.25 | 0.2 | 1.35 | 4.5 |"
+
+
+def brute_force_rank_test(a, b):
+  """The two-sided rank-sum p-value by listing every split of the pooled values (mid-ranks)."""
+  pooled = np.concatenate([a, b])
+  order = np.argsort(pooled, kind="stable")
+  ranks = np.empty(len(pooled))
+  ranks[order] = np.arange(1, len(pooled) + 1)
+  for value in np.unique(pooled):  # Ties share the mean of their ranks.
+    ranks[pooled == value] = ranks[pooled == value].mean()
+  centre = len(a) * (len(pooled) + 1) / 2
+  observed = abs(ranks[: len(a)].sum() - centre)
+  splits = list(itertools.combinations(range(len(pooled)), len(a)))
+  extreme = sum(abs(ranks[list(s)].sum() - centre) >= observed - 1e-9 for s in splits)
+  return extreme / len(splits)
+
+
+@pytest.mark.parametrize("sizes", [(5, 5), (3, 3), (3, 7), (6, 4), (1, 4)])
+def test_rank_test_matches_scipy_exact_without_ties(sizes):
+  rng = np.random.default_rng(sum(sizes))
+  for shift in (0.0, 0.5, 3.0):
+    a, b = rng.normal(size=sizes[0]), rng.normal(shift, size=sizes[1])
+    expected = scipy.stats.mannwhitneyu(a, b, alternative="two-sided", method="exact").pvalue
+    assert sweep.rank_test(a, b) == pytest.approx(expected, rel=1e-12)
+
+
+def test_rank_test_with_ties_matches_enumeration():
+  rng = np.random.default_rng(0)
+  for _ in range(10):
+    a, b = rng.integers(0, 4, size=5) / 4, rng.integers(1, 5, size=4) / 4
+    assert sweep.rank_test(a, b) == pytest.approx(brute_force_rank_test(a, b), rel=1e-12)
+
+
+def test_rank_test_separated_seeds_by_hand():
+  # No overlap: only the 2 most extreme of C(10, 5) = 252 splits are as extreme.
+  assert sweep.rank_test([1, 2, 3, 4, 5], [6, 7, 8, 9, 10]) == pytest.approx(2 / 252)
+  assert sweep.rank_test([3, 2, 1], [4, 6, 5]) == pytest.approx(2 / 20)
+  assert sweep.rank_test([1, 1, 1], [1, 1, 1]) == 1.0
+
+
+def ranking_row(run, values):
+  stats = sweep.Stats.of(values)
+  selected = {"metrics": {"best.test_error": dataclasses.asdict(stats)}}
+  return {"run": run, "selected": selected}
+
+
+def test_format_ranking_orders_by_median_and_tests_neighbours():
+  rows = [
+    ranking_row("relu", [0.30, 0.31, 0.32, 0.33, 0.34]),
+    ranking_row("gelu", [0.10, 0.11, 0.12, 0.13, 0.14]),
+    ranking_row("elu", [0.29, 0.35, 0.36, 0.37, 0.38]),
+    {"run": "silu", "selected": None},  # Every member diverged: not ranked.
+  ]
+  lines = sweep.format_ranking(rows, [("best.test_error", "error (%)", 100.0)]).splitlines()
+  assert len(lines) == 5
+  assert lines[2] == "| error (%) | 1 | gelu | 12 | 10–14 |  |  |"
+  assert lines[3] == (
+    "|  | 2 | relu | 32 | 30–34 | p = 0.0079: beyond the seed spread, no seed overlaps |  |"
+  )
+  # elu against relu: ranks 1 and 6-10 vs 2-5 -> U far from extreme; against gelu: apart.
+  assert "| 3 | elu | 36 | 29–38 | p = " in lines[4]
+  assert lines[4].endswith(
+    "within the seed spread | p = 0.0079: beyond the seed spread, no seed overlaps |"
+  )
