@@ -270,7 +270,9 @@ def draw_loss_figure(
       label = series_label(run.activation, selected)
       series[label] = plots.run_curves(run, selected["learning_rate"], loss_keys(run))
   fig = plots.plot_curves(
-    panels, ylabel="log loss (nats)", title=f"{task}: training (dark) and held-out (light) loss"
+    panels,
+    ylabel="log loss (nats)",
+    title=f"{task} on {runs[0].config['dataset']}: training (dark) and held-out (light) loss",
   )
   return plots.save_figure(fig, out / "loss_curves.png")
 
@@ -286,7 +288,9 @@ def draw_autoencoder_figure(runs: Sequence[sweep.Run], rows: Sequence[dict[str, 
         run, lr, ("train_loss", "test_loss")
       )
   fig = plots.plot_curves(
-    panels, ylabel="reconstruction MSE", title="MNIST autoencoder: train (dark) and test (light)"
+    panels,
+    ylabel="reconstruction MSE",
+    title=f"autoencoder on {runs[0].config['dataset']}: train (dark) and test (light)",
   )
   return plots.save_figure(fig, out / "reconstruction_curves.png")
 
@@ -350,9 +354,9 @@ def write_table(
     "## Ranking and seed-to-seed spread\n\n"
     "Per metric of the table, the runs by median (lower is better). Each run is compared with "
     "the run ranked just above it and with the first by the exact two-sided Wilcoxon–Mann–Whitney "
-    "rank-sum test over seeds: p < 0.05 counts as a difference beyond the seed-to-seed spread. With n seeds a side "
-    "the smallest possible p is 2 / C(2n, n): 0.0079 for 5 seeds, 0.1 for 3, so with 3 seeds no "
-    "difference can reach it.\n"
+    "rank-sum test over seeds: p < 0.05 counts as a difference beyond the seed-to-seed spread. "
+    "With n seeds a side the smallest possible p is 2 / C(2n, n): 0.0079 for 5 seeds, 0.1 for 3, "
+    "so with 3 seeds no difference can reach it.\n"
   )
   columns = [(report.metric, report.label, report.scale), *extra]
   by_dropout: dict[float, list[dict[str, Any]]] = {}
@@ -617,7 +621,9 @@ def reproduce_noise(
     for name, r in results.items()
   }
   figure = plots.save_figure(
-    plots.plot_noise(labels, title=f"{task}: robustness to input noise"),
+    plots.plot_noise(
+      labels, title=f"{task} on {grids[0].spec.dataset}: robustness to input noise (test set)"
+    ),
     out / "noise_robustness.png",
   )
   write_json(out / "summary.json", {"task": task + NOISE_SUFFIX, "runs": results})
