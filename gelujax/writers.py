@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import sys
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -168,7 +169,31 @@ def _values(record: dict[str, Any]) -> dict[str, Any]:
 
 
 def progress_bar(total: int, initial: int, enabled: bool) -> tqdm.tqdm:
-  """An epoch progress bar, shown only on a terminal (and never when not ``enabled``)."""
+  """An epoch progress bar on stderr unless not ``enabled``: live on a terminal; written to a log
+  file (a background run's ``2> log``) at most once a minute, one line each."""
+  interactive = sys.stderr.isatty()
   return tqdm.tqdm(
-    total=total, initial=initial, unit="epoch", disable=None if enabled else True, leave=True
+    total=total,
+    initial=initial,
+    unit="epoch",
+    disable=not enabled,
+    leave=True,
+    mininterval=0.1 if interactive else 60.0,
+    ascii=None if interactive else True,
+    file=sys.stderr if interactive else _LineFile(sys.stderr),
   )
+
+
+class _LineFile:
+  """A stream that ends each of tqdm's refreshes with a newline, so a log file gets lines."""
+
+  def __init__(self, stream):
+    self._stream = stream
+
+  def write(self, text: str) -> None:
+    text = text.strip("\r\n")
+    if text:
+      self._stream.write(text + "\n")
+
+  def flush(self) -> None:
+    self._stream.flush()

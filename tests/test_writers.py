@@ -119,3 +119,22 @@ def test_summarize_selects_on_test_without_validation_split():
   records = [make_record(0, 1.0, test_loss=0.2), make_record(0, 2.0, test_loss=0.3)]
   summary = writers.summarize(config, records, [None], "validation_loss")
   assert summary["members"][0]["best_epoch"] == 1.0
+
+
+def test_progress_bar_writes_whole_lines_to_a_log(capsys):
+  # Under pytest stderr is not a terminal, as in `reproduce.py ... 2> log`.
+  bar = writers.progress_bar(total=3, initial=1, enabled=True)
+  bar.update(2)
+  bar.close()
+  err = capsys.readouterr().err
+  assert "\r" not in err and err.endswith("\n")
+  lines = err.splitlines()
+  assert lines[0].startswith(" 33%") and "1/3" in lines[0]
+  assert lines[-1].startswith("100%") and "3/3" in lines[-1]
+
+
+def test_progress_bar_disabled_writes_nothing(capsys):
+  bar = writers.progress_bar(total=3, initial=0, enabled=False)
+  bar.update(3)
+  bar.close()
+  assert capsys.readouterr().err == ""
