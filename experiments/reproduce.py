@@ -554,8 +554,8 @@ def reproduce_runs(
     "table.md: the table below",
     "summary.json: the table's numbers (every lr of every run, median/mean/std over seeds)",
     f"{figure.name}: median over seeds with min–max bands",
-    "runs/<run>/: the trainer's workdirs (config.json, metrics.jsonl, summary.json, "
-    "tensorboard/, checkpoints/)",
+    "runs/<run>/: the trainer's workdirs: config.json, metrics.jsonl, summary.json (and "
+    "tensorboard/, checkpoints/, which git does not track under results/)",
   ]
 
 
