@@ -29,6 +29,7 @@ SPLIT_STYLES = {
 }
 BAND_ALPHA = 0.15
 PANEL_SIZE = (5.0, 4.0)
+LEGEND_WIDTH = 2.6  # Inches beside each loss-curve panel for its legend.
 
 
 class PlainLogFormatter(LogFormatter):
@@ -52,8 +53,10 @@ def _colors(panels: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
   return {label: f"C{names.index(label.split()[0]) % 10}" for label in labels}
 
 
-def _new_figure(columns: int) -> tuple[Figure, list[Any]]:
-  fig = Figure(figsize=(PANEL_SIZE[0] * columns, PANEL_SIZE[1]), layout="constrained")
+def _new_figure(columns: int, legend_width: float = 0.0) -> tuple[Figure, list[Any]]:
+  """A row of ``columns`` panels, each ``legend_width`` inches wider for a legend beside it."""
+  width = (PANEL_SIZE[0] + legend_width) * columns
+  fig = Figure(figsize=(width, PANEL_SIZE[1]), layout="constrained")
   FigureCanvasAgg(fig)
   return fig, list(fig.subplots(1, columns, squeeze=False)[0])
 
@@ -85,7 +88,7 @@ def plot_curves(
   Returns:
     The figure: per panel, one line and one min-max band per drawn curve.
   """
-  fig, axes = _new_figure(len(panels))
+  fig, axes = _new_figure(len(panels), legend_width=LEGEND_WIDTH)
   colors = _colors(panels)
   for ax, (panel, series) in zip(axes, panels.items(), strict=True):
     splits = []
@@ -101,7 +104,8 @@ def plot_curves(
       Line2D([], [], color="black", lw=SPLIT_STYLES[s][1], alpha=SPLIT_STYLES[s][2]) for s in splits
     ]
     names = list(series) + [f"{SPLIT_STYLES[s][0]} (median, min–max band)" for s in splits]
-    ax.legend(handles, names, fontsize="small")
+    # Beside the panel: the curves fill the whole axes area, a legend inside would hide some.
+    ax.legend(handles, names, fontsize="small", loc="upper left", bbox_to_anchor=(1.02, 1.0))
     if logy:
       ax.set_yscale("log")
       # Plain numbers (0.05, 2.2) rather than 5 x 10^-2; minor ticks labelled on short ranges.
