@@ -51,6 +51,15 @@ RETRAIN_SUFFIX = "_train_on_all"
 
 FLAGS = flags.FLAGS
 
+RANKING_INTRO = (
+  "## Ranking and seed-to-seed spread\n\n"
+  "Per metric of the table, the runs by median, best first (losses and errors: lowest; "
+  "accuracies: highest). Each run is compared with the run ranked just above it and with the "
+  "first by the exact two-sided Wilcoxon–Mann–Whitney rank-sum test over seeds: p < 0.05 counts "
+  "as a difference beyond the seed-to-seed spread. With n seeds a side the smallest possible p "
+  "is 2 / C(2n, n): 0.0079 for 5 seeds, 0.1 for 3, so with 3 seeds no difference can reach it.\n"
+)
+
 
 @dataclasses.dataclass(frozen=True)
 class Report:
@@ -350,14 +359,7 @@ def write_table(
     "Diverged members are left out of every statistic and counted in `diverged`; an lr whose "
     "members all diverged is never selected. std is the sample standard deviation over seeds.\n"
   )
-  text.append(
-    "## Ranking and seed-to-seed spread\n\n"
-    "Per metric of the table, the runs by median (lower is better). Each run is compared with "
-    "the run ranked just above it and with the first by the exact two-sided Wilcoxon–Mann–Whitney "
-    "rank-sum test over seeds: p < 0.05 counts as a difference beyond the seed-to-seed spread. "
-    "With n seeds a side the smallest possible p is 2 / C(2n, n): 0.0079 for 5 seeds, 0.1 for 3, "
-    "so with 3 seeds no difference can reach it.\n"
-  )
+  text.append(RANKING_INTRO)
   columns = [(report.metric, report.label, report.scale), *extra]
   by_dropout: dict[float, list[dict[str, Any]]] = {}
   for row in rows:
@@ -365,7 +367,11 @@ def write_table(
   for rate, group in by_dropout.items():
     if len(by_dropout) > 1:
       text.append(f"### Dropout rate {rate:g}\n")
-    text.append(sweep.format_ranking(group, columns))
+    ranked = [
+      sweep.Ranked(heading, sweep.selected_values(group, key), scale)
+      for key, heading, scale in columns
+    ]
+    text.append(sweep.format_ranking(ranked))
   if selection_rows is not rows:
     text.append(
       "The rows above are runs retrained on the whole train file at the lr selected on the "
@@ -608,10 +614,23 @@ def reproduce_noise(
   table = "\n".join(
     [
       f"# {task}{NOISE_SUFFIX}: test accuracy and log loss under Unif[-a, a] pixel noise\n",
-      "Median over the seeds of each run's selected lr (selected on validation loss); a = 1 "
-      "lies between two evaluated levels and is interpolated linearly. Paper: GELU's accuracy "
-      "read off Fig. 3 (approximate); its GELU is `gelu_tanh`.\n",
+      "Each run's classifiers at its selected lr (selected on validation loss), restored after "
+      "their last epoch and evaluated on the test set; median over seeds. a = 1 lies between two "
+      "evaluated levels and is interpolated linearly. Paper: GELU's accuracy read off Fig. 3 "
+      "(approximate); its GELU is `gelu_tanh`.\n",
       sweep.format_noise_table(results, paper=PAPER_NOISE_ACCURACY),
+      RANKING_INTRO,
+      sweep.format_ranking(
+        [
+          sweep.Ranked(
+            f"{name} a={a:g}",
+            {run: sweep.noise_values(r, key, a) for run, r in results.items()},
+            lower_is_better=key == "loss",
+          )
+          for key, name in (("accuracy", "test accuracy"), ("loss", "test log loss"))
+          for a in (1.0, 3.0)
+        ]
+      ),
     ]
   )
   (out / "table.md").write_text(table)

@@ -433,45 +433,57 @@ def _compare(better: Sequence[float], worse: Sequence[float]) -> str:
   """A ranking cell: the rank test of two runs' seeds and what it says."""
   p = rank_test(better, worse)
   if p < 0.05:
-    apart = ", no seed overlaps" if max(better) < min(worse) else ""
-    return f"p = {p:.2g}: beyond the seed spread{apart}"
+    separated = max(better) < min(worse) or min(better) > max(worse)
+    return f"p = {p:.2g}: beyond the seed spread" + (", no seed overlaps" if separated else "")
   return f"p = {p:.2g}: within the seed spread"
 
 
-def format_ranking(
-  rows: Sequence[dict[str, Any]], columns: Sequence[tuple[str, str, float]]
-) -> str:
-  """A Markdown table ranking the runs' selected lrs by the median of each metric (lower is
-  better); each run is tested (:func:`rank_test`) against the run just above it and the first.
+@dataclasses.dataclass(frozen=True)
+class Ranked:
+  """One metric to rank runs by: its per-seed values for every run.
 
-  Args:
-    rows: :func:`summarize_run` rows.
-    columns: ``(metric, heading, scale)`` for each metric ranked, e.g.
-      ``("best.test_error", "test error (%)", 100.0)``.
+  Attributes:
+    heading: the metric's name in the table, with units.
+    values: run name -> the metric over its seeds (non-diverged members).
+    scale: multiplies the values shown (100 for percent).
+    lower_is_better: False for accuracies.
   """
+
+  heading: str
+  values: Mapping[str, Sequence[float]]
+  scale: float = 1.0
+  lower_is_better: bool = True
+
+
+def selected_values(rows: Sequence[dict[str, Any]], key: str) -> dict[str, list[float]]:
+  """Run name -> the per-seed values of ``key`` (e.g. ``"best.test_error"``) at the selected lr
+  of each :func:`summarize_run` row; runs without a selected lr or without ``key`` are left out."""
+  values = {}
+  for row in rows:
+    stats = (row["selected"] or {}).get("metrics", {}).get(key)
+    if stats is not None and stats["n"] > 0:
+      values[row["run"]] = list(stats["values"])
+  return values
+
+
+def format_ranking(metrics: Sequence[Ranked]) -> str:
+  """A Markdown table ranking the runs by their median of each metric, best first; each run is
+  tested (:func:`rank_test`) against the run just above it and against the first."""
   lines = [
     "| metric | rank | run | median | seed range | against the run above | against rank 1 |",
     "|---|---|---|---|---|---|---|",
   ]
-  for key, heading, scale in columns:
-    ranked = sorted(
-      (
-        (row["run"], stats)
-        for row in rows
-        if row["selected"] is not None
-        and (stats := row["selected"]["metrics"].get(key)) is not None
-        and stats["n"] > 0
-      ),
-      key=lambda item: item[1]["median"],
-    )
-    for rank, (run, stats) in enumerate(ranked, 1):
-      values = stats["values"]
-      above = _compare(ranked[rank - 2][1]["values"], values) if rank > 1 else ""
-      first = _compare(ranked[0][1]["values"], values) if rank > 2 else ""
+  for metric in metrics:
+    sign = 1.0 if metric.lower_is_better else -1.0
+    ranked = sorted(metric.values.items(), key=lambda item: sign * float(np.median(item[1])))
+    for rank, (run, values) in enumerate(ranked, 1):
+      above = _compare(ranked[rank - 2][1], values) if rank > 1 else ""
+      first = _compare(ranked[0][1], values) if rank > 2 else ""
       lines.append(
-        f"| {heading if rank == 1 else ''} | {rank} | {run} | "
-        f"{format_number(stats['median'], scale)} | {format_number(min(values), scale)}–"
-        f"{format_number(max(values), scale)} | {above} | {first} |"
+        f"| {metric.heading if rank == 1 else ''} | {rank} | {run} | "
+        f"{format_number(float(np.median(values)), metric.scale)} | "
+        f"{format_number(min(values), metric.scale)}–{format_number(max(values), metric.scale)} "
+        f"| {above} | {first} |"
       )
   return "\n".join(lines) + "\n"
 
@@ -571,6 +583,11 @@ def noise_curve(result: Mapping[str, Any], key: str) -> Curve:
     high=values.max(axis=0),
     members=values.shape[0],
   )
+
+
+def noise_values(result: Mapping[str, Any], key: str, a: float) -> list[float]:
+  """Each seed's ``key`` at noise level ``a``, linearly interpolated between levels."""
+  return [float(np.interp(a, result["levels"], seed)) for seed in result[key]]
 
 
 def noise_at(result: Mapping[str, Any], key: str, a: float) -> float:

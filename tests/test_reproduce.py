@@ -406,5 +406,9 @@ def test_tiny_mnist_end_to_end_resume_and_noise(tmp_path):
   np.testing.assert_allclose(accuracy[:, 0], 1 - np.asarray(final_errors), atol=1e-6)
   # Pixel noise of half-width 3 swamps this data's signal (a block 0.75 brighter).
   assert np.all(accuracy[:, -1] < accuracy[:, 0])
-  assert "| gelu | " in (noise_out / "table.md").read_text()
+  noise_table = (noise_out / "table.md").read_text()
+  assert "| gelu | " in noise_table
+  # One run: ranked first under each of the four noise metrics, with nothing to test against.
+  assert noise_table.count("| 1 | gelu | ") == 4
+  assert "| test accuracy a=3 | 1 | gelu | " in noise_table
   assert (noise_out / "noise_robustness.png").stat().st_size > 10_000

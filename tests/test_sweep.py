@@ -347,7 +347,9 @@ def test_format_ranking_orders_by_median_and_tests_neighbours():
     ranking_row("elu", [0.29, 0.35, 0.36, 0.37, 0.38]),
     {"run": "silu", "selected": None},  # Every member diverged: not ranked.
   ]
-  lines = sweep.format_ranking(rows, [("best.test_error", "error (%)", 100.0)]).splitlines()
+  values = sweep.selected_values(rows, "best.test_error")
+  assert list(values) == ["relu", "gelu", "elu"]
+  lines = sweep.format_ranking([sweep.Ranked("error (%)", values, 100.0)]).splitlines()
   assert len(lines) == 5
   assert lines[2] == "| error (%) | 1 | gelu | 12 | 10–14 |  |  |"
   assert lines[3] == (
@@ -358,3 +360,17 @@ def test_format_ranking_orders_by_median_and_tests_neighbours():
   assert lines[4].endswith(
     "within the seed spread | p = 0.0079: beyond the seed spread, no seed overlaps |"
   )
+
+
+def test_format_ranking_higher_is_better():
+  accuracy = {"relu": [0.5, 0.52, 0.51], "gelu": [0.6, 0.61, 0.62]}
+  lines = sweep.format_ranking([sweep.Ranked("accuracy", accuracy, lower_is_better=False)])
+  rows = lines.splitlines()[2:]
+  assert rows[0].startswith("| accuracy | 1 | gelu | 0.61 | 0.6–0.62 |")
+  # 3 seeds a side, all apart: p = 2 / C(6, 3) = 0.1, not enough.
+  assert rows[1] == "|  | 2 | relu | 0.51 | 0.5–0.52 | p = 0.1: within the seed spread |  |"
+
+
+def test_noise_values_interpolate_each_seed():
+  result = {"levels": [0.0, 2.0], "accuracy": [[0.9, 0.5], [0.8, 0.2]]}
+  assert sweep.noise_values(result, "accuracy", 1.0) == pytest.approx([0.7, 0.5])
