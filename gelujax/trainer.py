@@ -566,7 +566,7 @@ def fit(
           )
       if epoch % checkpoint_every == 0 or epoch == spec.epochs or diverged.all():
         checkpointer.save(epoch, state)
-      bar.set_postfix(_describe_progress(metrics, diverged))
+      bar.set_postfix(_describe_progress(metrics, diverged), refresh=False)  # update() draws.
       bar.update(1)
       if diverged.all():
         break
