@@ -24,6 +24,7 @@ import math
 import os
 import platform
 import shlex
+import signal
 import sys
 import time
 from collections.abc import Mapping, Sequence
@@ -209,13 +210,19 @@ def train_grids(
       "epochs ...",
       flush=True,
     )
-    _, trained = sweep.run_grid(
-      grid.spec, grid.workdir, seeds=seeds, learning_rates=grid.learning_rates, data_dir=data_dir
-    )
-    elapsed = time.time() - start
-    if trained:
-      timings[grid.name] = timings.get(grid.name, 0.0) + elapsed
-      write_json(timings_path, timings)
+    trained = False
+    try:
+      _, trained = sweep.run_grid(
+        grid.spec, grid.workdir, seeds=seeds, learning_rates=grid.learning_rates, data_dir=data_dir
+      )
+    except (KeyboardInterrupt, SystemExit):  # Ctrl-C or SIGTERM: keep the time trained so far.
+      trained = True
+      raise
+    finally:
+      elapsed = time.time() - start
+      if trained:
+        timings[grid.name] = timings.get(grid.name, 0.0) + elapsed
+        write_json(timings_path, timings)
     done = f"trained in {elapsed:.1f} s" if trained else "finished earlier: skipped"
     print(f"[{i}/{len(grids)}] {grid.name}: {done} ({grid.workdir})", flush=True)
 
@@ -684,6 +691,8 @@ def define_flags() -> None:
 def main(argv: Sequence[str]) -> None:
   if len(argv) > 1:
     raise app.UsageError(f"Unexpected arguments: {' '.join(argv[1:])}")
+  # `kill` unwinds like Ctrl-C: checkpoints being written are finished, training time is kept.
+  signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
   try:
     reproduce()
   except ValueError as e:  # Bad flag values; a diverged run is reported in the table instead.

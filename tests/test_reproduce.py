@@ -5,6 +5,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 import types
 from pathlib import Path
 
@@ -412,3 +413,22 @@ def test_tiny_mnist_end_to_end_resume_and_noise(tmp_path):
   assert noise_table.count("| 1 | gelu | ") == 4
   assert "| test accuracy a=3 | 1 | gelu | " in noise_table
   assert (noise_out / "noise_robustness.png").stat().st_size > 10_000
+
+
+@pytest.mark.parametrize(
+  ("error", "recorded"), [(KeyboardInterrupt, True), (SystemExit, True), (ValueError, False)]
+)
+def test_an_interrupted_grid_keeps_its_training_time(tmp_path, monkeypatch, error, recorded):
+  (tmp_path / "timings.json").write_text(json.dumps({"gelu": 65.0}))
+
+  def interrupted(*args, **kwargs):
+    time.sleep(0.01)
+    raise error("stop")
+
+  monkeypatch.setattr(reproduce.sweep, "run_grid", interrupted)
+  grid = reproduce.Grid("gelu", types.SimpleNamespace(epochs=3), tmp_path / "gelu", (1e-3,))
+  with pytest.raises(error):
+    reproduce.train_grids([grid], seeds=[0], data_dir=None, out=tmp_path)
+  timings = json.loads((tmp_path / "timings.json").read_text())
+  # Interrupted: the seconds of this invocation are added (a failure trained nothing).
+  assert (timings["gelu"] > 65.0) == recorded and timings["gelu"] >= 65.0
