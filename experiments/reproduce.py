@@ -316,6 +316,18 @@ def at_learning_rate(row: dict[str, Any], learning_rate: float) -> dict[str, Any
   return next((g for g in row["grid"] if math.isclose(g["learning_rate"], learning_rate)), None)
 
 
+def describe_selection(task: str) -> str:
+  """How the table picks each run's lr, for the README."""
+  selection = (
+    "one selected per run: lowest median over seeds of the best validation metric, or of the "
+    "test metric where the task has no validation split"
+  )
+  report = REPORTS.get(task)
+  if report is not None and report.learning_rate is not None:
+    return f"the table compares at the paper's lr {report.learning_rate:g}; {selection}"
+  return selection
+
+
 def write_table(
   task: str,
   rows: Sequence[dict[str, Any]],
@@ -337,6 +349,7 @@ def write_table(
     )
     if key in available and key != report.metric
   ]
+  retrained = selection_rows is not rows
   select = selection_rows[0]["select_metric"]
   where = f"the lr selected on {select}"
   if report.learning_rate is not None:
@@ -379,10 +392,15 @@ def write_table(
       for key, heading, scale in columns
     ]
     text.append(sweep.format_ranking(ranked))
-  if selection_rows is not rows:
+  if retrained:
     text.append(
       "The rows above are runs retrained on the whole train file at the lr selected on the "
       "validation split, as the paper does; the selection:\n"
+    )
+  elif report.learning_rate is not None:
+    text.append(
+      f"The rows above are at the paper's lr {report.learning_rate:g}; below, every lr, with "
+      f"`(selected)` marking the one of lowest median best {select}:\n"
     )
   text.append("## Every learning rate\n")
   text.append(
@@ -736,8 +754,8 @@ def reproduce() -> None:
       f"Task {task}: model {spec.model}, batch size {spec.batch_size}, {spec.epochs} epochs",
       f"Activations: {', '.join(activations)}",
       f"Dropout rates: {', '.join(f'{r:g}' for r in dropout_rates)}",
-      f"Learning rates: {', '.join(f'{lr:g}' for lr in learning_rates)} (one selected per run: "
-      "lowest median over seeds of the best validation metric)",
+      f"Learning rates: {', '.join(f'{lr:g}' for lr in learning_rates)} "
+      f"({describe_selection(task)})",
       f"Seeds: {', '.join(map(str, seeds))}",
       *(
         [

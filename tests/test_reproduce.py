@@ -122,6 +122,8 @@ def test_autoencoder_figure_has_a_panel_per_lr(tmp_path, monkeypatch):
   assert "final test MSE, median over seeds at lr 0.001 (the paper's)" in table
   assert "| elu | 0.001 | 0/3 | 0.006 | 0.021 | 0.021 ± 0 |" in table
   assert "| elu | 0.0001 (selected) | 0/3 | 0.0201 (test_loss) | 0.0201 |" in table
+  assert "retrained" not in table
+  assert "The rows above are at the paper's lr 0.001" in table
 
 
 @dataclasses.dataclass(frozen=True)
