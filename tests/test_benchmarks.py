@@ -54,3 +54,26 @@ def test_training_benchmark_runs_and_writes_its_report(tmp_path):
   assert set(result["targets"]) <= set(result["ratios"])
   report = (tmp_path / "training.md").read_text()
   assert "python benchmarks/training.py --quick" in report and "## Targets" in report
+
+
+def test_conv_benchmark_runs_and_writes_its_report(tmp_path):
+  subprocess.run(
+    [sys.executable, str(ROOT / "benchmarks" / "conv.py"), "--quick", "--output-dir",
+     str(tmp_path)],
+    check=True, capture_output=True, text=True, timeout=300,
+  )  # fmt: skip
+  result = json.loads((tmp_path / "conv.json").read_text())
+  contenders = {row["contender"] for row in result["rows"]}
+  assert contenders == {
+    f"{conv}, {how}"
+    for conv in ("lax (JAX's VJP)", "gelujax")
+    for how in ("in a scan", "separate calls")
+  }
+  assert all(len(row["seconds"]) == 1 and row["seconds"][0] > 0 for row in result["rows"])
+  (ratios,) = result["ratios"].values()
+  assert set(ratios) == {
+    "lax in a scan / gelujax in a scan",
+    "gelujax in a scan / gelujax separate calls",
+    "gelujax separate calls / lax separate calls",
+  }
+  assert "python benchmarks/conv.py --quick" in (tmp_path / "conv.md").read_text()

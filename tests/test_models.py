@@ -11,7 +11,14 @@ import numpy as np
 import pytest
 from flax.errors import InvalidRngError
 
-from gelujax.models import MLP, MODELS, WideResNet, WideResNetBlock, unit_norm_init
+from gelujax.models import (
+  MLP,
+  MODELS,
+  WideResNet,
+  WideResNetBlock,
+  conv_general_dilated,
+  unit_norm_init,
+)
 
 
 def np_gelu_tanh(x):
@@ -447,3 +454,74 @@ def test_mlp_dropout_rate_and_scaling():
   kept = hidden != 0
   assert abs(kept.mean() - 0.7) < 0.03
   np.testing.assert_allclose(hidden[kept], 1 / 0.7, rtol=1e-6)
+
+
+# ------------------------------------------------------------------------ convolution
+
+
+def np_conv_and_grads(x, kernel, stride, pads, g):
+  """NumPy float64: y = conv(x, kernel) and the gradients of sum(y * g), by shifted slices."""
+  (top, bottom), (left, right) = pads
+  padded = np.pad(x, ((0, 0), (top, bottom), (left, right), (0, 0)))
+  kh, kw = kernel.shape[:2]
+  out_h = (padded.shape[1] - kh) // stride + 1
+  out_w = (padded.shape[2] - kw) // stride + 1
+  y = np.zeros((len(x), out_h, out_w, kernel.shape[3]))
+  d_padded, d_kernel = np.zeros_like(padded), np.zeros_like(kernel)
+  for i, j in itertools.product(range(kh), range(kw)):
+    rows = slice(i, i + stride * (out_h - 1) + 1, stride)
+    cols = slice(j, j + stride * (out_w - 1) + 1, stride)
+    y += padded[:, rows, cols] @ kernel[i, j]
+    d_kernel[i, j] = np.einsum("bhwc,bhwo->co", padded[:, rows, cols], g)
+    d_padded[:, rows, cols] += g @ kernel[i, j].T
+  d_x = d_padded[:, top : top + x.shape[1], left : left + x.shape[2]]
+  return y, d_x, d_kernel
+
+
+@pytest.mark.parametrize(
+  ("kernel_size", "stride", "padding", "pads"),
+  [
+    (3, 1, ((1, 1), (1, 1)), ((1, 1), (1, 1))),
+    (3, 2, ((1, 1), (1, 1)), ((1, 1), (1, 1))),
+    (3, 1, "VALID", ((0, 0), (0, 0))),
+    (1, 2, "VALID", ((0, 0), (0, 0))),
+    (3, 2, "SAME", ((0, 1), (1, 1))),  # 8 rows, 9 columns: TF's SAME pads the odd one after
+  ],
+)
+def test_conv_value_and_gradients_match_numpy_inside_a_scan(kernel_size, stride, padding, pads):
+  rng = np.random.default_rng(kernel_size + 10 * stride)
+  x = rng.normal(size=(2, 8, 9, 3))
+  kernel = rng.normal(size=(kernel_size, kernel_size, 3, 4))
+  out_h = (8 + sum(pads[0]) - kernel_size) // stride + 1
+  out_w = (9 + sum(pads[1]) - kernel_size) // stride + 1
+  g = rng.normal(size=(2, out_h, out_w, 4))
+  dims = jax.lax.conv_dimension_numbers(x.shape, kernel.shape, ("NHWC", "HWIO", "NHWC"))
+
+  def value_and_grads(x, kernel):
+    def objective(x, kernel):
+      y = conv_general_dilated(x, kernel, (stride, stride), padding, dimension_numbers=dims)
+      return jnp.sum(y * g), y
+
+    (_, y), grads = jax.value_and_grad(objective, (0, 1), has_aux=True)(x, kernel)
+    return y, *grads
+
+  y_ref, dx_ref, dk_ref = np_conv_and_grads(x, kernel, stride, pads, g)
+  with jax.enable_x64(True):
+    # Inside a loop, as in the trainer's scan over steps.
+    _, (y, dx, dk) = jax.lax.scan(lambda c, _: (c, value_and_grads(x, kernel)), 0, None, length=2)
+  for got, want in ((y, y_ref), (dx, dx_ref), (dk, dk_ref)):
+    assert got.dtype == jnp.float64
+    np.testing.assert_allclose(got[1], want, rtol=1e-12, atol=1e-12)
+
+
+def test_conv_other_forms_go_to_lax():
+  rng = np.random.default_rng(0)
+  x = jnp.asarray(rng.normal(size=(1, 6, 6, 4)), jnp.float32)
+  kernel = jnp.asarray(rng.normal(size=(3, 3, 2, 4)), jnp.float32)
+  dims = jax.lax.conv_dimension_numbers(x.shape, kernel.shape, ("NHWC", "HWIO", "NHWC"))
+  options = {"rhs_dilation": (2, 2), "dimension_numbers": dims, "feature_group_count": 2}
+  got = jax.grad(lambda k: jnp.sum(conv_general_dilated(x, k, (1, 1), "SAME", **options) ** 2))
+  want = jax.grad(
+    lambda k: jnp.sum(jax.lax.conv_general_dilated(x, k, (1, 1), "SAME", **options) ** 2)
+  )
+  np.testing.assert_array_equal(got(kernel), want(kernel))
