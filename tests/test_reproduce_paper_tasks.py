@@ -1,0 +1,112 @@
+"""The reproduce path of every task this machine has no real data for, end to end on fixtures.
+
+Twitter POS, TIMIT, CIFAR-10 and CIFAR-100 are trained here with their real models, optimizers,
+preprocessing and batch sizes on one batch of examples written in the real file formats, for one
+epoch and one seed, through the functions ``experiments/reproduce.py`` calls: grids -> trainer ->
+selection (and, for CIFAR-10, the retrain on the whole train file) -> table, summary, figure.
+"""
+
+import json
+
+import numpy as np
+import pytest
+
+from experiments import reproduce
+from tests.test_data import write_cifar_batch, write_timit_split
+
+RNG = np.random.default_rng(5)
+TAGS = "NOV^AD!,P"
+
+
+def write_ark(path, tokens):
+  """``tokens`` words with random tags, a blank line between tweets of 1-7 words."""
+  lines, left = [], tokens
+  while left:
+    n = min(left, int(RNG.integers(1, 8)))
+    lines += [f"w{RNG.integers(0, 12)}\t{TAGS[RNG.integers(0, len(TAGS))]}" for _ in range(n)]
+    lines.append("")
+    left -= n
+  path.write_text("\n".join(lines), encoding="utf-8")
+
+
+def write_twitter_pos(folder):
+  for name, tokens in (("oct27.train", 40), ("oct27.dev", 20), ("oct27.test", 30)):
+    write_ark(folder / name, tokens)
+  return 30  # test examples: one window per token
+
+
+def write_timit(folder):
+  folder = folder / "timit"
+  folder.mkdir()
+  train = list(RNG.integers(1, 10, 64))  # a batch is 64 utterances
+  for split, lengths in (("train", train), ("validation", [4, 6]), ("test", [6, 9, 2])):
+    write_timit_split(folder / f"{split}.npz", lengths, seed=len(split))
+  return 17  # test frames; padded frames must not count
+
+
+def images(n):
+  return RNG.integers(0, 256, (n, 32, 32, 3), dtype=np.uint8)
+
+
+def write_cifar10(folder):
+  folder = folder / "cifar-10-batches-py"
+  folder.mkdir()
+  for i in range(5):  # 105 images: 5 to validate on, then one batch of 100
+    write_cifar_batch(folder / f"data_batch_{i + 1}", images(21), RNG.integers(0, 10, 21))
+  write_cifar_batch(folder / "test_batch", images(10), RNG.integers(0, 10, 10))
+  return 10
+
+
+def write_cifar100(folder):
+  folder = folder / "cifar-100-python"
+  folder.mkdir()
+  # 64 images, doubled by flips to one batch of 128.
+  write_cifar_batch(folder / "train", images(64), RNG.integers(0, 100, 64), b"fine_labels")
+  write_cifar_batch(folder / "test", images(10), RNG.integers(0, 100, 10), b"fine_labels")
+  return 10
+
+
+# task: (fixture writer, learning rates, data options the fixture needs, the paper's number)
+TASKS = {
+  "twitter_pos": (write_twitter_pos, (1e-3, 1e-4), {}, "12.57"),
+  "timit": (write_timit, (1e-3, 1e-4), {}, "29.3"),
+  # The fixture has 105 train images, not 50,000: validate on 5 of them, not 5,000.
+  "cifar10": (write_cifar10, (1e-3, 1e-4), {"validation_size": 5}, "7.89"),
+  "cifar100": (write_cifar100, (0.1,), {}, "20.74"),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("task", sorted(TASKS))
+def test_paper_task_reproduces_end_to_end_on_fixtures(tmp_path, task):
+  write, learning_rates, options, paper_number = TASKS[task]
+  data_dir = tmp_path / "data"
+  data_dir.mkdir()
+  n_test = write(data_dir)
+  _, spec = reproduce.make_spec(task, None, 1, None)
+  spec = spec.replace(data_options={**spec.data_options, **options})
+  out = tmp_path / "out"
+  grids = reproduce.make_grids(spec, ["gelu_tanh"], [spec.dropout], learning_rates, out)
+
+  table, files = reproduce.reproduce_runs(task, grids, out, seeds=[0], data_dir=str(data_dir))
+
+  row = next(line for line in table.splitlines() if line.startswith("| gelu_tanh |"))
+  cells = [cell.strip() for cell in row.split("|")[1:-1]]
+  # run, selected lr, diverged, the paper's number, our median, ...
+  assert cells[1] in {f"{lr:g}" for lr in learning_rates}
+  assert cells[2:4] == ["0/1", paper_number]
+  summary = json.loads((out / "summary.json").read_text())
+  (result,) = summary["rows"]
+  error = result["selected"]["metrics"][summary["report"]["metric"]]["median"]
+  # A test error is a count of wrong test examples (TIMIT: frames) over their number.
+  assert error * n_test == pytest.approx(round(error * n_test), abs=1e-4)
+  assert f"{100 * error:.4g}" == cells[4]
+  assert len(summary["selection_rows"][0]["grid"]) == len(learning_rates)
+  if task == "cifar10":  # Selected on validation, then retrained on all 105 train images.
+    config = json.loads((out / "runs" / "gelu_tanh_train_on_all" / "config.json").read_text())
+    assert config["spec"]["data_options"]["train_on_all"] is True
+    assert "retrained on the whole train file" in table
+  metrics = (out / "runs" / "gelu_tanh" / "metrics.jsonl").read_text().splitlines()
+  assert len(metrics) == len(learning_rates)  # one epoch of each member
+  assert (out / "loss_curves.png").read_bytes()[:4] == b"\x89PNG"
+  assert any(f.startswith("loss_curves.png") for f in files)
