@@ -49,6 +49,7 @@ PAPER_DROPOUT_RATES = {"mnist": (0.0, 0.5)}
 # at that lr (CIFAR-10, §3.5); the table reports the retrained runs.
 RETRAIN_TASKS = ("cifar10",)
 RETRAIN_SUFFIX = "_train_on_all"
+TIMINGS_FILE = "timings.json"
 
 FLAGS = flags.FLAGS
 
@@ -200,8 +201,8 @@ def train_grids(
   grids: Sequence[Grid], *, seeds: Sequence[int], data_dir: str | None, out: Path
 ) -> None:
   """Trains (or skips, or resumes) every grid, one progress line each; records training time."""
-  timings_path = out / "timings.json"
-  timings = sweep.read_json(timings_path) if timings_path.exists() else {}
+  timings = read_timings(out)
+  machine = describe_machine()
   for i, grid in enumerate(grids, 1):
     start = time.time()
     lrs = ", ".join(f"{lr:g}" for lr in grid.learning_rates)
@@ -221,10 +222,41 @@ def train_grids(
     finally:
       elapsed = time.time() - start
       if trained:
-        timings[grid.name] = timings.get(grid.name, 0.0) + elapsed
-        write_json(timings_path, timings)
+        timing = timings.setdefault(grid.name, {"seconds": 0.0, "machines": []})
+        timing["seconds"] += elapsed
+        if machine not in timing["machines"]:
+          timing["machines"].append(machine)
+        write_json(out / TIMINGS_FILE, timings)
     done = f"trained in {elapsed:.1f} s" if trained else "finished earlier: skipped"
     print(f"[{i}/{len(grids)}] {grid.name}: {done} ({grid.workdir})", flush=True)
+
+
+def read_timings(out: Path) -> dict[str, dict[str, Any]]:
+  """``out/timings.json``: run -> its training time summed over the invocations that trained it
+  (``seconds``) and the machines they ran on (``machines``, in order). A file written before
+  machines were recorded holds bare seconds; their machines read as unknown ([])."""
+  path = out / TIMINGS_FILE
+  timings = sweep.read_json(path) if path.exists() else {}
+  return {
+    name: t if isinstance(t, dict) else {"seconds": t, "machines": []}
+    for name, t in timings.items()
+  }
+
+
+def describe_training(timings: dict[str, dict[str, Any]]) -> list[str]:
+  """The README's lines on the training time and machines of every run."""
+  if not timings:
+    return ["Training time: none (this invocation trained nothing and no earlier one is recorded)."]
+  seconds = ", ".join(f"{name} {t['seconds']:.0f} s" for name, t in timings.items())
+  by_machines: dict[str, list[str]] = {}
+  for name, t in timings.items():
+    key = " then ".join(t["machines"]) or "not recorded (trained before machines were recorded)"
+    by_machines.setdefault(key, []).append(name)
+  machines = "; ".join(f"{key}: {', '.join(names)}" for key, names in by_machines.items())
+  return [
+    f"Training time per run (summed over the invocations that trained it): {seconds}.",
+    f"Trained on: {machines}.",
+  ]
 
 
 def repo_relative(path: Path) -> str:
@@ -500,9 +532,6 @@ def write_readme(
   table: str,
 ) -> None:
   """README.md of a reproduction, written from what it ran."""
-  timings_path = out / "timings.json"
-  timings = sweep.read_json(timings_path) if timings_path.exists() else {}
-  trained = ", ".join(f"{name} {seconds:.0f} s" for name, seconds in timings.items()) or "none"
   lines = [
     f"# {title}",
     "",
@@ -513,9 +542,9 @@ def write_readme(
     "```",
     "",
     *[f"- {s}" for s in settings],
-    f"- Machine: {describe_machine()}",
-    f"- Wall time of the invocation that wrote this file: {wall_time:.0f} s. Training time per "
-    f"run (summed over the invocations that trained it): {trained}.",
+    f"- Wall time of the invocation that wrote this file: {wall_time:.0f} s, on "
+    f"{describe_machine()}.",
+    *[f"- {line}" for line in describe_training(read_timings(out))],
     f"- Written: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}",
     "",
     "## Deviations from the paper's protocol",

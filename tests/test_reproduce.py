@@ -222,7 +222,10 @@ def test_cifar10_table_reports_the_runs_retrained_at_the_selected_lr(tmp_path):
 
 
 def test_readme_records_what_ran(tmp_path):
-  (tmp_path / "timings.json").write_text(json.dumps({"gelu": 65.4, "relu": 12.0}))
+  # relu's entry is in the format written before machines were recorded: bare seconds.
+  timings = {"gelu": {"seconds": 65.4, "machines": ["box A", "box B"]}, "relu": 12.0}
+  timings |= {"elu": {"seconds": 3.0, "machines": ["box A", "box B"]}}
+  (tmp_path / "timings.json").write_text(json.dumps(timings))
   reproduce.write_readme(
     tmp_path,
     title="GELU paper reproduction: mnist on fashion_mnist",
@@ -238,10 +241,17 @@ def test_readme_records_what_ran(tmp_path):
   assert lines[0] == "# GELU paper reproduction: mnist on fashion_mnist"
   assert "python experiments/reproduce.py --task=mnist" in lines
   assert "- Seeds: 0, 1" in lines
-  machine = next(line for line in lines if line.startswith("- Machine: "))
-  assert "devices: " in machine and "cores" in machine and "jax " in machine
-  assert "Wall time of the invocation that wrote this file: 8 s" in text
-  assert "gelu 65 s, relu 12 s" in text
+  wall = next(line for line in lines if line.startswith("- Wall time of "))
+  assert wall.startswith("- Wall time of the invocation that wrote this file: 8 s, on ")
+  assert "devices: " in wall and "cores" in wall and "jax " in wall
+  assert (
+    "- Training time per run (summed over the invocations that trained it): gelu 65 s, "
+    "relu 12 s, elu 3 s." in lines
+  )
+  assert (
+    "- Trained on: box A then box B: gelu, elu; not recorded (trained before machines were "
+    "recorded): relu." in lines
+  )
   deviations = lines.index("## Deviations from the paper's protocol")
   assert lines[deviations + 2] == "- None."
   assert lines[-4:] == ["## mnist: table", "", "| run |", "|---|"]
@@ -431,6 +441,8 @@ def test_an_interrupted_grid_keeps_its_training_time(tmp_path, monkeypatch, erro
   grid = reproduce.Grid("gelu", types.SimpleNamespace(epochs=3), tmp_path / "gelu", (1e-3,))
   with pytest.raises(error):
     reproduce.train_grids([grid], seeds=[0], data_dir=None, out=tmp_path)
-  timings = json.loads((tmp_path / "timings.json").read_text())
-  # Interrupted: the seconds of this invocation are added (a failure trained nothing).
-  assert (timings["gelu"] > 65.0) == recorded and timings["gelu"] >= 65.0
+  gelu = reproduce.read_timings(tmp_path)["gelu"]
+  # Interrupted: the seconds of this invocation and its machine are added (a failure trained
+  # nothing).
+  assert (gelu["seconds"] > 65.0) == recorded and gelu["seconds"] >= 65.0
+  assert gelu["machines"] == ([reproduce.describe_machine()] if recorded else [])
