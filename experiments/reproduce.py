@@ -19,7 +19,6 @@ member at each run's selected learning rate and evaluates it on noisy test image
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import os
 import platform
@@ -34,7 +33,7 @@ from typing import Any
 import numpy as np
 from absl import app, flags, logging
 
-from gelujax import cli, plots, sweep
+from gelujax import cli, plots, sweep, writers
 
 REPO = Path(__file__).resolve().parent.parent
 PAPER_TASKS = ("mnist", "mnist_noise", "mnist_ae", "twitter_pos", "timit", "cifar10", "cifar100")
@@ -226,7 +225,7 @@ def train_grids(
         timing["seconds"] += elapsed
         if machine not in timing["machines"]:
           timing["machines"].append(machine)
-        write_json(out / TIMINGS_FILE, timings)
+        writers.write_json(out / TIMINGS_FILE, timings)
     done = f"trained in {elapsed:.1f} s" if trained else "finished earlier: skipped"
     print(f"[{i}/{len(grids)}] {grid.name}: {done} ({grid.workdir})", flush=True)
 
@@ -236,7 +235,7 @@ def read_timings(out: Path) -> dict[str, dict[str, Any]]:
   (``seconds``) and the machines they ran on (``machines``, in order). A file written before
   machines were recorded holds bare seconds; their machines read as unknown ([])."""
   path = out / TIMINGS_FILE
-  timings = sweep.read_json(path) if path.exists() else {}
+  timings = writers.read_json(path) if path.exists() else {}
   return {
     name: t if isinstance(t, dict) else {"seconds": t, "machines": []}
     for name, t in timings.items()
@@ -263,24 +262,6 @@ def repo_relative(path: Path) -> str:
   """``path`` relative to the repository when inside it (results are committed), else absolute."""
   path = path.resolve()
   return str(path.relative_to(REPO)) if path.is_relative_to(REPO) else str(path)
-
-
-def jsonable(obj: Any) -> Any:
-  """``obj`` with non-finite floats as None (JSON has no NaN) and NumPy scalars as Python."""
-  if isinstance(obj, Mapping):
-    return {str(k): jsonable(v) for k, v in obj.items()}
-  if isinstance(obj, list | tuple):
-    return [jsonable(v) for v in obj]
-  if isinstance(obj, float | np.floating):
-    return float(obj) if math.isfinite(obj) else None
-  if isinstance(obj, np.integer):
-    return int(obj)
-  return obj
-
-
-def write_json(path: Path, obj: Any) -> None:
-  path.parent.mkdir(parents=True, exist_ok=True)
-  path.write_text(json.dumps(jsonable(obj), indent=1, allow_nan=False) + "\n")
 
 
 def default_report(rows: Sequence[dict[str, Any]]) -> Report:
@@ -601,7 +582,7 @@ def reproduce_runs(
     figure = draw_autoencoder_figure(runs, rows, out)
   else:
     figure = draw_loss_figure(task, runs, rows, out)
-  write_json(
+  writers.write_json(
     out / "summary.json",
     {
       "task": task,
@@ -642,7 +623,7 @@ def evaluate_noise_cached(grid: Grid, *, data_dir: str | None, out: Path) -> dic
     )
   path = out / "noise" / f"{grid.name}.json"
   if path.exists():
-    cached = sweep.read_json(path)
+    cached = writers.read_json(path)
     if cached["learning_rate"] == learning_rate and cached["levels"] == NOISE_LEVELS.tolist():
       print(f"{grid.name}: noise evaluation finished earlier: skipped", flush=True)
       return cached
@@ -651,7 +632,7 @@ def evaluate_noise_cached(grid: Grid, *, data_dir: str | None, out: Path) -> dic
     grid.workdir, learning_rate=learning_rate, levels=NOISE_LEVELS, data_dir=data_dir
   )
   result["workdir"] = repo_relative(grid.workdir)
-  write_json(path, result)
+  writers.write_json(path, result)
   print(f"{grid.name}: noise evaluation in {time.time() - start:.1f} s", flush=True)
   return result
 
@@ -699,7 +680,7 @@ def reproduce_noise(
     ),
     out / "noise_robustness.png",
   )
-  write_json(out / "summary.json", {"task": task + NOISE_SUFFIX, "runs": results})
+  writers.write_json(out / "summary.json", {"task": task + NOISE_SUFFIX, "runs": results})
   workdirs = sorted({repo_relative(g.workdir.parent) for g in grids})
   return table, [
     "table.md: the table below",

@@ -16,7 +16,6 @@ diverged count so nothing is averaged away silently.
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import statistics
 from collections.abc import Mapping, Sequence
@@ -25,9 +24,7 @@ from typing import Any
 
 import numpy as np
 
-CONFIG_FILE = "config.json"
-METRICS_FILE = "metrics.jsonl"
-SUMMARY_FILE = "summary.json"
+from gelujax.writers import CONFIG_FILE, SUMMARY_FILE, read_json, read_metrics
 
 
 @dataclasses.dataclass(frozen=True)
@@ -134,22 +131,6 @@ class Curve:
 def run_name(activation: str, dropout: float | None = None) -> str:
   """The run's directory name: the activation, plus ``_dropout<rate>`` for a dropout variant."""
   return activation if dropout is None else f"{activation}_dropout{dropout:g}"
-
-
-def read_json(path: Path) -> Any:
-  """Reads one JSON file, naming the file when it is malformed."""
-  try:
-    return json.loads(Path(path).read_text())
-  except json.JSONDecodeError as e:
-    raise ValueError(f"{path} is not valid JSON ({e}); delete it and re-run the grid.") from None
-
-
-def read_metrics(workdir: str | Path) -> list[dict[str, Any]]:
-  """The records of ``workdir/metrics.jsonl`` (a missing file reads as no records)."""
-  path = Path(workdir) / METRICS_FILE
-  if not path.exists():
-    return []
-  return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
 def load_run(workdir: str | Path, name: str | None = None) -> Run:

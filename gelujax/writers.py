@@ -11,9 +11,10 @@ import json
 import math
 import os
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import tqdm
 from tensorboardX import SummaryWriter
 
@@ -32,21 +33,40 @@ def to_json_number(value: Any) -> float | None:
   return value if math.isfinite(value) else None
 
 
-def write_json(path: str, obj: Any) -> None:
-  """Writes ``obj`` as JSON atomically: readers never see a half-written file."""
+def jsonable(obj: Any) -> Any:
+  """``obj`` with non-finite floats as None and NumPy scalars and arrays as Python values."""
+  if isinstance(obj, Mapping):
+    return {str(k): jsonable(v) for k, v in obj.items()}
+  if isinstance(obj, list | tuple | np.ndarray):
+    return [jsonable(v) for v in obj]
+  if isinstance(obj, float | np.floating):
+    return to_json_number(obj)
+  if isinstance(obj, np.integer | np.bool_):
+    return obj.item()
+  return obj
+
+
+def write_json(path: str | os.PathLike, obj: Any) -> None:
+  """Writes ``jsonable(obj)`` atomically (readers never see a half-written file), creating the
+  parent directory."""
+  text = json.dumps(jsonable(obj), indent=1, allow_nan=False) + "\n"  # Fails before writing.
+  os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
   tmp = f"{path}.tmp"
   with open(tmp, "w") as f:
-    json.dump(obj, f, indent=2, allow_nan=False)
-    f.write("\n")
+    f.write(text)
   os.replace(tmp, path)
 
 
-def read_json(path: str) -> Any:
-  with open(path) as f:
-    return json.load(f)
+def read_json(path: str | os.PathLike) -> Any:
+  """Reads one JSON file, naming the file when it is malformed."""
+  try:
+    with open(path) as f:
+      return json.load(f)
+  except json.JSONDecodeError as e:
+    raise ValueError(f"{path} is not valid JSON ({e}); delete it and re-run the grid.") from None
 
 
-def read_metrics(workdir: str) -> list[dict[str, Any]]:
+def read_metrics(workdir: str | os.PathLike) -> list[dict[str, Any]]:
   """The records of ``workdir/metrics.jsonl`` in file order ([] when there is none)."""
   path = os.path.join(workdir, METRICS_FILE)
   if not os.path.exists(path):

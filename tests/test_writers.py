@@ -30,14 +30,26 @@ def read_events(directory: str) -> list[tuple[int, str, float]]:
   return scalars
 
 
-def test_write_json_turns_nothing_non_finite_into_text(tmp_path):
-  path = str(tmp_path / "x.json")
-  writers.write_json(path, {"a": [1, 2.5], "b": None})
-  assert json.loads(open(path).read()) == {"a": [1, 2.5], "b": None}
-  assert os.listdir(tmp_path) == ["x.json"]  # no temporary file left behind
-  with pytest.raises(ValueError):
-    writers.write_json(path, {"a": math.nan})
-  assert writers.read_json(path) == {"a": [1, 2.5], "b": None}  # the old file survives
+def test_write_json_writes_non_finite_as_null_and_numpy_as_python(tmp_path):
+  path = tmp_path / "new" / "x.json"  # The parent is created.
+  obj = {"a": (1, np.float32(2.5), math.nan), "b": None, 3: np.array([np.inf, -1.0])}
+  writers.write_json(path, obj | {"c": np.int64(7), "d": np.bool_(True)})
+  text = path.read_text()
+  assert "NaN" not in text and "Infinity" not in text
+  expected = {"a": [1, 2.5, None], "b": None, "3": [None, -1.0], "c": 7, "d": True}
+  assert json.loads(text) == expected
+  assert os.listdir(path.parent) == ["x.json"]  # No temporary file left behind.
+  with pytest.raises(TypeError):
+    writers.write_json(path, {"a": object()})
+  assert writers.read_json(path) == expected  # The old file survives a failed write...
+  assert os.listdir(path.parent) == ["x.json"]  # ... which leaves nothing behind.
+
+
+def test_read_json_names_a_malformed_file(tmp_path):
+  path = tmp_path / "summary.json"
+  path.write_text('{"epochs": 3')
+  with pytest.raises(ValueError, match=r"summary\.json is not valid JSON"):
+    writers.read_json(path)
 
 
 def test_make_records_maps_non_finite_to_null():
