@@ -97,6 +97,79 @@ def test_training_lowers_the_loss_and_metrics_match_numpy(reference):
   assert np.all(state.diverged_step == -1)
 
 
+def numpy_adam_epochs(params, splits, batches_ExSxB, learning_rate):
+  """The tiny MLP trained in float64 NumPy: hand-written backpropagation of the mean
+  cross-entropy and Adam (b1 0.9, b2 0.999, eps 1e-8, bias-corrected) over the given batches.
+
+  Returns the final parameters and each epoch's mean of the pre-update batch losses."""
+  params = {k: {n: np.float64(v) for n, v in layer.items()} for k, layer in params.items()}
+  m = jax.tree.map(np.zeros_like, params)
+  v = jax.tree.map(np.zeros_like, params)
+  x_all = (splits["train"]["inputs"].astype(np.float64) - 128) / 64
+  y_all = splits["train"]["targets"]
+  t, epoch_losses = 0, []
+  for batches_SxB in batches_ExSxB:
+    losses = []
+    for items in batches_SxB:
+      x, y = x_all[items], y_all[items]
+      w0, b0 = params["Dense_0"]["kernel"], params["Dense_0"]["bias"]
+      w1, b1 = params["Dense_1"]["kernel"], params["Dense_1"]["bias"]
+      h = x @ w0 + b0
+      a = np.maximum(h, 0)
+      logits = a @ w1 + b1
+      logits -= logits.max(axis=1, keepdims=True)
+      p = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
+      losses.append(-np.log(p[np.arange(len(y)), y]).mean())
+      d_logits = (p - np.eye(p.shape[1])[y]) / len(y)
+      d_h = (d_logits @ w1.T) * (h > 0)
+      grads = {
+        "Dense_0": {"kernel": x.T @ d_h, "bias": d_h.sum(0)},
+        "Dense_1": {"kernel": a.T @ d_logits, "bias": d_logits.sum(0)},
+      }
+      t += 1
+      for layer, names in params.items():
+        for name in names:
+          g = grads[layer][name]
+          m[layer][name] = 0.9 * m[layer][name] + 0.1 * g
+          v[layer][name] = 0.999 * v[layer][name] + 0.001 * g**2
+          m_hat = m[layer][name] / (1 - 0.9**t)
+          v_hat = v[layer][name] / (1 - 0.999**t)
+          params[layer][name] = params[layer][name] - learning_rate * m_hat / (
+            np.sqrt(v_hat) + 1e-8
+          )
+    epoch_losses.append(np.mean(losses))
+  return params, epoch_losses
+
+
+def test_training_follows_a_numpy_adam_on_the_trainers_batches(tmp_path):
+  """The whole loop (batch gathering, loss, gradients, Adam, each member's own lr, the logged
+  training loss) against float64 NumPy replaying the same initial weights and batch order."""
+  spec = TinySpec(epochs=2)
+  seeds, learning_rates = [0, 1], [1e-2, 3e-3]
+  trainer.fit(spec, str(tmp_path), seeds=seeds, learning_rates=learning_rates, progress=False)
+  _, members, state = trainer.restore(str(tmp_path), spec=spec)
+  splits = make_splits()
+  program = trainer._Program(spec, trainer.make_mesh(), splits["train"])
+  seeds_M = np.array([m["seed"] for m in members], np.int32)
+  initial = program.init(seeds_M, np.array([m["learning_rate"] for m in members], np.float32))
+  batches_ExSxMxB = np.stack([np.asarray(program.shuffle(seeds_M, np.int32(e))) for e in (1, 2)])
+  records = writers.read_metrics(str(tmp_path))
+  for i, member in enumerate(members):
+    params, losses = numpy_adam_epochs(
+      jax.tree.map(lambda leaf, i=i: np.asarray(leaf[i]), initial.params),
+      splits,
+      batches_ExSxMxB[:, :, i],
+      member["learning_rate"],
+    )
+    for layer, names in params.items():
+      for name, expected in names.items():
+        np.testing.assert_allclose(
+          np.asarray(state.params[layer][name][i]), expected, rtol=1e-4, atol=1e-5
+        )
+    logged = [r["train_loss"] for r in records if r["member"] == i]
+    np.testing.assert_allclose(logged, losses, rtol=1e-5)
+
+
 def test_batch_norm_statistics_are_kept_and_used_in_evaluation(tmp_path):
   spec = TinySpec(model_options={"batch_norm": True}, epochs=2)
   trainer.fit(spec, str(tmp_path), seeds=[0, 1], learning_rates=[1e-2], progress=False)
