@@ -1,10 +1,10 @@
-"""PyTorch baselines for the training benchmark: the paper's MNIST classifier in two styles.
+"""PyTorch references of the paper's MNIST classifier, for the training and agreement benchmarks.
 
 `train_epoch_classic` is written like the classic reference scripts: a `DataLoader` over a
 Python list of (image, label) pairs, GELU as an `nn.Module` using `erf`. `train_epoch_tuned`
 indexes preloaded tensors directly with a shuffled permutation. Both train the same model as
-gelujax's `MLP`: inputs -> features x [dense, GELU, dropout] -> outputs, unit-norm incoming
-weights and zero biases, Adam.
+gelujax's `MLP`: inputs -> features x [dense, activation, dropout] -> outputs, unit-norm
+incoming weights and zero biases, Adam. `evaluate` gives a model's mean log loss and error.
 """
 
 from __future__ import annotations
@@ -24,13 +24,27 @@ class ErfGELU(nn.Module):
     return 0.5 * x * (1.0 + torch.erf(x / math.sqrt(2.0)))
 
 
+# gelujax activation names -> their PyTorch modules, written independently of gelujax.
+ACTIVATIONS = {
+  "gelu": ErfGELU,
+  "gelu_tanh": lambda: nn.GELU(approximate="tanh"),
+  "relu": nn.ReLU,
+  "elu": nn.ELU,
+  "silu": nn.SiLU,
+}
+
+
 def build_mlp(
-  num_inputs: int, features: Sequence[int], num_outputs: int, dropout: float
+  num_inputs: int,
+  features: Sequence[int],
+  num_outputs: int,
+  dropout: float,
+  activation: str = "gelu",
 ) -> nn.Module:
-  """``num_inputs`` -> ``features`` x [Linear, ErfGELU, Dropout] -> ``num_outputs``."""
+  """``num_inputs`` -> ``features`` x [Linear, activation, Dropout] -> ``num_outputs``."""
   layers, fan_in = [], num_inputs
   for width in features:
-    layers += [nn.Linear(fan_in, width), ErfGELU(), nn.Dropout(dropout)]
+    layers += [nn.Linear(fan_in, width), ACTIVATIONS[activation](), nn.Dropout(dropout)]
     fan_in = width
   layers.append(nn.Linear(fan_in, num_outputs))
   model = nn.Sequential(*layers)
@@ -51,10 +65,11 @@ def make_model_and_optimizer(
   *,
   seed: int = 0,
   lr: float = 1e-3,
+  activation: str = "gelu",
 ) -> tuple[nn.Module, torch.optim.Optimizer]:
   """The model and its Adam optimizer (the paper's betas and epsilon)."""
   torch.manual_seed(seed)
-  model = build_mlp(num_inputs, features, num_outputs, dropout)
+  model = build_mlp(num_inputs, features, num_outputs, dropout, activation)
   return model, torch.optim.Adam(model.parameters(), lr=lr, betas=(0.9, 0.999), eps=1e-8)
 
 
@@ -80,7 +95,7 @@ def train_epoch_classic(model, optimizer, loader: torch.utils.data.DataLoader) -
     loss = nn.functional.cross_entropy(model(x), y)
     loss.backward()
     optimizer.step()
-  return float(loss)
+  return loss.item()
 
 
 def train_epoch_tuned(
@@ -95,4 +110,14 @@ def train_epoch_tuned(
     loss = nn.functional.cross_entropy(model(x_all[idx]), y_all[idx])
     loss.backward()
     optimizer.step()
-  return float(loss)
+  return loss.item()
+
+
+@torch.no_grad()
+def evaluate(model: nn.Module, x_all: torch.Tensor, y_all: torch.Tensor) -> tuple[float, float]:
+  """Mean log loss (nats) and error rate of ``model`` with dropout off."""
+  model.eval()
+  logits = model(x_all)
+  loss = nn.functional.cross_entropy(logits, y_all)
+  error = (logits.argmax(dim=1) != y_all).double().mean()
+  return float(loss), float(error)

@@ -77,3 +77,38 @@ def test_conv_benchmark_runs_and_writes_its_report(tmp_path):
     "gelujax separate calls / lax separate calls",
   }
   assert "python benchmarks/conv.py --quick" in (tmp_path / "conv.md").read_text()
+
+
+def test_torch_agreement_reads_the_committed_run_and_trains_pytorch(tmp_path):
+  subprocess.run(
+    [sys.executable, str(ROOT / "benchmarks" / "torch_agreement.py"), "--runs=relu",
+     "--epochs=1", "--seeds=2", "--output-dir", str(tmp_path)],
+    check=True, capture_output=True, text=True, timeout=300,
+  )  # fmt: skip
+  result = json.loads((tmp_path / "torch_agreement.json").read_text())
+  run = result["runs"]["relu"]
+  assert run["activation"] == "relu" and run["dropout"] == 0 and run["learning_rate"] == 1e-3
+  metrics = ROOT / "results" / "fashion_mnist" / "mnist" / "runs" / "relu" / "metrics.jsonl"
+  records = [json.loads(line) for line in metrics.read_text().splitlines()]
+  first = [r for r in records if r["epoch"] == 1.0 and r["learning_rate"] == 1e-3 and r["seed"] < 2]
+  for key in ("test_error", "test_loss"):
+    (row,) = run[key]
+    values = sorted(r[key] for r in first)
+    assert row["gelujax_median"] == pytest.approx(sum(values) / 2)
+    assert row["gelujax_range"] == pytest.approx(values)
+    assert 0 < row["torch_range"][0] <= row["torch_median"] <= row["torch_range"][1]
+    assert 0 < row["p"] <= 1
+  # One epoch of the real classifier on Fashion-MNIST leaves it far better than chance.
+  assert run["test_error"][0]["torch_range"][1] < 0.5
+  report = (tmp_path / "torch_agreement.md").read_text()
+  assert "python benchmarks/torch_agreement.py --runs=relu --epochs=1" in report
+
+
+def test_torch_agreement_names_an_unknown_run(tmp_path):
+  done = subprocess.run(
+    [sys.executable, str(ROOT / "benchmarks" / "torch_agreement.py"), "--runs=swish",
+     "--output-dir", str(tmp_path)],
+    capture_output=True, text=True, timeout=120,
+  )  # fmt: skip
+  assert done.returncode == 2
+  assert "--runs names 'swish'" in done.stderr and not list(tmp_path.iterdir())
