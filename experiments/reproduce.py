@@ -243,18 +243,18 @@ def read_timings(out: Path) -> dict[str, dict[str, Any]]:
 
 
 def describe_training(timings: dict[str, dict[str, Any]]) -> list[str]:
-  """The README's lines on the training time and machines of every run."""
+  """The README's list items on the training time and machines of every run."""
   if not timings:
-    return ["Training time: none (this invocation trained nothing and no earlier one is recorded)."]
+    return ["- Training time: none (this invocation trained nothing and none earlier is recorded)."]
   seconds = ", ".join(f"{name} {t['seconds']:.0f} s" for name, t in timings.items())
   by_machines: dict[str, list[str]] = {}
   for name, t in timings.items():
-    key = " then ".join(t["machines"]) or "not recorded (trained before machines were recorded)"
+    key = " | then | ".join(t["machines"]) or "not recorded (trained before machines were recorded)"
     by_machines.setdefault(key, []).append(name)
-  machines = "; ".join(f"{key}: {', '.join(names)}" for key, names in by_machines.items())
   return [
-    f"Training time per run (summed over the invocations that trained it): {seconds}.",
-    f"Trained on: {machines}.",
+    f"- Training time per run (summed over the invocations that trained it): {seconds}.",
+    "- Trained on:",
+    *[f"  - {', '.join(names)}: {key}" for key, names in by_machines.items()],
   ]
 
 
@@ -525,7 +525,7 @@ def write_readme(
     *[f"- {s}" for s in settings],
     f"- Wall time of the invocation that wrote this file: {wall_time:.0f} s, on "
     f"{describe_machine()}.",
-    *[f"- {line}" for line in describe_training(read_timings(out))],
+    *describe_training(read_timings(out)),
     f"- Written: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}",
     "",
     "## Deviations from the paper's protocol",
