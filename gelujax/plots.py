@@ -16,7 +16,7 @@ from typing import Any
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
-from matplotlib.ticker import FuncFormatter, LogFormatter
+from matplotlib.ticker import FuncFormatter, LogFormatter, MaxNLocator
 
 from gelujax import sweep
 
@@ -111,6 +111,7 @@ def plot_curves(
       # Plain numbers (0.05, 2.2) rather than 5 x 10^-2; minor ticks labelled on short ranges.
       ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _: f"{y:g}"))
       ax.yaxis.set_minor_formatter(PlainLogFormatter(minor_thresholds=(1, 0.4)))
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # Whole epochs, never 2.5.
     ax.set_title(panel)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)

@@ -86,6 +86,9 @@ def test_loss_curves_figure(runs, tmp_path):
   labels = [label for label in labels if label]
   assert labels
   assert all(re.fullmatch(r"\d+(\.\d+)?", label) for label in labels), labels
+  # Epoch ticks are whole epochs (a 3-epoch axis would otherwise tick every half epoch).
+  ticks = ax.get_xticks()
+  np.testing.assert_array_equal(ticks, np.round(ticks))
   path = plots.save_figure(fig, tmp_path / "figures" / "mnist.png")
   assert path.read_bytes()[:8] == PNG_MAGIC
   assert path.stat().st_size > 10_000
