@@ -1,189 +1,237 @@
-"""Training speed of the paper's MNIST classifier: gelujax against PyTorch, 1 member against 15.
+"""Training speed of the paper's MNIST classifier: layouts of a grid, one member, and PyTorch.
 
 The ``mnist`` task (784 -> 8x[128, GELU, dropout 0.5] -> 10, Adam, batch 128) on Fashion-MNIST's
-55,000 training images. Contenders, each timed for whole training epochs after a warm-up epoch
-that compiles (so compilation is excluded):
+55,000 training images. Each gelujax contender is the trainer's public program
+(`gelujax.trainer.make_program`) for one layout, timed for whole epochs (the on-device shuffle
+and the compiled `lax.scan` over the epoch's steps; evaluation is a contender of its own) after a
+warm-up epoch that compiles:
 
-- gelujax with 1 member and with a 15-member grid (3 learning rates x 5 seeds), exact ``gelu``;
-  1 member with ``gelu_tanh``. A gelujax epoch is the trainer's compiled program (shuffle + one
-  ``lax.scan``), without ``fit``'s evaluation and checkpoints; evaluation on the validation and
-  test splits is timed as a contender of its own.
-- PyTorch written like the classic reference scripts (a ``DataLoader`` over a Python list, erf
-  GELU as a module) and a tuned PyTorch loop (preloaded tensors indexed by a permutation), both
-  with ``torch.set_num_threads(2)``.
-- A large float32 matmul in JAX and in torch, the machine's attainable GFLOP/s.
-- Where the time goes: 1 member and the grid with one thing changed each (`PROFILES`, timed on
-  a fifth of an epoch): threefry dropout bits instead of the trainer's hash bits, ReLU instead
-  of GELU, no dropout-off pass for the logged training loss.
+- one member: on one CPU device whose kernels use every core, and on one device per core with
+  the batch split over them (data parallelism);
+- the 15-member grid (3 learning rates x 5 seeds): on one device, vmapped; on one device per core
+  (the mesh's ``members`` axis) with each device's members vmapped together, or trained one at a
+  time through each segment (``member_chunk=1``);
+- where a step's time goes, at the layout ``--cpu_devices=auto`` picks (a fifth of an epoch
+  each, one thing changed): threefry dropout bits instead of the hash, ReLU instead of GELU, no
+  dropout-off pass for the logged training loss, no dropout.
 
-Contenders run interleaved in rounds (each once per round) so that load from other processes
-hits them alike; the report gives medians over rounds, and each ratio is the median of the
-ratios measured within a round.
+A gelujax contender runs in a process of its own (the CPU device count is fixed when JAX starts),
+which waits between timings, so every contender has the machine to itself while it runs. The
+PyTorch loops (classic: a ``DataLoader`` over a Python list; tuned: preloaded tensors indexed by a
+permutation) and a large matmul run in this process. Contenders run interleaved in rounds (each
+once per round) so that load from elsewhere hits them alike; the report gives medians over
+rounds, and each ratio is the median of the ratios measured within a round.
 
-Run: python benchmarks/training.py          (Fashion-MNIST, 3 rounds; 8 to 20 min on 2 busy cores)
+Run: python benchmarks/training.py          (Fashion-MNIST, 3 rounds; 15 to 30 min on 2 cores)
      python benchmarks/training.py --quick  (tiny_mnist on 320 images, 1 round: a smoke run)
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import datetime
 import json
 import os
 import platform
+import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
-import flax
-import jax
-import jax.numpy as jnp
 import numpy as np
-import optax
-import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import torch_reference
-from machine import describe_machine
-
-from gelujax import tasks, trainer
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
-# Targets of issue 4, as (ratio key, minimum).
-TORCH_THREADS = (2, 1)
 CLASSIC, TUNED = "PyTorch classic (DataLoader over a list)", "PyTorch tuned (indexed tensors)"
-GRID_RATIO = "gelujax grid / 1 member, model-epochs per second"
-# The profiling contenders time 1/PROFILE_FRACTION of an epoch each, without the shuffle (they
-# are only compared per step with "as trained"), and change one thing each: the dropout bits,
-# the activation, or whether the training loss is logged with dropout off.
+TORCH_THREADS = (2, 1)
+# The profiles time 1/PROFILE_FRACTION of an epoch each and change one thing each.
 PROFILE_FRACTION = 5
 PROFILES = {
   "as trained": {},
-  "threefry dropout bits": {"threefry": True},
+  "threefry dropout bits": {"dropout_bits": "threefry"},
   "relu": {"activation": "relu"},
-  "no dropout-off loss pass": {"dropout_off_pass": False},
+  "no dropout-off loss pass": {"train_loss": "training_pass"},
+  "no dropout": {"dropout": 0.0},
 }
+QUICK_PROFILES = ("as trained", "relu")
 
 
-def name_run(members: int, variant: str | None = None) -> str:
-  return f"gelujax, {members} member{'s' * (members > 1)}" + (f", {variant}" if variant else "")
+def one_member(layout: str) -> str:
+  return f"gelujax, 1 member, {layout}"
 
 
-def name_torch(loop: str, threads: int) -> str:
-  return f"{loop}, {threads} thread{'s' * (threads > 1)}"
+def grid(members: int, layout: str) -> str:
+  return f"gelujax, {members} members, {layout}"
 
 
-def name_torch_ratio(loop: str, threads: int) -> str:
-  return f"{name_torch(loop, threads)} / gelujax 1 member, time per epoch"
+ONE_DEVICE = "1 device (kernels on every core)"
+DATA_PARALLEL = "1 device per core, batch split over them (data)"
+PER_CORE = "1 device per core (members axis)"
+PER_CORE_ONE_AT_A_TIME = "1 device per core (members axis), one member at a time"
 
 
-TARGETS = {
-  **{name_torch_ratio(CLASSIC, t): 5.0 for t in TORCH_THREADS},
-  **{name_torch_ratio(TUNED, t): 3.0 for t in TORCH_THREADS},
-  GRID_RATIO: 1.5,
-}
+def gelujax_contenders(
+  members: int, cores: int, auto: dict, profiles: dict[str, dict]
+) -> dict[str, dict]:
+  """Name -> worker settings of every gelujax contender."""
+  contenders = {
+    one_member(ONE_DEVICE): {"members": 1, "cpu_devices": 1},
+    one_member(DATA_PARALLEL): {"members": 1, "cpu_devices": cores, "members_axis": 1},
+    grid(members, ONE_DEVICE): {"members": members, "cpu_devices": 1},
+    grid(members, PER_CORE): {"members": members, "cpu_devices": cores},
+    grid(members, PER_CORE_ONE_AT_A_TIME): {
+      "members": members, "cpu_devices": cores, "member_chunk": 1,
+    },
+  }  # fmt: skip
+  for variant, options in profiles.items():
+    for m in (1, members):
+      contenders[f"{'1 member' if m == 1 else f'{m} members'} (auto), {variant}"] = {
+        **auto[m], "members": m, "fraction": PROFILE_FRACTION, **options,
+      }  # fmt: skip
+  return contenders
 
 
-@contextlib.contextmanager
-def threefry_dropout_bits() -> Iterator[None]:
-  """Dropout masks from the member's threefry key, as a plain ``vmap`` would draw them.
+def auto_settings(members: int) -> dict:
+  """What train.py's ``--cpu_devices=auto`` picks for a grid of ``members``."""
+  from gelujax import devices, trainer
 
-  The trainer looks `make_dropout_key` up when it traces its step, so a program first called
-  (compiled) inside this context keeps threefry bits afterwards.
-  """
-  make_dropout_key = trainer.make_dropout_key
-  trainer.make_dropout_key = lambda key: key
-  try:
-    yield
-  finally:
-    trainer.make_dropout_key = make_dropout_key
+  return {
+    "cpu_devices": devices.choose_cpu_devices(members, devices.host_cores()),
+    "member_chunk": trainer.default_member_chunk("cpu"),
+  }
 
 
-def find_kernels(params: dict) -> list[jax.Array]:
-  """The MLP's dense kernels ([members, fan_in, fan_out]) from its input to its output."""
-  names = sorted(params, key=lambda name: int(name.rsplit("_", 1)[1]))
-  return [params[name]["kernel"] for name in names]
+# ------------------------------------------------------------------------------- the workers
 
 
-class GelujaxRun:
-  """One gelujax configuration: the trainer's compiled epoch over a fixed member grid."""
+def worker(settings: dict) -> None:
+  """A gelujax contender's process: builds its program, then times what stdin asks for."""
+  from gelujax import devices
 
-  def __init__(
-    self,
-    spec,
-    train: dict[str, np.ndarray],
-    num_members: int,
-    *,
-    threefry: bool = False,
-    activation: str | None = None,
-    dropout_off_pass: bool = True,
-    fraction: int = 1,
-  ):
-    self.mesh = trainer.make_mesh()
-    if activation is not None:
-      spec = spec.replace(activation=activation)
-    self.program = trainer._Program(spec, self.mesh, train)
-    if not dropout_off_pass:  # Read when the step is traced, at the first call.
-      self.program.reuse_train_loss = True
-    lrs = spec.learning_rates[: max(1, min(3, num_members))]
-    seeds = range(-(-num_members // len(lrs)))
-    members = trainer.make_members(seeds, lrs)[:num_members]
-    self.num_members = len(members)
-    self.seeds, self.learning_rates = trainer._put_members(members, self.mesh)
-    self.train = {k: trainer.put_replicated(v, self.mesh) for k, v in train.items()}
-    self.state = self.program.init(self.seeds, self.learning_rates)
-    self.threefry = threefry
-    self.num_steps = max(1, self.program.steps_per_epoch // fraction)
-    # Seconds per call -> seconds per epoch.
-    self.scale = self.program.steps_per_epoch / self.num_steps
-    self.epoch = 0
-    # A part of an epoch (a profile) reuses one shuffle, whose cost is per epoch.
-    self.batches = self.shuffle() if fraction > 1 else None
+  devices.configure_cpu(settings["cpu_devices"], settings["members"])
+  import jax
 
-  def shuffle(self) -> jax.Array:
-    return self.program.shuffle(self.seeds, np.int32(self.epoch + 1)).block_until_ready()
+  from gelujax import tasks, trainer
 
-  def run_epoch(self) -> None:
-    batches = self.shuffle() if self.batches is None else self.batches
-    self.epoch += 1
-    context = threefry_dropout_bits() if self.threefry else contextlib.nullcontext()
-    with context:
-      self.state, loss = self.program.train_segment(
-        self.state,
-        self.train,
-        batches,
-        self.seeds,
-        self.learning_rates,
-        np.int32(self.epoch),
-        np.int32(0),
-        num_steps=self.num_steps,
-      )
+  spec = tasks.get(settings["task"]).replace(
+    dataset="fashion_mnist",
+    dropout=settings.get("dropout", 0.5),
+    activation=settings.get("activation", "gelu"),
+  )
+  splits = spec.load_data(settings.get("data_dir"))
+  limit = settings.get("examples") or None
+  train = {k: v[:limit] for k, v in splits["train"].items()}
+  evals = {
+    name: {k: v[: limit and limit // 4] for k, v in splits[name].items()}
+    for name in ("validation", "test")
+  }
+  lrs = spec.learning_rates[: max(1, min(3, settings["members"]))]
+  members = trainer.Members(lrs, range(-(-settings["members"] // len(lrs))))
+  num = len(members)
+  mesh = trainer.make_mesh(num, settings.get("members_axis"))
+  program = trainer.make_program(
+    spec, mesh, train, num,
+    dropout_bits=settings.get("dropout_bits", "hash"),
+    train_loss=settings.get("train_loss", "dropout_off"),
+    member_chunk=settings.get("member_chunk", 0),
+  )  # fmt: skip
+  seeds_M, lrs_M = program.put_members(members)
+  data = program.put_data(train)
+  state = program.init(seeds_M, lrs_M)
+  steps = max(1, program.steps_per_epoch // settings.get("fraction", 1))
+  splits_on_device = [program.put_eval_split(split) for split in evals.values()]
+  epoch = 0
+
+  def run_epoch() -> None:
+    nonlocal state, epoch
+    epoch += 1
+    batches = program.shuffle(seeds_M, np.int32(epoch))
+    state, loss = program.train_segment(
+      state, data, batches, seeds_M, lrs_M, np.int32(epoch), np.int32(0), num_steps=steps
+    )
     loss.block_until_ready()
 
-  def make_evaluation(self, splits: dict[str, dict[str, np.ndarray]]) -> Callable[[], None]:
-    """One evaluation of every member on ``splits`` (as `fit` does after each epoch)."""
-    puts = [self.program.put_eval_split(split) for split in splits.values()]
+  def run_evaluation() -> None:
+    jax.block_until_ready([program.evaluate(state, split) for split in splits_on_device])
 
-    def evaluate() -> None:
-      jax.block_until_ready([self.program.evaluate(self.state, split) for split in puts])
+  run_epoch()  # Compiles.
+  run_evaluation()
+  params = jax.tree.map(lambda x: x[0], program.unpad(state).params)
+  kernels = [params[name]["kernel"] for name in sorted(params, key=lambda n: int(n.split("_")[1]))]
+  _reply(
+    {
+      "ready": True,
+      "members": num,
+      "layout": trainer.describe_layout(num, mesh),
+      "devices": jax.device_count(),
+      "xla_flags": os.environ.get("XLA_FLAGS", ""),
+      "steps_per_epoch": program.steps_per_epoch,
+      "steps_timed": steps,
+      "examples_per_epoch": program.steps_per_epoch * spec.batch_size,
+      "batch_size": spec.batch_size,
+      "layer_shapes": [list(k.shape) for k in kernels],
+      "dropout_off_pass": program.config.train_loss == "dropout_off",
+    }
+  )
+  actions = {"epoch": run_epoch, "evaluate": run_evaluation}
+  for line in sys.stdin:
+    command = line.strip()
+    if command == "quit":
+      return
+    start = time.perf_counter()
+    actions[command]()
+    _reply({"seconds": time.perf_counter() - start})
 
-    return evaluate
+
+def _reply(message: dict) -> None:
+  sys.stdout.write(json.dumps(message) + "\n")
+  sys.stdout.flush()
 
 
-def make_torch_contenders(spec, train, features, num_inputs, num_outputs):
-  """The classic and the tuned PyTorch loops with each thread count, one epoch per call.
+class Worker:
+  """A running contender process, driven line by line."""
 
-  Each is warmed up here on a few batches (PyTorch compiles nothing; a whole warm-up epoch
-  would only cost time).
-  """
+  def __init__(self, settings: dict):
+    self.process = subprocess.Popen(
+      [sys.executable, __file__, "--worker", json.dumps(settings)],
+      stdin=subprocess.PIPE,
+      stdout=subprocess.PIPE,
+      text=True,
+      cwd=ROOT,
+    )
+    self.info = self._read()
+
+  def _read(self) -> dict:
+    line = self.process.stdout.readline()
+    if not line:
+      raise RuntimeError(f"A benchmark worker exited with status {self.process.wait()}.")
+    return json.loads(line)
+
+  def time(self, command: str) -> float:
+    self.process.stdin.write(command + "\n")
+    self.process.stdin.flush()
+    return self._read()["seconds"]
+
+  def close(self) -> None:
+    self.process.stdin.write("quit\n")
+    self.process.stdin.flush()
+    self.process.wait()
+
+
+# ------------------------------------------------------------------------------ PyTorch
+
+
+def torch_contenders(spec, train, features, num_inputs, num_outputs) -> dict[str, Callable]:
+  """The classic and the tuned PyTorch loops with each thread count, one epoch per call."""
+  import torch
+  import torch_reference
+
   batch = spec.batch_size
   loader = torch_reference.make_classic_loader(train["inputs"], train["targets"], batch)
-  warm_loader = torch_reference.make_classic_loader(
-    train["inputs"][: 4 * batch], train["targets"][: 4 * batch], batch
-  )
   x_all = torch.from_numpy(train["inputs"].reshape(len(train["inputs"]), -1) / np.float32(255))
   y_all = torch.from_numpy(train["targets"].astype(np.int64))
   contenders = {}
@@ -195,8 +243,6 @@ def make_torch_contenders(spec, train, features, num_inputs, num_outputs):
     tuned = torch_reference.make_model_and_optimizer(
       num_inputs, features, num_outputs, spec.dropout
     )
-    torch_reference.train_epoch_classic(*classic, warm_loader)
-    torch_reference.train_epoch_tuned(*tuned, x_all[: 4 * batch], y_all[: 4 * batch], batch)
 
     def run_classic(threads=threads, classic=classic):
       torch.set_num_threads(threads)
@@ -206,13 +252,18 @@ def make_torch_contenders(spec, train, features, num_inputs, num_outputs):
       torch.set_num_threads(threads)
       torch_reference.train_epoch_tuned(*tuned, x_all, y_all, batch)
 
-    contenders[name_torch(CLASSIC, threads)] = run_classic
-    contenders[name_torch(TUNED, threads)] = run_tuned
-  torch.set_num_threads(TORCH_THREADS[0])
+    plural = "s" * (threads > 1)
+    contenders[f"{CLASSIC}, {threads} thread{plural}"] = run_classic
+    contenders[f"{TUNED}, {threads} thread{plural}"] = run_tuned
   return contenders
 
 
-def make_matmul_contenders(size: int) -> dict[str, Callable[[], None]]:
+def matmul_contenders(size: int) -> dict[str, Callable]:
+  """A large float32 matmul in JAX (one device, every core) and in torch: attainable GFLOP/s."""
+  import jax
+  import jax.numpy as jnp
+  import torch
+
   rng = np.random.default_rng(0)
   a = rng.standard_normal((size, size), dtype=np.float32)
   b = rng.standard_normal((size, size), dtype=np.float32)
@@ -225,36 +276,7 @@ def make_matmul_contenders(size: int) -> dict[str, Callable[[], None]]:
   }
 
 
-def time_rounds(
-  contenders: dict[str, Callable[[], object]], rounds: int, warm: set[str]
-) -> dict[str, list]:
-  """Seconds of each contender per round, after one untimed warm-up call of those not in
-  ``warm``."""
-  for name, run in contenders.items():
-    if name not in warm:
-      print(f"warm-up: {name}", flush=True)
-      run()
-  seconds = {name: [] for name in contenders}
-  for r in range(rounds):
-    for name, run in contenders.items():
-      start = time.perf_counter()
-      run()
-      seconds[name].append(time.perf_counter() - start)
-    print(f"round {r + 1}/{rounds}: " + ", ".join(f"{s[-1]:.2f}" for s in seconds.values()))
-  return seconds
-
-
-def describe_versions() -> dict[str, str]:
-  return {
-    "python": platform.python_version(),
-    "jax": jax.__version__,
-    "jax_backend": jax.default_backend(),
-    "flax": flax.__version__,
-    "optax": optax.__version__,
-    "numpy": np.__version__,
-    "torch": torch.__version__,
-    "XLA_FLAGS": os.environ.get("XLA_FLAGS", ""),
-  }
+# ---------------------------------------------------------------------------- measuring
 
 
 def median_ratio(numerator: list[float], denominator: list[float], scale: float = 1.0) -> float:
@@ -262,124 +284,179 @@ def median_ratio(numerator: list[float], denominator: list[float], scale: float 
 
 
 def measure(args) -> dict:
+  from gelujax import devices, tasks
+
   spec = tasks.get(args.task).replace(dataset="fashion_mnist", dropout=0.5, activation="gelu")
+  cores = devices.host_cores()
+  auto = {m: auto_settings(m) for m in (1, args.members)}
+  common = {"task": args.task, "examples": args.examples, "data_dir": args.data_dir}
+  workers = {}
+  profiles = {k: v for k, v in PROFILES.items() if not args.quick or k in QUICK_PROFILES}
+  for name, settings in gelujax_contenders(args.members, cores, auto, profiles).items():
+    print(f"starting: {name}", flush=True)
+    workers[name] = Worker({**common, **settings})
+  info = workers[one_member(ONE_DEVICE)].info
   splits = spec.load_data(args.data_dir)
   limit = args.examples or None
   train = {k: v[:limit] for k, v in splits["train"].items()}
-  evals = {
-    name: {k: v[: limit and limit // 4] for k, v in splits[name].items()}
-    for name in ("validation", "test")
-  }
-  sizes = (1, args.members)
-  runs = {name_run(m): GelujaxRun(spec, train, m) for m in sizes}
-  runs[name_run(1, "gelu_tanh")] = GelujaxRun(spec, train, 1, activation="gelu_tanh")
-  for variant, options in PROFILES.items():
-    for m in sizes:
-      runs[name_run(m, variant)] = GelujaxRun(spec, train, m, fraction=PROFILE_FRACTION, **options)
-  one, grid = runs[name_run(1)], runs[name_run(args.members)]
-  kernels = find_kernels(one.state.params)
-  layer_flops = [2 * k.shape[-2] * k.shape[-1] for k in kernels]
-  contenders = {name: run.run_epoch for name, run in runs.items()}
-  torch_contenders = make_torch_contenders(
-    spec, train, [k.shape[-1] for k in kernels[:-1]], kernels[0].shape[-2], kernels[-1].shape[-1]
+  shapes = info["layer_shapes"]
+  contenders: dict[str, Callable[[], object]] = {}
+  for name, w in workers.items():
+    contenders[name] = lambda w=w: w.time("epoch")
+  for m in (1, args.members):
+    w = workers[f"{'1 member' if m == 1 else f'{m} members'} (auto), as trained"]
+    contenders[f"gelujax evaluation, {m} member(s), auto (validation + test)"] = lambda w=w: w.time(
+      "evaluate"
+    )
+  contenders |= torch_contenders(
+    spec, train, [s[1] for s in shapes[:-1]], shapes[0][0], shapes[-1][1]
   )
-  contenders |= torch_contenders
-  contenders["gelujax shuffle, 1 member"] = one.shuffle
-  contenders[f"gelujax shuffle, {args.members} members"] = grid.shuffle
-  contenders["gelujax evaluation, 1 member (validation + test)"] = one.make_evaluation(evals)
-  contenders[f"gelujax evaluation, {args.members} members (validation + test)"] = (
-    grid.make_evaluation(evals)
-  )
-  contenders |= make_matmul_contenders(args.matmul_size)
-  seconds = time_rounds(contenders, args.rounds, warm=set(torch_contenders))
-  for name, run in runs.items():
-    seconds[name] = [s * run.scale for s in seconds[name]]
+  contenders |= matmul_contenders(args.matmul_size)
+  for name, run in contenders.items():  # Warm-up: PyTorch and the matmul compile nothing much.
+    if name not in workers:
+      run()
+  seconds = {name: [] for name in contenders}
+  for r in range(args.rounds):
+    for name, run in contenders.items():
+      if name in workers:
+        seconds[name].append(run())  # The worker's own timing, without the pipe.
+      else:
+        start = time.perf_counter()
+        run()
+        seconds[name].append(time.perf_counter() - start)
+    print(f"round {r + 1}/{args.rounds} done", flush=True)
+  for w in workers.values():
+    w.close()
 
-  examples = one.program.steps_per_epoch * spec.batch_size
+  examples = info["examples_per_epoch"]
+  layer_flops = [2 * a * b for a, b in shapes]
   forward = sum(layer_flops)
-  # The dropout-off pass that logs the training loss; XLA shares its first layer with the
-  # training pass (the same inputs and weights), so that layer is not counted twice.
-  dropout_off = 0 if one.program.reuse_train_loss else forward - layer_flops[0]
+  # The dropout-off pass that logs the training loss repeats every layer but the first, whose
+  # output XLA shares with the training pass (the same inputs and weights).
+  dropout_off = forward - layer_flops[0]
   rows = []
   for name, times in seconds.items():
+    w = workers.get(name)
+    if w is not None:  # Seconds per call -> seconds per epoch.
+      times = [t * w.info["steps_per_epoch"] / w.info["steps_timed"] for t in times]
     row = {"name": name, "seconds": times, "median_s": float(np.median(times))}
-    if name in runs and runs[name].scale != 1:
-      row["note"] = f"per epoch, from {runs[name].num_steps}-step segments"
-    run = runs.get(name)
-    if run is not None or name.startswith("PyTorch"):
-      members = run.num_members if run else 1
-      row["members"] = members
+    if w is not None:
+      members = w.info["members"]
+      row.update(members=members, layout=w.info["layout"], xla_flags=w.info["xla_flags"])
+      if w.info["steps_timed"] != w.info["steps_per_epoch"]:
+        row["note"] = f"per epoch, from {w.info['steps_timed']}-step segments"
+      extra = dropout_off if w.info["dropout_off_pass"] else 0
       row["model_epochs_per_s"] = members / row["median_s"]
-      row["gflop_per_s"] = 3 * forward * examples * members / row["median_s"] / 1e9
-      if run is not None:
-        extra = 0 if run.program.reuse_train_loss else dropout_off
-        row["gflop_per_s_with_dropout_off_pass"] = (
-          (3 * forward + extra) * examples * members / row["median_s"] / 1e9
-        )
+      row["gflop_per_s"] = (3 * forward + extra) * examples * members / row["median_s"] / 1e9
+    elif name.startswith("PyTorch"):
+      row.update(members=1, model_epochs_per_s=1 / row["median_s"])
+      row["gflop_per_s"] = 3 * forward * examples / row["median_s"] / 1e9
     elif name.startswith("matmul"):
       row["gflop_per_s"] = 2 * args.matmul_size**3 / row["median_s"] / 1e9
     rows.append(row)
 
-  t1, tg = seconds[name_run(1)], seconds[name_run(args.members)]
-  ratios = {
-    **{
-      name_torch_ratio(loop, t): median_ratio(seconds[name_torch(loop, t)], t1)
-      for loop in (CLASSIC, TUNED)
-      for t in TORCH_THREADS
-    },
-    GRID_RATIO: median_ratio(t1, tg, args.members),
-    "gelu_tanh / gelu, 1 member, time per epoch": median_ratio(
-      seconds[name_run(1, "gelu_tanh")], t1
+  m = args.members
+  best_one = min((one_member(ONE_DEVICE), one_member(DATA_PARALLEL)), key=lambda n: np.median(
+    seconds[n]))  # fmt: skip
+  auto_grid = {
+    (cores, 0): grid(m, PER_CORE),
+    (cores, 1): grid(m, PER_CORE_ONE_AT_A_TIME),
+    (1, 0): grid(m, ONE_DEVICE),
+  }.get((auto[m]["cpu_devices"], auto[m]["member_chunk"]), grid(m, PER_CORE))
+  auto_one = one_member(ONE_DEVICE if auto[1]["cpu_devices"] == 1 else DATA_PARALLEL)
+
+  def per_epoch(name):
+    w = workers[name]
+    return [t * w.info["steps_per_epoch"] / w.info["steps_timed"] for t in seconds[name]]
+
+  targets = {
+    f"grid / 1 member, model-epochs per second ({auto_grid} / {auto_one})": (
+      median_ratio(per_epoch(auto_one), per_epoch(auto_grid), m),
+      2.0,
+    ),
+    f"{TUNED}, 2 threads / gelujax 1 member ({auto_one}), time per epoch": (
+      median_ratio(seconds[f"{TUNED}, 2 threads"], per_epoch(auto_one)),
+      2.5,
     ),
   }
-  for variant in PROFILES:
-    for m in sizes if variant != "as trained" else ():
-      ratios[f"{variant} / as trained, {m} member(s), time per step"] = median_ratio(
-        seconds[name_run(m, variant)], seconds[name_run(m, "as trained")]
-      )
-    ratios[f"grid / 1 member, {variant}, model-epochs per second"] = median_ratio(
-      seconds[name_run(1, variant)], seconds[name_run(args.members, variant)], args.members
+  ratios = {
+    f"{CLASSIC}, 2 threads / gelujax 1 member ({auto_one}), time per epoch": median_ratio(
+      seconds[f"{CLASSIC}, 2 threads"], per_epoch(auto_one)
+    ),
+    f"best 1-member layout ({best_one}) / {ONE_DEVICE}, time per epoch": median_ratio(
+      per_epoch(best_one), per_epoch(one_member(ONE_DEVICE))
+    ),
+  }
+  for layout in (ONE_DEVICE, PER_CORE, PER_CORE_ONE_AT_A_TIME):
+    ratios[f"grid ({layout}) / 1 member ({ONE_DEVICE}), model-epochs per second"] = median_ratio(
+      per_epoch(one_member(ONE_DEVICE)), per_epoch(grid(m, layout)), m
     )
+  for variant in profiles:
+    if variant == "as trained":
+      continue
+    for size in (1, m):
+      who = "1 member" if size == 1 else f"{size} members"
+      ratios[f"{variant} / as trained, {who} (auto), time per step"] = median_ratio(
+        seconds[f"{who} (auto), {variant}"], seconds[f"{who} (auto), as trained"]
+      )
   return {
     "task": spec.name,
     "dataset": spec.dataset,
+    "cores": cores,
+    "auto": {str(k): v for k, v in auto.items()},
     "examples_per_epoch": examples,
-    "steps_per_epoch": one.program.steps_per_epoch,
-    "batch_size": spec.batch_size,
-    "members": args.members,
+    "steps_per_epoch": info["steps_per_epoch"],
+    "batch_size": info["batch_size"],
+    "members": m,
     "forward_flops_per_example": forward,
     "dropout_off_pass_flops_per_example": dropout_off,
     "rows": rows,
+    "targets": {k: {"measured": v, "target": t} for k, (v, t) in targets.items()},
     "ratios": ratios,
+  }
+
+
+def describe_versions() -> dict[str, str]:
+  import flax
+  import jax
+  import optax
+  import torch
+
+  return {
+    "python": platform.python_version(),
+    "jax": jax.__version__,
+    "flax": flax.__version__,
+    "optax": optax.__version__,
+    "numpy": np.__version__,
+    "torch": torch.__version__,
   }
 
 
 def write_report(result: dict, output_dir: Path) -> None:
   output_dir.mkdir(parents=True, exist_ok=True)
   (output_dir / "training.json").write_text(json.dumps(result, indent=2) + "\n")
-  m = result["members"]
   lines = [
     "# Training benchmark",
     "",
     f"Command: `{result['command']}`  ",
-    f"Machine: {result['machine']}; PyTorch with torch.set_num_threads(2) (the default here) "
-    "and with 1 thread  ",
-    "Versions: " + ", ".join(f"{k} {v}" for k, v in result["versions"].items() if v) + "  ",
+    f"Machine: {result['machine']}  ",
+    "Versions: " + ", ".join(f"{k} {v}" for k, v in result["versions"].items()) + "  ",
     f"Date: {result['date']}; median of {result['rounds']} interleaved rounds after one warm-up "
     "call each (compilation excluded).",
     "",
     f"Task `{result['task']}` on {result['dataset']}: {result['examples_per_epoch']:,} examples "
     f"per epoch ({result['steps_per_epoch']} steps of {result['batch_size']}), dropout 0.5, "
-    f"exact GELU unless named; the grid is {m} members (learning rates x seeds). A gelujax epoch "
-    "is the trainer's compiled epoch (on-device shuffle + one `lax.scan`); evaluation is timed "
-    "separately and excluded from the epoch figures.",
+    f"exact GELU unless named; the grid is {result['members']} members (learning rates x "
+    "seeds). A gelujax epoch is the program's shuffle and compiled loop over the epoch's steps; "
+    "evaluation is timed separately. `--cpu_devices=auto` picks, for 1 member and for the grid: "
+    + "; ".join(f"{k} member(s): {v}" for k, v in result["auto"].items())
+    + ".",
     "",
-    f"GFLOP/s counts training as 3 x forward, forward = 2 x sum(fan_in x fan_out) = "
-    f"{result['forward_flops_per_example']:,} FLOPs per example, for every contender. gelujax "
-    "also logs the training loss with dropout off (as the paper did): one more forward pass "
-    f"without the first layer, which XLA shares with the training pass "
-    f"({result['dropout_off_pass_flops_per_example']:,} FLOPs per example); the last column "
-    "counts it too.",
+    "GFLOP/s counts training as 3 x forward, forward = 2 x sum(fan_in x fan_out) = "
+    f"{result['forward_flops_per_example']:,} FLOPs per example; for gelujax, plus the "
+    f"dropout-off pass that logs the training loss as the paper did "
+    f"({result['dropout_off_pass_flops_per_example']:,} FLOPs per example: every layer but the "
+    "first, which XLA shares with the training pass).",
     "",
     "## Targets",
     "",
@@ -388,18 +465,17 @@ def write_report(result: dict, output_dir: Path) -> None:
     "| ratio | measured | target | met |",
     "|---|---:|---:|---|",
   ]
-  for name, target in TARGETS.items():
-    value = result["ratios"][name]
-    lines.append(f"| {name} | {value:.2f}x | >= {target}x | {'yes' if value >= target else 'no'} |")
+  for name, t in result["targets"].items():
+    met = "yes" if t["measured"] >= t["target"] else "no"
+    lines.append(f"| {name} | {t['measured']:.2f}x | >= {t['target']}x | {met} |")
   lines += ["", "Other ratios (same-round medians):", ""]
-  lines += [f"- {k}: {v:.2f}x" for k, v in result["ratios"].items() if k not in TARGETS]
+  lines += [f"- {k}: {v:.2f}x" for k, v in result["ratios"].items()]
   lines += [
     "",
     "## Times",
     "",
-    "| contender | s per call (median) | all rounds (s) | model-epochs/s | GFLOP/s | "
-    "GFLOP/s with dropout-off pass |",
-    "|---|---:|---|---:|---:|---:|",
+    "| contender | s per epoch (median) | all rounds (s) | model-epochs/s | GFLOP/s |",
+    "|---|---:|---|---:|---:|",
   ]
   for row in result["rows"]:
     cells = [
@@ -408,11 +484,14 @@ def write_report(result: dict, output_dir: Path) -> None:
       ", ".join(f"{s:.3f}" for s in row["seconds"]),
       f"{row['model_epochs_per_s']:.3f}" if "model_epochs_per_s" in row else "",
       f"{row['gflop_per_s']:.1f}" if "gflop_per_s" in row else "",
-      f"{row['gflop_per_s_with_dropout_off_pass']:.1f}"
-      if "gflop_per_s_with_dropout_off_pass" in row
-      else "",
     ]
     lines.append("| " + " | ".join(cells) + " |")
+  lines += ["", "Layouts:", ""]
+  lines += [
+    f"- {row['name']}: {row['layout']}; XLA_FLAGS `{row['xla_flags']}`"
+    for row in result["rows"]
+    if "layout" in row
+  ]
   (output_dir / "training.md").write_text("\n".join(lines) + "\n")
 
 
@@ -425,27 +504,33 @@ def main(argv: list[str] | None = None) -> None:
   parser.add_argument("--matmul-size", type=int, default=4096)
   parser.add_argument("--data-dir", default=None, help="passed to gelujax.data.load")
   parser.add_argument(
-    "--quick", action="store_true", help="smoke run: tiny_mnist, 320 images, 1 round"
+    "--quick",
+    action="store_true",
+    help="smoke run: tiny_mnist, 320 images, 1 round, 2 profiles",
   )
   parser.add_argument("--output-dir", type=Path, default=RESULTS_DIR)
+  parser.add_argument("--worker", help=argparse.SUPPRESS)
   args = parser.parse_args(argv)
+  if args.worker:
+    worker(json.loads(args.worker))
+    return
   if args.quick:
     args.rounds, args.task, args.examples, args.matmul_size = 1, "tiny_mnist", 320, 256
-  if args.rounds < 1 or args.members < 1 or args.examples < 0 or args.matmul_size < 1:
-    raise ValueError(
-      f"--rounds ({args.rounds}), --members ({args.members}) and --matmul-size "
-      f"({args.matmul_size}) must be positive and --examples ({args.examples}) non-negative."
+  if args.rounds < 1 or args.members < 2 or args.examples < 0 or args.matmul_size < 1:
+    raise SystemExit(
+      f"--rounds ({args.rounds}) and --matmul-size ({args.matmul_size}) must be positive, "
+      f"--members ({args.members}) at least 2 and --examples ({args.examples}) non-negative."
     )
+  from machine import describe_machine
+
   command = "python benchmarks/training.py" + (" " + " ".join(sys.argv[1:]) if argv is None else "")
   result = {
     "command": command.strip(),
     "machine": describe_machine(),
     "versions": describe_versions(),
-    "torch_threads": list(TORCH_THREADS),
     "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
     "rounds": args.rounds,
     **measure(args),
-    "targets": TARGETS,
   }
   write_report(result, args.output_dir)
   print((args.output_dir / "training.md").read_text())

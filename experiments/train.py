@@ -15,7 +15,7 @@ import sys
 
 from absl import app, flags, logging
 
-from gelujax import cli, registry, tasks, trainer
+from gelujax import cli, devices, registry, tasks, trainer
 
 _TASK = flags.DEFINE_string(
   "task", None, "The experiment, one of gelujax.tasks.task_names(), optionally with field "
@@ -49,6 +49,18 @@ _DROPOUT = flags.DEFINE_float(
   "dropout", None, "Dropout drop rate in [0, 1); 0 disables it; default: the task's."
 )
 _CHECKPOINT_EVERY = flags.DEFINE_integer("checkpoint_every", 1, "Save a checkpoint every N epochs.")
+_CPU_DEVICES = flags.DEFINE_string(
+  "cpu_devices", "auto", "CPU hosts: the devices to split this host into, or 'auto' (one per "
+  "core for a grid, one using every core for a single member; see gelujax.devices)."
+)  # fmt: skip
+_MEMBERS_AXIS = flags.DEFINE_integer(
+  "members_axis", None, "Devices along the mesh's members axis (a divisor of the device count; "
+  "the rest split each batch); default: every device when the grid has as many members."
+)  # fmt: skip
+_COMPILATION_CACHE = flags.DEFINE_string(
+  "compilation_cache", devices.DEFAULT_CACHE, "Folder that keeps compiled programs between runs "
+  "(a re-run or resume does not compile again); 'none' disables it."
+)  # fmt: skip
 _COORDINATOR = flags.DEFINE_string(
   "coordinator_address", None, "Multi-host runs: host:port of process 0 (unset: one process)."
 )
@@ -79,20 +91,24 @@ def main(argv: list[str]) -> None:
   if not flags.FLAGS["verbosity"].present:  # Orbax logs every save at INFO.
     logging.set_verbosity(logging.WARNING)
   try:
-    if _COORDINATOR.value:
-      trainer.initialize_distributed(_COORDINATOR.value, _NUM_PROCESSES.value, _PROCESS_ID.value)
     spec = make_spec()
-    seeds = cli.parse_seeds(_SEEDS.value, spec.seeds)
-    learning_rates = cli.parse_floats("learning_rates", _LEARNING_RATES.value, spec.learning_rates)
+    members = trainer.Members(
+      cli.parse_floats("learning_rates", _LEARNING_RATES.value, spec.learning_rates),
+      cli.parse_seeds(_SEEDS.value, spec.seeds),
+    )
+    # Before JAX starts: how the host is split into devices, and where compiled programs go.
+    devices.configure_cpu(_CPU_DEVICES.value, len(members))
+    devices.enable_compilation_cache(_COMPILATION_CACHE.value)
+    if _COORDINATOR.value:
+      devices.initialize_distributed(_COORDINATOR.value, _NUM_PROCESSES.value, _PROCESS_ID.value)
     name = re.sub(r"[^\w.=-]+", "_", f"{spec.name}_{spec.dataset}_{spec.activation}")
-    workdir = _WORKDIR.value or f"workdirs/{name}"
     trainer.fit(
       spec,
-      workdir,
-      seeds=seeds,
-      learning_rates=learning_rates,
+      _WORKDIR.value or f"workdirs/{name}",
+      members,
       data_dir=_DATA_DIR.value,
       checkpoint_every=_CHECKPOINT_EVERY.value,
+      members_axis=_MEMBERS_AXIS.value,
     )
   except (ValueError, trainer.DivergedError) as e:
     sys.exit(f"train.py: error: {' '.join(str(e).split())}")

@@ -221,8 +221,7 @@ def run_grid(
     summary = trainer.fit(
       spec,
       str(workdir),
-      seeds=list(seeds),
-      learning_rates=list(learning_rates),
+      trainer.Members(learning_rates, seeds),
       data_dir=data_dir,
       progress=progress,
     )
@@ -533,7 +532,7 @@ def evaluate_noise(
   rng = np.random.default_rng(noise_seed)
   accuracy, loss = [], []
   for a in levels:
-    metrics = trainer.evaluate(
+    metrics = trainer.evaluate_members(
       spec, state, {**test, "inputs": data.add_uniform_noise(clean, float(a), rng)}
     )
     if "error" not in metrics:

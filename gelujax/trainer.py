@@ -1,12 +1,23 @@
-"""The training engine: a grid of members trained as one program on a device mesh.
+"""The training engine: a grid of members trained as one compiled program on a device mesh.
 
-A member is one (learning rate, seed) pair. The members' states are stacked on a leading
-axis and every step is `jax.vmap`ped over them. Data parallelism is `jax.jit` over a mesh with
-one axis, ``data``, spanning every device of every process: batches are sharded on it, states
-and datasets replicated, and XLA inserts the gradient all-reduce. An epoch is one jitted
-`lax.scan` over batches gathered on device from a permutation drawn on device. All randomness
-comes from keys folded from (seed, stream, epoch, step), so a resumed run is bitwise equal to
-an uninterrupted one.
+Vocabulary (see DESIGN.md):
+
+- **member**: one (learning rate, seed) pair of a run's grid, `Members`. The members' states are
+  stacked on a leading axis and every step is `jax.vmap`ped over them, so a whole grid is one
+  compiled program.
+- **mesh**: the devices of every process as a 2-D `Mesh` with axes ``("members", "data")``
+  (`make_mesh`). Member states, and their batches, are sharded over ``members``: members never
+  communicate, so a grid spreads over devices, CPU cores or TPU chips with no traffic. Each batch
+  is sharded over ``data``: **data parallelism**, where ``jax.jit`` inserts the gradient
+  all-reduce. A grid that does not divide over ``members`` is padded with copies of its last
+  member, whose results are dropped.
+- **program**: the jitted step functions of a run on its mesh (`make_program`): `init_member`,
+  `shuffle`, `train_segment` (a `lax.scan` of `train_step` over a segment of an epoch) and
+  `evaluate`, each a pure module-level function.
+
+All randomness comes from keys folded from (seed, stream, epoch, step) (`gelujax.prng`), so a
+resumed run is bitwise equal to an uninterrupted one, and a member's numbers do not depend on the
+other members of its grid or on the ``members`` layout.
 """
 
 from __future__ import annotations
@@ -17,31 +28,151 @@ import itertools
 import json
 import math
 import os
-from collections.abc import Sequence
-from typing import Any
+import sys
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, Protocol
 
 import flax
+import flax.linen as nn
 import jax
-import jax.extend
 import jax.numpy as jnp
 import numpy as np
 import optax
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from gelujax import checkpoints, writers
+from gelujax import checkpoints, prng, writers
 
-# Random streams, folded into a member's key before (epoch, step).
-_INIT, _SHUFFLE, _STEP = 0, 1, 2
-# Fields of a spec that may change when a run is resumed.
+# Fields of a task that may change when a run is resumed.
 _RESUMABLE_FIELDS = ("epochs",)
 # Evaluation batches hold at least this many examples (more work per scan step).
 _EVAL_BATCH = 1024
 _EVAL_SPLITS = ("validation", "test")
+# How the logged training loss is measured: as the paper logged it, with dropout off on the
+# step's batch before the update (one more forward pass when the model draws randomness), or
+# the loss of the training pass itself (free; differs only for models with dropout).
+TRAIN_LOSSES = ("dropout_off", "training_pass")
 
 
 class DivergedError(RuntimeError):
   """Every member of a run diverged (its training loss became non-finite)."""
+
+
+class Task(Protocol):
+  """What the trainer reads of a task: `gelujax.tasks.TaskSpec` is the implementation.
+
+  A task is a frozen dataclass of plain values (``dataclasses.asdict`` of it is written to
+  config.json) with the methods below.
+  """
+
+  name: str
+  dataset: str
+  activation: str
+  dropout: float
+  learning_rates: tuple[float, ...]
+  seeds: int
+  batch_size: int
+  epochs: int
+  evals_per_epoch: int
+  group_batches: bool
+  select_metric: str
+
+  def replace(self, **overrides: Any) -> Task: ...
+
+  def load_data(self, data_dir: str | None = None) -> Mapping[str, dict[str, np.ndarray]]: ...
+
+  def build_model(self) -> nn.Module: ...
+
+  def build_optimizer(
+    self, learning_rate: float | jax.Array, steps_per_epoch: int
+  ) -> optax.GradientTransformation: ...
+
+  def prepare_batch(
+    self, batch: Mapping[str, jax.Array], train: bool, key: jax.Array | None
+  ) -> tuple[jax.Array, jax.Array]: ...
+
+  def loss(self, outputs: jax.Array, targets: jax.Array, mask: jax.Array) -> jax.Array: ...
+
+  def metrics(
+    self, outputs: jax.Array, targets: jax.Array, mask: jax.Array
+  ) -> dict[str, jax.Array]: ...
+
+  def regularizer(self, params: Any) -> jax.Array: ...
+
+
+@dataclasses.dataclass(frozen=True)
+class Members:
+  """A run's grid: every (learning rate, seed) pair, learning-rate major.
+
+  Member ``i`` is ``list(members)[i]``: ``[(lr, seed) for lr in learning_rates for seed in
+  seeds]``, the order of config.json, metrics.jsonl and every stacked state.
+
+  Attributes:
+    learning_rates: the peak learning rates, each finite, positive and a normal float32 (the
+      members train in float32).
+    seeds: the seeds, each an int32.
+  """
+
+  learning_rates: tuple[float, ...]
+  seeds: tuple[int, ...]
+
+  def __post_init__(self):
+    lrs = tuple(float(lr) for lr in self.learning_rates)
+    seeds = tuple(int(seed) for seed in self.seeds)
+    object.__setattr__(self, "learning_rates", lrs)
+    object.__setattr__(self, "seeds", seeds)
+    if not seeds:
+      raise ValueError("--seeds is empty; give a count (e.g. 5) or a list of seeds (e.g. 0,1,2).")
+    if len(set(seeds)) != len(seeds):
+      raise ValueError(f"--seeds {list(seeds)} repeats a seed; each seed must appear once.")
+    info = np.iinfo(np.int32)
+    for seed in seeds:
+      if not info.min <= seed <= info.max:
+        raise ValueError(f"--seeds has {seed}; seeds must be int32 ({info.min}..{info.max}).")
+    if not lrs:
+      raise ValueError("--learning_rates is empty; give one or more, e.g. 1e-3,1e-4.")
+    tiny, huge = float(np.finfo(np.float32).tiny), float(np.finfo(np.float32).max)
+    for lr in lrs:
+      if not (math.isfinite(lr) and tiny <= lr <= huge):
+        raise ValueError(
+          f"--learning_rates has {lr}; every learning rate must be finite and within float32's "
+          f"normal range [{tiny:.3g}, {huge:.3g}], since members train in float32."
+        )
+    if len(set(lrs)) != len(lrs):
+      raise ValueError(f"--learning_rates {list(lrs)} repeats a value.")
+
+  @classmethod
+  def of_task(cls, task: Task) -> Members:
+    """The task's own grid: its learning rates x seeds ``0 .. task.seeds - 1``."""
+    return cls(task.learning_rates, tuple(range(task.seeds)))
+
+  @classmethod
+  def from_json(cls, members: Sequence[Mapping[str, Any]]) -> Members:
+    """The grid of config.json's ``members`` list (which must be a whole lr-major grid)."""
+    lrs = tuple(dict.fromkeys(float(m["learning_rate"]) for m in members))
+    seeds = tuple(dict.fromkeys(int(m["seed"]) for m in members))
+    grid = cls(lrs, seeds)
+    if grid.to_json() != [{"seed": int(m["seed"]), "learning_rate": float(m["learning_rate"])}
+                          for m in members]:  # fmt: skip
+      raise ValueError(
+        f"members {list(members)} are not a whole learning-rate-major grid of learning rates "
+        f"{list(lrs)} x seeds {list(seeds)}."
+      )
+    return grid
+
+  def __len__(self) -> int:
+    return len(self.learning_rates) * len(self.seeds)
+
+  def __iter__(self) -> Iterator[tuple[float, int]]:
+    """``(learning_rate, seed)`` of each member, in member order."""
+    return itertools.product(self.learning_rates, self.seeds)
+
+  def to_json(self) -> list[dict[str, Any]]:
+    """config.json's ``members``: ``[{"seed", "learning_rate"}]`` in member order."""
+    return [{"seed": seed, "learning_rate": lr} for lr, seed in self]
+
+  def describe(self) -> str:
+    return f"lrs={sorted(self.learning_rates, reverse=True)} seeds={sorted(self.seeds)}"
 
 
 @flax.struct.dataclass
@@ -62,172 +193,58 @@ class TrainState:
   diverged_step: jax.Array
 
 
-def initialize_distributed(coordinator_address: str, num_processes: int, process_id: int) -> None:
-  """Joins a multi-process run; call it first, before anything touches a device.
+# ----------------------------------------------------------------------------- the mesh
 
-  Every process runs the same command with its own ``process_id``; process 0 serves as the
-  coordinator at ``coordinator_address`` (host:port) and writes the workdir's files. CPU
-  processes exchange collectives through gloo (GPUs and TPUs use their own transport).
+
+def choose_layout(num_members: int, num_devices: int) -> tuple[int, int]:
+  """``(members, data)`` device counts for a grid: every device on ``members`` when the grid has
+  at least as many members as there are devices; otherwise the largest divisor of the device
+  count that the grid fills, the rest on ``data``."""
+  members = max(d for d in range(1, num_devices + 1) if num_devices % d == 0 and d <= num_members)
+  return members, num_devices // members
+
+
+def make_mesh(num_members: int, members_axis: int | None = None) -> Mesh:
+  """The ``("members", "data")`` mesh over every device of every process.
+
+  Args:
+    num_members: the grid's size, from which `choose_layout` picks the layout.
+    members_axis: devices along ``members`` instead (a divisor of the device count).
   """
-  jax.config.update("jax_cpu_collectives_implementation", "gloo")
-  jax.distributed.initialize(
-    coordinator_address=coordinator_address, num_processes=num_processes, process_id=process_id
+  count = jax.device_count()
+  if members_axis is None:
+    members_axis = choose_layout(num_members, count)[0]
+  if members_axis < 1 or count % members_axis:
+    raise ValueError(
+      f"--members_axis {members_axis} does not divide the {count} devices; valid: "
+      f"{', '.join(str(d) for d in range(1, count + 1) if count % d == 0)}."
+    )
+  return jax.make_mesh(
+    (members_axis, count // members_axis),
+    ("members", "data"),
+    axis_types=(jax.sharding.AxisType.Auto,) * 2,
   )
 
 
-def make_mesh() -> Mesh:
-  """The ``data`` mesh over every device of every process."""
-  return Mesh(np.asarray(jax.devices()), ("data",))
+def padded_size(num_members: int, mesh: Mesh) -> int:
+  """The grid's size rounded up to a multiple of the ``members`` axis."""
+  devices = mesh.shape["members"]
+  return -(-num_members // devices) * devices
 
 
-def make_members(seeds: Sequence[int], learning_rates: Sequence[float]) -> list[dict[str, Any]]:
-  """The members of a grid, learning-rate major, as written to config.json."""
-  return [
-    {"seed": int(seed), "learning_rate": float(lr)} for lr in learning_rates for seed in seeds
-  ]
-
-
-def make_config(spec: Any, members: Sequence[dict[str, Any]]) -> dict[str, Any]:
-  """The config.json object of a run (JSON types only)."""
-  return json.loads(
-    json.dumps(
-      {
-        "task": spec.name,
-        "dataset": spec.dataset,
-        "activation": spec.activation,
-        "spec": dataclasses.asdict(spec),
-        "members": list(members),
-      }
-    )
+def describe_layout(num_members: int, mesh: Mesh) -> str:
+  """One line on how the grid lies on the mesh, padding included."""
+  text = (
+    f"{num_members} member{'s' * (num_members != 1)} on a mesh of {mesh.shape['members']} "
+    f"(members) x {mesh.shape['data']} (data) {mesh.devices.flat[0].platform} devices"
   )
+  pad = padded_size(num_members, mesh) - num_members
+  if pad:
+    text += f", padded with {pad} cop{'ies' if pad > 1 else 'y'} of the last member (discarded)"
+  return text
 
 
-def check_run(
-  spec: Any, workdir: str, seeds: Sequence[int], learning_rates: Sequence[float]
-) -> None:
-  """Checks a run's settings and that ``workdir`` is free or holds this same run.
-
-  Touches nothing; `fit` calls it before any work, and so can a command line.
-
-  Raises:
-    ValueError: naming the bad setting, its value and what would be valid.
-  """
-  if not seeds:
-    raise ValueError("--seeds is empty; give a count (e.g. 5) or a list of seeds (e.g. 0,1,2).")
-  if len(set(seeds)) != len(seeds):
-    raise ValueError(f"--seeds {list(seeds)} repeats a seed; each seed must appear once.")
-  if not learning_rates:
-    raise ValueError("--learning_rates is empty; give one or more, e.g. 1e-3,1e-4.")
-  for lr in learning_rates:
-    if not (np.isfinite(lr) and lr > 0):
-      raise ValueError(f"--learning_rates has {lr}; every learning rate must be finite and > 0.")
-  if len(set(learning_rates)) != len(learning_rates):
-    raise ValueError(f"--learning_rates {list(learning_rates)} repeats a value.")
-  if spec.epochs < 1:
-    raise ValueError(f"--epochs is {spec.epochs}; it must be at least 1.")
-  if spec.batch_size < 1 or spec.batch_size % jax.device_count():
-    raise ValueError(
-      f"--batch_size is {spec.batch_size}; it must be a positive multiple of the device "
-      f"count ({jax.device_count()}), since every batch is split evenly over the devices."
-    )
-  path = os.path.join(workdir, writers.CONFIG_FILE)
-  if not os.path.exists(path):
-    return
-  old = writers.read_json(path)
-  new = make_config(spec, make_members(seeds, learning_rates))
-  differences = [
-    f"{key} {old['spec'].get(key)!r} (now {value!r})"
-    for key, value in new["spec"].items()
-    if key not in _RESUMABLE_FIELDS and old["spec"].get(key) != value
-  ]
-  if old["members"] != new["members"]:
-    differences.append(
-      f"members {_describe_members(old['members'])} (now {_describe_members(new['members'])})"
-    )
-  if differences:
-    raise ValueError(
-      f"Workdir {workdir} holds another run (task {old['task']!r}) that differs in: "
-      f"{'; '.join(differences)}. Pass another --workdir, or the same settings to resume it "
-      "(only --epochs may change)."
-    )
-
-
-def _describe_members(members: Sequence[dict[str, Any]]) -> str:
-  lrs = sorted({m["learning_rate"] for m in members}, reverse=True)
-  seeds = sorted({m["seed"] for m in members})
-  return f"lrs={lrs} seeds={seeds}"
-
-
-def fold_key(seed: jax.Array, *path: int | jax.Array) -> jax.Array:
-  """The key of ``seed`` folded with ``path`` (stream, epoch, step)."""
-  key = jax.random.key(seed)
-  for part in path:
-    key = jax.random.fold_in(key, part)
-  return key
-
-
-def _mix(x: jax.Array) -> jax.Array:
-  """MurmurHash3's 32-bit finalizer: a bijection in which every input bit flips ~half the
-  output bits."""
-  x = (x ^ (x >> 16)) * jnp.uint32(0x85EBCA6B)
-  x = (x ^ (x >> 13)) * jnp.uint32(0xC2B2AE35)
-  return x ^ (x >> 16)
-
-
-def _seed_hash_key(seed: jax.Array) -> jax.Array:
-  seed = jnp.asarray(seed).astype(jnp.uint32)
-  return jnp.stack([_mix(seed ^ jnp.uint32(0x243F6A88)), _mix(seed + jnp.uint32(0x13198A2E))])
-
-
-def _fold_in_hash_key(key: jax.Array, data: jax.Array) -> jax.Array:
-  data = jnp.asarray(data).astype(jnp.uint32)
-  return jnp.stack([_mix(key[0] ^ _mix(data + key[1])), _mix(key[1] + _mix(data ^ key[0]))])
-
-
-def _split_hash_key(key: jax.Array, shape: tuple[int, ...]) -> jax.Array:
-  counters = jnp.arange(math.prod(shape), dtype=jnp.uint32)
-  return jax.vmap(functools.partial(_fold_in_hash_key, key))(counters).reshape(*shape, 2)
-
-
-def _hash_random_bits(key: jax.Array, bit_width: int, shape: tuple[int, ...]) -> jax.Array:
-  if bit_width > 32:
-    raise ValueError(f"The dropout key draws at most 32-bit words, not {bit_width}-bit ones.")
-  counters = jax.lax.iota(jnp.uint32, math.prod(shape))
-  bits = _mix(_mix(counters * jnp.uint32(0x9E3779B9) + key[0]) ^ key[1])
-  return (bits >> (32 - bit_width)).astype(f"uint{bit_width}").reshape(shape)
-
-
-# Random bits as a keyed hash of a counter: a few integer operations per word where
-# threefry needs twenty rounds, and, unlike RBG keys (whose vmapped draws all come from the
-# first key), each member's bits depend on its own key only. Used for dropout masks only.
-HASH_PRNG = jax.extend.random.define_prng_impl(
-  key_shape=(2,),
-  seed=_seed_hash_key,
-  split=_split_hash_key,
-  random_bits=_hash_random_bits,
-  fold_in=_fold_in_hash_key,
-  name="gelujax_hash32",
-)
-
-
-def make_dropout_key(key: jax.Array) -> jax.Array:
-  """A key for the model's 'dropout' stream whose random bits are cheap to draw.
-
-  Dropout needs one random word per hidden unit per example per step, and threefry bits
-  dominate a small MLP's step on CPU. The key's words come from ``key``, so the masks
-  stay a deterministic function of (seed, epoch, step).
-  """
-  return jax.random.wrap_key_data(jax.random.bits(key, (2,), jnp.uint32), impl=HASH_PRNG)
-
-
-def put_replicated(x: np.ndarray, mesh: Mesh) -> jax.Array:
-  """A host array copied to every device of the mesh (each process supplies its own)."""
-  return jax.make_array_from_callback(x.shape, NamedSharding(mesh, P()), lambda index: x[index])
-
-
-def put_sharded(x: np.ndarray, mesh: Mesh, spec: P) -> jax.Array:
-  """A host array, the same on every process, laid out on the mesh as ``spec`` says."""
-  return jax.make_array_from_callback(x.shape, NamedSharding(mesh, spec), lambda index: x[index])
+# ----------------------------------------------------------------------- the step functions
 
 
 @dataclasses.dataclass(frozen=True)
@@ -255,176 +272,363 @@ def _expand_groups(group_ids: jax.Array, groups: _Groups) -> tuple[jax.Array, ja
   sizes = lengths[group_ids]
   ends = jnp.cumsum(sizes)
   slots = jnp.arange(groups.batch_frames)
-  which = jnp.minimum(jnp.searchsorted(ends, slots, side="right"), len(group_ids) - 1)
+  # The group of each slot: how many groups end at or before it (searchsorted, as a sum of
+  # comparisons: a batch holds few groups).
+  ends_before = jnp.sum(ends[None, :] <= slots[:, None], axis=1, dtype=jnp.int32)
+  which = jnp.minimum(ends_before, len(group_ids) - 1)
   mask = slots < ends[-1]
   frames = starts[group_ids[which]] + slots - (ends[which] - sizes[which])
   return jnp.where(mask, frames, 0), mask.astype(jnp.float32)
 
 
-class _Program:
-  """The jitted functions of a run: init, shuffle, a segment of an epoch, evaluation."""
+@dataclasses.dataclass(frozen=True)
+class StepConfig:
+  """What the step functions need besides arrays: the task, its model and the epoch's shape.
 
-  def __init__(self, spec: Any, mesh: Mesh, train: dict[str, np.ndarray]):
-    self.spec, self.mesh = spec, mesh
-    self.model = spec.build_model()
-    self.replicated = NamedSharding(mesh, P())
-    self.groups = None
-    if spec.group_batches:
-      self.groups = _find_groups(train["groups"], spec.batch_size, mesh.size)
-      num_items = len(self.groups.starts)
-    else:
-      num_items = len(train["targets"])
-    self.steps_per_epoch = max(num_items // spec.batch_size, 1)
-    self.num_items = num_items
-    self.sample = {k: v[:1] for k, v in train.items() if k != "groups"}
-    variables = jax.eval_shape(self._init_member, jnp.int32(0), jnp.float32(1.0))
-    self.has_batch_stats = bool(jax.tree.leaves(variables.batch_stats))
-    self.reuse_train_loss = not self.has_batch_stats and self._is_deterministic_in_training()
-    self.init = jax.jit(jax.vmap(self._init_member), out_shardings=self.replicated)
-    self.shuffle = jax.jit(self._shuffle, out_shardings=self.replicated)
-    self.train_segment = jax.jit(
-      self._train_segment,
-      static_argnames="num_steps",
-      donate_argnums=0,
-      out_shardings=self.replicated,
-    )
-    self.evaluate = jax.jit(self._evaluate, out_shardings=self.replicated)
+  Attributes:
+    task: the run's task.
+    model: ``task.build_model()``.
+    sample: one training example per input key (for shapes at initialisation).
+    num_items: examples (or groups) in the training split.
+    steps_per_epoch: optimizer steps per epoch.
+    groups: the training split's groups when batches are whole groups, else None.
+    has_batch_stats: the model keeps BatchNorm statistics.
+    dropout_bits: where dropout masks come from, one of `gelujax.prng.DROPOUT_BITS`.
+    train_loss: how the logged training loss is measured, one of `TRAIN_LOSSES`.
+    mesh: the ``("members", "data")`` mesh.
+    member_chunk: how many of a device's members each loop over steps trains at once,
+      vmapped (0: all of them).
+  """
 
-  def _is_deterministic_in_training(self) -> bool:
-    """Whether the model in training mode draws no randomness (no dropout, no SOI map)."""
-    inputs, _ = self.spec.prepare_batch(self.sample, False, jax.random.key(0))
-    variables = jax.eval_shape(
-      functools.partial(self.model.init, train=False), jax.random.key(0), inputs
+  task: Task
+  model: nn.Module
+  sample: dict[str, np.ndarray]
+  num_items: int
+  steps_per_epoch: int
+  groups: _Groups | None = None
+  has_batch_stats: bool = False
+  dropout_bits: str = "hash"
+  train_loss: str = "dropout_off"
+  mesh: Mesh | None = None
+  member_chunk: int = 0
+
+  @property
+  def optimizer_of(self) -> Callable[[jax.Array], optax.GradientTransformation]:
+    return lambda lr: self.task.build_optimizer(lr, self.steps_per_epoch)
+
+
+def map_members(config: StepConfig, fn: Callable[..., Any], members: Any, *shared: Any) -> Any:
+  """``fn(member, *shared)`` for every member of the leading axis of ``members``, each device
+  mapping over its own.
+
+  The mesh's ``members`` axis is manual here: a device sees only its members, and no member's
+  arithmetic depends on another's or on how many share its device. Each device takes
+  ``config.member_chunk`` members at a time, vmapped (0: all of them). ``shared`` arguments
+  are the same for every member; the ``data`` axis stays automatic, so arrays sharded over it
+  (a batch) are split by XLA, which inserts the reductions across it.
+  """
+
+  def map_local(members, *shared):
+    local = jax.tree.leaves(members)[0].shape[0]
+    size = min(config.member_chunk or local, local)
+    one = functools.partial(_call_member, fn, shared)
+    if size == local:
+      return jax.vmap(one)(members)
+    return jax.lax.map(one, members, batch_size=size)
+
+  return jax.shard_map(
+    map_local,
+    mesh=config.mesh,
+    in_specs=(P("members"), *[P()] * len(shared)),
+    out_specs=P("members"),
+    axis_names={"members"},
+  )(members, *shared)
+
+
+def _call_member(fn, shared, member):
+  return fn(member, *shared)
+
+
+def _apply(config: StepConfig, params, batch_stats, inputs, *, train: bool, rng=None):
+  """The model's outputs, and its batch statistics (updated in training)."""
+  variables = {"params": params}
+  if config.has_batch_stats:
+    variables["batch_stats"] = batch_stats
+  if train and config.has_batch_stats:
+    outputs, updates = config.model.apply(
+      variables, inputs, train=True, rngs={"dropout": rng}, mutable=["batch_stats"]
     )
-    try:
-      jax.eval_shape(lambda v: self.model.apply(v, inputs, train=True), variables)
-    except flax.errors.FlaxError:
-      return False
+    return outputs, updates["batch_stats"]
+  rngs = {"dropout": rng} if train else {}
+  return config.model.apply(variables, inputs, train=train, rngs=rngs), batch_stats
+
+
+def init_member(config: StepConfig, seed: jax.Array, learning_rate: jax.Array) -> TrainState:
+  """A member's initial state: parameters drawn from its seed, a fresh optimizer state."""
+  params_key, other_key = jax.random.split(prng.fold_key(seed, prng.INIT))
+  inputs, _ = config.task.prepare_batch(config.sample, False, other_key)
+  variables = config.model.init({"params": params_key, "dropout": other_key}, inputs, train=False)
+  return TrainState(
+    params=variables["params"],
+    opt_state=config.optimizer_of(learning_rate).init(variables["params"]),
+    batch_stats=variables.get("batch_stats", {}),
+    diverged_step=jnp.int32(-1),
+  )
+
+
+def init_members(config: StepConfig, seeds: jax.Array, learning_rates: jax.Array) -> TrainState:
+  """`init_member` of every member, [M, ...]."""
+  return map_members(config, lambda member: init_member(config, *member), (seeds, learning_rates))
+
+
+def shuffle(config: StepConfig, seeds_M: jax.Array, epoch: jax.Array) -> jax.Array:
+  """Each member's batches of the epoch as item indices, ``[steps, members, batch_size]``."""
+  used = config.steps_per_epoch * config.task.batch_size
+
+  def permute(seed):
+    key = prng.fold_key(seed, prng.SHUFFLE, epoch)
+    return jax.random.permutation(key, config.num_items)[:used]
+
+  order_MxN = jax.vmap(permute)(seeds_M)
+  return order_MxN.reshape(len(seeds_M), config.steps_per_epoch, -1).transpose(1, 0, 2)
+
+
+def _gather(config: StepConfig, data: dict[str, jax.Array], items_B: jax.Array):
+  """A batch of ``data`` (and its mask) from item indices: examples, or frames of whole groups."""
+  if config.groups is None:
+    return {k: v[items_B] for k, v in data.items()}, jnp.ones(items_B.shape, jnp.float32)
+  frames_B, mask_B = _expand_groups(items_B, config.groups)
+  return {k: v[frames_B] for k, v in data.items()}, mask_B
+
+
+def step_keys(
+  config: StepConfig, seed: jax.Array, epoch: jax.Array, steps: jax.Array
+) -> tuple[jax.Array, jax.Array]:
+  """A member's keys for ``steps`` of ``epoch``: ``(prepare, dropout)``, each [S].
+
+  Folded from (seed, step stream, epoch, step), and computed for a whole segment at once: on a
+  CPU, threefry's rounds inside the loop over steps would cost a loop of their own each step.
+  """
+  keys = jax.vmap(lambda step: prng.fold_key(seed, prng.STEP, epoch, step))(steps)
+  prepare, dropout = jnp.moveaxis(jax.vmap(jax.random.split)(keys), 1, 0)
+  make_dropout_key = functools.partial(prng.make_dropout_key, bits=config.dropout_bits)
+  return prepare, jax.vmap(make_dropout_key)(dropout)
+
+
+def train_step(
+  config: StepConfig,
+  state: TrainState,
+  learning_rate: jax.Array,
+  batch: dict[str, jax.Array],
+  mask: jax.Array,
+  keys: tuple[jax.Array, jax.Array],
+  step: jax.Array,
+) -> tuple[TrainState, jax.Array]:
+  """One optimizer step of one member on its ``batch``: its next state and training loss.
+
+  Args:
+    config: the run's `StepConfig`.
+    state: the member's state.
+    learning_rate: its peak learning rate.
+    batch: its batch of training data, and ``mask`` (1 for the examples that count).
+    keys: the step's ``(prepare, dropout)`` keys from `step_keys`.
+    step: the global step, from 0.
+
+  A member whose loss or gradients are not finite, or that diverged before, keeps its state and
+  records the step in ``diverged_step`` (the first time).
+  """
+  task = config.task
+  prepare_key, dropout_key = keys
+  inputs, targets = task.prepare_batch(batch, True, prepare_key)
+
+  def compute_loss(params):
+    outputs, batch_stats = _apply(
+      config, params, state.batch_stats, inputs, train=True, rng=dropout_key
+    )
+    data_loss = task.loss(outputs, targets, mask)
+    return data_loss + task.regularizer(params), (data_loss, batch_stats)
+
+  (loss, (data_loss, batch_stats)), grads = jax.value_and_grad(compute_loss, has_aux=True)(
+    state.params
+  )
+  if config.train_loss == "dropout_off":  # As the paper logged it: the same batch, dropout off.
+    outputs, _ = _apply(config, state.params, state.batch_stats, inputs, train=False)
+    train_loss = task.loss(outputs, targets, mask)
+  else:
+    train_loss = data_loss
+  updates, opt_state = config.optimizer_of(learning_rate).update(
+    grads, state.opt_state, state.params
+  )
+  stepped = state.replace(
+    params=optax.apply_updates(state.params, updates), opt_state=opt_state, batch_stats=batch_stats
+  )
+  trains = jnp.isfinite(loss) & jnp.isfinite(optax.tree.norm(grads)) & (state.diverged_step < 0)
+  frozen = state.replace(
+    diverged_step=jnp.where(state.diverged_step < 0, step, state.diverged_step)
+  )
+  # A select, which XLA fuses into the update's own loops, rather than a branch.
+  return jax.tree.map(lambda new, old: jnp.where(trains, new, old), stepped, frozen), train_loss
+
+
+def train_segment(
+  config: StepConfig,
+  state: TrainState,
+  data: dict[str, jax.Array],
+  batches: jax.Array,
+  seeds: jax.Array,
+  learning_rates: jax.Array,
+  epoch: jax.Array,
+  first: jax.Array,
+  *,
+  num_steps: int,
+) -> tuple[TrainState, jax.Array]:
+  """Trains every member on ``num_steps`` of the epoch's ``batches`` from step ``first``.
+
+  Each device trains its own members (the ``members`` axis is manual: no member's arithmetic
+  leaves its device), ``config.member_chunk`` of them at a time (vmapped), each through the whole
+  segment: a `lax.scan` of `train_step` over the steps. Batches stay sharded
+  over ``data`` (automatic: XLA inserts the gradient all-reduce).
+
+  Args:
+    config: the run's `StepConfig`.
+    state: the stacked state, [M, ...].
+    data: the training split's arrays, [N, ...], replicated.
+    batches: the epoch's item indices from `shuffle`, [steps, M, B].
+    seeds: [M] int32.
+    learning_rates: [M] float32.
+    epoch: the epoch, from 1.
+    first: the epoch's step to start at.
+    num_steps: steps to take (static).
+
+  Returns:
+    The next state and each member's mean training loss over these steps, [M].
+  """
+  batches = jax.lax.dynamic_slice_in_dim(batches, first, num_steps)
+  steps = (epoch - 1) * config.steps_per_epoch + first + jnp.arange(num_steps, dtype=jnp.int32)
+
+  def train_member(member, data, epoch, steps):
+    """One member through the segment."""
+    state, items_SxB, seed, learning_rate = member
+    keys = step_keys(config, seed, epoch, steps)
+
+    def scan_step(state, xs):
+      step, items_B, keys = xs
+      batch, mask = _gather(config, data, items_B)
+      return train_step(config, state, learning_rate, batch, mask, keys, step)
+
+    state, losses_S = jax.lax.scan(scan_step, state, (steps, items_SxB, keys))
+    return state, losses_S.mean()
+
+  members = (state, jnp.moveaxis(batches, 1, 0), seeds, learning_rates)
+  return map_members(config, train_member, members, data, epoch, steps)
+
+
+def evaluate(config: StepConfig, state: TrainState, split: dict[str, jax.Array]):
+  """Per-member metric sums over a split from `Program.put_eval_split`, each [M].
+
+  Every member sees every example: the split's batches are shared, sharded over ``data``.
+  """
+  task = config.task
+
+  def evaluate_member(member, split):
+    params, batch_stats = member
+
+    def sum_metrics(batch):
+      batch = dict(batch)
+      mask = batch.pop("mask")
+      inputs, targets = task.prepare_batch(batch, False, None)
+      outputs, _ = _apply(config, params, batch_stats, inputs, train=False)
+      return task.metrics(outputs, targets, mask)
+
+    def evaluate_batch(totals, batch):
+      return jax.tree.map(jnp.add, totals, sum_metrics(batch)), None
+
+    first = jax.tree.map(lambda x: x[0], split)
+    shapes = jax.eval_shape(sum_metrics, first)
+    zeros = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), shapes)
+    totals, _ = jax.lax.scan(evaluate_batch, zeros, split)
+    return totals
+
+  return map_members(config, evaluate_member, (state.params, state.batch_stats), split)
+
+
+# ------------------------------------------------------------------------------ the program
+
+
+def _draws_randomness(config: StepConfig) -> bool:
+  """Whether the model in training mode draws randomness (dropout, the SOI map)."""
+  inputs, _ = config.task.prepare_batch(config.sample, False, jax.random.key(0))
+  variables = jax.eval_shape(
+    functools.partial(config.model.init, train=False), jax.random.key(0), inputs
+  )
+  try:
+    jax.eval_shape(lambda v: config.model.apply(v, inputs, train=True), variables)
+  except flax.errors.FlaxError:
     return True
+  return False
 
-  def _init_member(self, seed: jax.Array, learning_rate: jax.Array) -> TrainState:
-    params_key, other_key = jax.random.split(fold_key(seed, _INIT))
-    inputs, _ = self.spec.prepare_batch(self.sample, False, other_key)
-    variables = self.model.init({"params": params_key, "dropout": other_key}, inputs, train=False)
-    optimizer = self.spec.build_optimizer(learning_rate, self.steps_per_epoch)
-    return TrainState(
-      params=variables["params"],
-      opt_state=optimizer.init(variables["params"]),
-      batch_stats=variables.get("batch_stats", {}),
-      diverged_step=jnp.int32(-1),
+
+@dataclasses.dataclass(frozen=True)
+class Program:
+  """A run's jitted step functions on its mesh, and where their arrays live.
+
+  Arrays over members are ``[M_padded, ...]`` sharded over ``members``; use `put_members`,
+  `put_data`, `put_eval_split` to place inputs, and `unpad` for results.
+
+  Attributes:
+    config: the static part of the step functions.
+    mesh: the ``("members", "data")`` mesh.
+    num_members: the grid's size M (before padding).
+    init: ``(seeds, learning_rates) -> TrainState``.
+    shuffle: ``(seeds, epoch) -> batches [steps, M, B]``.
+    train_segment: ``(state, data, batches, seeds, learning_rates, epoch, first, *, num_steps)
+      -> (state, mean training loss [M])``; donates ``state``.
+    evaluate: ``(state, split) -> {metric: sums [M]}``.
+  """
+
+  config: StepConfig
+  mesh: Mesh
+  num_members: int
+  init: Callable[..., TrainState]
+  shuffle: Callable[..., jax.Array]
+  train_segment: Callable[..., tuple[TrainState, jax.Array]]
+  evaluate: Callable[..., dict[str, jax.Array]]
+
+  @property
+  def steps_per_epoch(self) -> int:
+    return self.config.steps_per_epoch
+
+  @property
+  def padded_members(self) -> int:
+    return padded_size(self.num_members, self.mesh)
+
+  def _pad_index(self) -> np.ndarray:
+    return np.minimum(np.arange(self.padded_members), self.num_members - 1)
+
+  def put_members(self, members: Members) -> tuple[jax.Array, jax.Array]:
+    """``(seeds, learning_rates)`` of the padded grid, sharded over ``members``."""
+    if len(members) != self.num_members:
+      raise ValueError(f"The program is for {self.num_members} members, not {len(members)}.")
+    lrs, seeds = (np.array(column) for column in zip(*members, strict=True))
+    index = self._pad_index()
+    sharding = NamedSharding(self.mesh, P("members"))
+    return (
+      _put(seeds[index].astype(np.int32), sharding),
+      _put(lrs[index].astype(np.float32), sharding),
     )
 
-  def abstract_state(self, seeds: jax.Array, learning_rates: jax.Array) -> TrainState:
-    """The shapes, dtypes and shardings of the stacked state, for restoring it."""
-    shapes = jax.eval_shape(jax.vmap(self._init_member), seeds, learning_rates)
-    return jax.tree.map(
-      lambda s: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=self.replicated), shapes
-    )
+  def put_data(self, split: Mapping[str, np.ndarray]) -> dict[str, jax.Array]:
+    """A training split's arrays, replicated on every device."""
+    sharding = NamedSharding(self.mesh, P())
+    return {k: _put(v, sharding) for k, v in split.items() if k != "groups"}
 
-  def _shuffle(self, seeds: jax.Array, epoch: jax.Array) -> jax.Array:
-    """Each member's batches of the epoch as item indices, [steps, members, batch_size]."""
-    used = self.steps_per_epoch * self.spec.batch_size
-
-    def permute(seed):
-      return jax.random.permutation(fold_key(seed, _SHUFFLE, epoch), self.num_items)[:used]
-
-    order_MxN = jax.vmap(permute)(seeds)
-    return order_MxN.reshape(len(seeds), self.steps_per_epoch, -1).transpose(1, 0, 2)
-
-  def _gather(self, data: dict[str, jax.Array], items_B: jax.Array):
-    if self.groups is None:
-      items_B = jax.lax.with_sharding_constraint(items_B, NamedSharding(self.mesh, P("data")))
-      mask_B = jnp.ones(items_B.shape, jnp.float32)
-    else:
-      items_B, mask_B = _expand_groups(items_B, self.groups)
-      items_B = jax.lax.with_sharding_constraint(items_B, NamedSharding(self.mesh, P("data")))
-      mask_B = jax.lax.with_sharding_constraint(mask_B, NamedSharding(self.mesh, P("data")))
-    return {k: v[items_B] for k, v in data.items()}, mask_B
-
-  def _apply(self, params, batch_stats, inputs, *, train: bool, rng=None):
-    variables = {"params": params}
-    if self.has_batch_stats:
-      variables["batch_stats"] = batch_stats
-    if train and self.has_batch_stats:
-      outputs, updates = self.model.apply(
-        variables, inputs, train=True, rngs={"dropout": rng}, mutable=["batch_stats"]
-      )
-      return outputs, updates["batch_stats"]
-    rngs = {"dropout": rng} if train else {}
-    return self.model.apply(variables, inputs, train=train, rngs=rngs), batch_stats
-
-  def _train_member(self, state, learning_rate, seed, batch, mask, epoch, step):
-    """One step of one member: its stepped state, its training loss, and whether it trains on
-    (it is not diverged and its loss and gradients are finite)."""
-    spec = self.spec
-    prepare_key, dropout_key = jax.random.split(fold_key(seed, _STEP, epoch, step))
-    inputs, targets = spec.prepare_batch(batch, True, prepare_key)
-
-    def compute_loss(params):
-      outputs, batch_stats = self._apply(
-        params, state.batch_stats, inputs, train=True, rng=make_dropout_key(dropout_key)
-      )
-      data_loss = spec.loss(outputs, targets, mask)
-      return data_loss + spec.regularizer(params), (data_loss, batch_stats)
-
-    (loss, (data_loss, batch_stats)), grads = jax.value_and_grad(compute_loss, has_aux=True)(
-      state.params
-    )
-    if self.reuse_train_loss:
-      train_loss = data_loss
-    else:  # As the paper logged it: the same batch, dropout off.
-      outputs, _ = self._apply(state.params, state.batch_stats, inputs, train=False)
-      train_loss = spec.loss(outputs, targets, mask)
-    optimizer = spec.build_optimizer(learning_rate, self.steps_per_epoch)
-    updates, opt_state = optimizer.update(grads, state.opt_state, state.params)
-    stepped = TrainState(
-      optax.apply_updates(state.params, updates), opt_state, batch_stats, state.diverged_step
-    )
-    finite = jnp.isfinite(loss) & jnp.isfinite(optax.tree.norm(grads))
-    return stepped, train_loss, finite & (state.diverged_step < 0)
-
-  def _train_segment(
-    self, state, data, batches, seeds, learning_rates, epoch, first, *, num_steps: int
-  ):
-    """Trains every member on ``num_steps`` of the epoch's ``batches`` from step ``first``.
-
-    Returns the next state and each member's mean training loss over these steps, [M].
-    """
-    batches = jax.lax.dynamic_slice_in_dim(batches, first, num_steps)
-    first_step = (epoch - 1) * self.steps_per_epoch + first
-
-    def train_step(state, xs):
-      offset, items_MxB = xs
-      batch, mask = jax.vmap(self._gather, in_axes=(None, 0))(data, items_MxB)
-      train_member = jax.vmap(self._train_member, in_axes=(0, 0, 0, 0, 0, None, None))
-      step = first_step + offset
-      stepped, train_loss, trains_M = train_member(
-        state, learning_rates, seeds, batch, mask, epoch, step
-      )
-
-      def freeze_diverged():
-        frozen = state.replace(
-          diverged_step=jnp.where(state.diverged_step < 0, step, state.diverged_step)
-        )
-        return jax.tree.map(
-          lambda new, old: jnp.where(trains_M.reshape(-1, *[1] * (new.ndim - 1)), new, old),
-          stepped,
-          frozen,
-        )
-
-      # A conditional, not a select, so that the common step (every member finite) does not
-      # pay for another pass over all the members' states.
-      return jax.lax.cond(trains_M.all(), lambda: stepped, freeze_diverged), train_loss
-
-    steps = jnp.arange(num_steps, dtype=jnp.int32)
-    state, losses_SxM = jax.lax.scan(train_step, state, (steps, batches))
-    return state, losses_SxM.mean(axis=0)
-
-  def put_eval_split(self, split: dict[str, np.ndarray]) -> dict[str, jax.Array]:
-    """A split padded to whole evaluation batches, [batches, batch, ...], batch sharded."""
+  def put_eval_split(self, split: Mapping[str, np.ndarray]) -> dict[str, jax.Array]:
+    """A split padded to whole evaluation batches, ``[batches, batch, ...]``, each batch sharded
+    over ``data`` (every member sees every example)."""
     size = len(split["targets"])
-    batch = min(max(_EVAL_BATCH, self.spec.batch_size), size)
-    batch = -(-batch // self.mesh.size) * self.mesh.size
+    data = self.mesh.shape["data"]
+    batch = min(max(_EVAL_BATCH, self.config.task.batch_size), size)
+    batch = -(-batch // data) * data
     num_batches = -(-size // batch)
     arrays = {k: v for k, v in split.items() if k != "groups"}
     arrays["mask"] = np.ones(size, np.float32)
@@ -432,32 +636,129 @@ class _Program:
     for k, v in arrays.items():
       padded = np.zeros((num_batches * batch, *v.shape[1:]), v.dtype)
       padded[:size] = v
-      out[k] = put_sharded(
-        padded.reshape(num_batches, batch, *v.shape[1:]), self.mesh, P(None, "data")
+      out[k] = _put(
+        padded.reshape(num_batches, batch, *v.shape[1:]), NamedSharding(self.mesh, P(None, "data"))
       )
     return out
 
-  def _evaluate(self, state, split):
-    """Per-member metric sums over a split from `put_eval_split`, each [M]."""
+  def pad(self, state: TrainState) -> TrainState:
+    """A state of the grid's M members (e.g. restored) as the program's padded, sharded state."""
+    index = self._pad_index()
+    sharding = NamedSharding(self.mesh, P("members"))
+    return jax.jit(
+      lambda s: jax.tree.map(lambda x: x[index], s), out_shardings=sharding
+    )(state)  # fmt: skip
 
-    def sum_metrics(batch):
-      batch = dict(batch)
-      mask = batch.pop("mask")
-      inputs, targets = self.spec.prepare_batch(batch, False, jax.random.key(0))
+  def unpad(self, state: TrainState) -> TrainState:
+    """The M real members of a padded state, replicated (for checkpoints and the host)."""
+    num = self.num_members
+    replicated = NamedSharding(self.mesh, P())
+    return jax.jit(lambda s: jax.tree.map(lambda x: x[:num], s), out_shardings=replicated)(state)
 
-      def evaluate_member(params, batch_stats):
-        outputs, _ = self._apply(params, batch_stats, inputs, train=False)
-        return self.spec.metrics(outputs, targets, mask)
+  def abstract_state(self) -> TrainState:
+    """The shapes, dtypes and (replicated) shardings of an unpadded state: what checkpoints
+    hold."""
+    config, num = self.config, self.num_members
+    shapes = jax.eval_shape(
+      jax.vmap(functools.partial(init_member, config)),
+      jax.ShapeDtypeStruct((num,), jnp.int32),
+      jax.ShapeDtypeStruct((num,), jnp.float32),
+    )
+    replicated = NamedSharding(self.mesh, P())
+    return jax.tree.map(
+      lambda s: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=replicated), shapes
+    )
 
-      return jax.vmap(evaluate_member)(state.params, state.batch_stats)
 
-    def evaluate_batch(totals, batch):
-      return jax.tree.map(jnp.add, totals, sum_metrics(batch)), None
+def default_member_chunk(platform: str) -> int:
+  """How many of a device's members its loop over steps trains at once, vmapped (0: all).
 
-    first = jax.tree.map(lambda x: x[0], split)
-    zeros = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), jax.eval_shape(sum_metrics, first))
-    totals, _ = jax.lax.scan(evaluate_batch, zeros, split)
-    return totals
+  On a CPU one at a time: a member's parameters and optimizer state then stay in the caches
+  from one step to the next, where a vmapped grid streams every member's through memory at each
+  operation (see benchmarks/results/training.md). Accelerators take all of a device's members at
+  once, for the most work per kernel.
+  """
+  return 1 if platform == "cpu" else 0
+
+
+def _put(x: np.ndarray, sharding: NamedSharding) -> jax.Array:
+  """A host array, the same on every process, laid out as ``sharding`` says."""
+  return jax.make_array_from_callback(x.shape, sharding, lambda index: x[index])
+
+
+def make_program(
+  task: Task,
+  mesh: Mesh,
+  train: Mapping[str, np.ndarray],
+  num_members: int,
+  *,
+  dropout_bits: str = "hash",
+  train_loss: str = "dropout_off",
+  member_chunk: int | None = None,
+) -> Program:
+  """The jitted step functions of ``num_members`` members of ``task`` on ``mesh``.
+
+  Args:
+    task: the run's task.
+    mesh: a ``("members", "data")`` mesh (`make_mesh`).
+    train: the training split (its shapes, sizes and groups; the arrays are placed separately).
+    num_members: the grid's size; padded to a multiple of the ``members`` axis.
+    dropout_bits: ``"hash"`` (the trainer's default) or ``"threefry"`` (`gelujax.prng`).
+    train_loss: ``"dropout_off"`` (the paper's logged training loss) or ``"training_pass"``.
+    member_chunk: members trained at once by each device's loop over steps (0: all); default:
+      `default_member_chunk` of the mesh's platform.
+  """
+  if dropout_bits not in prng.DROPOUT_BITS:
+    raise ValueError(f"dropout_bits {dropout_bits!r}; valid: {', '.join(prng.DROPOUT_BITS)}.")
+  if train_loss not in TRAIN_LOSSES:
+    raise ValueError(f"train_loss {train_loss!r}; valid: {', '.join(TRAIN_LOSSES)}.")
+  groups = None
+  if task.group_batches:
+    groups = _find_groups(train["groups"], task.batch_size, mesh.shape["data"])
+    num_items = len(groups.starts)
+  else:
+    num_items = len(train["targets"])
+  config = StepConfig(
+    task=task,
+    model=task.build_model(),
+    sample={k: v[:1] for k, v in train.items() if k != "groups"},
+    num_items=num_items,
+    steps_per_epoch=max(num_items // task.batch_size, 1),
+    groups=groups,
+    dropout_bits=dropout_bits,
+    mesh=mesh,
+    member_chunk=(
+      default_member_chunk(mesh.devices.flat[0].platform) if member_chunk is None else member_chunk
+    ),
+  )
+  variables = jax.eval_shape(
+    jax.vmap(functools.partial(init_member, config)),
+    jax.ShapeDtypeStruct((1,), jnp.int32),
+    jax.ShapeDtypeStruct((1,), jnp.float32),
+  )
+  has_batch_stats = bool(jax.tree.leaves(variables.batch_stats))
+  if train_loss == "dropout_off" and not has_batch_stats and not _draws_randomness(config):
+    train_loss = "training_pass"  # The same number: the training pass is deterministic.
+  config = dataclasses.replace(config, has_batch_stats=has_batch_stats, train_loss=train_loss)
+  members = NamedSharding(mesh, P("members"))
+  replicated = NamedSharding(mesh, P())
+  return Program(
+    config=config,
+    mesh=mesh,
+    num_members=num_members,
+    init=jax.jit(functools.partial(init_members, config), out_shardings=members),
+    shuffle=jax.jit(
+      functools.partial(shuffle, config),
+      out_shardings=NamedSharding(mesh, P(None, "members", "data")),
+    ),
+    train_segment=jax.jit(
+      functools.partial(train_segment, config),
+      static_argnames="num_steps",
+      donate_argnums=0,
+      out_shardings=(members, replicated),
+    ),
+    evaluate=jax.jit(functools.partial(evaluate, config), out_shardings=replicated),
+  )
 
 
 def to_host(x: jax.Array) -> np.ndarray:
@@ -465,37 +766,85 @@ def to_host(x: jax.Array) -> np.ndarray:
   return np.asarray(x.addressable_data(0))
 
 
-def _put_members(members: Sequence[dict[str, Any]], mesh: Mesh) -> tuple[jax.Array, jax.Array]:
-  seeds = np.array([m["seed"] for m in members], np.int32)
-  learning_rates = np.array([m["learning_rate"] for m in members], np.float32)
-  return put_replicated(seeds, mesh), put_replicated(learning_rates, mesh)
+# ------------------------------------------------------------------------------------ fit
+
+
+def make_config(task: Task, members: Members) -> dict[str, Any]:
+  """The config.json object of a run (JSON types only); its spec holds the grid's learning
+  rates and seed count, so config.json names one grid only."""
+  task = task.replace(learning_rates=members.learning_rates, seeds=len(members.seeds))
+  return json.loads(
+    json.dumps(
+      {
+        "task": task.name,
+        "dataset": task.dataset,
+        "activation": task.activation,
+        "spec": dataclasses.asdict(task),
+        "members": members.to_json(),
+      }
+    )
+  )
+
+
+def check_run(task: Task, workdir: str, members: Members) -> None:
+  """Checks a run's settings and that ``workdir`` is free or holds this same run.
+
+  Touches nothing; `fit` calls it before any work, and so can a command line.
+
+  Raises:
+    ValueError: naming the bad setting, its value and what would be valid.
+  """
+  if task.epochs < 1:
+    raise ValueError(f"--epochs is {task.epochs}; it must be at least 1.")
+  if task.batch_size < 1:
+    raise ValueError(f"--batch_size is {task.batch_size}; it must be at least 1.")
+  path = os.path.join(workdir, writers.CONFIG_FILE)
+  if not os.path.exists(path):
+    return
+  old = writers.read_json(path)
+  new = make_config(task, members)
+  differences = [
+    f"{key} {old['spec'].get(key)!r} (now {value!r})"
+    for key, value in new["spec"].items()
+    if key not in (*_RESUMABLE_FIELDS, "learning_rates", "seeds") and old["spec"].get(key) != value
+  ]
+  if old["members"] != new["members"]:
+    differences.append(
+      f"members {Members.from_json(old['members']).describe()} (now {members.describe()})"
+    )
+  if differences:
+    raise ValueError(
+      f"Workdir {workdir} holds another run (task {old['task']!r}) that differs in: "
+      f"{'; '.join(differences)}. Pass another --workdir, or the same settings to resume it "
+      "(only --epochs may change)."
+    )
 
 
 def fit(
-  spec: Any,
+  task: Task,
   workdir: str,
+  members: Members | None = None,
   *,
-  seeds: Sequence[int],
-  learning_rates: Sequence[float],
   data_dir: str | None = None,
   progress: bool = True,
   checkpoint_every: int = 1,
   keep_checkpoints: int = 2,
+  members_axis: int | None = None,
 ) -> dict[str, Any]:
-  """Trains the grid of ``learning_rates`` x ``seeds`` on ``spec``'s task; see module doc.
+  """Trains the grid ``members`` of ``task``; see the module doc.
 
   A workdir that holds a checkpoint of this run resumes from its newest readable checkpoint
-  (``spec.epochs`` may have grown); results are bitwise equal to an uninterrupted run.
+  (``task.epochs`` may have grown); results are bitwise equal to an uninterrupted run.
 
   Args:
-    spec: a `gelujax.tasks.TaskSpec` (or any object with its interface).
+    task: a `gelujax.tasks.TaskSpec` (or any `Task`).
     workdir: where config.json, metrics.jsonl, tensorboard/, checkpoints/ and summary.json go.
-    seeds: the members' seeds.
-    learning_rates: the members' learning rates; members are learning-rate major.
-    data_dir: passed to ``spec.load_data``.
-    progress: show a progress bar (on a terminal only).
+    members: the grid; default: the task's own (`Members.of_task`).
+    data_dir: passed to ``task.load_data``.
+    progress: show a progress bar.
     checkpoint_every: save a checkpoint every this many epochs (and after the last one).
     keep_checkpoints: how many of the newest checkpoints to keep (>= 2).
+    members_axis: devices along the mesh's ``members`` axis (default: `choose_layout`).
 
   Returns:
     The summary.json object.
@@ -504,43 +853,55 @@ def fit(
     ValueError: bad settings, or a workdir that holds another run (nothing is written).
     DivergedError: every member diverged (summary.json is written first).
   """
-  check_run(spec, workdir, seeds, learning_rates)
+  members = members or Members.of_task(task)
+  check_run(task, workdir, members)
   if checkpoint_every < 1:
     raise ValueError(f"checkpoint_every is {checkpoint_every}; it must be at least 1.")
-  members = make_members(seeds, learning_rates)
-  config = make_config(spec, members)
-  splits = spec.load_data(data_dir)
-  mesh = make_mesh()
-  program = _Program(spec, mesh, splits["train"])
-  steps = program.steps_per_epoch
-  if program.num_items < spec.batch_size or not 1 <= spec.evals_per_epoch <= steps:
+  mesh = make_mesh(len(members), members_axis)
+  if task.batch_size % mesh.shape["data"]:
     raise ValueError(
-      f"--batch_size {spec.batch_size} with evals_per_epoch {spec.evals_per_epoch} does not "
-      f"fit the training split ({program.num_items} items, so {steps} steps per epoch); "
+      f"--batch_size is {task.batch_size}; it must be a multiple of the {mesh.shape['data']} "
+      "devices of the mesh's data axis, since every batch is split evenly over them."
+    )
+  config = make_config(task, members)
+  splits = task.load_data(data_dir)
+  program = make_program(task, mesh, splits["train"], len(members))
+  steps = program.steps_per_epoch
+  if program.config.num_items < task.batch_size or not 1 <= task.evals_per_epoch <= steps:
+    raise ValueError(
+      f"--batch_size {task.batch_size} with evals_per_epoch {task.evals_per_epoch} does not "
+      f"fit the training split ({program.config.num_items} items, so {steps} steps per epoch); "
       "use a smaller batch size or fewer evaluations per epoch."
     )
-  seeds_M, learning_rates_M = _put_members(members, mesh)
-  train = {k: put_replicated(v, mesh) for k, v in splits["train"].items() if k != "groups"}
+  seeds_M, learning_rates_M = program.put_members(members)
+  train = program.put_data(splits["train"])
   eval_splits = {
     name: program.put_eval_split(splits[name]) for name in _EVAL_SPLITS if name in splits
   }
   sizes = {name: len(splits[name]["targets"]) for name in eval_splits}
+  members_json = members.to_json()
+  num = len(members)
 
   lead = jax.process_index() == 0
   if lead:
     os.makedirs(workdir, exist_ok=True)
     writers.write_json(os.path.join(workdir, writers.CONFIG_FILE), config)
   checkpointer = checkpoints.Checkpointer(workdir, keep_checkpoints)
-  restored = checkpointer.restore_latest(program.abstract_state(seeds_M, learning_rates_M))
-  start, state = restored or (0, program.init(seeds_M, learning_rates_M))
+  restored = checkpointer.restore_latest(program.abstract_state())
+  if restored is None:
+    start, state = 0, program.init(seeds_M, learning_rates_M)
+  else:
+    start, state = restored[0], program.pad(restored[1])
   if lead:
     writers.truncate_metrics(workdir, start)
-    writer = writers.MetricsWriter(workdir, members, purge_step=start * steps + 1)
-  bounds = [round(i * steps / spec.evals_per_epoch) for i in range(spec.evals_per_epoch + 1)]
-  bar = writers.progress_bar(spec.epochs, start, progress and lead)
-  diverged = to_host(state.diverged_step) >= 0
+    writer = writers.MetricsWriter(workdir, members_json, purge_step=start * steps + 1)
+  bounds = [round(i * steps / task.evals_per_epoch) for i in range(task.evals_per_epoch + 1)]
+  if progress and lead:
+    print(f"gelujax: {describe_layout(len(members), mesh)}.", file=sys.stderr, flush=True)
+  bar = writers.progress_bar(task.epochs, start, progress and lead)
+  diverged = _diverged(program, state)
   try:
-    for epoch in range(start + 1, spec.epochs + 1):
+    for epoch in range(start + 1, task.epochs + 1):
       batches = program.shuffle(seeds_M, np.int32(epoch))
       for first, last in itertools.pairwise(bounds):
         state, train_loss = program.train_segment(
@@ -553,19 +914,20 @@ def fit(
           np.int32(first),
           num_steps=last - first,
         )
-        metrics = {"train_loss": to_host(train_loss)}
+        metrics = {"train_loss": to_host(train_loss)[:num]}
         for name, split in eval_splits.items():
           for key, mean in _mean_metrics(program, state, split, sizes[name]).items():
             metrics[f"{name}_{key}"] = mean
-        diverged = to_host(state.diverged_step) >= 0
+        diverged = _diverged(program, state)
         if lead:
           writer.write(
             writers.make_records(
-              members, epoch - 1 + last / steps, (epoch - 1) * steps + last, diverged, metrics
+              members_json, epoch - 1 + last / steps, (epoch - 1) * steps + last, diverged,
+              metrics,
             )
-          )
-      if epoch % checkpoint_every == 0 or epoch == spec.epochs or diverged.all():
-        checkpointer.save(epoch, state)
+          )  # fmt: skip
+      if epoch % checkpoint_every == 0 or epoch == task.epochs or diverged.all():
+        checkpointer.save(epoch, program.unpad(state))
       bar.set_postfix(_describe_progress(metrics, diverged), refresh=False)  # update() draws.
       bar.update(1)
       if diverged.all():
@@ -575,7 +937,18 @@ def fit(
     checkpointer.close()
     if lead:
       writer.close()
-  return _finish(workdir, config, spec, state, steps, diverged)
+  return _finish(workdir, config, task, program, state, diverged)
+
+
+def _diverged(program: Program, state: TrainState) -> np.ndarray:
+  """Whether each of the M members has diverged, [M] bool."""
+  return _diverged_steps(program, state) >= 0
+
+
+def _diverged_steps(program: Program, state: TrainState) -> np.ndarray:
+  replicated = NamedSharding(program.mesh, P())
+  steps = jax.jit(lambda s: s, out_shardings=replicated)(state.diverged_step)
+  return to_host(steps)[: program.num_members]
 
 
 def _describe_progress(metrics: dict[str, np.ndarray], diverged: np.ndarray) -> dict[str, str]:
@@ -585,16 +958,18 @@ def _describe_progress(metrics: dict[str, np.ndarray], diverged: np.ndarray) -> 
   return {k: f"{v[~diverged].min():.4g}" for k, v in metrics.items() if "loss" in k}
 
 
-def _finish(workdir, config, spec, state, steps_per_epoch, diverged) -> dict[str, Any]:
+def _finish(workdir, config, task, program, state, diverged) -> dict[str, Any]:
   """Writes summary.json; raises DivergedError when no member is left."""
   if jax.process_count() > 1:
     from jax.experimental import multihost_utils
 
     multihost_utils.sync_global_devices("gelujax metrics written")
-  diverged_steps = to_host(state.diverged_step)
-  diverged_epochs = [int(s) // steps_per_epoch + 1 if s >= 0 else None for s in diverged_steps]
+  steps_per_epoch = program.steps_per_epoch
+  diverged_epochs = [
+    int(s) // steps_per_epoch + 1 if s >= 0 else None for s in _diverged_steps(program, state)
+  ]
   summary = writers.summarize(
-    config, writers.read_metrics(workdir), diverged_epochs, spec.select_metric
+    config, writers.read_metrics(workdir), diverged_epochs, task.select_metric
   )
   if jax.process_index() == 0:
     writers.write_json(os.path.join(workdir, writers.SUMMARY_FILE), summary)
@@ -606,7 +981,7 @@ def _finish(workdir, config, spec, state, steps_per_epoch, diverged) -> dict[str
   return summary
 
 
-def _spec_from_config(base: Any, fields: dict[str, Any]) -> Any:
+def _spec_from_config(base: Task, fields: dict[str, Any]) -> Task:
   """``base`` with the fields of a config.json spec (JSON lists back to tuples)."""
   overrides = {
     k: tuple(v) if isinstance(getattr(base, k), tuple) else v
@@ -617,14 +992,17 @@ def _spec_from_config(base: Any, fields: dict[str, Any]) -> Any:
 
 
 def restore(
-  workdir: str, *, spec: Any = None, data_dir: str | None = None
-) -> tuple[Any, list[dict[str, Any]], TrainState]:
-  """The spec, members and stacked state of the newest readable checkpoint in ``workdir``.
+  workdir: str, *, spec: Task | None = None, data_dir: str | None = None
+) -> tuple[Task, Members, TrainState]:
+  """The task, members and stacked state of the newest readable checkpoint in ``workdir``.
 
   Args:
     workdir: a run's directory.
-    spec: the run's spec; by default rebuilt from config.json through `gelujax.tasks`.
+    spec: the run's task; by default rebuilt from config.json through `gelujax.tasks`.
     data_dir: passed to ``spec.load_data`` (the state's shapes depend on the inputs).
+
+  Returns:
+    The state of the M members, replicated on every device.
   """
   path = os.path.join(workdir, writers.CONFIG_FILE)
   if not os.path.exists(path):
@@ -634,37 +1012,41 @@ def restore(
     from gelujax import tasks  # Only here: tasks imports models and data.
 
     spec = _spec_from_config(tasks.get(config["task"]), config["spec"])
-  mesh = make_mesh()
-  program = _Program(spec, mesh, spec.load_data(data_dir)["train"])
+  members = Members.from_json(config["members"])
+  mesh = make_mesh(len(members))
+  program = make_program(spec, mesh, spec.load_data(data_dir)["train"], len(members))
   checkpointer = checkpoints.Checkpointer(workdir)
-  restored = checkpointer.restore_latest(
-    program.abstract_state(*_put_members(config["members"], mesh))
-  )
+  restored = checkpointer.restore_latest(program.abstract_state())
   checkpointer.close()
   if restored is None:
     raise ValueError(f"Workdir {workdir} holds no readable checkpoint under checkpoints/.")
-  return spec, config["members"], restored[1]
+  return spec, members, restored[1]
 
 
-# The program of the last `evaluate` call, by the spec's repr: evaluating one run on many splits
-# of one shape (the noise levels of Fig. 3) compiles once.
-_last_evaluation: dict[str, _Program] = {}
+# The program of the last `evaluate_members` call, by the task's repr and the grid's size:
+# evaluating one run on many splits of one shape (the noise levels of Fig. 3) compiles once.
+_last_evaluation: dict[tuple[str, int], Program] = {}
 
 
-def evaluate(spec: Any, state: TrainState, split: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-  """Each member's mean metrics over ``split`` (e.g. {"loss": [M], "error": [M]})."""
-  key = repr(spec)
+def evaluate_members(
+  task: Task, state: TrainState, split: Mapping[str, np.ndarray]
+) -> dict[str, np.ndarray]:
+  """Each member's mean metrics over ``split`` (e.g. {"loss": [M], "error": [M]}) for a state of
+  M members such as `restore` returns."""
+  num = len(state.diverged_step)
+  key = (repr(task), num)
   program = _last_evaluation.get(key)
   if program is None:
     _last_evaluation.clear()
-    program = _last_evaluation[key] = _Program(spec, make_mesh(), split)
-  return _mean_metrics(program, state, program.put_eval_split(split), len(split["targets"]))
+    program = _last_evaluation[key] = make_program(task, make_mesh(num), split, num)
+  device_split = program.put_eval_split(split)
+  return _mean_metrics(program, program.pad(state), device_split, len(split["targets"]))
 
 
 def _mean_metrics(
-  program: _Program, state: TrainState, device_split: dict[str, jax.Array], size: int
+  program: Program, state: TrainState, device_split: dict[str, jax.Array], size: int
 ) -> dict[str, np.ndarray]:
   """Each member's metrics over a split from `put_eval_split`: the sums over its ``size``
   examples divided by ``size``, in float64."""
   totals = program.evaluate(state, device_split)
-  return {k: to_host(v).astype(np.float64) / size for k, v in totals.items()}
+  return {k: to_host(v)[: program.num_members].astype(np.float64) / size for k, v in totals.items()}

@@ -245,7 +245,12 @@ class FakeTrainer:
   def __init__(self):
     self.calls = []
 
-  def fit(self, spec, workdir, *, seeds, learning_rates, data_dir, progress):
+  @staticmethod
+  def Members(learning_rates, seeds):
+    return list(learning_rates), list(seeds)
+
+  def fit(self, spec, workdir, members, *, data_dir, progress):
+    learning_rates, seeds = members
     self.calls.append((workdir, seeds, learning_rates, data_dir))
     members = [
       member(s, lr, train_loss=constant(1.0), validation_loss=constant(1.0), diverged_epoch=2)

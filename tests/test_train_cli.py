@@ -62,7 +62,7 @@ def test_help_lists_every_flag_with_its_default():
   for flag in (
     "task", "activation", "dataset", "data_dir", "workdir", "epochs", "batch_size",
     "learning_rates", "seeds", "dropout", "checkpoint_every", "coordinator_address",
-    "num_processes", "process_id",
+    "num_processes", "process_id", "cpu_devices", "members_axis", "compilation_cache",
   ):  # fmt: skip
     assert f"--{flag}" in result.stdout, flag
   assert "(default: '1')" in result.stdout  # --num_processes
@@ -138,11 +138,20 @@ def test_a_workdir_of_another_run_is_refused_untouched(script, finished_run):
   assert hash_tree(finished_run) == before
 
 
-def test_batch_size_must_divide_over_the_devices(tmp_path):
+@pytest.mark.parametrize(
+  ("args", "message"),
+  [
+    # 2 members on 4 devices: a 2 (members) x 2 (data) mesh; each batch splits over 2 devices.
+    (["--batch_size=5"], "--batch_size is 5; it must be a multiple of the 2 devices"),
+    (["--members_axis=1", "--batch_size=6"], "--batch_size is 6; it must be a multiple of the 4"),
+    (["--members_axis=3"], "--members_axis 3 does not divide the 4 devices; valid: 1, 2, 4."),
+  ],
+)
+def test_batch_size_must_divide_over_the_data_axis(tmp_path, args, message):
   workdir = str(tmp_path / "run")
-  result = run_command("--task=tiny_mnist", f"--workdir={workdir}", "--batch_size=6", devices=4)
+  result = run_command("--task=tiny_mnist", f"--workdir={workdir}", *args, devices=4)
   assert result.returncode != 0
-  assert result.stderr.strip().splitlines()[-1].startswith("train.py: error: --batch_size is 6")
+  assert result.stderr.strip().splitlines()[-1].startswith(f"train.py: error: {message}")
   assert not os.path.exists(workdir)
 
 

@@ -1,6 +1,5 @@
 """Whole-loop tests of gelujax.trainer on the tiny test task (tests/tiny_task.py)."""
 
-import json
 import os
 import shutil
 import socket
@@ -10,9 +9,10 @@ import sys
 import jax
 import numpy as np
 import pytest
-from tiny_task import REFERENCE_GRID, REFERENCE_SPEC, TinySpec, hash_tree, make_splits
+from tiny_task import REFERENCE_MEMBERS, REFERENCE_SPEC, TinySpec, hash_tree, make_splits
 
-from gelujax import checkpoints, trainer, writers
+from gelujax import checkpoints, prng, trainer, writers
+from gelujax.trainer import Members
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -25,7 +25,7 @@ class Killed(Exception):
 def reference(tmp_path_factory) -> str:
   """The workdir of the uninterrupted reference run."""
   workdir = str(tmp_path_factory.mktemp("reference") / "run")
-  trainer.fit(REFERENCE_SPEC, workdir, **REFERENCE_GRID, progress=False)
+  trainer.fit(REFERENCE_SPEC, workdir, REFERENCE_MEMBERS, progress=False)
   return workdir
 
 
@@ -80,15 +80,12 @@ def test_training_lowers_the_loss_and_metrics_match_numpy(reference):
   last = [r["train_loss"] for r in records if r["epoch"] == 3.0]
   assert all(b < 0.8 * a for a, b in zip(first, last, strict=True))
   spec, members, state = trainer.restore(reference, spec=REFERENCE_SPEC)
-  assert members == [
-    {"seed": 0, "learning_rate": 1e-2}, {"seed": 1, "learning_rate": 1e-2},
-    {"seed": 0, "learning_rate": 3e-3}, {"seed": 1, "learning_rate": 3e-3},
-  ]  # fmt: skip
+  assert list(members) == [(1e-2, 0), (1e-2, 1), (3e-3, 0), (3e-3, 1)]
   params = jax.tree.map(np.asarray, state.params)
   for name in ("validation", "test"):
     split = make_splits()[name]
     loss, error = numpy_metrics(params, split)
-    evaluated = trainer.evaluate(spec, state, split)
+    evaluated = trainer.evaluate_members(spec, state, split)
     np.testing.assert_allclose(evaluated["loss"], loss, rtol=1e-5)
     np.testing.assert_allclose(evaluated["error"], error)
     logged = [r for r in records if r["epoch"] == 3.0]
@@ -145,21 +142,24 @@ def test_training_follows_a_numpy_adam_on_the_trainers_batches(tmp_path):
   """The whole loop (batch gathering, loss, gradients, Adam, each member's own lr, the logged
   training loss) against float64 NumPy replaying the same initial weights and batch order."""
   spec = TinySpec(epochs=2)
-  seeds, learning_rates = [0, 1], [1e-2, 3e-3]
-  trainer.fit(spec, str(tmp_path), seeds=seeds, learning_rates=learning_rates, progress=False)
+  trainer.fit(spec, str(tmp_path), Members([1e-2, 3e-3], [0, 1]), progress=False)
   _, members, state = trainer.restore(str(tmp_path), spec=spec)
   splits = make_splits()
-  program = trainer._Program(spec, trainer.make_mesh(), splits["train"])
-  seeds_M = np.array([m["seed"] for m in members], np.int32)
-  initial = program.init(seeds_M, np.array([m["learning_rate"] for m in members], np.float32))
-  batches_ExSxMxB = np.stack([np.asarray(program.shuffle(seeds_M, np.int32(e))) for e in (1, 2)])
+  program = trainer.make_program(
+    spec, trainer.make_mesh(len(members)), splits["train"], len(members)
+  )
+  seeds_M, learning_rates_M = program.put_members(members)
+  initial = program.unpad(program.init(seeds_M, learning_rates_M))
+  batches_ExSxMxB = np.stack(
+    [np.asarray(program.shuffle(seeds_M, np.int32(e)))[:, : len(members)] for e in (1, 2)]
+  )
   records = writers.read_metrics(str(tmp_path))
-  for i, member in enumerate(members):
+  for i, (learning_rate, _) in enumerate(members):
     params, losses = numpy_adam_epochs(
       jax.tree.map(lambda leaf, i=i: np.asarray(leaf[i]), initial.params),
       splits,
       batches_ExSxMxB[:, :, i],
-      member["learning_rate"],
+      learning_rate,
     )
     for layer, names in params.items():
       for name, expected in names.items():
@@ -172,7 +172,7 @@ def test_training_follows_a_numpy_adam_on_the_trainers_batches(tmp_path):
 
 def test_batch_norm_statistics_are_kept_and_used_in_evaluation(tmp_path):
   spec = TinySpec(model_options={"batch_norm": True}, epochs=2)
-  trainer.fit(spec, str(tmp_path), seeds=[0, 1], learning_rates=[1e-2], progress=False)
+  trainer.fit(spec, str(tmp_path), Members([1e-2], [0, 1]), progress=False)
   _, _, state = trainer.restore(str(tmp_path), spec=spec)
   stats = jax.tree.map(np.float64, state.batch_stats["BatchNorm_0"])
   assert np.all(stats["var"] != 1) and np.all(stats["mean"] != 0)  # updated by training
@@ -225,7 +225,7 @@ def test_grouped_batches_and_several_evaluations_per_epoch(tmp_path):
     group_batches=True, data_options={"grouped": True}, batch_size=4, epochs=1,
     evals_per_epoch=2,
   )  # fmt: skip
-  trainer.fit(spec, str(tmp_path), seeds=[3], learning_rates=[1e-2], progress=False)
+  trainer.fit(spec, str(tmp_path), Members([1e-2], [3]), progress=False)
   groups = make_splits(grouped=True)["train"]["groups"]
   steps = len(np.unique(groups)) // 4
   records = writers.read_metrics(str(tmp_path))
@@ -251,12 +251,12 @@ def test_killed_run_resumes_to_the_same_result(tmp_path, monkeypatch, reference,
   workdir = str(tmp_path / "run")
   kill_at_save(monkeypatch, 2, after_saving=after_saving)
   with pytest.raises(Killed):
-    trainer.fit(REFERENCE_SPEC, workdir, **REFERENCE_GRID, progress=False)
+    trainer.fit(REFERENCE_SPEC, workdir, REFERENCE_MEMBERS, progress=False)
   # Killed before saving epoch 2, the log already holds epoch 2; resuming from epoch 1 must
   # not write it twice.
   assert max(r["epoch"] for r in writers.read_metrics(workdir)) == 2.0
   monkeypatch.undo()
-  trainer.fit(REFERENCE_SPEC, workdir, **REFERENCE_GRID, progress=False)
+  trainer.fit(REFERENCE_SPEC, workdir, REFERENCE_MEMBERS, progress=False)
   assert_same_run(workdir, reference)
 
 
@@ -270,42 +270,40 @@ def test_damaged_newest_checkpoint_falls_back_to_the_one_before(tmp_path, refere
     with open(os.path.join(data, name), "wb") as f:
       f.write(b"not an array")
   os.remove(os.path.join(workdir, "summary.json"))
-  trainer.fit(REFERENCE_SPEC, workdir, **REFERENCE_GRID, progress=False)
+  trainer.fit(REFERENCE_SPEC, workdir, REFERENCE_MEMBERS, progress=False)
   assert "Skipping checkpoint" in caplog.text
   assert_same_run(workdir, reference)
 
 
 def test_more_epochs_continue_the_run(tmp_path, reference):
   workdir = str(tmp_path / "run")
-  trainer.fit(REFERENCE_SPEC.replace(epochs=2), workdir, **REFERENCE_GRID, progress=False)
+  trainer.fit(REFERENCE_SPEC.replace(epochs=2), workdir, REFERENCE_MEMBERS, progress=False)
   assert writers.read_json(os.path.join(workdir, "summary.json"))["epochs"] == 2
-  trainer.fit(REFERENCE_SPEC, workdir, **REFERENCE_GRID, progress=False)
+  trainer.fit(REFERENCE_SPEC, workdir, REFERENCE_MEMBERS, progress=False)
   assert_same_run(workdir, reference)
 
 
 @pytest.mark.parametrize(
   ("change", "grid", "message"),
   [
-    ({"activation": "gelu"}, REFERENCE_GRID, "activation 'relu'"),
-    ({"model": "other"}, REFERENCE_GRID, "model 'tiny_mlp'"),
-    ({"name": "other"}, REFERENCE_GRID, "name 'tiny'"),
-    ({}, {"seeds": [0, 1], "learning_rates": [1e-2]}, "members lrs=[0.01, 0.003]"),
+    ({"activation": "gelu"}, REFERENCE_MEMBERS, "activation 'relu'"),
+    ({"model": "other"}, REFERENCE_MEMBERS, "model 'tiny_mlp'"),
+    ({"name": "other"}, REFERENCE_MEMBERS, "name 'tiny'"),
+    ({}, Members([1e-2], [0, 1]), "members lrs=[0.01, 0.003]"),
   ],
 )
 def test_incompatible_resume_is_refused_untouched(reference, change, grid, message):
   before = hash_tree(reference)
   with pytest.raises(ValueError, match=message.replace("[", r"\[")) as error:
-    trainer.fit(REFERENCE_SPEC.replace(**change), reference, **grid, progress=False)
+    trainer.fit(REFERENCE_SPEC.replace(**change), reference, grid, progress=False)
   assert "another --workdir" in str(error.value)
   assert hash_tree(reference) == before
 
 
 def test_a_diverging_member_leaves_the_others_unchanged(tmp_path):
   workdir, without = str(tmp_path / "run"), str(tmp_path / "without")
-  summary = trainer.fit(
-    REFERENCE_SPEC, workdir, seeds=[0, 1], learning_rates=[1e-2, 1e30], progress=False
-  )
-  trainer.fit(REFERENCE_SPEC, without, seeds=[0, 1], learning_rates=[1e-2], progress=False)
+  summary = trainer.fit(REFERENCE_SPEC, workdir, Members([1e-2, 1e30], [0, 1]), progress=False)
+  trainer.fit(REFERENCE_SPEC, without, Members([1e-2], [0, 1]), progress=False)
   records = writers.read_metrics(workdir)
   assert [r for r in records if r["member"] < 2] == writers.read_metrics(without)
   assert [m["diverged"] for m in summary["members"]] == [False, False, True, True]
@@ -321,7 +319,7 @@ def test_a_diverging_member_leaves_the_others_unchanged(tmp_path):
 def test_every_member_diverging_stops_with_an_error(tmp_path):
   workdir = str(tmp_path / "run")
   with pytest.raises(trainer.DivergedError, match="All 2 members diverged"):
-    trainer.fit(REFERENCE_SPEC, workdir, seeds=[0, 1], learning_rates=[1e30], progress=False)
+    trainer.fit(REFERENCE_SPEC, workdir, Members([1e30], [0, 1]), progress=False)
   summary = writers.read_json(os.path.join(workdir, "summary.json"))
   assert [m["diverged"] for m in summary["members"]] == [True, True]
   assert {r["epoch"] for r in writers.read_metrics(workdir)} == {1.0}  # stopped at once
@@ -356,15 +354,45 @@ def assert_close_metrics(workdir: str, reference: str) -> None:
       np.testing.assert_allclose(record[key], value, rtol=1e-5, atol=1e-6, err_msg=key)
 
 
+def assert_same_metrics(workdir: str, reference: str) -> None:
+  """Every member's metrics.jsonl records equal, bit for bit, and so summary.json."""
+  assert read_text(workdir, "metrics.jsonl") == read_text(reference, "metrics.jsonl")
+  assert read_text(workdir, "summary.json") == read_text(reference, "summary.json")
+
+
 @pytest.mark.slow
-def test_four_devices_and_two_processes_agree_with_one_device(tmp_path, reference):
-  four = str(tmp_path / "four")
-  process = run_reference(four, 4)
+@pytest.mark.parametrize(
+  ("devices", "members_axis", "layout"),
+  [
+    (2, None, "2 (members) x 1 (data)"),
+    (4, None, "4 (members) x 1 (data)"),
+    (2, 1, "1 (members) x 2 (data)"),
+    (4, 2, "2 (members) x 2 (data)"),
+  ],
+)
+def test_each_members_results_do_not_depend_on_the_layout(
+  tmp_path, reference, devices, members_axis, layout
+):
+  """Spread over the members axis, a member's arithmetic is its own: results are bitwise equal
+  to one device's. Split over the data axis, each gradient is summed in another order: equal
+  to within float32 rounding (rtol 1e-5)."""
+  workdir = str(tmp_path / "run")
+  axis = [f"--members_axis={members_axis}"] if members_axis else []
+  process = run_reference(workdir, devices, *axis)
   assert process.wait(timeout=300) == 0, process.stdout.read()
-  assert_close_metrics(four, reference)
-  assert json.loads(read_text(four, "config.json")) == json.loads(
-    read_text(reference, "config.json")
+  mesh = trainer.make_mesh(4, members_axis) if jax.device_count() == devices else None
+  assert mesh is None or trainer.describe_layout(4, mesh).startswith(
+    f"4 members on a mesh of {layout}"
   )
+  if "1 (data)" in layout and jax.device_count() == 1:
+    assert_same_metrics(workdir, reference)
+  else:
+    assert_close_metrics(workdir, reference)
+  assert read_text(workdir, "config.json") == read_text(reference, "config.json")
+
+
+@pytest.mark.slow
+def test_two_processes_agree_with_one(tmp_path, reference):
   two_by_two = str(tmp_path / "two_by_two")
   address = f"localhost:{free_port()}"
   processes = [run_reference(two_by_two, 2, address, "2", str(i)) for i in range(2)]
@@ -373,8 +401,33 @@ def test_four_devices_and_two_processes_agree_with_one_device(tmp_path, referenc
   assert_close_metrics(two_by_two, reference)
 
 
+def test_training_members_one_at_a_time_or_vmapped_agrees():
+  """`member_chunk` changes how a device loops over its members; vmapped, XLA may sum a small
+  product in another order, so members agree to float32 rounding (within 1e-6 after 2
+  epochs), not bit for bit."""
+  splits = make_splits()
+  num = len(REFERENCE_MEMBERS)
+  mesh = trainer.make_mesh(num)
+  states = []
+  for chunk in (0, 1, 3):
+    program = trainer.make_program(REFERENCE_SPEC, mesh, splits["train"], num, member_chunk=chunk)
+    seeds, learning_rates = program.put_members(REFERENCE_MEMBERS)
+    data = program.put_data(splits["train"])
+    state = program.init(seeds, learning_rates)
+    for epoch in (1, 2):
+      batches = program.shuffle(seeds, np.int32(epoch))
+      state, _ = program.train_segment(
+        state, data, batches, seeds, learning_rates, np.int32(epoch), np.int32(0),
+        num_steps=program.steps_per_epoch,
+      )  # fmt: skip
+    states.append(jax.tree.map(np.asarray, program.unpad(state)))
+  for other in states[1:]:
+    for leaf, expected in zip(jax.tree.leaves(other), jax.tree.leaves(states[0]), strict=True):
+      np.testing.assert_allclose(leaf, expected, rtol=1e-6, atol=1e-6)
+
+
 def test_dropout_bits_are_uniform_and_each_members_own():
-  key = trainer.make_dropout_key(jax.random.key(0))
+  key = prng.make_dropout_key(jax.random.key(0))
   u = np.asarray(jax.random.uniform(key, (200_000,)), np.float64)
   # A uniform sample of this size: mean within ~4.5 sigma of 1/2, variance near 1/12.
   assert abs(u.mean() - 0.5) < 4.5 * np.sqrt(1 / 12 / len(u))
@@ -383,10 +436,10 @@ def test_dropout_bits_are_uniform_and_each_members_own():
   counts = np.histogram(u, bins=16, range=(0, 1))[0]
   assert np.all(np.abs(counts - len(u) / 16) < 5 * np.sqrt(len(u) / 16))
   # Vmapped over members, member m's mask is what its own key draws alone.
-  keys = jax.vmap(lambda s: trainer.make_dropout_key(jax.random.key(s)))(np.arange(3))
+  keys = jax.vmap(lambda s: prng.make_dropout_key(jax.random.key(s)))(np.arange(3))
   masks = jax.vmap(lambda k: jax.random.bernoulli(k, 0.75, (4000,)))(keys)
   for seed in range(3):
-    alone = jax.random.bernoulli(trainer.make_dropout_key(jax.random.key(seed)), 0.75, (4000,))
+    alone = jax.random.bernoulli(prng.make_dropout_key(jax.random.key(seed)), 0.75, (4000,))
     np.testing.assert_array_equal(masks[seed], alone)
   assert abs(float(masks.mean()) - 0.75) < 0.02
   assert 0.3 < float((masks[0] == masks[1]).mean()) < 0.8  # ~0.625 for independent masks

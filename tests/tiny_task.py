@@ -4,7 +4,7 @@ helpers the trainer and command-line tests share.
 Run as a script it trains one grid and prints nothing; the tests use it to train in a fresh
 process with other device counts or as one process of a multi-process run:
 
-  python tests/tiny_task.py WORKDIR [COORDINATOR NUM_PROCESSES PROCESS_ID]
+  python tests/tiny_task.py WORKDIR [--members_axis=N] [COORDINATOR NUM_PROCESSES PROCESS_ID]
 """
 
 from __future__ import annotations
@@ -22,6 +22,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
+
+from gelujax.trainer import Members
 
 
 class TinyMLP(nn.Module):
@@ -141,16 +143,19 @@ def hash_tree(directory: str) -> dict[str, str]:
 
 # The run most tests compare against.
 REFERENCE_SPEC = TinySpec(dropout=0.25, epochs=3)
-REFERENCE_GRID = {"seeds": [0, 1], "learning_rates": [1e-2, 3e-3]}
+REFERENCE_MEMBERS = Members(learning_rates=(1e-2, 3e-3), seeds=(0, 1))
 
 
 def main(argv: list[str]) -> None:
   """Trains the reference run (see the module doc)."""
-  from gelujax import trainer
+  from gelujax import devices, trainer
 
-  if len(argv) > 2:
-    trainer.initialize_distributed(argv[2], int(argv[3]), int(argv[4]))
-  trainer.fit(REFERENCE_SPEC, argv[1], **REFERENCE_GRID, progress=False)
+  options = [a for a in argv[2:] if a.startswith("--members_axis=")]
+  distributed = [a for a in argv[2:] if a not in options]
+  members_axis = int(options[0].split("=")[1]) if options else None
+  if distributed:
+    devices.initialize_distributed(distributed[0], int(distributed[1]), int(distributed[2]))
+  trainer.fit(REFERENCE_SPEC, argv[1], REFERENCE_MEMBERS, progress=False, members_axis=members_axis)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,128 @@
+"""How a run uses the machine: CPU devices and threads, processes, and the compilation cache.
+
+Everything here configures JAX before it starts its backends, so the entry points call it first,
+before any array exists:
+
+- `configure_cpu` splits a CPU host into devices, the unit over which the trainer's mesh spreads
+  a grid's members, and picks how many threads each device's kernels use. XLA:CPU runs each
+  device's program on its own thread, so with one device per core the members of a grid train
+  in parallel with no communication; one device can instead give all cores to each kernel, which
+  is what a single member needs. `benchmarks/results/training.md` holds the measurements behind
+  the automatic choice.
+- `initialize_distributed` joins a multi-process (multi-host) run.
+- `enable_compilation_cache` keeps compiled programs on disk, so that re-running or resuming a
+  command does not compile again.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+import jax
+
+# The environment variable XLA reads its flags from, when its backends start.
+_XLA_FLAGS = "XLA_FLAGS"
+_EIGEN_FLAG = "--xla_cpu_multi_thread_eigen"
+_DEVICE_COUNT_FLAG = "--xla_force_host_platform_device_count"
+# Where compiled programs are kept unless --compilation_cache says otherwise.
+DEFAULT_CACHE = os.path.join(
+  os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
+  "gelujax",
+  "jax",
+)
+
+
+def host_cores() -> int:
+  """The cores this process may run on."""
+  try:
+    return len(os.sched_getaffinity(0))
+  except AttributeError:  # Not Linux.
+    return os.cpu_count() or 1
+
+
+def choose_cpu_devices(num_members: int, cores: int) -> int:
+  """The automatic CPU device count for a grid of ``num_members`` on ``cores`` cores.
+
+  A grid gets one device per core (but no more devices than members): members then train in
+  parallel, each device single-threaded, which measures faster than giving every core to each
+  kernel of a vmapped grid. A single member keeps one device whose kernels use every core.
+  """
+  return max(1, min(cores, num_members))
+
+
+def configure_cpu(cpu_devices: str | int, num_members: int) -> int:
+  """Splits the CPU host into devices for a grid of ``num_members``; call before JAX starts.
+
+  Args:
+    cpu_devices: ``"auto"`` (`choose_cpu_devices`, unless ``XLA_FLAGS`` sets
+      ``--xla_force_host_platform_device_count``, which is then kept) or a device count >= 1.
+      With more than one device, each device's kernels run single-threaded
+      (``--xla_cpu_multi_thread_eigen=false``) unless ``XLA_FLAGS`` sets that flag itself.
+    num_members: the size of the grid to be trained.
+
+  Returns:
+    The CPU device count (per process).
+
+  Raises:
+    ValueError: a bad ``cpu_devices``, or JAX has already started its backends.
+  """
+  text = str(cpu_devices).strip().lower()
+  flags = os.environ.get(_XLA_FLAGS, "")
+  forced = re.search(rf"{_DEVICE_COUNT_FLAG}=(\d+)", flags)
+  if text == "auto":
+    if forced:  # The user's own XLA flags win over the automatic choice.
+      return int(forced.group(1))
+    count = choose_cpu_devices(num_members, host_cores())
+  elif text.isdigit() and int(text) >= 1:
+    count = int(text)
+  else:
+    raise ValueError(
+      f"--cpu_devices {cpu_devices!r} is not valid: give 'auto' or a device count >= 1."
+    )
+  try:
+    jax.config.update("jax_num_cpu_devices", count)
+  except RuntimeError:  # JAX has started: fine if it already has what was asked for.
+    started = len(jax.devices("cpu"))
+    if text == "auto" or started == count:
+      return started
+    raise ValueError(
+      f"--cpu_devices {count}: JAX has already started with {started} CPU devices, and the "
+      "device count can only be set before the first array is made."
+    ) from None
+  if count > 1 and not re.search(rf"{_EIGEN_FLAG}\b", flags):
+    os.environ[_XLA_FLAGS] = f"{flags} {_EIGEN_FLAG}=false".strip()
+  return count
+
+
+def initialize_distributed(coordinator_address: str, num_processes: int, process_id: int) -> None:
+  """Joins a multi-process run; call it first, before anything touches a device.
+
+  Every process runs the same command with its own ``process_id``; process 0 serves as the
+  coordinator at ``coordinator_address`` (host:port) and writes the workdir's files. CPU
+  processes exchange collectives through gloo (GPUs and TPUs use their own transport).
+  """
+  jax.config.update("jax_cpu_collectives_implementation", "gloo")
+  jax.distributed.initialize(
+    coordinator_address=coordinator_address, num_processes=num_processes, process_id=process_id
+  )
+
+
+def enable_compilation_cache(path: str | None) -> str | None:
+  """Keeps compiled programs under ``path`` (``None`` or ``"none"``: no cache).
+
+  Every program of a run is kept, however fast it compiled: a re-run or a resume then starts
+  training without compiling. JAX keys each entry by the program, the devices and the XLA flags,
+  so a changed setting compiles anew.
+
+  Returns:
+    The cache folder, or None when disabled.
+  """
+  if path is None or str(path).strip().lower() in ("", "none"):
+    jax.config.update("jax_enable_compilation_cache", False)
+    return None
+  path = os.path.abspath(os.path.expanduser(path))
+  jax.config.update("jax_compilation_cache_dir", path)
+  jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+  jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+  return path
