@@ -543,10 +543,9 @@ def evaluate(config: StepConfig, state: TrainState, split: dict[str, jax.Array])
     def evaluate_batch(totals, batch):
       return jax.tree.map(jnp.add, totals, sum_metrics(batch)), None
 
-    first = jax.tree.map(lambda x: x[0], split)
-    shapes = jax.eval_shape(sum_metrics, first)
-    zeros = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), shapes)
-    totals, _ = jax.lax.scan(evaluate_batch, zeros, split)
+    # The first batch's sums start the total (0 + x is x, so this is the sum from zero).
+    first = sum_metrics(jax.tree.map(lambda x: x[0], split))
+    totals, _ = jax.lax.scan(evaluate_batch, first, jax.tree.map(lambda x: x[1:], split))
     return totals
 
   return map_members(config, evaluate_member, (state.params, state.batch_stats), split)

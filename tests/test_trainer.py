@@ -354,12 +354,6 @@ def assert_close_metrics(workdir: str, reference: str) -> None:
       np.testing.assert_allclose(record[key], value, rtol=1e-5, atol=1e-6, err_msg=key)
 
 
-def assert_same_metrics(workdir: str, reference: str) -> None:
-  """Every member's metrics.jsonl records equal, bit for bit, and so summary.json."""
-  assert read_text(workdir, "metrics.jsonl") == read_text(reference, "metrics.jsonl")
-  assert read_text(workdir, "summary.json") == read_text(reference, "summary.json")
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize(
   ("devices", "members_axis", "layout"),
@@ -373,21 +367,16 @@ def assert_same_metrics(workdir: str, reference: str) -> None:
 def test_each_members_results_do_not_depend_on_the_layout(
   tmp_path, reference, devices, members_axis, layout
 ):
-  """Spread over the members axis, a member's arithmetic is its own: results are bitwise equal
-  to one device's. Split over the data axis, each gradient is summed in another order: equal
-  to within float32 rounding (rtol 1e-5)."""
+  """Every member trains the same whichever devices hold it: to float32 rounding, not bit for
+  bit, since XLA compiles a program partitioned over several devices with other fusions (which
+  round a multiply-add differently), and a batch split over ``data`` sums its gradient in
+  another order. The run's config is the same, so a run can resume on another layout."""
   workdir = str(tmp_path / "run")
   axis = [f"--members_axis={members_axis}"] if members_axis else []
   process = run_reference(workdir, devices, *axis)
   assert process.wait(timeout=300) == 0, process.stdout.read()
-  mesh = trainer.make_mesh(4, members_axis) if jax.device_count() == devices else None
-  assert mesh is None or trainer.describe_layout(4, mesh).startswith(
-    f"4 members on a mesh of {layout}"
-  )
-  if "1 (data)" in layout and jax.device_count() == 1:
-    assert_same_metrics(workdir, reference)
-  else:
-    assert_close_metrics(workdir, reference)
+  assert f"4 members on a mesh of {layout} cpu devices" in process.stdout.read()
+  assert_close_metrics(workdir, reference)
   assert read_text(workdir, "config.json") == read_text(reference, "config.json")
 
 

@@ -1,7 +1,7 @@
 """A test-only task with the TaskSpec interface (a small ReLU MLP on synthetic data), and
 helpers the trainer and command-line tests share.
 
-Run as a script it trains one grid and prints nothing; the tests use it to train in a fresh
+Run as a script it trains one grid and prints its layout; the tests use it to train in a fresh
 process with other device counts or as one process of a multi-process run:
 
   python tests/tiny_task.py WORKDIR [--members_axis=N] [COORDINATOR NUM_PROCESSES PROCESS_ID]
@@ -155,6 +155,8 @@ def main(argv: list[str]) -> None:
   members_axis = int(options[0].split("=")[1]) if options else None
   if distributed:
     devices.initialize_distributed(distributed[0], int(distributed[1]), int(distributed[2]))
+  mesh = trainer.make_mesh(len(REFERENCE_MEMBERS), members_axis)
+  print(trainer.describe_layout(len(REFERENCE_MEMBERS), mesh), flush=True)
   trainer.fit(REFERENCE_SPEC, argv[1], REFERENCE_MEMBERS, progress=False, members_axis=members_axis)
 
 
