@@ -7,6 +7,7 @@ these files alone.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -47,42 +48,81 @@ def jsonable(obj: Any) -> Any:
 
 
 def write_json(path: str | os.PathLike, obj: Any) -> None:
-  """Writes ``jsonable(obj)`` atomically (readers never see a half-written file), creating the
-  parent directory."""
+  """Writes ``jsonable(obj)`` atomically (readers, and a run killed at any moment, see the old
+  file or the new one, never a part), creating the parent directory."""
   text = json.dumps(jsonable(obj), indent=1, allow_nan=False) + "\n"  # Fails before writing.
   os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+  _replace_atomically(path, text)
+
+
+def _replace_atomically(path: str | os.PathLike, text: str) -> None:
+  """Writes ``text`` to a temporary file beside ``path``, then renames it over ``path``; a
+  failed write (a full disk) removes the temporary file and leaves ``path`` as it was."""
   tmp = f"{path}.tmp"
-  with open(tmp, "w") as f:
-    f.write(text)
-  os.replace(tmp, path)
+  try:
+    with open(tmp, "w") as f:
+      f.write(text)
+      f.flush()
+      os.fsync(f.fileno())
+    os.replace(tmp, path)
+  except BaseException as e:
+    with contextlib.suppress(OSError):
+      os.remove(tmp)
+    if isinstance(e, OSError) and e.filename is None:
+      e.filename = str(path)  # Name the file in the error, not its temporary twin.
+    raise
 
 
 def read_json(path: str | os.PathLike) -> Any:
-  """Reads one JSON file, naming the file when it is malformed."""
+  """Reads one JSON file, naming the file and the line when it is malformed."""
   try:
     with open(path) as f:
       return json.load(f)
   except json.JSONDecodeError as e:
-    raise ValueError(f"{path} is not valid JSON ({e}); delete it and re-run the grid.") from None
+    raise ValueError(
+      f"{path}, line {e.lineno}: not valid JSON ({e.msg}, column {e.colno}); the file is left "
+      "as it is: fix it, or put back a good copy."
+    ) from None
 
 
 def read_metrics(workdir: str | os.PathLike) -> list[dict[str, Any]]:
-  """The records of ``workdir/metrics.jsonl`` in file order ([] when there is none)."""
+  """The records of ``workdir/metrics.jsonl`` in file order ([] when there is none).
+
+  A last line that is cut short (the append of a run killed or out of disk space mid-write) is
+  left out: the run rewrites it when resumed. Any other line that is not a JSON record raises
+  a ValueError naming the file and the line.
+  """
   path = os.path.join(workdir, METRICS_FILE)
   if not os.path.exists(path):
     return []
-  with open(path) as f:
-    return [json.loads(line) for line in f if line.strip()]
+  with open(path, "rb") as f:
+    data = f.read()
+  lines = data.split(b"\n")
+  records = []
+  for number, line in enumerate(lines, 1):
+    if not line.strip(b"\0 \t\r"):
+      continue
+    try:
+      record = json.loads(line)
+      if not isinstance(record, dict):
+        raise ValueError(f"a JSON {type(record).__name__}, not an object")
+    except ValueError as e:  # json.JSONDecodeError and UnicodeDecodeError are ValueErrors.
+      if number == len(lines):  # Not ended by a newline: an append that was cut short.
+        break
+      raise ValueError(
+        f"{path}, line {number}: not a JSON record ({e}); the file is left as it is: fix or "
+        "remove that line, or put back a good copy."
+      ) from None
+    records.append(record)
+  return records
 
 
 def truncate_metrics(workdir: str, epoch: int) -> None:
-  """Drops the records after ``epoch`` (those a resumed run will write again)."""
+  """Drops the records after ``epoch`` (those a resumed run will write again) and a last line
+  cut short; the file is replaced atomically."""
   records = [r for r in read_metrics(workdir) if r["epoch"] <= epoch]
   path = os.path.join(workdir, METRICS_FILE)
-  tmp = f"{path}.tmp"
-  with open(tmp, "w") as f:
-    f.writelines(json.dumps(r, allow_nan=False) + "\n" for r in records)
-  os.replace(tmp, path)
+  _replace_atomically(path, "".join(json.dumps(r, allow_nan=False) + "\n" for r in records))
 
 
 class MetricsWriter:
@@ -118,9 +158,11 @@ class MetricsWriter:
       board.flush()
 
   def close(self) -> None:
-    self._file.close()
-    for board in self._boards:
-      board.close()
+    try:
+      self._file.close()  # Flushes; on a full disk this raises, and the boards still close.
+    finally:
+      for board in self._boards:
+        board.close()
 
 
 def make_records(
