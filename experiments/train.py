@@ -11,11 +11,12 @@ of process 0), --num_processes and that host's --process_id.
 """
 
 import re
+import signal
 import sys
 
 from absl import app, flags, logging
 
-from gelujax import cli, registry, tasks, trainer
+from gelujax import checkpoints, cli, registry, tasks, trainer
 
 _TASK = flags.DEFINE_string(
   "task", None, "The experiment, one of gelujax.tasks.task_names(), optionally with field "
@@ -78,6 +79,7 @@ def main(argv: list[str]) -> None:
     raise app.UsageError(f"Unexpected arguments: {' '.join(argv[1:])}.")
   if not flags.FLAGS["verbosity"].present:  # Orbax logs every save at INFO.
     logging.set_verbosity(logging.WARNING)
+  signal.signal(signal.SIGTERM, checkpoints.interrupt)  # `kill` unwinds like Ctrl-C.
   try:
     if _COORDINATOR.value:
       trainer.initialize_distributed(_COORDINATOR.value, _NUM_PROCESSES.value, _PROCESS_ID.value)
@@ -96,6 +98,9 @@ def main(argv: list[str]) -> None:
     )
   except (ValueError, trainer.DivergedError) as e:
     sys.exit(f"train.py: error: {' '.join(str(e).split())}")
+  except KeyboardInterrupt as e:  # Ctrl-C or kill: no checkpoint is left half-written.
+    print(f"train.py: {e or 'interrupted'}; re-run the same command to resume.", file=sys.stderr)
+    sys.exit(128 + getattr(e, "signum", signal.SIGINT))
 
 
 if __name__ == "__main__":

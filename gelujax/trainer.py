@@ -30,11 +30,12 @@ from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from gelujax import checkpoints, writers
+from gelujax import workdir as workdirs
 
 # Random streams, folded into a member's key before (epoch, step).
 _INIT, _SHUFFLE, _STEP = 0, 1, 2
 # Fields of a spec that may change when a run is resumed.
-_RESUMABLE_FIELDS = ("epochs",)
+_RESUMABLE_FIELDS = workdirs.RESUMABLE_FIELDS
 # Evaluation batches hold at least this many examples (more work per scan step).
 _EVAL_BATCH = 1024
 _EVAL_SPLITS = ("validation", "test")
@@ -123,6 +124,7 @@ def check_run(
       raise ValueError(f"--learning_rates has {lr}; every learning rate must be finite and > 0.")
   if len(set(learning_rates)) != len(learning_rates):
     raise ValueError(f"--learning_rates {list(learning_rates)} repeats a value.")
+  workdirs.check_grid(seeds, learning_rates)
   if spec.epochs < 1:
     raise ValueError(f"--epochs is {spec.epochs}; it must be at least 1.")
   if spec.batch_size < 1 or spec.batch_size % jax.device_count():
@@ -130,10 +132,10 @@ def check_run(
       f"--batch_size is {spec.batch_size}; it must be a positive multiple of the device "
       f"count ({jax.device_count()}), since every batch is split evenly over the devices."
     )
-  path = os.path.join(workdir, writers.CONFIG_FILE)
-  if not os.path.exists(path):
+  workdirs.check_writable(workdir)
+  old = workdirs.read_config(workdir)
+  if old is None:
     return
-  old = writers.read_json(path)
   new = make_config(spec, make_members(seeds, learning_rates))
   differences = [
     f"{key} {old['spec'].get(key)!r} (now {value!r})"
@@ -150,6 +152,7 @@ def check_run(
       f"{'; '.join(differences)}. Pass another --workdir, or the same settings to resume it "
       "(only --epochs may change)."
     )
+  workdirs.check_epochs(workdir, spec.epochs)
 
 
 def _describe_members(members: Sequence[dict[str, Any]]) -> str:
@@ -519,6 +522,8 @@ def fit(
       f"fit the training split ({program.num_items} items, so {steps} steps per epoch); "
       "use a smaller batch size or fewer evaluations per epoch."
     )
+  member = program.abstract_state(np.zeros(1, np.int32), np.ones(1, np.float32))
+  workdirs.check_memory(member, member.params, len(members), splits)
   seeds_M, learning_rates_M = _put_members(members, mesh)
   train = {k: put_replicated(v, mesh) for k, v in splits["train"].items() if k != "groups"}
   eval_splits = {
@@ -527,55 +532,55 @@ def fit(
   sizes = {name: len(splits[name]["targets"]) for name in eval_splits}
 
   lead = jax.process_index() == 0
-  if lead:
-    os.makedirs(workdir, exist_ok=True)
-    writers.write_json(os.path.join(workdir, writers.CONFIG_FILE), config)
-  checkpointer = checkpoints.Checkpointer(workdir, keep_checkpoints)
-  restored = checkpointer.restore_latest(program.abstract_state(seeds_M, learning_rates_M))
-  start, state = restored or (0, program.init(seeds_M, learning_rates_M))
-  if lead:
-    writers.truncate_metrics(workdir, start)
-    writer = writers.MetricsWriter(workdir, members, purge_step=start * steps + 1)
-  bounds = [round(i * steps / spec.evals_per_epoch) for i in range(spec.evals_per_epoch + 1)]
-  bar = writers.progress_bar(spec.epochs, start, progress and lead)
-  diverged = to_host(state.diverged_step) >= 0
-  try:
-    for epoch in range(start + 1, spec.epochs + 1):
-      batches = program.shuffle(seeds_M, np.int32(epoch))
-      for first, last in itertools.pairwise(bounds):
-        state, train_loss = program.train_segment(
-          state,
-          train,
-          batches,
-          seeds_M,
-          learning_rates_M,
-          np.int32(epoch),
-          np.int32(first),
-          num_steps=last - first,
-        )
-        metrics = {"train_loss": to_host(train_loss)}
-        for name, split in eval_splits.items():
-          for key, mean in _mean_metrics(program, state, split, sizes[name]).items():
-            metrics[f"{name}_{key}"] = mean
-        diverged = to_host(state.diverged_step) >= 0
-        if lead:
-          writer.write(
-            writers.make_records(
-              members, epoch - 1 + last / steps, (epoch - 1) * steps + last, diverged, metrics
-            )
-          )
-      if epoch % checkpoint_every == 0 or epoch == spec.epochs or diverged.all():
-        checkpointer.save(epoch, state)
-      bar.set_postfix(_describe_progress(metrics, diverged), refresh=False)  # update() draws.
-      bar.update(1)
-      if diverged.all():
-        break
-  finally:
-    bar.close()
-    checkpointer.close()
+  with workdirs.writing(workdir, lead):  # One writer; a full disk is one line naming the file.
+    check_run(spec, workdir, seeds, learning_rates)  # Again, now that no one else writes it.
+    checkpointer = checkpoints.Checkpointer(workdir, keep_checkpoints, config)
+    restored = checkpointer.restore_latest(program.abstract_state(seeds_M, learning_rates_M))
+    start, state = restored or (0, program.init(seeds_M, learning_rates_M))
     if lead:
-      writer.close()
-  return _finish(workdir, config, spec, state, steps, diverged)
+      writers.truncate_metrics(workdir, start)
+      workdirs.write_config(workdir, config)
+      writer = writers.MetricsWriter(workdir, members, purge_step=start * steps + 1)
+    bounds = [round(i * steps / spec.evals_per_epoch) for i in range(spec.evals_per_epoch + 1)]
+    bar = writers.progress_bar(spec.epochs, start, progress and lead)
+    diverged = to_host(state.diverged_step) >= 0
+    try:
+      for epoch in range(start + 1, spec.epochs + 1):
+        batches = program.shuffle(seeds_M, np.int32(epoch))
+        for first, last in itertools.pairwise(bounds):
+          state, train_loss = program.train_segment(
+            state,
+            train,
+            batches,
+            seeds_M,
+            learning_rates_M,
+            np.int32(epoch),
+            np.int32(first),
+            num_steps=last - first,
+          )
+          metrics = {"train_loss": to_host(train_loss)}
+          for name, split in eval_splits.items():
+            for key, mean in _mean_metrics(program, state, split, sizes[name]).items():
+              metrics[f"{name}_{key}"] = mean
+          diverged = to_host(state.diverged_step) >= 0
+          if lead:
+            writer.write(
+              writers.make_records(
+                members, epoch - 1 + last / steps, (epoch - 1) * steps + last, diverged, metrics
+              )
+            )
+        if epoch % checkpoint_every == 0 or epoch == spec.epochs or diverged.all():
+          checkpointer.save(epoch, state)
+        bar.set_postfix(_describe_progress(metrics, diverged), refresh=False)  # update() draws.
+        bar.update(1)
+        if diverged.all():
+          break
+    finally:
+      bar.close()
+      checkpointer.close()
+      if lead:
+        writer.close()
+    return _finish(workdir, config, spec, state, steps, diverged)
 
 
 def _describe_progress(metrics: dict[str, np.ndarray], diverged: np.ndarray) -> dict[str, str]:
@@ -626,17 +631,16 @@ def restore(
     spec: the run's spec; by default rebuilt from config.json through `gelujax.tasks`.
     data_dir: passed to ``spec.load_data`` (the state's shapes depend on the inputs).
   """
-  path = os.path.join(workdir, writers.CONFIG_FILE)
-  if not os.path.exists(path):
-    raise ValueError(f"Workdir {workdir} holds no run: {path} does not exist.")
-  config = writers.read_json(path)
+  config = workdirs.read_config(workdir)
+  if config is None:
+    raise ValueError(f"Workdir {workdir} holds no run: it has no config.json and no checkpoint.")
   if spec is None:
     from gelujax import tasks  # Only here: tasks imports models and data.
 
     spec = _spec_from_config(tasks.get(config["task"]), config["spec"])
   mesh = make_mesh()
   program = _Program(spec, mesh, spec.load_data(data_dir)["train"])
-  checkpointer = checkpoints.Checkpointer(workdir)
+  checkpointer = checkpoints.Checkpointer(workdir, config=config)
   restored = checkpointer.restore_latest(
     program.abstract_state(*_put_members(config["members"], mesh))
   )
