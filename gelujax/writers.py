@@ -137,32 +137,78 @@ class MetricsWriter:
 
   def __init__(self, workdir: str, members: Sequence[dict[str, Any]], purge_step: int):
     self._file = open(os.path.join(workdir, METRICS_FILE), "a")
-    self._boards = [
-      SummaryWriter(
-        os.path.join(workdir, TENSORBOARD_DIR, f"lr={m['learning_rate']:g},seed={m['seed']}"),
-        purge_step=purge_step or None,
-      )
-      for m in members
-    ]
+    self._boards_dir = os.path.join(workdir, TENSORBOARD_DIR)
+    self._boards = []
+    try:
+      with _naming(self._boards_dir):
+        for m in members:
+          self._boards.append(
+            SummaryWriter(
+              os.path.join(self._boards_dir, f"lr={m['learning_rate']:g},seed={m['seed']}"),
+              purge_step=purge_step or None,
+            )
+          )
+    except OSError:
+      self.close()
+      raise
 
   def write(self, records: Iterable[dict[str, Any]]) -> None:
     """Writes one record per member (the dicts of `make_records`)."""
-    for record in records:
-      self._file.write(json.dumps(record, allow_nan=False) + "\n")
-      board = self._boards[record["member"]]
-      for key, value in record.items():
-        if key not in RECORD_KEYS and value is not None:
-          board.add_scalar(key, value, record["step"])
-    self._file.flush()
-    for board in self._boards:
-      board.flush()
+    with _naming(self._file.name):
+      for record in records:
+        self._file.write(json.dumps(record, allow_nan=False) + "\n")
+        board = self._boards[record["member"]]
+        for key, value in record.items():
+          if key not in RECORD_KEYS and value is not None:
+            board.add_scalar(key, value, record["step"])
+      self._file.flush()
+    with _naming(self._boards_dir):
+      for board in self._boards:
+        board.flush()
 
   def close(self) -> None:
+    """Closes every file; the first write that fails (a full disk) is raised after all are
+    closed, and a board that could not write its last events is abandoned (else tensorboardX
+    retries at exit and prints a traceback)."""
+    errors = []
     try:
-      self._file.close()  # Flushes; on a full disk this raises, and the boards still close.
-    finally:
-      for board in self._boards:
-        board.close()
+      with _naming(self._file.name):
+        self._file.close()
+    except OSError as e:
+      errors.append(e)
+    for board in self._boards:
+      try:
+        with _naming(self._boards_dir):
+          board.close()
+      except OSError as e:
+        errors.append(e)
+        _abandon(board)
+    if errors:
+      raise errors[0]
+
+
+def _abandon(board: SummaryWriter) -> None:
+  """Stops a TensorBoard writer whose file cannot be written (tensorboardX has no public way):
+  its thread ends and it is marked closed, so that nothing retries at exit."""
+  event_writer = getattr(getattr(board, "file_writer", None), "event_writer", None)
+  if event_writer is None:
+    return
+  worker = getattr(event_writer, "_worker", None)
+  if worker is not None and worker.is_alive():
+    with contextlib.suppress(Exception):
+      worker.stop()
+  event_writer._closed = True  # What it would have written is lost with the disk space.
+
+
+@contextlib.contextmanager
+def _naming(path: str):
+  """Names ``path`` in an OSError of a write to it (Python names the file only on open)."""
+  try:
+    yield
+  except OSError as e:
+    if e.filename is None:
+      e.filename = path
+    raise
 
 
 def make_records(
