@@ -748,7 +748,8 @@ def write_report(outcomes: list[Outcome], seconds: float, command: str, out: Pat
     "Each row is one fault caused the real way on `tiny_mnist` (MNIST-format fixture files): "
     "what was done, what `experiments/train.py` printed to stderr (less its progress bar) with "
     "its exit status, and whether that is the promised behaviour, checked by "
-    "`benchmarks/faults.py` (the promise of each row is in faults.json).",
+    "`benchmarks/faults.py` (the promise of each row is in faults.json). `$TMP` stands for the "
+    "scratch folder of the run.",
     "",
     "| fault | caused by | what the user sees | as promised |",
     "|---|---|---|---|",
@@ -775,6 +776,7 @@ def main() -> int:
     lab = Lab(Path(root))
     for name in args.only or FAULTS:
       for outcome in FAULTS[name](lab):
+        outcome.seen = outcome.seen.replace(root, "$TMP")  # the run's scratch folder
         print(f"{'ok ' if outcome.ok else 'BAD'} {outcome.fault}: {outcome.seen}", flush=True)
         outcomes.append(outcome)
   command = "python benchmarks/faults.py" + "".join(

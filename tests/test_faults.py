@@ -98,3 +98,12 @@ def test_the_fault_script_writes_its_table(tmp_path):
   assert report.count("| yes |") == 1
   [row] = json.loads((tmp_path / "faults.json").read_text())
   assert row["ok"] and "more than --epochs 1" in row["seen"]
+
+
+@pytest.mark.slow
+def test_a_workdir_that_cannot_be_written_is_refused_in_one_line(lab):
+  is_file, read_only, forbidden = faults.bad_workdirs(lab)
+  assert is_file.ok and "is a file, not a folder" in is_file.seen, is_file.seen
+  assert read_only.ok and "is on a read-only file system" in read_only.seen, read_only.seen
+  # root without its capabilities, in a folder of another user: nothing is written there
+  assert forbidden.ok and "is not writable by this user" in forbidden.seen, forbidden.seen
