@@ -77,27 +77,21 @@ def test_reproduce_interrupted_during_a_save_says_one_line_and_resumes(lab, tmp_
   assert timings["relu"]["seconds"] > 0  # the time trained so far is kept
 
 
-def test_cifar10_without_data_says_only_what_to_do(lab):
-  [outcome] = faults.no_cifar(lab)
-  assert outcome.ok, outcome.seen
-  assert outcome.seen.startswith("exit 1: train.py: error: Cannot load dataset 'cifar10'")
-  assert "(no prepared copy)" in outcome.seen
-
-
-@pytest.mark.slow
-def test_the_fault_script_writes_its_table(tmp_path):
+def test_the_fault_script_writes_its_table_and_cifar10_without_data_says_what_to_do(tmp_path):
   result = subprocess.run(
-    [sys.executable, str(ROOT / "benchmarks" / "faults.py"), "--only", "smaller_epochs",
+    [sys.executable, str(ROOT / "benchmarks" / "faults.py"), "--only", "no_cifar",
      "--output-dir", str(tmp_path)],
     capture_output=True, text=True, timeout=300,
   )  # fmt: skip
   assert result.returncode == 0, result.stderr
   report = (tmp_path / "faults.md").read_text()
-  assert "python benchmarks/faults.py --only smaller_epochs" in report
-  assert "| a smaller --epochs on a finished run | `--epochs=1` on a run trained for 3" in report
-  assert report.count("| yes |") == 1
+  assert "python benchmarks/faults.py --only no_cifar" in report
+  assert "| CIFAR-10 with no data here | `train.py --task=cifar10 --activation=gelu`" in report
+  assert "Faults tried: 1; as promised: 1" in report and report.count("| yes |") == 1
   [row] = json.loads((tmp_path / "faults.json").read_text())
-  assert row["ok"] and "more than --epochs 1" in row["seen"]
+  assert row["ok"], row["seen"]  # one line, no download attempt, no ModuleNotFoundError
+  assert row["seen"].startswith("exit 1: train.py: error: Cannot load dataset 'cifar10'")
+  assert "(no prepared copy)" in row["seen"] and "Pass --data_dir" in row["seen"]
 
 
 @pytest.mark.slow
