@@ -725,6 +725,11 @@ def main(argv: Sequence[str]) -> None:
     reproduce()
   except ValueError as e:  # Bad flag values; a diverged run is reported in the table instead.
     sys.exit(f"reproduce.py: error: {' '.join(str(e).split())}")
+  except KeyboardInterrupt as e:  # Ctrl-C: no checkpoint is left half-written.
+    print(
+      f"reproduce.py: {e or 'interrupted'}; re-run the same command to resume.", file=sys.stderr
+    )
+    sys.exit(128 + getattr(e, "signum", signal.SIGINT))
 
 
 def reproduce() -> None:

@@ -11,11 +11,12 @@ of process 0), --num_processes and that host's --process_id.
 """
 
 import re
+import signal
 import sys
 
 from absl import app, flags, logging
 
-from gelujax import cli, devices, registry, tasks, trainer
+from gelujax import checkpoints, cli, devices, registry, tasks, trainer
 
 _TASK = flags.DEFINE_string(
   "task", None, "The experiment, one of gelujax.tasks.task_names(), optionally with field "
@@ -36,8 +37,9 @@ _WORKDIR = flags.DEFINE_string(
 )
 _EPOCHS = flags.DEFINE_integer("epochs", None, "Epochs to train (>= 1); default: the task's.")
 _BATCH_SIZE = flags.DEFINE_integer(
-  "batch_size", None, "Global batch size, a multiple of the device count; default: the task's."
-)
+  "batch_size", None, "Global batch size, a multiple of the devices on the mesh's data axis; "
+  "default: the task's."
+)  # fmt: skip
 _LEARNING_RATES = flags.DEFINE_list(
   "learning_rates", None, "Comma list of learning rates (> 0); default: the task's grid."
 )
@@ -90,6 +92,7 @@ def main(argv: list[str]) -> None:
     raise app.UsageError(f"Unexpected arguments: {' '.join(argv[1:])}.")
   if not flags.FLAGS["verbosity"].present:  # Orbax logs every save at INFO.
     logging.set_verbosity(logging.WARNING)
+  signal.signal(signal.SIGTERM, checkpoints.interrupt)  # `kill` unwinds like Ctrl-C.
   try:
     spec = make_spec()
     members = trainer.Members(
@@ -112,6 +115,9 @@ def main(argv: list[str]) -> None:
     )
   except (ValueError, trainer.DivergedError) as e:
     sys.exit(f"train.py: error: {' '.join(str(e).split())}")
+  except KeyboardInterrupt as e:  # Ctrl-C or kill: no checkpoint is left half-written.
+    print(f"train.py: {e or 'interrupted'}; re-run the same command to resume.", file=sys.stderr)
+    sys.exit(128 + getattr(e, "signum", signal.SIGINT))
 
 
 if __name__ == "__main__":

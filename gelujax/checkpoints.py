@@ -1,21 +1,179 @@
-"""Orbax checkpoints of a run's stacked member state, one per saved epoch.
+"""Orbax checkpoints of a run's stacked member state, one per saved epoch, each verified.
 
 Orbax writes each checkpoint into a temporary directory and renames it when complete, so a
-run killed mid-save leaves no checkpoint that looks finished. A finished checkpoint that
-cannot be read back (a truncated or damaged file) is skipped with a warning and the one
-before it is used.
+run killed mid-save leaves no checkpoint that looks finished (the next save of the run removes
+the temporary directory). Beside the state, every checkpoint holds a record
+(the ``gelujax`` item): the run's config, its identity (a hash of the config without the
+fields a resume may change) and a checksum of every saved array, computed before the save.
+
+A restore takes the newest checkpoint that belongs to the run, reads back and matches its
+checksums. One that fails (unreadable, bytes changed on disk, another run's) is moved aside
+to ``workdir/damaged/`` (never deleted) and the one before it is used, with one warning line.
+When no checkpoint of the run can be used, the restore refuses in one line
+(`CheckpointError`) rather than restart from epoch 0 over the run's results.
+
+A SIGINT or SIGTERM that arrives during a save is held until the save is complete, then
+raised as `Interrupted`.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import gc
+import hashlib
+import json
 import logging
 import os
+import shutil
+import signal
+import sys
+import threading
+from collections.abc import Iterator
 from typing import Any
 
 import jax
+import numpy as np
 import orbax.checkpoint as ocp
 
 CHECKPOINT_DIR = "checkpoints"
+DAMAGED_DIR = "damaged"
+# The item beside the state ("default") that records the run and the arrays' checksums.
+RECORD_ITEM = "gelujax"
+_RECORD_FILE = "metadata"  # The file Orbax's JSON handler writes inside an item's folder.
+_FORMAT = 1
+# Fields of a run's spec that may change when it is resumed; the identity leaves them out.
+RESUMABLE_FIELDS = ("epochs",)
+# OS errors that mean the workdir's disk cannot take the write, not a bug.
+DISK_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EIO)
+
+
+class CheckpointError(ValueError):
+  """No checkpoint of the run can be used, or one cannot be written; the message says why."""
+
+
+class Interrupted(KeyboardInterrupt):
+  """SIGINT or SIGTERM, raised where it is safe: never in the middle of a save."""
+
+  def __init__(self, signum: int, during: str | None = None):
+    self.signum = signum
+    name = signal.Signals(signum).name
+    text = f"interrupted by {name}"
+    if during:
+      text += f" during {during}, which was completed first"
+    super().__init__(text)
+
+
+def interrupt(signum: int, frame: Any = None) -> None:
+  """A signal handler that raises `Interrupted` (install it for SIGTERM so that ``kill``
+  unwinds like Ctrl-C: files are closed, the workdir's lock is released)."""
+  del frame
+  raise Interrupted(signum)
+
+
+@contextlib.contextmanager
+def signals_deferred(during: str) -> Iterator[None]:
+  """Holds SIGINT and SIGTERM while the block runs; raises `Interrupted` after it if one came.
+
+  Only the main thread receives signals; elsewhere this does nothing.
+  """
+  if threading.current_thread() is not threading.main_thread():
+    yield
+    return
+  received: list[int] = []
+
+  def hold(signum, frame):
+    del frame
+    received.append(signum)
+
+  previous = {s: signal.signal(s, hold) for s in (signal.SIGINT, signal.SIGTERM)}
+  try:
+    yield
+  finally:
+    for s, handler in previous.items():
+      signal.signal(s, signal.SIG_DFL if handler is None else handler)
+  if received:
+    raise Interrupted(received[0], during)
+
+
+def identity(config: dict[str, Any]) -> str:
+  """The run's identity: a hash of its config (task, spec, members) less `RESUMABLE_FIELDS`."""
+  spec = {k: v for k, v in config["spec"].items() if k not in RESUMABLE_FIELDS}
+  text = json.dumps(
+    {"task": config["task"], "spec": spec, "members": config["members"]}, sort_keys=True
+  )
+  return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _host_copy(x: Any) -> np.ndarray:
+  """An array's whole value on this host."""
+  if not isinstance(x, jax.Array) or x.is_fully_addressable:
+    return np.asarray(x)
+  if x.sharding.is_fully_replicated:
+    return np.asarray(x.addressable_data(0))
+  from jax.experimental import multihost_utils
+
+  return np.asarray(multihost_utils.process_allgather(x, tiled=True))
+
+
+def checksums(state: Any) -> dict[str, str]:
+  """Each leaf's path -> a hash of its dtype, shape and bytes."""
+  sums = {}
+  for path, leaf in jax.tree_util.tree_flatten_with_path(state)[0]:
+    array = np.ascontiguousarray(_host_copy(leaf))
+    digest = hashlib.blake2b(f"{array.dtype}{array.shape}".encode(), digest_size=16)
+    digest.update(array.view(np.uint8).reshape(-1).data)
+    sums[jax.tree_util.keystr(path)] = digest.hexdigest()
+  return sums
+
+
+def is_disk_error(error: BaseException) -> bool:
+  """Whether ``error`` (or what it wraps; TensorStore reports OS errors in its message) says
+  the disk cannot take a write: full, read-only, not permitted."""
+  while error is not None:
+    if isinstance(error, OSError) and error.errno in DISK_ERRNOS:
+      return True
+    text = str(error)
+    if any(os.strerror(e) in text for e in DISK_ERRNOS):
+      return True
+    error = error.__cause__ or error.__context__
+  return False
+
+
+def disk_error_reason(error: BaseException) -> str:
+  """The OS's words for a disk error (e.g. 'No space left on device')."""
+  while error is not None:
+    if isinstance(error, OSError) and error.errno in DISK_ERRNOS:
+      return os.strerror(error.errno)
+    for e in DISK_ERRNOS:
+      if os.strerror(e) in str(error):
+        return os.strerror(e)
+    error = error.__cause__ or error.__context__
+  return "write failed"
+
+
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+  """Keeps what a failing Orbax/TensorStore read leaves behind off the terminal: its log lines
+  (which dump whole TensorStore specs) and the "Exception ignored in coroutine" reports of its
+  event loop; the caller reports the failure in one line instead."""
+  absl_logger = logging.getLogger("absl")
+  level = absl_logger.level
+  absl_logger.setLevel(logging.CRITICAL)
+  hooks = sys.unraisablehook, threading.excepthook
+  sys.unraisablehook = threading.excepthook = lambda report: None
+  try:
+    yield
+  finally:
+    gc.collect()  # Collects the abandoned coroutines while their reports are still swallowed.
+    sys.unraisablehook, threading.excepthook = hooks
+    absl_logger.setLevel(level)
+
+
+def _first_line(error: BaseException, limit: int = 120) -> str:
+  text = str(error).strip().splitlines()[0] if str(error).strip() else ""
+  text = text if len(text) <= limit else text[:limit] + "..."
+  return f"{type(error).__name__}: {text}" if text else type(error).__name__
 
 
 class Checkpointer:
@@ -25,49 +183,195 @@ class Checkpointer:
     workdir: the run's directory.
     keep: how many of the newest checkpoints to keep (at least 2, so that a damaged newest
       one still leaves one to resume from).
+    config: the run's config.json object; saved in every checkpoint, and a checkpoint of
+      another run (another identity) is never restored. None (reading a run whose config is
+      not known): any identity is accepted.
   """
 
-  def __init__(self, workdir: str, keep: int = 2):
+  def __init__(self, workdir: str, keep: int = 2, config: dict[str, Any] | None = None):
     if keep < 2:
       raise ValueError(
         f"keep_checkpoints must be at least 2 so that a damaged newest "
         f"checkpoint leaves one to resume from; got {keep}."
       )
-    self._manager = ocp.CheckpointManager(
-      os.path.abspath(os.path.join(workdir, CHECKPOINT_DIR)),
-      options=ocp.CheckpointManagerOptions(
-        max_to_keep=keep, enable_async_checkpointing=False, create=True
-      ),
-    )
+    self._workdir = workdir
+    self._config = config
+    self._identity = None if config is None else identity(config)
+    self.directory = os.path.abspath(os.path.join(workdir, CHECKPOINT_DIR))
+    try:
+      self._manager = ocp.CheckpointManager(
+        self.directory,
+        item_names=("default", RECORD_ITEM),
+        options=ocp.CheckpointManagerOptions(
+          max_to_keep=keep,
+          enable_async_checkpointing=False,
+          create=True,
+        ),
+      )
+    except Exception as e:
+      if is_disk_error(e):
+        raise CheckpointError(
+          f"Cannot create {self.directory} ({disk_error_reason(e)}); --workdir must be on a "
+          "writable disk with free space."
+        ) from None
+      raise
 
   def save(self, epoch: int, state: Any) -> None:
-    """Writes ``state`` as the checkpoint of ``epoch`` (blocks until it is complete)."""
-    self._manager.save(epoch, args=ocp.args.StandardSave(state), force=True)
-    self._manager.wait_until_finished()
+    """Writes ``state`` as the checkpoint of ``epoch`` (blocks until it is complete).
+
+    A SIGINT or SIGTERM during the save is raised as `Interrupted` once it is complete. A
+    full or read-only disk raises `CheckpointError` (the unfinished checkpoint is never taken
+    for one).
+    """
+    if self._config is None:
+      raise ValueError("A Checkpointer made without the run's config cannot save.")
+    record = {
+      "format": _FORMAT,
+      "identity": self._identity,
+      "epoch": int(epoch),
+      "config": self._config,
+      "checksums": checksums(state),
+    }
+    with signals_deferred(f"the save of the checkpoint of epoch {epoch}"):
+      try:
+        self._remove_unfinished()
+        with _quiet():
+          self._manager.save(
+            epoch,
+            args=ocp.args.Composite(
+              default=ocp.args.StandardSave(state), **{RECORD_ITEM: ocp.args.JsonSave(record)}
+            ),
+            force=True,
+          )
+          self._manager.wait_until_finished()
+      except Exception as e:
+        if is_disk_error(e):
+          raise CheckpointError(
+            f"Cannot write the checkpoint of epoch {epoch} in {self.directory} "
+            f"({disk_error_reason(e)}). Everything saved before it is intact: free space on "
+            "that disk and re-run the same command to resume."
+          ) from None
+        raise
+
+  def _remove_unfinished(self) -> None:
+    """Removes what saves of killed runs left: Orbax's temporary folders, never renamed into
+    checkpoints (the writer holds the workdir's lock, so none is being written now)."""
+    if jax.process_index() != 0:
+      return
+    for name in os.listdir(self.directory):
+      if ".orbax-checkpoint-tmp" in name:
+        shutil.rmtree(os.path.join(self.directory, name), ignore_errors=True)
+
+  def epochs(self) -> list[int]:
+    """The epochs of the finished checkpoints, oldest first."""
+    return sorted(self._manager.all_steps())
+
+  def read_record(self, epoch: int) -> dict[str, Any] | None:
+    """The checkpoint's record (config, identity, checksums); None for a checkpoint written
+    before gelujax recorded them. Raises `CheckpointError` if the record is unreadable."""
+    path = os.path.join(self.directory, str(epoch), RECORD_ITEM, _RECORD_FILE)
+    if not os.path.exists(os.path.join(self.directory, str(epoch), RECORD_ITEM)):
+      return None
+    try:
+      with open(path) as f:
+        record = json.load(f)
+      if not isinstance(record, dict) or not {"identity", "config", "checksums"} <= set(record):
+        raise ValueError("not a gelujax checkpoint record")
+    except (OSError, ValueError, UnicodeDecodeError) as e:
+      raise CheckpointError(f"its record {path} is unreadable ({_first_line(e)})") from None
+    return record
+
+  def _restore_one(self, epoch: int, abstract_state: Any) -> tuple[Any, bool]:
+    """``(state, verified)`` of one checkpoint; raises CheckpointError saying what is wrong."""
+    record = self.read_record(epoch)
+    if record is not None and self._identity is not None:
+      if record["identity"] != self._identity:
+        raise CheckpointError(
+          f"it belongs to another run (identity {record['identity']}, this run's is "
+          f"{self._identity})"
+        )
+    try:
+      with _quiet():
+        state = self._manager.restore(
+          epoch, args=ocp.args.Composite(default=ocp.args.StandardRestore(abstract_state))
+        )["default"]
+        jax.block_until_ready(state)
+    except Exception as e:  # Any failure to read means: this checkpoint cannot be used.
+      raise CheckpointError(f"it cannot be read ({_first_line(e)})") from None
+    if record is None:
+      return state, False
+    found = checksums(state)
+    wrong = [path for path, digest in record["checksums"].items() if found.get(path) != digest]
+    if wrong or set(found) != set(record["checksums"]):
+      where = wrong[0] if wrong else "its array names"
+      raise CheckpointError(
+        f"its arrays do not match the checksums written when it was saved ({where}"
+        f"{f' and {len(wrong) - 1} more' if len(wrong) > 1 else ''})"
+      )
+    return state, True
+
+  def _move_aside(self, epoch: int) -> str:
+    """Moves a checkpoint that cannot be used to ``workdir/damaged/`` (kept, never deleted),
+    so that its epoch can be saved again."""
+    target_dir = os.path.join(self._workdir, DAMAGED_DIR)
+    os.makedirs(target_dir, exist_ok=True)
+    target = os.path.join(target_dir, f"checkpoint-{epoch}")
+    n = 1
+    while os.path.exists(target):
+      n += 1
+      target = os.path.join(target_dir, f"checkpoint-{epoch}.{n}")
+    shutil.move(os.path.join(self.directory, str(epoch)), target)
+    self._manager.reload()
+    return target
 
   def restore_latest(self, abstract_state: Any) -> tuple[int, Any] | None:
-    """The newest readable checkpoint as ``(epoch, state)``, or None when there is none.
+    """The newest usable checkpoint as ``(epoch, state)``, or None when there is none.
+
+    Newer checkpoints that cannot be used are moved to ``workdir/damaged/`` with one warning
+    line.
 
     Args:
       abstract_state: a pytree of `jax.ShapeDtypeStruct` with shardings, the shape of the
-        state to restore; a checkpoint of another shape counts as unreadable.
+        state to restore; a checkpoint of another shape cannot be used.
+
+    Raises:
+      CheckpointError: there are checkpoints but none can be used (they are left in place).
     """
-    for epoch in sorted(self._manager.all_steps(), reverse=True):
+    problems: list[tuple[int, str]] = []
+    for epoch in reversed(self.epochs()):
       try:
-        state = self._manager.restore(epoch, args=ocp.args.StandardRestore(abstract_state))
-        jax.block_until_ready(state)
-      except Exception as e:  # Any failure to read means: try the older one.
-        logging.warning(
-          "Skipping checkpoint %s of epoch %d: it cannot be restored (%s: %s).",
-          self._manager.directory,
-          epoch,
-          type(e).__name__,
-          e,
-        )
-        # Gone, so that the resumed run can save this epoch again.
-        self._manager.delete(epoch)
+        state, verified = self._restore_one(epoch, abstract_state)
+      except CheckpointError as e:
+        problems.append((epoch, str(e)))
         continue
+      if problems:
+        moved = [self._move_aside(e) for e, _ in problems] if jax.process_index() == 0 else []
+        logging.warning(
+          "Skipping checkpoint%s of epoch %s in %s: %s; moved to %s. Resuming from the "
+          "checkpoint of epoch %d.",
+          "s" if len(problems) > 1 else "",
+          ", ".join(str(e) for e, _ in problems),
+          self.directory,
+          "; ".join(why for _, why in problems),
+          ", ".join(moved),
+          epoch,
+        )
+      if not verified:
+        logging.warning(
+          "Checkpoint of epoch %d in %s has no checksums (written by an older gelujax); "
+          "restored unverified.",
+          epoch,
+          self.directory,
+        )
       return epoch, state
+    if problems:
+      raise CheckpointError(
+        f"No checkpoint in {self.directory} can be used: "
+        + "; ".join(f"epoch {e}: {why}" for e, why in problems)
+        + ". They are left as they are, and so are the run's other files. Resuming would mean "
+        "training again from epoch 0 over the run's results, which gelujax never does by "
+        "itself: to train this grid again, pass another --workdir."
+      )
     return None
 
   def close(self) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from gelujax import workdir
 from gelujax.tasks import SpecError, TaskSpec
 
 
@@ -47,6 +48,7 @@ def parse_seeds(values: Sequence[str] | None, default_count: int) -> list[int]:
     return seeds
   if seeds[0] < 1:
     raise ValueError(f"--seeds {text!r} is a count of seeds; it must be at least 1.")
+  workdir.check_member_count(seeds[0])  # Before the list is made: 99999999999999 fails here.
   return list(range(seeds[0]))
 
 

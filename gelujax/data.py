@@ -64,8 +64,11 @@ from __future__ import annotations
 
 import gzip
 import inspect
+import logging
+import math
 import pickle
 import struct
+import sys
 import zlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -84,6 +87,7 @@ TWITTER_TAGS = (
   "&", "T", "X", "Y", "#", "@", "~", "U", "E", "$", ",", "G",
 )  # fmt: skip
 TIMIT_FEATURES = 26
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
 TIMIT_CLASSES = 39
 TIMIT_CONTEXT = 5  # frames each side of the centre frame
 
@@ -216,12 +220,13 @@ def _check_labels(labels: np.ndarray, num_classes: int, where: str) -> np.ndarra
 
 
 def _read_tfds(tfds_name: str, data_dir: Path | None, label_key: str):
-  """(train, test) as (images, labels) pairs from ``tfds.data_source``."""
+  """(train, test) as (images, labels) pairs from ``tfds.data_source``, reading a copy TFDS
+  prepared before (never downloading: preparing these image sets needs TensorFlow)."""
   import tensorflow_datasets as tfds  # Heavy import, only needed when local files are missing.
 
   def read_split(split: str) -> tuple[np.ndarray, np.ndarray]:
     source = tfds.data_source(
-      tfds_name, split=split, data_dir=None if data_dir is None else str(data_dir)
+      tfds_name, split=split, data_dir=None if data_dir is None else str(data_dir), download=False
     )
     first = source[0]["image"]
     images = np.empty((len(source), *first.shape), np.uint8)
@@ -231,10 +236,22 @@ def _read_tfds(tfds_name: str, data_dir: Path | None, label_key: str):
       images[i], labels[i] = example["image"], example[label_key]
     return images, labels
 
+  absl_logger = logging.getLogger("absl")  # TFDS warns about the folders it looks in.
+  level = absl_logger.level
+  absl_logger.setLevel(logging.ERROR)
   try:
     return read_split("train"), read_split("test")
   except Exception as e:  # Any TFDS failure means this source is unavailable; report why.
+    try:
+      prepared = tfds.builder(tfds_name, data_dir=None if data_dir is None else str(data_dir))
+      prepared = prepared.is_prepared()
+    except Exception:  # TFDS cannot even say: report its first failure.
+      prepared = True
+    if not prepared:
+      raise _Missing("no prepared copy") from e
     raise _Missing(f"failed with {type(e).__name__}: {str(e)[:300]}") from e
+  finally:
+    absl_logger.setLevel(level)
 
 
 _TFDS_HOW = (
@@ -258,36 +275,85 @@ _IDX_NAMES = (
 )
 
 
-def _read_bytes(path: Path) -> bytes:
-  """The file's bytes, gunzipped when it starts with the gzip magic."""
-  raw = path.read_bytes()
-  if raw[:2] != b"\x1f\x8b":
-    return raw
+def _open_idx(path: Path):
+  """A binary stream of the file's bytes, gunzipped as they are read when it starts with the
+  gzip magic (never more than is asked for: a small file that inflates to gigabytes is read
+  only as far as its header says it goes)."""
+  f = path.open("rb")
+  if f.read(2) == b"\x1f\x8b":
+    f.seek(0)
+    return gzip.GzipFile(fileobj=f, mode="rb")
+  f.seek(0)
+  return f
+
+
+def _read_exactly(stream, size: int, path: Path) -> bytes:
   try:
-    return gzip.decompress(raw)
+    return stream.read(size)
   except (OSError, EOFError, zlib.error) as e:
     raise ValueError(f"{path}: corrupt or truncated gzip file ({e}).") from None
 
 
 def _read_idx(path: Path, shape: tuple[int, ...]) -> np.ndarray:
-  """An IDX file of unsigned bytes whose shape is ``[N, *shape]``."""
-  raw = _read_bytes(path)
+  """An IDX file of unsigned bytes whose shape is ``[N, *shape]``.
+
+  The header's size is checked against the memory this process can have before the data are
+  read, and no more data than the header announces are ever decompressed.
+  """
   ndim = 1 + len(shape)
-  if len(raw) < 4 or raw[:3] != b"\x00\x00\x08" or raw[3] != ndim:
+  header_size = 4 + 4 * ndim
+  with _open_idx(path) as stream:
+    header = _read_exactly(stream, header_size, path)
+    if len(header) < 4 or header[:3] != b"\x00\x00\x08" or header[3] != ndim:
+      raise ValueError(
+        f"{path}: bad IDX magic number 0x{header[:4].hex()}; expected 0x0000080{ndim} "
+        f"(unsigned bytes, {ndim} dimensions)."
+      )
+    dims = struct.unpack(f">{ndim}I", header[4:].ljust(4 * ndim, b"\0"))
+    expected = math.prod(dims)
+    if dims[1:] != shape:
+      raise ValueError(
+        f"{path}: IDX header says shape {list(dims)}; expected shape "
+        f"[N, {', '.join(map(str, shape))}]."
+      )
+    available = available_memory()
+    if expected > available:
+      raise ValueError(
+        f"{path}: IDX header says shape {list(dims)}, {expected / 1e9:.1f} GB of data, more than "
+        f"the {available / 1e9:.1f} GB of memory available; the file is not a real data set."
+      )
+    data = _read_exactly(stream, expected + 1, path)  # One byte more shows extra data.
+  if len(data) != expected:
+    found = f"more than {expected}" if len(data) > expected else str(len(data))
     raise ValueError(
-      f"{path}: bad IDX magic number 0x{raw[:4].hex()}; expected 0x0000080{ndim} "
-      f"(unsigned bytes, {ndim} dimensions)."
-    )
-  header = 4 + 4 * ndim
-  dims = struct.unpack(f">{ndim}I", raw[4:header].ljust(4 * ndim, b"\0"))
-  if dims[1:] != shape or len(raw) - header != int(np.prod(dims)):
-    raise ValueError(
-      f"{path}: IDX header says shape {list(dims)} with {len(raw) - header} data bytes; "
-      f"expected shape [N, {', '.join(map(str, shape))}] with exactly N*{int(np.prod(shape))} "
-      "data bytes."
+      f"{path}: IDX header says shape {list(dims)}, {expected} data bytes, but the file holds "
+      f"{found} data bytes; expected shape [N, {', '.join(map(str, shape))}] with exactly "
+      f"N*{math.prod(shape)} data bytes."
     )
   # A writable copy: read-only arrays surprise callers that normalise in place.
-  return np.frombuffer(bytearray(raw[header:]), np.uint8).reshape(dims)
+  return np.frombuffer(bytearray(data), np.uint8).reshape(dims)
+
+
+def available_memory() -> int:
+  """Bytes the host can still give this process: MemAvailable, or the cgroup's limit when it
+  is lower."""
+  available = sys.maxsize
+  try:
+    with open("/proc/meminfo") as f:
+      for line in f:
+        if line.startswith("MemAvailable:"):
+          available = int(line.split()[1]) * 1024
+  except OSError:
+    pass
+  for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+    try:
+      with open(path) as f:
+        limit = f.read().strip()
+    except OSError:
+      continue
+    if limit.isdigit():
+      available = min(available, int(limit))
+  return available
 
 
 def _read_idx_dir(folder: Path):
@@ -470,27 +536,45 @@ def _read_ark(path: Path) -> list[tuple[list[str], list[int]]]:
   """Tweets of an ARK file as (tokens, tag indices)."""
   tag_index = {t: i for i, t in enumerate(TWITTER_TAGS)}
   tweets, tokens, tags = [], [], []
-  with path.open(encoding="utf-8-sig", newline=None) as f:
-    for number, line in enumerate(f, 1):
-      line = line.rstrip("\n")
-      if not line.strip():
-        if tokens:
-          tweets.append((tokens, tags))
-        tokens, tags = [], []
-        continue
-      fields = line.split("\t")
-      if len(fields) != 2 or not fields[0]:
-        raise ValueError(f"{path}, line {number}: expected 'token<TAB>tag', got {line!r}.")
-      if fields[1] not in tag_index:
-        raise ValueError(
-          f"{path}, line {number}: unknown tag {fields[1]!r}; the 25 tags are "
-          f"{' '.join(TWITTER_TAGS)}."
-        )
-      tokens.append(fields[0])
-      tags.append(tag_index[fields[1]])
+  for number, line in _text_lines(path):
+    if not line.strip():
+      if tokens:
+        tweets.append((tokens, tags))
+      tokens, tags = [], []
+      continue
+    fields = line.split("\t")
+    if len(fields) != 2 or not fields[0]:
+      raise ValueError(f"{path}, line {number}: expected 'token<TAB>tag', got {line!r}.")
+    if fields[1] not in tag_index:
+      raise ValueError(
+        f"{path}, line {number}: unknown tag {fields[1]!r}; the 25 tags are "
+        f"{' '.join(TWITTER_TAGS)}."
+      )
+    tokens.append(fields[0])
+    tags.append(tag_index[fields[1]])
   if tokens:
     tweets.append((tokens, tags))
+  if not tweets:
+    raise ValueError(f"{path}: holds no tweets; expected token<TAB>tag lines, a blank line "
+                     "between tweets.")  # fmt: skip
   return tweets
+
+
+def _text_lines(path: Path):
+  """``(number, line)`` of a UTF-8 text file (a BOM and any line ending allowed); a line that is
+  not UTF-8 is a ValueError naming the file and the line."""
+  with path.open("rb") as f:
+    for number, raw in enumerate(f, 1):
+      if number == 1:
+        raw = raw.removeprefix(b"\xef\xbb\xbf")
+      try:
+        line = raw.decode("utf-8")
+      except UnicodeDecodeError as e:
+        raise ValueError(
+          f"{path}, line {number}: not UTF-8 text (byte 0x{raw[e.start]:02x} at column "
+          f"{e.start + 1}); the file must be UTF-8."
+        ) from None
+      yield number, line.rstrip("\r\n")
 
 
 def _read_embeddings(path: Path) -> tuple[list[str], np.ndarray]:
@@ -500,21 +584,27 @@ def _read_embeddings(path: Path) -> tuple[list[str], np.ndarray]:
       "followed by its vector."
     )
   vectors: dict[str, list[float]] = {}
-  with path.open(encoding="utf-8-sig") as f:
-    for number, line in enumerate(f, 1):
-      fields = line.split()
-      if not fields or (number == 1 and len(fields) == 2 and all(v.isdigit() for v in fields)):
-        continue  # Blank, or word2vec's "<words> <dimension>" header line.
-      try:
-        vector = [float(v) for v in fields[1:]]
-      except ValueError:
-        vector = []
-      if not vector or (vectors and len(vector) != len(next(iter(vectors.values())))):
-        raise ValueError(
-          f"{path}, line {number}: expected a word followed by numbers, as many as on the "
-          f"first line; got {line[:80]!r}."
-        )
-      vectors[fields[0]] = vector
+  for number, line in _text_lines(path):
+    fields = line.split()
+    if not fields or (number == 1 and len(fields) == 2 and all(v.isdigit() for v in fields)):
+      continue  # Blank, or word2vec's "<words> <dimension>" header line.
+    try:
+      vector = [float(v) for v in fields[1:]]
+    except ValueError:
+      vector = []
+    if not vector or (vectors and len(vector) != len(next(iter(vectors.values())))):
+      raise ValueError(
+        f"{path}, line {number}: expected a word followed by numbers, as many as on the "
+        f"first line; got {line[:80]!r}."
+      )
+    if not all(math.isfinite(v) and abs(v) <= _FLOAT32_MAX for v in vector):
+      raise ValueError(
+        f"{path}, line {number}: the vector of {fields[0]!r} holds NaN or infinite values (or "
+        f"values beyond float32's {_FLOAT32_MAX:.3g}); every value must be a finite float32."
+      )
+    vectors[fields[0]] = vector
+  if not vectors:
+    raise ValueError(f"{path}: holds no word vectors; expected one word and its vector a line.")
   for word in (PAD_WORD, UNKNOWN_WORD):
     if word not in vectors:
       raise ValueError(f"{path}: the embeddings must include the word {word!r}.")

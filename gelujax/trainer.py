@@ -42,9 +42,10 @@ from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from gelujax import checkpoints, prng, writers
+from gelujax import workdir as workdirs
 
 # Fields of a task that may change when a run is resumed.
-_RESUMABLE_FIELDS = ("epochs",)
+_RESUMABLE_FIELDS = workdirs.RESUMABLE_FIELDS
 # Evaluation batches hold at least this many examples (more work per scan step).
 _EVAL_BATCH = 1024
 _EVAL_SPLITS = ("validation", "test")
@@ -128,15 +129,18 @@ class Members:
     info = np.iinfo(np.int32)
     for seed in seeds:
       if not info.min <= seed <= info.max:
-        raise ValueError(f"--seeds has {seed}; seeds must be int32 ({info.min}..{info.max}).")
+        raise ValueError(f"--seeds has {seed}; seeds are int32, from {info.min} to {info.max}.")
     if not lrs:
       raise ValueError("--learning_rates is empty; give one or more, e.g. 1e-3,1e-4.")
-    tiny, huge = float(np.finfo(np.float32).tiny), float(np.finfo(np.float32).max)
+    tiny, largest = float(np.finfo(np.float32).tiny), float(np.finfo(np.float32).max)
     for lr in lrs:
-      if not (math.isfinite(lr) and tiny <= lr <= huge):
+      if not (math.isfinite(lr) and lr > 0):
+        raise ValueError(f"--learning_rates has {lr}; every learning rate must be finite and > 0.")
+      if not tiny <= lr <= largest:
         raise ValueError(
-          f"--learning_rates has {lr}; every learning rate must be finite and within float32's "
-          f"normal range [{tiny:.3g}, {huge:.3g}], since members train in float32."
+          f"--learning_rates has {lr:g}, which is {'0' if lr < tiny else 'infinite'} in float32 "
+          f"(members train in float32); every learning rate must lie in [{tiny:.3g}, "
+          f"{largest:.3g}]."
         )
     if len(set(lrs)) != len(lrs):
       raise ValueError(f"--learning_rates {list(lrs)} repeats a value.")
@@ -797,10 +801,10 @@ def check_run(task: Task, workdir: str, members: Members) -> None:
     raise ValueError(f"--epochs is {task.epochs}; it must be at least 1.")
   if task.batch_size < 1:
     raise ValueError(f"--batch_size is {task.batch_size}; it must be at least 1.")
-  path = os.path.join(workdir, writers.CONFIG_FILE)
-  if not os.path.exists(path):
+  workdirs.check_writable(workdir)
+  old = workdirs.read_config(workdir)
+  if old is None:
     return
-  old = writers.read_json(path)
   new = make_config(task, members)
   differences = [
     f"{key} {old['spec'].get(key)!r} (now {value!r})"
@@ -817,6 +821,7 @@ def check_run(task: Task, workdir: str, members: Members) -> None:
       f"{'; '.join(differences)}. Pass another --workdir, or the same settings to resume it "
       "(only --epochs may change)."
     )
+  workdirs.check_epochs(workdir, task.epochs)
 
 
 def fit(
@@ -872,6 +877,11 @@ def fit(
       f"fit the training split ({program.config.num_items} items, so {steps} steps per epoch); "
       "use a smaller batch size or fewer evaluations per epoch."
     )
+  member = jax.tree.map(
+    lambda s: jax.ShapeDtypeStruct(s.shape[1:], s.dtype), program.abstract_state()
+  )
+  per_device = program.padded_members // mesh.shape["members"]
+  workdirs.check_memory(member, member.params, per_device, len(members), splits)
   seeds_M, learning_rates_M = program.put_members(members)
   train = program.put_data(splits["train"])
   eval_splits = {
@@ -882,61 +892,57 @@ def fit(
   num = len(members)
 
   lead = jax.process_index() == 0
-  if lead:
-    os.makedirs(workdir, exist_ok=True)
-    writers.write_json(os.path.join(workdir, writers.CONFIG_FILE), config)
-  checkpointer = checkpoints.Checkpointer(workdir, keep_checkpoints)
-  restored = checkpointer.restore_latest(program.abstract_state())
-  if restored is None:
-    start, state = 0, program.init(seeds_M, learning_rates_M)
-  else:
-    start, state = restored[0], program.pad(restored[1])
-  if lead:
-    writers.truncate_metrics(workdir, start)
-    writer = writers.MetricsWriter(workdir, members_json, purge_step=start * steps + 1)
-  bounds = [round(i * steps / task.evals_per_epoch) for i in range(task.evals_per_epoch + 1)]
-  if progress and lead:
-    print(f"gelujax: {describe_layout(len(members), mesh)}.", file=sys.stderr, flush=True)
-  bar = writers.progress_bar(task.epochs, start, progress and lead)
-  diverged = _diverged(program, state)
-  try:
-    for epoch in range(start + 1, task.epochs + 1):
-      batches = program.shuffle(seeds_M, np.int32(epoch))
-      for first, last in itertools.pairwise(bounds):
-        state, train_loss = program.train_segment(
-          state,
-          train,
-          batches,
-          seeds_M,
-          learning_rates_M,
-          np.int32(epoch),
-          np.int32(first),
-          num_steps=last - first,
-        )
-        metrics = {"train_loss": to_host(train_loss)[:num]}
-        for name, split in eval_splits.items():
-          for key, mean in _mean_metrics(program, state, split, sizes[name]).items():
-            metrics[f"{name}_{key}"] = mean
-        diverged = _diverged(program, state)
-        if lead:
-          writer.write(
-            writers.make_records(
-              members_json, epoch - 1 + last / steps, (epoch - 1) * steps + last, diverged,
-              metrics,
-            )
-          )  # fmt: skip
-      if epoch % checkpoint_every == 0 or epoch == task.epochs or diverged.all():
-        checkpointer.save(epoch, program.unpad(state))
-      bar.set_postfix(_describe_progress(metrics, diverged), refresh=False)  # update() draws.
-      bar.update(1)
-      if diverged.all():
-        break
-  finally:
-    bar.close()
-    checkpointer.close()
+  with workdirs.writing(workdir, lead):  # One writer; a full disk is one line naming the file.
+    check_run(task, workdir, members)  # Again, now that no one else writes it.
+    checkpointer = checkpoints.Checkpointer(workdir, keep_checkpoints, config)
+    restored = checkpointer.restore_latest(program.abstract_state())
+    if restored is None:
+      start, state = 0, program.init(seeds_M, learning_rates_M)
+    else:
+      start, state = restored[0], program.pad(restored[1])
     if lead:
-      writer.close()
-  return _finish(workdir, config, task, program, state, diverged)
+      writers.truncate_metrics(workdir, start)
+      workdirs.write_config(workdir, config)
+      writer = writers.MetricsWriter(workdir, members_json, purge_step=start * steps + 1)
+    bounds = [round(i * steps / task.evals_per_epoch) for i in range(task.evals_per_epoch + 1)]
+    if progress and lead:
+      print(f"gelujax: {describe_layout(num, mesh)}.", file=sys.stderr, flush=True)
+    bar = writers.progress_bar(task.epochs, start, progress and lead)
+    diverged = _diverged(program, state)
+    try:
+      for epoch in range(start + 1, task.epochs + 1):
+        batches = program.shuffle(seeds_M, np.int32(epoch))
+        for first, last in itertools.pairwise(bounds):
+          state, train_loss = program.train_segment(
+            state,
+            train,
+            batches,
+            seeds_M,
+            learning_rates_M,
+            np.int32(epoch),
+            np.int32(first),
+            num_steps=last - first,
+          )
+          metrics = {"train_loss": to_host(train_loss)[:num]}
+          for name, split in eval_splits.items():
+            for key, mean in _mean_metrics(program, state, split, sizes[name]).items():
+              metrics[f"{name}_{key}"] = mean
+          diverged = _diverged(program, state)
+          if lead:
+            epoch_done, step = epoch - 1 + last / steps, (epoch - 1) * steps + last
+            writer.write(writers.make_records(members_json, epoch_done, step, diverged, metrics))
+        if epoch % checkpoint_every == 0 or epoch == task.epochs or diverged.all():
+          checkpointer.save(epoch, program.unpad(state))
+        bar.set_postfix(_describe_progress(metrics, diverged), refresh=False)  # update() draws.
+        bar.update(1)
+        if diverged.all():
+          break
+    finally:
+      bar.close()
+      checkpointer.close()
+      if lead:
+        writer.close()
+    return _finish(workdir, config, task, program, state, diverged)
 
 
 def _diverged(program: Program, state: TrainState) -> np.ndarray:
@@ -1003,10 +1009,9 @@ def restore(
   Returns:
     The state of the M members, replicated on every device.
   """
-  path = os.path.join(workdir, writers.CONFIG_FILE)
-  if not os.path.exists(path):
-    raise ValueError(f"Workdir {workdir} holds no run: {path} does not exist.")
-  config = writers.read_json(path)
+  config = workdirs.read_config(workdir)
+  if config is None:
+    raise ValueError(f"Workdir {workdir} holds no run: it has no config.json and no checkpoint.")
   if spec is None:
     from gelujax import tasks  # Only here: tasks imports models and data.
 
@@ -1014,7 +1019,7 @@ def restore(
   members = Members.from_json(config["members"])
   mesh = make_mesh(len(members))
   program = make_program(spec, mesh, spec.load_data(data_dir)["train"], len(members))
-  checkpointer = checkpoints.Checkpointer(workdir)
+  checkpointer = checkpoints.Checkpointer(workdir, config=config)
   restored = checkpointer.restore_latest(program.abstract_state())
   checkpointer.close()
   if restored is None:

@@ -7,6 +7,7 @@ these files alone.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -47,42 +48,81 @@ def jsonable(obj: Any) -> Any:
 
 
 def write_json(path: str | os.PathLike, obj: Any) -> None:
-  """Writes ``jsonable(obj)`` atomically (readers never see a half-written file), creating the
-  parent directory."""
+  """Writes ``jsonable(obj)`` atomically (readers, and a run killed at any moment, see the old
+  file or the new one, never a part), creating the parent directory."""
   text = json.dumps(jsonable(obj), indent=1, allow_nan=False) + "\n"  # Fails before writing.
   os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+  _replace_atomically(path, text)
+
+
+def _replace_atomically(path: str | os.PathLike, text: str) -> None:
+  """Writes ``text`` to a temporary file beside ``path``, then renames it over ``path``; a
+  failed write (a full disk) removes the temporary file and leaves ``path`` as it was."""
   tmp = f"{path}.tmp"
-  with open(tmp, "w") as f:
-    f.write(text)
-  os.replace(tmp, path)
+  try:
+    with open(tmp, "w") as f:
+      f.write(text)
+      f.flush()
+      os.fsync(f.fileno())
+    os.replace(tmp, path)
+  except BaseException as e:
+    with contextlib.suppress(OSError):
+      os.remove(tmp)
+    if isinstance(e, OSError) and e.filename is None:
+      e.filename = str(path)  # Name the file in the error, not its temporary twin.
+    raise
 
 
 def read_json(path: str | os.PathLike) -> Any:
-  """Reads one JSON file, naming the file when it is malformed."""
+  """Reads one JSON file, naming the file and the line when it is malformed."""
   try:
     with open(path) as f:
       return json.load(f)
   except json.JSONDecodeError as e:
-    raise ValueError(f"{path} is not valid JSON ({e}); delete it and re-run the grid.") from None
+    raise ValueError(
+      f"{path}, line {e.lineno}: not valid JSON ({e.msg}, column {e.colno}); the file is left "
+      "as it is: fix it, or put back a good copy."
+    ) from None
 
 
 def read_metrics(workdir: str | os.PathLike) -> list[dict[str, Any]]:
-  """The records of ``workdir/metrics.jsonl`` in file order ([] when there is none)."""
+  """The records of ``workdir/metrics.jsonl`` in file order ([] when there is none).
+
+  A last line that is cut short (the append of a run killed or out of disk space mid-write) is
+  left out: the run rewrites it when resumed. Any other line that is not a JSON record raises
+  a ValueError naming the file and the line.
+  """
   path = os.path.join(workdir, METRICS_FILE)
   if not os.path.exists(path):
     return []
-  with open(path) as f:
-    return [json.loads(line) for line in f if line.strip()]
+  with open(path, "rb") as f:
+    data = f.read()
+  lines = data.split(b"\n")
+  records = []
+  for number, line in enumerate(lines, 1):
+    if not line.strip(b"\0 \t\r"):
+      continue
+    try:
+      record = json.loads(line)
+      if not isinstance(record, dict):
+        raise ValueError(f"a JSON {type(record).__name__}, not an object")
+    except ValueError as e:  # json.JSONDecodeError and UnicodeDecodeError are ValueErrors.
+      if number == len(lines):  # Not ended by a newline: an append that was cut short.
+        break
+      raise ValueError(
+        f"{path}, line {number}: not a JSON record ({e}); the file is left as it is: fix or "
+        "remove that line, or put back a good copy."
+      ) from None
+    records.append(record)
+  return records
 
 
 def truncate_metrics(workdir: str, epoch: int) -> None:
-  """Drops the records after ``epoch`` (those a resumed run will write again)."""
+  """Drops the records after ``epoch`` (those a resumed run will write again) and a last line
+  cut short; the file is replaced atomically."""
   records = [r for r in read_metrics(workdir) if r["epoch"] <= epoch]
   path = os.path.join(workdir, METRICS_FILE)
-  tmp = f"{path}.tmp"
-  with open(tmp, "w") as f:
-    f.writelines(json.dumps(r, allow_nan=False) + "\n" for r in records)
-  os.replace(tmp, path)
+  _replace_atomically(path, "".join(json.dumps(r, allow_nan=False) + "\n" for r in records))
 
 
 class MetricsWriter:
@@ -97,30 +137,78 @@ class MetricsWriter:
 
   def __init__(self, workdir: str, members: Sequence[dict[str, Any]], purge_step: int):
     self._file = open(os.path.join(workdir, METRICS_FILE), "a")
-    self._boards = [
-      SummaryWriter(
-        os.path.join(workdir, TENSORBOARD_DIR, f"lr={m['learning_rate']:g},seed={m['seed']}"),
-        purge_step=purge_step or None,
-      )
-      for m in members
-    ]
+    self._boards_dir = os.path.join(workdir, TENSORBOARD_DIR)
+    self._boards = []
+    try:
+      with _naming(self._boards_dir):
+        for m in members:
+          self._boards.append(
+            SummaryWriter(
+              os.path.join(self._boards_dir, f"lr={m['learning_rate']:g},seed={m['seed']}"),
+              purge_step=purge_step or None,
+            )
+          )
+    except OSError:
+      self.close()
+      raise
 
   def write(self, records: Iterable[dict[str, Any]]) -> None:
     """Writes one record per member (the dicts of `make_records`)."""
-    for record in records:
-      self._file.write(json.dumps(record, allow_nan=False) + "\n")
-      board = self._boards[record["member"]]
-      for key, value in record.items():
-        if key not in RECORD_KEYS and value is not None:
-          board.add_scalar(key, value, record["step"])
-    self._file.flush()
-    for board in self._boards:
-      board.flush()
+    with _naming(self._file.name):
+      for record in records:
+        self._file.write(json.dumps(record, allow_nan=False) + "\n")
+        board = self._boards[record["member"]]
+        for key, value in record.items():
+          if key not in RECORD_KEYS and value is not None:
+            board.add_scalar(key, value, record["step"])
+      self._file.flush()
+    with _naming(self._boards_dir):
+      for board in self._boards:
+        board.flush()
 
   def close(self) -> None:
-    self._file.close()
+    """Closes every file; the first write that fails (a full disk) is raised after all are
+    closed, and a board that could not write its last events is abandoned (else tensorboardX
+    retries at exit and prints a traceback)."""
+    errors = []
+    try:
+      with _naming(self._file.name):
+        self._file.close()
+    except OSError as e:
+      errors.append(e)
     for board in self._boards:
-      board.close()
+      try:
+        with _naming(self._boards_dir):
+          board.close()
+      except OSError as e:
+        errors.append(e)
+        _abandon(board)
+    if errors:
+      raise errors[0]
+
+
+def _abandon(board: SummaryWriter) -> None:
+  """Stops a TensorBoard writer whose file cannot be written (tensorboardX has no public way):
+  its thread ends and it is marked closed, so that nothing retries at exit."""
+  event_writer = getattr(getattr(board, "file_writer", None), "event_writer", None)
+  if event_writer is None:
+    return
+  worker = getattr(event_writer, "_worker", None)
+  if worker is not None and worker.is_alive():
+    with contextlib.suppress(Exception):
+      worker.stop()
+  event_writer._closed = True  # What it would have written is lost with the disk space.
+
+
+@contextlib.contextmanager
+def _naming(path: str):
+  """Names ``path`` in an OSError of a write to it (Python names the file only on open)."""
+  try:
+    yield
+  except OSError as e:
+    if e.filename is None:
+      e.filename = path
+    raise
 
 
 def make_records(

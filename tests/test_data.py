@@ -5,6 +5,8 @@ import itertools
 import os
 import pickle
 import struct
+import tracemalloc
+import zlib
 
 import numpy as np
 import pytest
@@ -143,7 +145,7 @@ def test_no_source_error_names_every_place_and_remedy(tmp_path, no_tfds, no_debi
     str(tmp_path / "no-debian"),
     "apt-get install dataset-fashion-mnist",
     "TFDS 'fashion_mnist'",
-    "ConnectionError: offline",
+    "(no prepared copy)",
     "t10k-labels-idx1-ubyte",
   ]:
     assert expected in message
@@ -179,7 +181,11 @@ def corrupt_size(path):
   [
     (corrupt_magic, r"bad IDX magic number 0x00000903; expected 0x00000803"),
     (corrupt_shape, r"IDX header says shape \[3, 27, 28\].*expected shape \[N, 28, 28\]"),
-    (corrupt_size, r"IDX header says shape \[12, 28, 28\] with 9403 data bytes"),
+    (
+      corrupt_size,
+      r"IDX header says shape \[12, 28, 28\], 9408 data bytes, but the file "
+      r"holds 9403 data bytes",
+    ),
   ],
 )
 def test_malformed_idx_names_file(tmp_path, corrupt, match):
@@ -187,6 +193,42 @@ def test_malformed_idx_names_file(tmp_path, corrupt, match):
   path = tmp_path / "train-images-idx3-ubyte"
   corrupt(path)
   with pytest.raises(ValueError, match=rf"{path}: {match}"):
+    data.load("mnist", tmp_path)
+
+
+def write_gzip_bomb(path, header, inflated):
+  """A gzip file of ``header`` then ``inflated`` zero bytes (deflate packs zeros ~1000:1)."""
+  compressor = zlib.compressobj(9, zlib.DEFLATED, 31)
+  with open(path, "wb") as f:
+    f.write(compressor.compress(header))
+    for _ in range(inflated >> 24):
+      f.write(compressor.compress(bytes(1 << 24)))
+    f.write(compressor.flush())
+
+
+def test_gzip_bomb_is_refused_in_bounded_memory(tmp_path):
+  write_mnist(tmp_path)
+  path = tmp_path / "train-images-idx3-ubyte.gz"
+  header = b"\x00\x00\x08\x03" + struct.pack(">3I", 12, 28, 28)
+  write_gzip_bomb(path, header, 256 << 20)  # 256 MiB of zeros in a file of ~250 KB
+  assert path.stat().st_size < 1 << 20
+  tracemalloc.start()
+  try:
+    with pytest.raises(ValueError, match=rf"{path}: IDX header says shape \[12, 28, 28\], 9408 "
+                       r"data bytes, but the file holds more than 9408"):  # fmt: skip
+      data.load("mnist", tmp_path)
+    _, peak = tracemalloc.get_traced_memory()
+  finally:
+    tracemalloc.stop()
+  assert peak < 8 << 20  # a few MB, not the 256 MiB it inflates to
+
+
+def test_idx_header_beyond_memory_is_refused_before_reading(tmp_path):
+  write_mnist(tmp_path)
+  path = tmp_path / "train-images-idx3-ubyte.gz"
+  path.write_bytes(gzip.compress(b"\x00\x00\x08\x03" + struct.pack(">3I", 2**31, 28, 28)))
+  with pytest.raises(ValueError, match=rf"{path}: IDX header says shape \[2147483648, 28, 28\], "
+                     r"1683.6 GB of data, more than the .* GB of memory available"):  # fmt: skip
     data.load("mnist", tmp_path)
 
 
@@ -373,11 +415,21 @@ def test_twitter_embeddings(tmp_path):
     ("</s> 1 2\nI 1 x\n", r"vectors.txt, line 2"),
     ("</s> 1 2\nI 1 2\n", r"vectors.txt: the embeddings must include the word 'UUUNKKK'"),
     (None, r"embeddings='.*vectors.txt': no such file"),
+    ("</s> 1 2\nUUUNKKK 0.5 nan\n", r"vectors.txt, line 2: the vector of 'UUUNKKK' holds NaN"),
+    ("</s> 1 2\nUUUNKKK -inf 0\n", r"vectors.txt, line 2: the vector of 'UUUNKKK' holds NaN"),
+    ("</s> 1 2\nUUUNKKK 1e39 0\n", r"line 2: .* beyond float32's 3.4e\+38"),
+    ("", r"vectors.txt: holds no word vectors"),
+    (
+      b"</s> 1 2\n\xe9t\xe9 1 2\n",
+      r"vectors.txt, line 2: not UTF-8 text \(byte 0xe9 at column 1\)",
+    ),
   ],
 )
 def test_twitter_bad_embeddings(tmp_path, text, match):
   write_ark(tmp_path)
-  if text is not None:
+  if isinstance(text, bytes):
+    (tmp_path / "vectors.txt").write_bytes(text)
+  elif text is not None:
     (tmp_path / "vectors.txt").write_text(text)
   with pytest.raises(ValueError, match=match):
     data.load("twitter_pos", tmp_path, embeddings=tmp_path / "vectors.txt")
@@ -396,6 +448,22 @@ def test_twitter_malformed_line_names_file_and_line(tmp_path, bad_line, match):
   path = tmp_path / "oct27.dev"
   path.write_text(f"I\tO\n\n{bad_line}\n", encoding="utf-8")
   with pytest.raises(ValueError, match=rf"{path}, {match}"):
+    data.load("twitter_pos", tmp_path)
+
+
+@pytest.mark.parametrize(
+  ("content", "match"),
+  [
+    (b"", r"oct27.dev: holds no tweets"),
+    (b"\n\n", r"oct27.dev: holds no tweets"),
+    (b"I\tO\n\ncaf\xe9\tN\n", r"oct27.dev, line 3: not UTF-8 text \(byte 0xe9 at column 4\)"),
+  ],
+)
+def test_twitter_empty_or_not_utf8_names_the_file(tmp_path, content, match):
+  write_ark(tmp_path)
+  path = tmp_path / "oct27.dev"
+  path.write_bytes(content)
+  with pytest.raises(ValueError, match=rf"{path}{match.removeprefix('oct27.dev')}"):
     data.load("twitter_pos", tmp_path)
 
 
@@ -607,3 +675,16 @@ def test_real_fashion_mnist_from_debian_package():
     pixels = np.frombuffer(f.read(), np.uint8, offset=16).reshape(60_000, 28, 28)
   np.testing.assert_array_equal(splits["validation"]["inputs"][..., 0], pixels[:5000])
   np.testing.assert_array_equal(splits["train"]["inputs"][-1, ..., 0], pixels[-1])
+
+
+def test_tfds_without_a_prepared_copy_says_what_to_do_and_downloads_nothing(tmp_path, capfd):
+  """No mock: the real TFDS, asked for a data set it has no copy of (as on a new machine)."""
+  with pytest.raises(ValueError) as error:
+    data.load("cifar10", tmp_path)
+  message = str(error.value)
+  assert f"TFDS 'cifar10' (data_dir {tmp_path}) (no prepared copy)" in message
+  assert "Pass --data_dir pointing at a folder holding cifar-10-batches-py/" in message
+  assert "ModuleNotFoundError" not in message
+  out, err = capfd.readouterr()
+  assert "Downloading" not in out + err and "dataset_info.json" not in out + err
+  assert os.listdir(tmp_path) == []  # nothing prepared, nothing downloaded

@@ -2,6 +2,7 @@
 
 import importlib.util
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -10,7 +11,8 @@ import pytest
 from absl import flags
 from tiny_task import hash_tree, write_mnist_files
 
-from gelujax import writers
+from benchmarks import faults
+from gelujax import data, writers
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(ROOT, "experiments", "train.py")
@@ -168,3 +170,186 @@ def test_more_epochs_continue_a_finished_run(tmp_path, finished_run):
   assert records[:4] == writers.read_metrics(finished_run)  # epochs 1-2 kept, not re-run
   assert [r["epoch"] for r in records] == [1.0, 1.0, 2.0, 2.0, 3.0, 3.0]
   assert writers.read_json(os.path.join(workdir, "summary.json"))["epochs"] == 3
+
+
+# ---------------------------------------------------------------------------- workdir faults
+# Each fault is caused the real way (bytes flipped on disk, a full tmpfs, a read-only mount)
+# and checked as the user sees it: train.py's exit message, its warning lines, the files.
+# Faults that need a second process or a signal are in test_faults.py.
+
+
+def grid_args(finished_run, workdir, *extra):
+  data_dir = os.path.join(os.path.dirname(finished_run), "mnist")
+  return (TASK, f"--data_dir={data_dir}", f"--workdir={workdir}", "--seeds=2",
+          "--learning_rates=1e-3", *extra)  # fmt: skip
+
+
+def copy_run(finished_run, tmp_path) -> str:
+  workdir = str(tmp_path / "run")
+  shutil.copytree(finished_run, workdir, ignore=shutil.ignore_patterns("lock"))
+  return workdir
+
+
+def assert_one_line_error(exit_, *needles):
+  assert exit_ is not None and isinstance(exit_.code, str), exit_
+  assert exit_.code.startswith("train.py: error: ") and "\n" not in exit_.code
+  for needle in needles:
+    assert needle in exit_.code
+  assert not re.search(r"\bdelete\b", exit_.code.lower())  # never advised
+
+
+@pytest.mark.parametrize(
+  ("args", "message"),
+  [
+    (["--learning_rates=1e-300"], "--learning_rates has 1e-300, which is 0 in float32"),
+    (["--learning_rates=1e39"], "which is infinite in float32"),
+    (["--seeds=99999999999999"], "--seeds 99999999999999 asks for 99,999,999,999,999 members"),
+    (["--seeds=3000000000,1"], "--seeds has 3000000000; seeds are int32"),
+  ],
+)
+def test_values_the_trainer_cannot_hold_are_refused(script, tmp_path, args, message):
+  workdir = str(tmp_path / "run")
+  exit_ = run_main(script, "--task=tiny_mnist", f"--workdir={workdir}", *args)
+  assert_one_line_error(exit_, message)
+  assert not os.path.exists(workdir)
+
+
+def test_a_grid_too_big_for_memory_is_refused_before_any_work(script, tmp_path, finished_run):
+  # tiny_mnist's MLP 784-16-16-10 has 13,002 parameters; Adam keeps two more copies: 156,024
+  # bytes of state a member, held twice during a step with gradients and updates, plus 128 KiB
+  # of host memory a member. 100,000 seeds (the issue's) or more, if this machine has the room.
+  per_member = 2 * 13_002 * 3 * 4 + 2 * 13_002 * 4 + 128 * 1024
+  seeds = max(100_000, 2 * data.available_memory() // per_member)
+  workdir = str(tmp_path / "run")
+  args = grid_args(finished_run, workdir)
+  exit_ = run_main(script, *[a for a in args if not a.startswith("--seeds")], f"--seeds={seeds}")
+  assert_one_line_error(exit_, f"A grid of {seeds:,} members needs about", "13,002 parameters")
+  data_bytes = 256 * 28 * 28 + 4 * 256 + 64 * 28 * 28 + 4 * 64  # uint8 images, int32 labels
+  assert f"about {(seeds * per_member + data_bytes) / 1e9:,.1f} GB" in exit_.code
+  assert not os.path.exists(workdir)
+
+
+def test_a_workdir_that_is_a_file_is_refused(script, tmp_path, finished_run):
+  path = tmp_path / "results.txt"
+  path.write_text("precious\n")
+  assert_one_line_error(
+    run_main(script, *grid_args(finished_run, path)), f"--workdir {path} is a file, not a folder"
+  )
+  assert path.read_text() == "precious\n"
+
+
+def test_a_workdir_on_a_read_only_disk_is_refused(script, tmp_path, finished_run):
+  with faults.tmpfs(tmp_path / "disk", "1m", "ro") as disk:
+    exit_ = run_main(script, *grid_args(finished_run, disk / "run"))
+  assert_one_line_error(exit_, "is on a read-only file system")
+
+
+def test_a_config_holding_an_empty_object_is_named(script, tmp_path, finished_run):
+  workdir = tmp_path / "run"
+  workdir.mkdir()
+  (workdir / "config.json").write_text("{}")
+  exit_ = run_main(script, *grid_args(finished_run, workdir))
+  assert_one_line_error(exit_, f"{workdir}/config.json is not a run's config", "another --workdir")
+  assert os.listdir(workdir) == ["config.json"]
+
+
+def test_a_malformed_config_is_kept_and_rebuilt_from_the_checkpoint(
+  script, tmp_path, finished_run, capsys
+):
+  workdir = copy_run(finished_run, tmp_path)
+  config = os.path.join(workdir, "config.json")
+  with open(config, "w") as f:
+    f.write('{"task": "tiny_mnist", "spec": ')  # cut short
+  assert run_main(script, *grid_args(finished_run, workdir, "--epochs=2")) is None
+  assert "kept as" in capsys.readouterr().err
+  with open(config + ".damaged") as f:
+    assert f.read() == '{"task": "tiny_mnist", "spec": '
+  with open(os.path.join(finished_run, "config.json")) as f, open(config) as g:
+    assert f.read() == g.read()
+
+
+def test_a_deleted_config_lets_no_other_grid_resume(script, tmp_path, finished_run):
+  workdir = copy_run(finished_run, tmp_path)
+  os.remove(os.path.join(workdir, "config.json"))
+  before = faults.results(workdir)
+  args = [a for a in grid_args(finished_run, workdir) if not a.startswith(("--seeds", "--learn"))]
+  exit_ = run_main(script, *args, "--epochs=3", "--seeds=5,6", "--learning_rates=0.01")
+  assert_one_line_error(
+    exit_, "holds another run", "members lrs=[0.001] seeds=[0, 1] (now lrs=[0.01] seeds=[5, 6])"
+  )
+  assert faults.results(workdir) == before
+  # The run's own grid resumes, and config.json is rebuilt from the checkpoint.
+  assert run_main(script, *grid_args(finished_run, workdir, "--epochs=2")) is None
+  rebuilt = writers.read_json(os.path.join(workdir, "config.json"))
+  assert rebuilt == writers.read_json(os.path.join(finished_run, "config.json"))
+
+
+def test_a_smaller_epochs_on_a_finished_run_is_refused_untouched(script, tmp_path, finished_run):
+  workdir = copy_run(finished_run, tmp_path)
+  before = faults.results(workdir)
+  exit_ = run_main(script, *grid_args(finished_run, workdir, "--epochs=1"))
+  assert_one_line_error(exit_, "trained for 2 epochs, more than --epochs 1", "--epochs 2")
+  assert faults.results(workdir) == before
+  assert writers.read_json(os.path.join(workdir, "summary.json"))["epochs"] == 2
+
+
+def test_flipped_bytes_in_the_newest_checkpoint_retrain_its_epoch(
+  script, tmp_path, finished_run, caplog
+):
+  workdir = copy_run(finished_run, tmp_path)
+  faults.flip_byte(faults.checkpoint_data(faults.Path(workdir), 2))
+  os.remove(os.path.join(workdir, "summary.json"))
+  with caplog.at_level("WARNING"):
+    assert run_main(script, *grid_args(finished_run, workdir, "--epochs=2")) is None
+  [warning] = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+  assert "checkpoint of epoch 2" in warning and "do not match the checksums" in warning
+  assert "Resuming from the checkpoint of epoch 1" in warning and "\n" not in warning
+  for name in ("metrics.jsonl", "summary.json"):  # equal to the uninterrupted run's
+    with open(os.path.join(workdir, name)) as f, open(os.path.join(finished_run, name)) as g:
+      assert f.read() == g.read(), name
+  assert os.path.isdir(os.path.join(workdir, "damaged", "checkpoint-2"))
+
+
+def test_every_checkpoint_damaged_is_refused_untouched(script, tmp_path, finished_run):
+  workdir = copy_run(finished_run, tmp_path)
+  for epoch in (1, 2):
+    faults.flip_byte(faults.checkpoint_data(faults.Path(workdir), epoch))
+  before = faults.results(workdir)
+  exit_ = run_main(script, *grid_args(finished_run, workdir, "--epochs=3"))
+  assert_one_line_error(exit_, "No checkpoint in", "epoch 2:", "epoch 1:", "another --workdir")
+  assert faults.results(workdir) == before
+
+
+@pytest.mark.skipif(not faults.can_mount(), reason="mounting a tmpfs needs root (CI has it)")
+def test_a_torn_metrics_line_from_a_full_disk_is_rewritten_on_resume(
+  script, tmp_path, finished_run
+):
+  with faults.tmpfs(tmp_path / "disk", "4m") as disk:
+    workdir = copy_run(finished_run, disk)
+    filler = faults.fill_disk(disk)
+    path = os.path.join(workdir, "metrics.jsonl")
+    with open(path) as f:
+      last = f.read().splitlines()[-1].replace('"epoch": 2.0', '"epoch": 3.0')
+    with pytest.raises(OSError, match="No space left"), open(path, "a") as f:
+      for _ in range(100):  # as the writer appends, until the full disk cuts a line
+        f.write(last + "\n")
+        f.flush()
+    with open(path) as f:
+      assert not f.read().endswith("\n")  # torn
+    os.remove(filler)
+    assert run_main(script, *grid_args(finished_run, workdir, "--epochs=2")) is None
+    with open(path) as f, open(os.path.join(finished_run, "metrics.jsonl")) as g:
+      assert f.read() == g.read()
+
+
+@pytest.mark.skipif(not faults.can_mount(), reason="mounting a tmpfs needs root (CI has it)")
+def test_a_full_disk_ends_the_run_in_one_line_and_it_resumes(script, tmp_path, finished_run):
+  with faults.tmpfs(tmp_path / "disk", "700k") as disk:
+    workdir = disk / "run"
+    exit_ = run_main(script, *grid_args(finished_run, workdir, "--epochs=2"))
+    assert_one_line_error(exit_, "(No space left on device)", "intact", "re-run the same")
+    faults.remount(disk, "size=16m")
+    assert run_main(script, *grid_args(finished_run, workdir, "--epochs=2")) is None
+    for name in ("metrics.jsonl", "summary.json"):
+      with open(workdir / name) as f, open(os.path.join(finished_run, name)) as g:
+        assert f.read() == g.read(), name

@@ -432,3 +432,46 @@ def test_dropout_bits_are_uniform_and_each_members_own():
     np.testing.assert_array_equal(masks[seed], alone)
   assert abs(float(masks.mean()) - 0.75) < 0.02
   assert 0.3 < float((masks[0] == masks[1]).mean()) < 0.8  # ~0.625 for independent masks
+
+
+def test_members_hold_what_int32_seeds_and_float32_rates_hold():
+  grid = Members([1.2e-38, 3.0e38, 1e-3], [0, 2**31 - 1, -(2**31)])
+  assert list(grid)[:2] == [(1.2e-38, 0), (1.2e-38, 2**31 - 1)]  # learning-rate major
+  with pytest.raises(ValueError, match="--seeds has 2147483648; seeds are int32"):
+    Members([1e-3], [2**31])
+  with pytest.raises(ValueError, match="has 1e-300, which is 0 in float32"):
+    Members([1e-300], [0])
+  assert np.float32(1e-300) == 0 and np.float32(1e-46) == 0  # what the check prevents
+  with pytest.raises(ValueError, match="has 1e-39, which is 0 in float32"):
+    Members([1e-39], [0])  # a float32 subnormal: not a usable rate either
+  with pytest.raises(ValueError, match="has 1e\\+39, which is infinite in float32"):
+    Members([1e39], [0])
+  for bad, message in [
+    (([], [0]), "--learning_rates is empty"),
+    (([1e-3], []), "--seeds is empty"),
+    (([1e-3, 1e-3], [0]), "repeats a value"),
+    (([1e-3], [1, 1]), "repeats a seed"),
+    (([float("nan")], [0]), "finite and > 0"),
+    (([-1e-3], [0]), "finite and > 0"),
+  ]:
+    with pytest.raises(ValueError, match=message):
+      Members(*bad)
+
+
+def test_members_round_trip_through_config_json_and_refuse_a_partial_grid():
+  grid = Members([1e-2, 3e-3], [5, 7])
+  assert grid.to_json() == [
+    {"seed": 5, "learning_rate": 1e-2}, {"seed": 7, "learning_rate": 1e-2},
+    {"seed": 5, "learning_rate": 3e-3}, {"seed": 7, "learning_rate": 3e-3},
+  ]  # fmt: skip
+  assert Members.from_json(grid.to_json()) == grid
+  with pytest.raises(ValueError, match="not a whole learning-rate-major grid"):
+    Members.from_json(grid.to_json()[:3])
+
+
+def test_config_json_names_one_grid(tmp_path):
+  """The spec written to config.json holds the grid that trained, not the task's default."""
+  trainer.fit(REFERENCE_SPEC.replace(epochs=1), str(tmp_path), Members([5e-3], [4]), progress=False)
+  config = writers.read_json(tmp_path / "config.json")
+  assert config["spec"]["learning_rates"] == [5e-3] and config["spec"]["seeds"] == 1
+  assert config["members"] == [{"seed": 4, "learning_rate": 5e-3}]

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from tensorboardX.proto import event_pb2
 
+from benchmarks import faults
 from gelujax import writers
 
 MEMBERS = [{"seed": 0, "learning_rate": 1e-3}, {"seed": 1, "learning_rate": 1e-3}]
@@ -48,8 +49,9 @@ def test_write_json_writes_non_finite_as_null_and_numpy_as_python(tmp_path):
 def test_read_json_names_a_malformed_file(tmp_path):
   path = tmp_path / "summary.json"
   path.write_text('{"epochs": 3')
-  with pytest.raises(ValueError, match=r"summary\.json is not valid JSON"):
+  with pytest.raises(ValueError, match=r"summary\.json, line 1: not valid JSON") as error:
     writers.read_json(path)
+  assert "delete" not in str(error.value)  # Never advises deleting a file of results.
 
 
 def test_make_records_maps_non_finite_to_null():
@@ -150,3 +152,37 @@ def test_progress_bar_disabled_writes_nothing(capsys):
   bar.update(3)
   bar.close()
   assert capsys.readouterr().err == ""
+
+
+def test_a_torn_last_line_is_left_out_and_a_resume_rewrites_it(tmp_path):
+  records = [{"member": 0, "epoch": e, "step": e} for e in (1.0, 2.0)]
+  text = "".join(json.dumps(r) + "\n" for r in records)
+  (tmp_path / "metrics.jsonl").write_text(text + '{"member": 0, "epo')  # an append cut short
+  assert writers.read_metrics(str(tmp_path)) == records
+  writers.truncate_metrics(str(tmp_path), 2)
+  assert (tmp_path / "metrics.jsonl").read_text() == text
+
+
+def test_a_malformed_line_inside_metrics_is_named_with_its_line(tmp_path):
+  (tmp_path / "metrics.jsonl").write_text('{"epoch": 1.0}\n{"epoch": \n{"epoch": 2.0}\n')
+  with pytest.raises(ValueError, match=r"metrics\.jsonl, line 2: not a JSON record") as error:
+    writers.read_metrics(str(tmp_path))
+  assert "delete" not in str(error.value)
+
+
+@pytest.mark.skipif(not faults.can_mount(), reason="mounting a tmpfs needs root (CI has it)")
+def test_writes_on_a_full_disk_keep_the_old_files_whole(tmp_path):
+  with faults.tmpfs(tmp_path / "disk", "64k") as disk:
+    path = disk / "summary.json"
+    writers.write_json(path, {"epochs": 2})
+    (disk / "metrics.jsonl").write_text('{"member": 0, "epoch": 1.0}\n' * 20)
+    filler = faults.fill_disk(disk)
+    with pytest.raises(OSError, match="No space left on device") as error:
+      writers.write_json(path, {"epochs": 3, "members": ["x" * 100] * 200})
+    assert error.value.filename == str(path)  # the file, not its temporary twin
+    assert writers.read_json(path) == {"epochs": 2}  # the old file, whole
+    with pytest.raises(OSError, match="No space left on device"):
+      writers.truncate_metrics(str(disk), 1)  # rewrites all 20: needs a page of disk
+    assert len(writers.read_metrics(str(disk))) == 20  # untouched
+    assert sorted(os.listdir(disk)) == ["filler", "metrics.jsonl", "summary.json"]
+    os.remove(filler)
