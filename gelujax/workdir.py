@@ -35,9 +35,9 @@ from gelujax import checkpoints, data, writers
 
 LOCK_FILE = "lock"
 RESUMABLE_FIELDS = checkpoints.RESUMABLE_FIELDS
-# Host memory each member needs outside the device state: its TensorBoard writer (measured:
-# 125 KiB and two threads for tensorboardX's SummaryWriter) and its config, metrics and
-# summary records.
+# Host memory each member needs outside the device state: its TensorBoard event file and its
+# config, metrics and summary records (measured as 125 KiB for tensorboardX's SummaryWriter,
+# which gelujax used before it wrote event files itself; a bound for them now).
 HOST_BYTES_PER_MEMBER = 128 * 1024
 
 

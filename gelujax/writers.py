@@ -11,13 +11,15 @@ import contextlib
 import json
 import math
 import os
+import socket
+import struct
 import sys
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import tqdm
-from tensorboardX import SummaryWriter
 
 METRICS_FILE = "metrics.jsonl"
 CONFIG_FILE = "config.json"
@@ -138,16 +140,12 @@ class MetricsWriter:
   def __init__(self, workdir: str, members: Sequence[dict[str, Any]], purge_step: int):
     self._file = open(os.path.join(workdir, METRICS_FILE), "a")
     self._boards_dir = os.path.join(workdir, TENSORBOARD_DIR)
-    self._boards = []
+    self._boards: list[EventFile] = []
     try:
       with _naming(self._boards_dir):
         for m in members:
-          self._boards.append(
-            SummaryWriter(
-              os.path.join(self._boards_dir, f"lr={m['learning_rate']:g},seed={m['seed']}"),
-              purge_step=purge_step or None,
-            )
-          )
+          logdir = os.path.join(self._boards_dir, f"lr={m['learning_rate']:g},seed={m['seed']}")
+          self._boards.append(EventFile(logdir, purge_step=purge_step or None))
     except OSError:
       self.close()
       raise
@@ -157,47 +155,125 @@ class MetricsWriter:
     with _naming(self._file.name):
       for record in records:
         self._file.write(json.dumps(record, allow_nan=False) + "\n")
+      self._file.flush()
+    with _naming(self._boards_dir):
+      for record in records:
         board = self._boards[record["member"]]
         for key, value in record.items():
           if key not in RECORD_KEYS and value is not None:
             board.add_scalar(key, value, record["step"])
-      self._file.flush()
-    with _naming(self._boards_dir):
       for board in self._boards:
         board.flush()
 
   def close(self) -> None:
     """Closes every file; the first write that fails (a full disk) is raised after all are
-    closed, and a board that could not write its last events is abandoned (else tensorboardX
-    retries at exit and prints a traceback)."""
+    closed."""
     errors = []
-    try:
-      with _naming(self._file.name):
-        self._file.close()
-    except OSError as e:
-      errors.append(e)
-    for board in self._boards:
+    for file, path in [(self._file, self._file.name)] + [
+      (b, self._boards_dir) for b in self._boards
+    ]:
       try:
-        with _naming(self._boards_dir):
-          board.close()
+        with _naming(path):
+          file.close()
       except OSError as e:
         errors.append(e)
-        _abandon(board)
     if errors:
       raise errors[0]
 
 
-def _abandon(board: SummaryWriter) -> None:
-  """Stops a TensorBoard writer whose file cannot be written (tensorboardX has no public way):
-  its thread ends and it is marked closed, so that nothing retries at exit."""
-  event_writer = getattr(getattr(board, "file_writer", None), "event_writer", None)
-  if event_writer is None:
-    return
-  worker = getattr(event_writer, "_worker", None)
-  if worker is not None and worker.is_alive():
-    with contextlib.suppress(Exception):
-      worker.stop()
-  event_writer._closed = True  # What it would have written is lost with the disk space.
+class EventFile:
+  """A TensorBoard event file of scalars, as TensorBoard reads it.
+
+  The file is a TFRecord stream (each record: its length, the length's masked CRC-32C, the
+  bytes, their masked CRC-32C) of ``tensorflow.Event`` protocol buffers, encoded here by hand:
+  a run needs only scalars, and the usual writers import PyTorch or TensorFlow when present,
+  which delays a run's first step by seconds.
+
+  Args:
+    logdir: the run's folder, created if needed; each `EventFile` adds a file of its own.
+    purge_step: when set, TensorBoard hides the events of earlier files of ``logdir`` from this
+      step on (a resumed run rewrites them).
+  """
+
+  def __init__(self, logdir: str, purge_step: int | None = None):
+    os.makedirs(logdir, exist_ok=True)
+    name = f"events.out.tfevents.{time.time():.6f}.{socket.gethostname()}.{os.getpid()}"
+    self._file = open(os.path.join(logdir, name), "ab")
+    self._write(_event(file_version="brain.Event:2"))
+    if purge_step is not None:
+      self._write(_event(step=purge_step, file_version="brain.Event:2"))
+      self._write(_event(step=purge_step, session_log_start=True))
+
+  def add_scalar(self, tag: str, value: float, step: int) -> None:
+    value_bytes = _field(1, tag.encode()) + b"\x15" + struct.pack("<f", value)
+    self._write(_event(step=step, summary=_field(1, value_bytes)))
+
+  def flush(self) -> None:
+    self._file.flush()
+
+  def close(self) -> None:
+    self._file.close()
+
+  def _write(self, data: bytes) -> None:
+    length = struct.pack("<Q", len(data))
+    self._file.write(length + _masked_crc(length) + data + _masked_crc(data))
+
+
+def _varint(n: int) -> bytes:
+  out = bytearray()
+  while True:
+    byte, n = n & 0x7F, n >> 7
+    out.append(byte | (0x80 if n else 0))
+    if not n:
+      return bytes(out)
+
+
+def _field(number: int, payload: bytes) -> bytes:
+  """A length-delimited protocol buffer field."""
+  return _varint(number << 3 | 2) + _varint(len(payload)) + payload
+
+
+def _event(
+  *,
+  step: int | None = None,
+  file_version: str | None = None,
+  summary: bytes | None = None,
+  session_log_start: bool = False,
+) -> bytes:
+  """An ``Event``: wall_time (1, double), step (2, int64), file_version (3), summary (5),
+  session_log (7; status START = 1)."""
+  out = b"\x09" + struct.pack("<d", time.time())
+  if step is not None:
+    out += b"\x10" + _varint(step & (2**64 - 1))
+  if file_version is not None:
+    out += _field(3, file_version.encode())
+  if summary is not None:
+    out += _field(5, summary)
+  if session_log_start:
+    out += _field(7, b"\x08\x01")
+  return out
+
+
+def _crc32c_table() -> list[int]:
+  table = []
+  for i in range(256):
+    crc = i
+    for _ in range(8):
+      crc = (crc >> 1) ^ (0x82F63B78 if crc & 1 else 0)
+    table.append(crc)
+  return table
+
+
+_CRC32C_TABLE = _crc32c_table()
+
+
+def _masked_crc(data: bytes) -> bytes:
+  """TFRecord's masked CRC-32C (Castagnoli) of ``data``, little-endian."""
+  crc = 0xFFFFFFFF
+  for byte in data:
+    crc = _CRC32C_TABLE[(crc ^ byte) & 0xFF] ^ (crc >> 8)
+  crc ^= 0xFFFFFFFF
+  return struct.pack("<I", (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF)
 
 
 @contextlib.contextmanager

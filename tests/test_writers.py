@@ -5,9 +5,11 @@ import json
 import math
 import os
 import struct
+import time
 
 import numpy as np
 import pytest
+from tensorboardX.crc32c import crc32c
 from tensorboardX.proto import event_pb2
 
 from benchmarks import faults
@@ -16,19 +18,54 @@ from gelujax import writers
 MEMBERS = [{"seed": 0, "learning_rate": 1e-3}, {"seed": 1, "learning_rate": 1e-3}]
 
 
-def read_events(directory: str) -> list[tuple[int, str, float]]:
-  """(step, tag, value) of every scalar in a TensorBoard directory (TFRecord framing)."""
-  scalars = []
+def read_event_protos(directory: str) -> list[event_pb2.Event]:
+  """Every event of a TensorBoard directory, decoded with tensorboardX's protocol buffers after
+  checking each record's TFRecord framing with tensorboardX's CRC-32C (an independent
+  implementation of what gelujax writes by hand)."""
+
+  def masked(data: bytes) -> int:
+    crc = crc32c(data)
+    return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
+
+  events = []
   for path in sorted(glob.glob(os.path.join(directory, "events.out.tfevents.*"))):
     with open(path, "rb") as f:
       data = f.read()
     offset = 0
     while offset < len(data):
-      (length,) = struct.unpack("<Q", data[offset : offset + 8])
-      event = event_pb2.Event.FromString(data[offset + 12 : offset + 12 + length])
-      offset += 12 + length + 4
-      scalars += [(event.step, v.tag, v.simple_value) for v in event.summary.value]
-  return scalars
+      header = data[offset : offset + 8]
+      (length,) = struct.unpack("<Q", header)
+      (length_crc,) = struct.unpack("<I", data[offset + 8 : offset + 12])
+      body = data[offset + 12 : offset + 12 + length]
+      (body_crc,) = struct.unpack("<I", data[offset + 12 + length : offset + 16 + length])
+      assert length_crc == masked(header) and body_crc == masked(body)
+      events.append(event_pb2.Event.FromString(body))
+      offset += 16 + length
+  return events
+
+
+def read_events(directory: str) -> list[tuple[int, str, float]]:
+  """(step, tag, value) of every scalar in a TensorBoard directory."""
+  return [
+    (e.step, v.tag, v.simple_value) for e in read_event_protos(directory) for v in e.summary.value
+  ]
+
+
+def test_a_resumed_runs_event_file_purges_the_steps_it_rewrites(tmp_path):
+  first = writers.EventFile(str(tmp_path))
+  first.add_scalar("loss", 0.5, 10)
+  first.add_scalar("loss", 0.25, 20)
+  first.close()
+  resumed = writers.EventFile(str(tmp_path), purge_step=11)
+  resumed.add_scalar("loss", 0.375, 20)
+  resumed.close()
+  events = read_event_protos(str(tmp_path))
+  assert [e.file_version for e in events if e.file_version] == ["brain.Event:2"] * 3
+  start = [e for e in events if e.HasField("session_log")]
+  assert len(start) == 1 and start[0].step == 11
+  assert start[0].session_log.status == event_pb2.SessionLog.START
+  assert read_events(str(tmp_path)) == [(10, "loss", 0.5), (20, "loss", 0.25), (20, "loss", 0.375)]
+  assert all(abs(e.wall_time - time.time()) < 60 for e in events)
 
 
 def test_write_json_writes_non_finite_as_null_and_numpy_as_python(tmp_path):
