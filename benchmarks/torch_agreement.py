@@ -31,9 +31,9 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import torch_reference
-from machine import describe_machine
 
 from gelujax import data, sweep, writers
+from gelujax.study import describe_machine
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS_DIR = Path(__file__).resolve().parent / "results"

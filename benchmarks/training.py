@@ -47,9 +47,9 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import torch_reference
-from machine import describe_machine
 
 from gelujax import tasks, trainer
+from gelujax.study import describe_machine
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 # Targets of issue 4, as (ratio key, minimum).

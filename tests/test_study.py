@@ -1,4 +1,5 @@
-"""Tests for experiments/reproduce.py: tables, figures and README from workdirs, and flags."""
+"""Tests for gelujax.study (tables, figures and README from workdirs) and experiments/reproduce.py's
+flags."""
 
 import dataclasses
 import json
@@ -12,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from experiments import reproduce
+from gelujax import study
 from tests.fake_workdirs import constant, member, write_workdir
 
 SEEDS = [0, 1, 2]
@@ -36,7 +37,7 @@ def write_grid(out, name, activation, dropout, train_losses, test_errors):
   ]
   write_workdir(out / "runs" / name, members, activation=activation, dropout=dropout)
   spec = types.SimpleNamespace(epochs=3, activation=activation, dropout=dropout)
-  return reproduce.Grid(name, spec, out / "runs" / name, tuple(LRS))
+  return study.Grid(name, spec, out / "runs" / name, tuple(LRS))
 
 
 def test_mnist_table_figure_and_summary(tmp_path):
@@ -67,7 +68,7 @@ def test_mnist_table_figure_and_summary(tmp_path):
       [[0.01, 0.01, 0.01], [0.5, 0.5, 0.5]],
     ),
   ]
-  table, files = reproduce.reproduce_runs("mnist", grids, out, seeds=SEEDS, data_dir=None)
+  table, files = study.reproduce_runs("mnist", grids, out, seeds=SEEDS, data_dir=None)
   lines = (out / "table.md").read_text().splitlines()
   assert (out / "table.md").read_text() == table
   # Paper numbers (Fig. 2) beside ours: medians of the final train losses at lr 1e-3, and the
@@ -110,10 +111,10 @@ def test_autoencoder_figure_has_a_panel_per_lr(tmp_path, monkeypatch):
     task="mnist_ae",
     select_metric="validation_loss",
   )
-  grid = reproduce.Grid("elu", types.SimpleNamespace(epochs=3), workdir, tuple(LRS))
+  grid = study.Grid("elu", types.SimpleNamespace(epochs=3), workdir, tuple(LRS))
   figures = []
-  monkeypatch.setattr(reproduce.plots, "save_figure", lambda fig, path: figures.append(fig) or path)
-  table, _ = reproduce.reproduce_runs("mnist_ae", [grid], out, seeds=SEEDS, data_dir=None)
+  monkeypatch.setattr(study.plots, "save_figure", lambda fig, path: figures.append(fig) or path)
+  table, _ = study.reproduce_runs("mnist_ae", [grid], out, seeds=SEEDS, data_dir=None)
   (fig,) = figures
   assert [ax.get_title() for ax in fig.axes] == ["learning rate 0.001", "learning rate 0.0001"]
   assert all(len(ax.lines) == 2 for ax in fig.axes)  # train and test MSE
@@ -145,7 +146,7 @@ class Spec:
 def test_deviations_compare_with_the_paper_spec():
   paper = Spec()
   ours = dataclasses.replace(paper, dataset="fashion_mnist", epochs=2, batch_size=64)
-  deviations = reproduce.list_deviations(
+  deviations = study.list_deviations(
     "mnist",
     paper,
     ours,
@@ -166,7 +167,7 @@ def test_deviations_compare_with_the_paper_spec():
     "Activations added that the paper reports no numbers for: gelu (the paper's GELU is "
     "`gelu_tanh`; `gelu` is the exact erf form).",
   ]
-  same = reproduce.list_deviations(
+  same = study.list_deviations(
     "mnist",
     paper,
     paper,
@@ -181,7 +182,7 @@ def test_deviations_compare_with_the_paper_spec():
 
 def test_grid_names_suffix_only_other_dropout_rates():
   spec = types.SimpleNamespace(dropout=0.0, replace=lambda **kw: types.SimpleNamespace(**kw))
-  grids = reproduce.make_grids(spec, ["gelu", "relu"], [0.0, 0.5], [1e-3], reproduce.Path("/o"))
+  grids = study.make_grids(spec, ["gelu", "relu"], [0.0, 0.5], [1e-3], Path("/o"))
   assert [g.name for g in grids] == ["gelu", "relu", "gelu_dropout0.5", "relu_dropout0.5"]
   assert [g.spec.dropout for g in grids] == [0.0, 0.0, 0.5, 0.5]
   assert str(grids[2].workdir) == "/o/runs/gelu_dropout0.5"
@@ -209,7 +210,7 @@ def test_cifar10_table_reports_the_runs_retrained_at_the_selected_lr(tmp_path):
     task="cifar10",
     dataset="cifar10",
   )
-  table, _ = reproduce.reproduce_runs("cifar10", [grid], out, seeds=SEEDS, data_dir=None)
+  table, _ = study.reproduce_runs("cifar10", [grid], out, seeds=SEEDS, data_dir=None)
   # Final test errors 8, 7.89, 7 (%) -> median 7.89, beside the paper's 7.89.
   assert "| gelu_tanh | 0.001 | 0/3 | 7.89 | 7.89 | 7.63 ± 0.55 |" in table
   assert "| gelu_tanh | 0.0001 | 0/3 | 0.4 (validation_loss) |" in table
@@ -226,7 +227,7 @@ def test_readme_records_what_ran(tmp_path):
   timings = {"gelu": {"seconds": 65.4, "machines": ["box A", "box B"]}, "relu": 12.0}
   timings |= {"elu": {"seconds": 3.0, "machines": ["box A", "box B"]}}
   (tmp_path / "timings.json").write_text(json.dumps(timings))
-  reproduce.write_readme(
+  study.write_readme(
     tmp_path,
     title="GELU paper reproduction: mnist on fashion_mnist",
     command="python experiments/reproduce.py --task=mnist",
@@ -438,12 +439,12 @@ def test_an_interrupted_grid_keeps_its_training_time(tmp_path, monkeypatch, erro
     time.sleep(0.01)
     raise error("stop")
 
-  monkeypatch.setattr(reproduce.sweep, "run_grid", interrupted)
-  grid = reproduce.Grid("gelu", types.SimpleNamespace(epochs=3), tmp_path / "gelu", (1e-3,))
+  monkeypatch.setattr(study.sweep, "run_grid", interrupted)
+  grid = study.Grid("gelu", types.SimpleNamespace(epochs=3), tmp_path / "gelu", (1e-3,))
   with pytest.raises(error):
-    reproduce.train_grids([grid], seeds=[0], data_dir=None, out=tmp_path)
-  gelu = reproduce.read_timings(tmp_path)["gelu"]
+    study.train_grids([grid], seeds=[0], data_dir=None, out=tmp_path)
+  gelu = study.read_timings(tmp_path)["gelu"]
   # Interrupted: the seconds of this invocation and its machine are added (a failure trained
   # nothing).
   assert (gelu["seconds"] > 65.0) == recorded and gelu["seconds"] >= 65.0
-  assert gelu["machines"] == ([reproduce.describe_machine()] if recorded else [])
+  assert gelu["machines"] == ([study.describe_machine()] if recorded else [])
