@@ -60,26 +60,6 @@ class Grid:
   learning_rates: tuple[float, ...]
 
 
-def make_spec(
-  task: str, dataset: str | None, epochs: int | None, embeddings: str | None
-) -> tuple[Any, Any]:
-  """``(paper, ours)``: the task's spec with the paper's defaults, and with the flags applied."""
-  from gelujax import tasks
-
-  paper = tasks.get(task)
-  if embeddings is not None and task != "twitter_pos":
-    raise ValueError(
-      f"--embeddings {embeddings} is for --task twitter_pos only (the task is {task})."
-    )
-  options = None if embeddings is None else {**paper.data_options, "embeddings": embeddings}
-  flag_values = {
-    "dataset": ("dataset", dataset),
-    "epochs": ("epochs", epochs),
-    "data_options": ("embeddings", options),
-  }
-  return paper, cli.replace_spec(paper, flag_values)
-
-
 def grid_name(activation: str, dropout: float, spec: Any) -> str:
   """The run's name: the activation, suffixed with the dropout rate where it is not the task's."""
   return sweep.run_name(activation, None if dropout == spec.dropout else dropout)
@@ -645,7 +625,7 @@ def reproduce(
     raise ValueError(f"--task is required: one of {', '.join(PAPER_TASKS)}.")
   noise = task.endswith(NOISE_SUFFIX)
   base = task.removesuffix(NOISE_SUFFIX)
-  paper, spec = make_spec(base, dataset, epochs, embeddings)
+  paper, spec = cli.make_spec(base, dataset=dataset, epochs=epochs, embeddings=embeddings)
   out = Path(out or root / "results" / spec.dataset / task)
   seeds = cli.parse_seeds(seeds, spec.seeds)
   learning_rates = cli.parse_floats("learning_rates", learning_rates, spec.learning_rates)

@@ -12,7 +12,7 @@ import json
 import numpy as np
 import pytest
 
-from gelujax import study
+from gelujax import cli, study
 from tests.test_data import write_cifar_batch, write_timit_split
 
 RNG = np.random.default_rng(5)
@@ -84,7 +84,7 @@ def test_paper_task_reproduces_end_to_end_on_fixtures(tmp_path, task):
   data_dir = tmp_path / "data"
   data_dir.mkdir()
   n_test = write(data_dir)
-  _, spec = study.make_spec(task, None, 1, None)
+  _, spec = cli.make_spec(task, epochs=1)
   spec = spec.replace(data_options={**spec.data_options, **options})
   out = tmp_path / "out"
   grids = study.make_grids(spec, ["gelu_tanh"], [spec.dropout], learning_rates, out)
