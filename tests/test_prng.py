@@ -1,0 +1,150 @@
+"""Decisive checks of the dropout PRNG (gelujax.trainer's hash) on the trainer's own key path.
+
+Each statistic is computed here in NumPy from the bits and masks JAX draws, and is N(0, 1) for
+independent fair bits; a check fails at |z| > 5 (chance: about 6e-7 per z-score). Each check is
+also run on a deliberately broken generator to show that it would fail on a bad hash. The full
+measurement against threefry is benchmarks/prng.py (benchmarks/results/prng.md).
+"""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from gelujax import tasks, trainer
+
+LIMIT = 5.0
+STEPS_PER_EPOCH = 429  # MNIST's batches per epoch
+
+
+def dropout_key(seed, epoch, step_in_epoch):
+  """The hash key the trainer's step draws dropout masks from (trainer._train_member)."""
+  step = (epoch - 1) * STEPS_PER_EPOCH + step_in_epoch
+  threefry = jax.random.split(trainer.fold_key(seed, 2, epoch, step))[1]
+  return trainer.make_dropout_key(threefry)
+
+
+def bits_of(words):
+  """uint32 words -> [..., 32] bits, most significant first."""
+  return np.unpackbits(np.asarray(words, ">u4").view(np.uint8).reshape(*np.shape(words), 4), -1)
+
+
+def frequency_z(words):
+  """Per bit position: the z-score of its count of ones."""
+  bits = bits_of(words).reshape(-1, 32)
+  return (bits.sum(0) - len(bits) / 2) / np.sqrt(len(bits) / 4)
+
+
+def agreement_z(a, b):
+  """Per bit position: the z-score of how often words a and b agree in it."""
+  same = (bits_of(a) == bits_of(b)).reshape(-1, 32)
+  return (same.sum(0) - len(same) / 2) / np.sqrt(len(same) / 4)
+
+
+def mask_agreement_z(a, b):
+  """The z-score of how often two boolean masks of one shape agree."""
+  return ((a == b).sum() - a.size / 2) / np.sqrt(a.size / 4)
+
+
+def draw_masks(keys, batch=128):
+  """The 8 keep masks [keys, 8, batch, 128] of the MNIST classifier (dropout 0.5) drawn from
+  each key: every nn.Dropout call gets ones, so its output is its mask (then the real input,
+  masked, goes on)."""
+  model = tasks.get("mnist").replace(dropout=0.5).build_model()
+  x = jnp.zeros((batch, 784))
+  params = model.init(jax.random.key(0), x, train=False)
+
+  def masks_of(key):
+    masks = []
+
+    def interceptor(next_fun, args, kwargs, context):
+      if not isinstance(context.module, nn.Dropout):
+        return next_fun(*args, **kwargs)
+      inputs, *rest = args
+      kept = next_fun(jnp.ones_like(inputs), *rest, **kwargs)
+      masks.append(kept != 0)
+      return kept * inputs
+
+    with nn.intercept_methods(interceptor):
+      model.apply(params, x, train=True, rngs={"dropout": key})
+    return jnp.stack(masks)
+
+  return np.asarray(jax.jit(jax.vmap(masks_of))(keys))
+
+
+@pytest.fixture(scope="module")
+def words():
+  """4,096 words of each of 16 trainer keys (seeds 0-3 x steps 0-3 of epoch 1), [16, 4096]."""
+  keys = [dropout_key(seed, 1, step) for seed in range(4) for step in range(4)]
+  return np.asarray(jax.vmap(lambda k: jax.random.bits(k, (4096,), jnp.uint32))(jnp.stack(keys)))
+
+
+@pytest.fixture(scope="module")
+def masks():
+  """Masks of seeds 0-2 x epochs 1-2 x steps 0-1: [3, 2, 2, 8, 128, 128]."""
+  keys = [dropout_key(s, e, t) for s in range(3) for e in (1, 2) for t in range(2)]
+  return draw_masks(jnp.stack(keys)).reshape(3, 2, 2, 8, 128, 128)
+
+
+def weyl(n):
+  """A broken generator: a counter times an odd constant, no mixing."""
+  return (np.arange(n, dtype=np.uint64) * 0x9E3779B9 + 12345).astype(np.uint32)
+
+
+def test_every_bit_position_is_fair(words):
+  assert np.abs(frequency_z(words)).max() < LIMIT
+  assert np.abs(frequency_z(words | np.uint32(1))).max() > 100  # A stuck bit.
+
+
+@pytest.mark.parametrize("lag", [1, 2, 128])
+def test_words_along_the_counter_are_independent(words, lag):
+  assert np.abs(agreement_z(words[:, :-lag], words[:, lag:])).max() < LIMIT
+  broken = weyl(words.size).reshape(words.shape)
+  assert np.abs(agreement_z(broken[:, :-lag], broken[:, lag:])).max() > 100
+
+
+def test_streams_of_adjacent_keys_are_independent(words):
+  # Keys are seed-major: rows 0-3 are seed 0's steps 0-3. Adjacent steps, then adjacent seeds.
+  steps = words.reshape(4, 4, -1)
+  assert np.abs(agreement_z(steps[:, :-1], steps[:, 1:])).max() < LIMIT
+  assert np.abs(agreement_z(steps[:-1], steps[1:])).max() < LIMIT
+
+
+def test_masks_keep_half_the_units(masks):
+  assert abs(mask_agreement_z(masks, np.ones_like(masks))) < LIMIT
+
+
+@pytest.mark.parametrize(
+  ("axis", "name"), [(0, "seeds"), (1, "epochs"), (2, "steps"), (3, "layers"), (4, "examples")]
+)
+def test_masks_of_neighbours_are_independent(masks, axis, name):
+  n = masks.shape[axis]
+  a, b = np.take(masks, range(n - 1), axis), np.take(masks, range(1, n), axis)
+  assert abs(mask_agreement_z(a, b)) < LIMIT, name
+
+
+def test_the_mask_check_fails_when_layers_share_a_mask(masks):
+  # What a fold_in that ignores the layer would give: every layer the first layer's mask.
+  shared = np.broadcast_to(masks[..., :1, :, :], masks.shape)
+  assert mask_agreement_z(shared[..., :-1, :, :], shared[..., 1:, :, :]) > 100
+
+
+@pytest.mark.slow
+def test_prng_benchmark_passes_the_hash_and_fails_the_controls(tmp_path):
+  root = Path(__file__).resolve().parents[1]
+  command = [sys.executable, str(root / "benchmarks" / "prng.py"), "--quick"]
+  subprocess.run(
+    [*command, "--output-dir", str(tmp_path)], check=True, capture_output=True, timeout=300
+  )
+  verdicts = json.loads((tmp_path / "prng.json").read_text())["verdicts"]
+  assert verdicts["hash (gelujax)"].startswith("passes every statistic")
+  assert verdicts["threefry (JAX default)"].startswith("passes every statistic")
+  assert "masks: adjacent layers" in verdicts["control: hash, fold_in ignores data"]
+  assert "serial correlation of words, lag 1" in verdicts["control: weyl, no mixing"]
+  assert "python benchmarks/prng.py --quick" in (tmp_path / "prng.md").read_text()
