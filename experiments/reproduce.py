@@ -5,12 +5,13 @@ The work is `gelujax.study.reproduce`; this script only reads its flags. Example
   python experiments/reproduce.py --task mnist --dataset fashion_mnist
   python experiments/reproduce.py --task mnist_noise --dataset fashion_mnist
   python experiments/reproduce.py --task twitter_pos --data_dir /data/twitter_pos
+  python experiments/reproduce.py --task mnist --dataset fashion_mnist --render
 
 Finished runs are skipped and partial ones resume from their checkpoints; results go to
-results/<dataset>/<task>/ (see WORKSPACE.md, "Reproducing the paper").
+results/<dataset>/<task>/ (see WORKSPACE.md, "Reproducing the paper"). --render trains nothing
+and rebuilds the result from the runs' files alone.
 """
 
-import shlex
 import signal
 import sys
 from pathlib import Path
@@ -25,7 +26,7 @@ _TASK = flags.DEFINE_string(
 )
 _DATASET = flags.DEFINE_string("dataset", None, "Dataset for the task (default: the task's own).")
 _ACTIVATIONS = flags.DEFINE_list(
-  "activations", list(study.DEFAULT_ACTIVATIONS), "Activations, one run each."
+  "activations", None, f"Activations, one run each; default: {','.join(study.DEFAULT_ACTIVATIONS)}."
 )
 _SEEDS = flags.DEFINE_list(
   "seeds",
@@ -46,6 +47,9 @@ _EMBEDDINGS = flags.DEFINE_string(
   "twitter_pos only: the pretrained word vectors file (one word + vector a line).",
 )
 _OUT = flags.DEFINE_string("out", None, "Output directory; default: results/<dataset>/<task>/.")
+_RENDER = flags.DEFINE_bool(
+  "render", False, "Train nothing: rebuild tables, figures and README from the runs in --out."
+)
 
 
 def main(argv: list[str]) -> None:
@@ -59,7 +63,6 @@ def main(argv: list[str]) -> None:
     out = study.reproduce(
       _TASK.value,
       root=Path(__file__).resolve().parent.parent,
-      command=f"python experiments/reproduce.py {shlex.join(sys.argv[1:])}",
       dataset=_DATASET.value,
       activations=_ACTIVATIONS.value,
       seeds=_SEEDS.value,
@@ -69,6 +72,7 @@ def main(argv: list[str]) -> None:
       data_dir=_DATA_DIR.value,
       embeddings=_EMBEDDINGS.value,
       out=_OUT.value,
+      render=_RENDER.value,
     )
   except ValueError as e:  # Bad flag values; a diverged run is reported in the table instead.
     sys.exit(f"reproduce.py: error: {' '.join(str(e).split())}")

@@ -112,3 +112,53 @@ REPORTS = {
 }
 # Fig. 3, GELU's test accuracy at a = 0, 1, 3, read off the figure (approximate; PAPER.md).
 PAPER_NOISE_ACCURACY = {"gelu_tanh": {0.0: 0.98, 1.0: 0.67, 3.0: 0.24}}
+# Where each task's result stands in the paper.
+FIGURES = {
+  "mnist": "Fig. 2",
+  "mnist_noise": "Fig. 3",
+  "mnist_ae": "Fig. 4",
+  "twitter_pos": "§3.3",
+  "timit": "§3.4",
+  "cifar10": "§3.5",
+  "cifar100": "§3.5",
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Claim:
+  """An order the paper states between its GELU and a baseline, on one metric of our tables.
+
+  Attributes:
+    metric: the metric's key in our table: a :class:`Report` metric (``"final.train_loss"``) or
+      a noise metric (``"accuracy@1"``: test accuracy at noise level a = 1).
+    better: the activation the paper puts ahead (its GELU, ``gelu_tanh``).
+    worse: the activation behind it.
+    every_lr: the paper states the order at each learning rate; otherwise at each run's
+      selected one.
+  """
+
+  metric: str
+  better: str
+  worse: str
+  every_lr: bool = False
+
+
+# What the paper states, per task (PAPER.md), in its words, and the orders that statement makes.
+CLAIM_TEXT = {
+  "mnist": "GELU has the lowest median training log loss, with and without dropout",
+  "mnist_noise": "GELU's accuracy under noise stays above ELU's (ReLU close to GELU)",
+  "mnist_ae": "GELU reconstructs best at every learning rate",
+  "twitter_pos": "GELU has the lowest median test error (12.57%, ReLU 12.67%, ELU 12.91%)",
+  "timit": "GELU has the lowest median test error (29.3%, ReLU 29.5%, ELU 29.6%)",
+  "cifar10": "GELU has the lowest median test error (7.89%, ReLU 8.16%, ELU 8.41%)",
+  "cifar100": "GELU has the lowest median test error (20.74%, ReLU 21.77%, ELU 22.98%)",
+}
+CLAIMS = {
+  "mnist": tuple(Claim("final.train_loss", "gelu_tanh", b) for b in BASELINES),
+  "mnist_noise": tuple(Claim(f"accuracy@{a:g}", "gelu_tanh", "elu") for a in (1.0, 3.0)),
+  "mnist_ae": tuple(Claim("final.test_loss", "gelu_tanh", b, every_lr=True) for b in BASELINES),
+  **{
+    task: tuple(Claim(REPORTS[task].metric, "gelu_tanh", b) for b in BASELINES)
+    for task in ("twitter_pos", "timit", "cifar10", "cifar100")
+  },
+}

@@ -89,7 +89,8 @@ def test_paper_task_reproduces_end_to_end_on_fixtures(tmp_path, task):
   out = tmp_path / "out"
   grids = study.make_grids(spec, ["gelu_tanh"], [spec.dropout], learning_rates, out)
 
-  table, files = study.reproduce_runs(task, grids, out, seeds=[0], data_dir=str(data_dir))
+  result = study.reproduce_runs(task, grids, out, seeds=[0], data_dir=str(data_dir))
+  table, files = result.table, result.files
 
   row = next(line for line in table.splitlines() if line.startswith("| gelu_tanh |"))
   cells = [cell.strip() for cell in row.split("|")[1:-1]]
