@@ -24,6 +24,7 @@ import pytest
 import scipy.stats
 
 from gelujax import study
+from tests.fake_workdirs import constant, member, write_workdir
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = sorted(p.parent for p in (ROOT / "results").glob("*/*/README.md"))
@@ -133,8 +134,11 @@ class Run:
 
 def rank_sum_p(a, b):
   """Exact two-sided rank-sum p-value: the share of splits of the pooled values whose rank sum
-  is at least as far from its mean as the observed one (SciPy's permutation distribution)."""
+  is at least as far from its mean as the observed one (SciPy's exact Mann-Whitney test without
+  ties; with ties, SciPy's permutation distribution of the mid-rank sum)."""
   a, b = np.asarray(a, float), np.asarray(b, float)
+  if len(np.unique(np.concatenate([a, b]))) == len(a) + len(b):
+    return float(scipy.stats.mannwhitneyu(a, b, alternative="two-sided", method="exact").pvalue)
 
   def distance(x, y, axis=-1):
     pooled = np.concatenate([x, y], axis=axis)
@@ -395,6 +399,45 @@ def findings_of(readme: str) -> list[str]:
 
 @pytest.mark.parametrize("folder", RESULTS, ids=[f"{p.parent.name}/{p.name}" for p in RESULTS])
 def test_every_finding_is_rederived_from_the_runs_files(folder):
+  check_result(folder)
+
+
+def test_a_ten_seed_result_with_gaps_beyond_the_seed_spread_is_rederived(tmp_path):
+  """Synthetic runs of 10 seeds, where Holm's correction can pass: the same checks hold."""
+  rng = np.random.default_rng(0)
+  out = tmp_path / "results" / "fashion_mnist" / "mnist"
+  # Final train loss: gelu_tanh well below relu, elu beside relu; lr 1e-3 selected everywhere.
+  centres = {"gelu_tanh": 0.05, "relu": 0.10, "elu": 0.101}
+  for activation, centre in centres.items():
+    members = []
+    for i, lr in enumerate((1e-3, 1e-4)):
+      for seed in range(10):
+        final = centre * (1 + i) + rng.normal(0, 0.002)
+        train = [0.5, 0.3, final]
+        if (activation, lr, seed) == ("elu", 1e-3, 3):
+          train = [0.5, 0.1, 0.35]  # A jump: 3.5x the running minimum 0.1.
+        members.append(
+          member(
+            seed,
+            lr,
+            train_loss=train,
+            validation_loss=[0.5, 0.3 + 0.1 * i + rng.normal(0, 0.001), 0.4],
+            validation_error=constant(0.1),
+            test_loss=[0.5, 0.35 + rng.normal(0, 0.01), 0.45],
+            test_error=[0.2, 0.12 + rng.normal(0, 0.001), 0.13],
+          )
+        )
+    write_workdir(out / "runs" / activation, members, activation=activation)
+  study.reproduce("mnist", root=tmp_path, dataset="fashion_mnist", render=True)
+  lines = findings_of((out / "README.md").read_text())
+  assert any(
+    line.startswith("- Paper [selected lr]") and ": reproduced, beyond" in line for line in lines
+  )
+  assert any(line.startswith("- Unstable [elu, lr 0.001, seed 3]") for line in lines)
+  check_result(out)
+
+
+def check_result(folder):
   checker = Checker(folder)
   checker.stated_jumps = {}
   lines = findings_of((folder / "README.md").read_text())
