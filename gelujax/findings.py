@@ -117,23 +117,21 @@ def _values_at(rows: Sequence[dict[str, Any]], learning_rate: float, key: str):
   return values
 
 
-def _add_gelu_and_claims(
+def _add_gelu(
   analysis: Analysis,
   scope: str,
   metric: Metric,
   values: Mapping[str, Sequence[float]],
   runs: Mapping[str, str],
-  claims: Sequence[tuple[Claim, Mapping[str, float] | None]],
 ) -> None:
-  """Each GELU form against each baseline on ``metric`` at ``scope``, then the paper's claims;
-  ``runs`` maps an activation to its run's name."""
+  """Each GELU form against each baseline on ``metric`` at ``scope``; ``runs`` maps an
+  activation to its run's name, ``values`` a run's name to its per-seed values."""
   for form in GELU_FORMS:
     for baseline in BASELINES:
       a, b = runs.get(form), runs.get(baseline)
       if a in values and b in values:
         test = analysis.family.test(scope, metric.label, (a, values[a]), (b, values[b]))
         analysis.gelu.append((scope, metric, test, a, b))
-  _add_claims(analysis, scope, metric, values, runs, claims)
 
 
 def _add_claims(
@@ -142,11 +140,12 @@ def _add_claims(
   metric: Metric,
   values: Mapping[str, Sequence[float]],
   runs: Mapping[str, str],
-  claims: Sequence[tuple[Claim, Mapping[str, float] | None]],
+  claims: Sequence[Claim],
+  paper: Mapping[str, float] | None = None,
 ) -> None:
-  """The paper's claims on ``metric`` at ``scope``, each with the paper's two numbers (from the
-  run name -> value mapping beside it) where it gives them."""
-  for claim, paper in claims:
+  """The paper's claims on ``metric`` at ``scope``, each with the paper's two numbers where
+  ``paper`` (run name -> the paper's value) gives them."""
+  for claim in claims:
     a, b = runs.get(claim.better), runs.get(claim.worse)
     if claim.metric != metric.key or a not in values or b not in values:
       continue
@@ -205,7 +204,7 @@ def analyse_runs(
   for rate, group in groups.items():
     prefix = f"dropout {rate:g}, " if len(groups) > 1 else ""
     runs = {row["activation"]: row["run"] for row in group}
-    claims = [(c, report.paper) for c in CLAIMS.get(task, ())]
+    claims = CLAIMS.get(task, ())
     if report.learning_rate is None:
       scope = prefix + "selected lr"
       selected = {m.key: sweep.selected_values(group, m.key) for m in metrics}
@@ -217,7 +216,8 @@ def analyse_runs(
       analysis.rankings.append(
         sweep.rank(analysis.family, scope, metric.label, values, scale=metric.scale)
       )
-      _add_gelu_and_claims(analysis, scope, metric, values, runs, claims)
+      _add_gelu(analysis, scope, metric, values, runs)
+      _add_claims(analysis, scope, metric, values, runs, claims, report.paper)
     for lr in shared_learning_rates(group):
       values = _values_at(group, lr, main.key)
       if values == selected[main.key]:
@@ -226,7 +226,7 @@ def analyse_runs(
       analysis.rankings.append(
         sweep.rank(analysis.family, lr_scope, main.label, values, scale=main.scale)
       )
-      every_lr = [(c, None) for c in CLAIMS.get(task, ()) if c.every_lr]
+      every_lr = [c for c in claims if c.every_lr]
       _add_claims(analysis, lr_scope, main, values, runs, every_lr)
   add_selections(analysis, selection_rows)
   for row in [*selection_rows, *(r for r in rows if r not in selection_rows)]:
@@ -267,7 +267,6 @@ def analyse_noise(
   analysis = Analysis(sweep.Family(), seeds)
   activations = {row["run"]: row["activation"] for row in classifier_rows}
   runs = {activations.get(name, name): name for name in results}
-  claims = [(c, None) for c in CLAIMS["mnist_noise"]]
   for metric in noise_metrics():
     key, a = metric.key.split("@")
     values = {
@@ -278,7 +277,8 @@ def analyse_noise(
         analysis.family, "selected lr", metric.label, values, lower_is_better=metric.lower_is_better
       )
     )
-    _add_gelu_and_claims(analysis, "selected lr", metric, values, runs, claims)
+    _add_gelu(analysis, "selected lr", metric, values, runs)
+    _add_claims(analysis, "selected lr", metric, values, runs, CLAIMS["mnist_noise"])
   add_selections(analysis, classifier_rows)
   for row in classifier_rows:
     analysis.jumps += [(row["run"], jump) for jump in row.get("jumps", [])]

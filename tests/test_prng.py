@@ -1,9 +1,11 @@
 """Decisive checks of the dropout PRNG (gelujax.trainer's hash) on the trainer's own key path.
 
-Each statistic is computed here in NumPy from the bits and masks JAX draws, and is N(0, 1) for
-independent fair bits; a check fails at |z| > 5 (chance: about 6e-7 per z-score). Each check is
-also run on a deliberately broken generator to show that it would fail on a bad hash. The full
-measurement against threefry is benchmarks/prng.py (benchmarks/results/prng.md).
+The keys and the masks of the MNIST classifier's Dropout layers are drawn as benchmarks/prng.py
+draws them (``dropout_keys``, ``draw_masks``). Each statistic is computed here in NumPy from the
+bits and masks, and is N(0, 1) for independent fair bits; a check fails at |z| > 5 (chance:
+about 6e-7 per z-score). Each check is also run on a deliberately broken generator to show that
+it would fail on a bad hash. The full measurement against threefry is benchmarks/prng.py
+(benchmarks/results/prng.md).
 """
 
 import json
@@ -11,23 +13,21 @@ import subprocess
 import sys
 from pathlib import Path
 
-import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from gelujax import tasks, trainer
+from benchmarks import prng
+from gelujax import trainer
 
 LIMIT = 5.0
-STEPS_PER_EPOCH = 429  # MNIST's batches per epoch
 
 
-def dropout_key(seed, epoch, step_in_epoch):
-  """The hash key the trainer's step draws dropout masks from (trainer._train_member)."""
-  step = (epoch - 1) * STEPS_PER_EPOCH + step_in_epoch
-  threefry = jax.random.split(trainer.fold_key(seed, 2, epoch, step))[1]
-  return trainer.make_dropout_key(threefry)
+def dropout_keys(seeds, epochs, steps):
+  """The hash keys the trainer's steps draw dropout masks from, [seeds, epochs, steps]."""
+  keys = prng.dropout_keys(seeds, epochs, steps)
+  return jax.vmap(trainer.make_dropout_key)(keys.reshape(-1)).reshape(keys.shape)
 
 
 def bits_of(words):
@@ -52,44 +52,17 @@ def mask_agreement_z(a, b):
   return ((a == b).sum() - a.size / 2) / np.sqrt(a.size / 4)
 
 
-def draw_masks(keys, batch=128):
-  """The 8 keep masks [keys, 8, batch, 128] of the MNIST classifier (dropout 0.5) drawn from
-  each key: every nn.Dropout call gets ones, so its output is its mask (then the real input,
-  masked, goes on)."""
-  model = tasks.get("mnist").replace(dropout=0.5).build_model()
-  x = jnp.zeros((batch, 784))
-  params = model.init(jax.random.key(0), x, train=False)
-
-  def masks_of(key):
-    masks = []
-
-    def interceptor(next_fun, args, kwargs, context):
-      if not isinstance(context.module, nn.Dropout):
-        return next_fun(*args, **kwargs)
-      inputs, *rest = args
-      kept = next_fun(jnp.ones_like(inputs), *rest, **kwargs)
-      masks.append(kept != 0)
-      return kept * inputs
-
-    with nn.intercept_methods(interceptor):
-      model.apply(params, x, train=True, rngs={"dropout": key})
-    return jnp.stack(masks)
-
-  return np.asarray(jax.jit(jax.vmap(masks_of))(keys))
-
-
 @pytest.fixture(scope="module")
 def words():
   """4,096 words of each of 16 trainer keys (seeds 0-3 x steps 0-3 of epoch 1), [16, 4096]."""
-  keys = [dropout_key(seed, 1, step) for seed in range(4) for step in range(4)]
-  return np.asarray(jax.vmap(lambda k: jax.random.bits(k, (4096,), jnp.uint32))(jnp.stack(keys)))
+  keys = dropout_keys(4, 1, 4).reshape(-1)
+  return np.asarray(jax.vmap(lambda k: jax.random.bits(k, (4096,), jnp.uint32))(keys))
 
 
 @pytest.fixture(scope="module")
 def masks():
   """Masks of seeds 0-2 x epochs 1-2 x steps 0-1: [3, 2, 2, 8, 128, 128]."""
-  keys = [dropout_key(s, e, t) for s in range(3) for e in (1, 2) for t in range(2)]
-  return draw_masks(jnp.stack(keys)).reshape(3, 2, 2, 8, 128, 128)
+  return prng.draw_masks(dropout_keys(3, 2, 2).reshape(-1)).reshape(3, 2, 2, 8, 128, 128)
 
 
 def weyl(n):
