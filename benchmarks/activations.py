@@ -29,10 +29,8 @@ import numpy as np
 from scipy import special
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from machine import describe_machine
-
 import gelujax
+from gelujax.study import describe_machine
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 F32_TINY = float(np.finfo(np.float32).smallest_normal)
@@ -301,7 +299,7 @@ def main(argv: list[str] | None = None) -> None:
   throughput = measure_throughput(args.size, args.rounds)
   result = dict(
     command=command.strip(),
-    machine=f"{describe_machine()}, jax {jax.__version__} ({jax.default_backend()})",
+    machine=describe_machine(),
     date=datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
     size=args.size,
     rounds=args.rounds,

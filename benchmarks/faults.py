@@ -39,9 +39,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from machine import describe_machine  # noqa: E402
 from tiny_task import hash_tree, write_mnist_files  # noqa: E402
+
+from gelujax.study import describe_machine  # noqa: E402
 
 TRAIN = ROOT / "experiments" / "train.py"
 TASK = "--task=tiny_mnist(data_options={'validation_size': 32})"

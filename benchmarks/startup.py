@@ -35,7 +35,6 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 ARGS = [
   "--task=mnist", "--dataset=fashion_mnist", "--epochs=1", "--seeds=1", "--learning_rates=1e-3",
 ]  # fmt: skip
@@ -79,7 +78,7 @@ def main() -> None:
   parser.add_argument("--rounds", type=int, default=3)
   parser.add_argument("--output-dir", type=Path, default=RESULTS_DIR)
   args = parser.parse_args()
-  from machine import describe_machine
+  from gelujax.study import describe_machine
 
   scratch = Path(tempfile.mkdtemp(prefix="gelujax-startup-"))
   cache = scratch / "cache"

@@ -2,16 +2,21 @@
 
 For each run named on the command line (a workdir of ``results/<dataset>/mnist/runs/``), this
 trains the same model in PyTorch (`torch_reference`: 784 -> 8x[128, activation, dropout] -> 10,
-unit-norm incoming weights, zero biases, Adam, batch 128, the same 55k/5k/10k split loaded by
-`gelujax.data`) for the same seeds at the run's selected learning rate, and compares the test
-error and test log loss after each epoch with the run's ``metrics.jsonl``. The two share no
-code and no random numbers: PyTorch draws its own initial weights, shuffles and dropout masks.
-So the per-seed curves differ, and the question is whether the two implementations'
-distributions over seeds differ: each epoch's report gives both medians and seed ranges, and the
-exact rank-sum test over seeds (`gelujax.sweep.rank_test`) at every epoch.
+unit-norm incoming weights, zero biases, Adam, batch 128) for the same seeds at the run's
+selected learning rate, for the first ``--epochs`` of the epochs the run trained, and compares
+the test error and test log loss after each of those epochs with the run's ``metrics.jsonl``.
+
+What the two share, and what they do not: both read the data through `gelujax.data.load` (the
+same 55k/5k/10k split and the same uint8 images, scaled to [0, 1]), the learning rate is the one
+`gelujax.sweep.select_learning_rate` selected, and the comparison is `gelujax.sweep.rank_test`.
+The model, its initialisation, the optimizer, the batch order, the dropout masks and the
+evaluation are PyTorch's own, with its own random numbers. So the per-seed curves differ, and
+the question is whether the two implementations' distributions over seeds differ: each epoch's
+report gives both medians and seed ranges and the exact rank-sum test over seeds.
 
 Run: python benchmarks/torch_agreement.py                      (3 runs, 10 epochs, 5 seeds)
      python benchmarks/torch_agreement.py --runs=relu --epochs=2 --seeds=2 --output-dir=/tmp/x
+     python benchmarks/torch_agreement.py --render   (rewrite the .md from the .json, no training)
 """
 
 from __future__ import annotations
@@ -31,9 +36,9 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import torch_reference
-from machine import describe_machine
 
 from gelujax import data, sweep, writers
+from gelujax.study import describe_machine
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
@@ -105,9 +110,20 @@ def compare(ours: np.ndarray, theirs: np.ndarray) -> list[dict]:
   ]
 
 
-def write_report(result: dict, out: Path) -> None:
-  out.mkdir(parents=True, exist_ok=True)
-  (out / "torch_agreement.json").write_text(json.dumps(result, indent=1) + "\n")
+def run_epochs(run: dict) -> int:
+  """How many epochs the gelujax run trained (its summary.json, as committed)."""
+  return writers.read_json(ROOT / run["workdir"] / writers.SUMMARY_FILE)["epochs"]
+
+
+def format_report(result: dict, *, rendered: bool = False) -> str:
+  """The Markdown report of a result (the .json this script writes); ``rendered``: rewritten
+  from that .json by --render."""
+  epochs, seeds = result["epochs"], result["seeds"]
+  trained = sorted({run_epochs(run) for run in result["runs"].values()})
+  note = (
+    "Report rewritten from torch_agreement.json by `python benchmarks/torch_agreement.py "
+    "--render` (nothing trained)."
+  )
   lines = [
     "# Agreement of gelujax's MNIST-classifier runs with PyTorch",
     "",
@@ -115,13 +131,19 @@ def write_report(result: dict, out: Path) -> None:
     f"Machine: {result['machine']}  ",
     f"Versions: {result['versions']}  ",
     f"Date: {result['date']}",
+    *(["", note] if rendered else []),
     "",
-    "Each run's committed `metrics.jsonl` (gelujax) against the same model, data split, seeds "
-    "and learning rate trained in PyTorch (`benchmarks/torch_reference.py`), which shares no "
-    "code or random numbers with gelujax. Per epoch: the median over seeds and the seed range "
-    "of each, and the exact two-sided rank-sum p-value between the two sets of seeds "
-    f"(smallest possible with {result['seeds']} seeds a side: "
-    f"{2 / math.comb(2 * result['seeds'], result['seeds']):.2g}). Test error in %.",
+    f"What is compared: epochs 1–{epochs} of the {' or '.join(map(str, trained))} epochs that "
+    f"each committed gelujax run trained (its `metrics.jsonl`), seeds 0–{seeds - 1}, at the "
+    "run's selected learning rate, against the same model trained for those epochs in PyTorch "
+    "(`benchmarks/torch_reference.py`). The two share the data loading (`gelujax.data.load`: "
+    "the same 55k/5k/10k split and pixels scaled to [0, 1]), the learning rate (selected by "
+    "`gelujax.sweep.select_learning_rate`) and the statistics (`gelujax.sweep.rank_test`); the "
+    "model code, initial weights, optimizer, batch order, dropout masks and evaluation are "
+    "PyTorch's own. Per epoch: the median over seeds and the seed range of each, and the exact "
+    "two-sided rank-sum p-value between the two sets of seeds (smallest possible with "
+    f"{seeds} seeds a side: {2 / math.comb(2 * seeds, seeds):.2g}). Test error in %. Nothing "
+    f"after epoch {epochs} is compared.",
   ]
   tests = [row["p"] for run in result["runs"].values() for m in METRICS for row in run[m]]
   last = [
@@ -130,16 +152,17 @@ def write_report(result: dict, out: Path) -> None:
   lines += [
     "",
     f"Summary: {sum(p < 0.05 for p in tests)} of {len(tests)} epoch-and-metric comparisons have "
-    f"p < 0.05 (chance alone gives about {0.05 * len(tests):.0f}; comparisons at consecutive "
-    f"epochs share seeds, so they are not independent). At epoch {result['epochs']}: "
-    f"{'; '.join(last)}.",
+    f"p < 0.05 before any correction for their number (chance alone gives about "
+    f"{0.05 * len(tests):.0f}; comparisons at consecutive epochs share seeds, so they are not "
+    f"independent). At epoch {epochs}: {'; '.join(last)}.",
   ]
   for name, run in result["runs"].items():
     lines += [
       "",
       f"## {name}: {run['activation']}, dropout {run['dropout']:g}, lr {run['learning_rate']:g}",
       "",
-      f"gelujax workdir: `{run['workdir']}`; PyTorch trained in {run['torch_seconds']:.0f} s.",
+      f"gelujax workdir: `{run['workdir']}` ({run_epochs(run)} epochs trained, the first "
+      f"{epochs} compared); PyTorch trained in {run['torch_seconds']:.0f} s.",
       "",
       "| epoch | metric | gelujax median (range) | PyTorch median (range) | p |",
       "|---:|---|---|---|---:|",
@@ -154,7 +177,13 @@ def write_report(result: dict, out: Path) -> None:
           f"({lo:.4g}–{hi:.4g}) | {scale * row['torch_median']:.4g} ({tlo:.4g}–{thi:.4g}) | "
           f"{row['p']:.2g} |"
         )
-  (out / "torch_agreement.md").write_text("\n".join(lines) + "\n")
+  return "\n".join(lines) + "\n"
+
+
+def write_report(result: dict, out: Path) -> None:
+  out.mkdir(parents=True, exist_ok=True)
+  (out / "torch_agreement.json").write_text(json.dumps(result, indent=1) + "\n")
+  (out / "torch_agreement.md").write_text(format_report(result))
 
 
 def main() -> None:
@@ -164,7 +193,14 @@ def main() -> None:
   parser.add_argument("--epochs", type=int, default=10)
   parser.add_argument("--seeds", type=int, default=5)
   parser.add_argument("--output-dir", type=Path, default=RESULTS_DIR)
+  parser.add_argument(
+    "--render", action="store_true", help="rewrite the .md from the .json in --output-dir only"
+  )
   args = parser.parse_args()
+  if args.render:
+    result = writers.read_json(args.output_dir / "torch_agreement.json")
+    (args.output_dir / "torch_agreement.md").write_text(format_report(result, rendered=True))
+    return
   if args.epochs < 1 or args.seeds < 1:
     parser.error(f"--epochs {args.epochs} and --seeds {args.seeds} must both be at least 1.")
   torch.set_num_threads(1)  # The agreement, not the speed, is measured; leaves a core free.

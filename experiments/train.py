@@ -16,7 +16,7 @@ import sys
 
 from absl import app, flags, logging
 
-from gelujax import checkpoints, cli, devices, registry, tasks, trainer
+from gelujax import checkpoints, cli, devices, trainer
 
 _TASK = flags.DEFINE_string(
   "task", None, "The experiment, one of gelujax.tasks.task_names(), optionally with field "
@@ -72,19 +72,8 @@ _PROCESS_ID = flags.DEFINE_integer("process_id", 0, "Multi-host runs: this proce
 
 def make_spec():
   """The task's spec with the flags' overrides, checked; raises ValueError on a bad value."""
-  if registry.parse_name(_TASK.value)[0] not in tasks.task_names():
-    raise ValueError(f"--task {_TASK.value!r} is unknown; known: {', '.join(tasks.task_names())}.")
-  flags_by_field = {
-    field: (flag.name, flag.value)
-    for field, flag in {
-      "activation": _ACTIVATION,
-      "dataset": _DATASET,
-      "epochs": _EPOCHS,
-      "batch_size": _BATCH_SIZE,
-      "dropout": _DROPOUT,
-    }.items()
-  }
-  return cli.replace_spec(tasks.get(_TASK.value), flags_by_field)
+  overrides = (_ACTIVATION, _DATASET, _EPOCHS, _BATCH_SIZE, _DROPOUT)
+  return cli.make_spec(_TASK.value, **{flag.name: flag.value for flag in overrides})[1]
 
 
 def main(argv: list[str]) -> None:

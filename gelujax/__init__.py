@@ -1,8 +1,7 @@
 """gelujax: GELU-family activations, Flax models and a training engine for the GELU paper.
 
-The activations are imported eagerly (``gelujax.gelu``); the heavier submodules
-(``data``, ``models``, ``tasks``, ``trainer``, ``checkpoints``, ``writers``, ``sweep``,
-``plots``) load on first use, so ``import gelujax`` stays cheap for model code.
+The activations are imported eagerly (``gelujax.gelu``); the other submodules (``trainer``,
+``study``, ``data``, ...) load on first use, so ``import gelujax`` stays cheap for model code.
 """
 
 import importlib
@@ -43,8 +42,12 @@ __all__ = [
 __version__ = "0.1.0"
 
 _SUBMODULES = frozenset(
-  {"checkpoints", "data", "models", "plots", "registry", "sweep", "tasks", "trainer", "writers"}
-)
+  {
+    "checkpoints", "cli", "data", "devices", "findings", "members", "models", "optimizers",
+    "paper", "plots", "prng", "registry", "study", "sweep", "tasks", "trainer", "workdir",
+    "writers",
+  }
+)  # fmt: skip
 
 
 def __getattr__(name: str):

@@ -1,8 +1,8 @@
-"""Parsing of the list-valued flags shared by the scripts in experiments/.
+"""The flag handling shared by the scripts in experiments/.
 
-The scripts own their absl flags; these functions turn the raw values of ``flags.DEFINE_list``
-into what ``gelujax`` takes, and apply flags to a task's spec, with one-line errors that name
-the flag.
+The scripts own their absl flags; these functions apply them to a task's spec
+(:func:`make_spec`, the one way both scripts override a task's fields) and turn the raw values
+of ``flags.DEFINE_list`` into what ``gelujax`` takes, with one-line errors that name the flag.
 """
 
 from __future__ import annotations
@@ -10,8 +10,36 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from gelujax import workdir
+from gelujax import tasks, workdir
+from gelujax.registry import parse_name
 from gelujax.tasks import SpecError, TaskSpec
+
+
+def make_spec(task: str | None, **flag_values: Any) -> tuple[TaskSpec, TaskSpec]:
+  """``(paper, ours)``: the registered task, and the task with the flags' overrides.
+
+  ``task`` is a registered name, optionally with field overrides (``"mnist(epochs=2)"``); each
+  keyword is a flag that sets the ``TaskSpec`` field of its name (``activation``, ``dataset``,
+  ``epochs``, ``batch_size``, ``dropout``), or ``embeddings``, twitter_pos's pretrained vectors
+  file (a ``data_options`` entry). None leaves a field as the task has it. ``paper`` is the
+  task as registered (the paper's settings), for listing how ``ours`` deviates from it.
+
+  Raises:
+    ValueError: naming the flag, for an unknown task or a value the field cannot take.
+  """
+  base = parse_name(task)[0] if task else None
+  if base not in tasks.task_names():
+    raise ValueError(f"--task {task!r} is unknown; known: {', '.join(tasks.task_names())}.")
+  spec = tasks.get(task)
+  overrides = {field: (field, value) for field, value in flag_values.items()}
+  embeddings = flag_values.get("embeddings")
+  if "embeddings" in overrides:
+    if embeddings is not None and base != "twitter_pos":
+      raise ValueError(f"--embeddings {embeddings} is for --task twitter_pos only, not {task}.")
+    options = None if embeddings is None else {**spec.data_options, "embeddings": embeddings}
+    overrides["data_options"] = ("embeddings", options)
+    del overrides["embeddings"]
+  return tasks.get(base), replace_spec(spec, overrides)
 
 
 def replace_spec(spec: TaskSpec, flag_values: Mapping[str, tuple[str, Any]]) -> TaskSpec:

@@ -11,6 +11,12 @@ A diverged member counts as +inf in that median, so an lr where most members div
 stable one, and an lr where every member diverged is never selected. Reported statistics (median,
 mean and sample std over seeds) use the members that did not diverge, and every row carries its
 diverged count so nothing is averaged away silently.
+
+Comparisons between runs are exact two-sided Wilcoxon–Mann–Whitney rank-sum tests over seeds
+(:func:`rank_test`), collected per report in a :class:`Family` whose p-values are adjusted by
+Holm's step-down correction over all of its tests. Each test has one of three outcomes, each with
+one fixed wording (:data:`OUTCOME_WORDS`): beyond the seed spread (Holm-adjusted p < 0.05),
+p < 0.05 before correction only, or within the seed spread (p >= 0.05).
 """
 
 from __future__ import annotations
@@ -24,7 +30,20 @@ from typing import Any
 
 import numpy as np
 
+from gelujax.members import Members
 from gelujax.writers import CONFIG_FILE, SUMMARY_FILE, read_json, read_metrics
+
+# A p-value (Holm-adjusted, for "beyond") below this is a difference beyond the seed spread.
+ALPHA = 0.05
+# A member whose training loss exceeds this many times its running minimum is reported.
+JUMP_RATIO = 2.0
+BEYOND, UNCORRECTED, WITHIN = "beyond", "uncorrected", "within"
+# The one wording of each outcome of a rank-sum test, in every table and finding.
+OUTCOME_WORDS = {
+  BEYOND: "beyond the seed spread",
+  UNCORRECTED: "p < 0.05 before correction only",
+  WITHIN: "within the seed spread",
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -150,19 +169,8 @@ def load_run(workdir: str | Path, name: str | None = None) -> Run:
   )
 
 
-def grid_members(seeds: Sequence[int], learning_rates: Sequence[float]) -> list[tuple[float, int]]:
-  """The trainer's member order: lr-major ``[(lr, seed) for lr in lrs for seed in seeds]``."""
-  return [(float(lr), int(seed)) for lr in learning_rates for seed in seeds]
-
-
-def _members_of(doc: dict[str, Any]) -> list[tuple[float, int]]:
-  return [(float(m["learning_rate"]), int(m["seed"])) for m in doc["members"]]
-
-
-def finished_summary(
-  workdir: str | Path, *, seeds: Sequence[int], learning_rates: Sequence[float], epochs: int
-) -> dict[str, Any] | None:
-  """The workdir's summary if it holds this grid trained for ``epochs``, else None.
+def finished_summary(workdir: str | Path, members: Members, epochs: int) -> dict[str, Any] | None:
+  """The workdir's summary if it holds the grid ``members`` trained for ``epochs``, else None.
 
   A workdir that finished fewer epochs is not finished: the trainer resumes and extends it.
 
@@ -171,15 +179,13 @@ def finished_summary(
       either would mix another grid into this one.
   """
   workdir = Path(workdir)
-  wanted = grid_members(seeds, learning_rates)
   for file in (SUMMARY_FILE, CONFIG_FILE):
     if (workdir / file).exists():
-      found = _members_of(read_json(workdir / file))
-      if found != wanted:
+      found = Members.from_json(read_json(workdir / file)["members"])
+      if found != members:
         raise ValueError(
-          f"{workdir / file} holds a different grid (members (lr, seed) {found}) than the one "
-          f"requested ({wanted}). Pass another --out, or delete that workdir to train the new "
-          "grid."
+          f"{workdir / file} holds a different grid ({found.describe()}) than the one "
+          f"requested ({members.describe()}). Pass another --out for the new grid."
         )
   if not (workdir / SUMMARY_FILE).exists():
     return None
@@ -195,13 +201,12 @@ def finished_summary(
 def run_grid(
   spec: Any,
   workdir: str | Path,
+  members: Members,
   *,
-  seeds: Sequence[int],
-  learning_rates: Sequence[float],
   data_dir: str | None = None,
   progress: bool = True,
 ) -> tuple[dict[str, Any], bool]:
-  """Trains one run's lr x seed grid as members, unless the workdir already finished it.
+  """Trains one run's grid ``members``, unless the workdir already finished it.
 
   A partial workdir (checkpoints but no summary for ``spec.epochs``) is resumed by the trainer.
   A grid whose members all diverge is a result too (every lr then shows n/n diverged).
@@ -209,22 +214,14 @@ def run_grid(
   Returns:
     ``(summary, trained)``: the run's summary and whether this call trained.
   """
-  summary = finished_summary(
-    workdir, seeds=seeds, learning_rates=learning_rates, epochs=spec.epochs
-  )
+  summary = finished_summary(workdir, members, spec.epochs)
   if summary is not None:
     return summary, False
   # Imported here so that reading results and drawing tables needs no accelerator stack.
   from gelujax import trainer
 
   try:
-    summary = trainer.fit(
-      spec,
-      str(workdir),
-      trainer.Members(learning_rates, seeds),
-      data_dir=data_dir,
-      progress=progress,
-    )
+    summary = trainer.fit(spec, str(workdir), members, data_dir=data_dir, progress=progress)
   except trainer.DivergedError:
     summary = read_json(Path(workdir) / SUMMARY_FILE)
   return summary, True
@@ -253,6 +250,21 @@ def selection_metric(run: Run) -> str:
   return metric.replace("validation", "test", 1)
 
 
+def selection_values(run: Run, learning_rate: float, metric: str) -> list[float]:
+  """Each member's best ``metric`` at the lr, in seed order; +inf for a diverged member."""
+  values = [
+    math.inf if m["diverged"] else _value(m, f"best.{metric}")
+    for m in _lr_members(run, learning_rate)
+  ]
+  return [math.inf if math.isnan(v) else v for v in values]
+
+
+def selection_median(values: Sequence[float | None]) -> float:
+  """The median that selects an lr: over every member, a diverged one (+inf, or None as JSON
+  holds it) included."""
+  return statistics.median(math.inf if v is None else v for v in values)
+
+
 def select_learning_rate(run: Run, metric: str | None = None) -> float | None:
   """The lr with the lowest median over seeds of each member's best ``metric``.
 
@@ -265,11 +277,9 @@ def select_learning_rate(run: Run, metric: str | None = None) -> float | None:
   metric = metric or selection_metric(run)
   best_lr, best_median = None, math.inf
   for lr in run.learning_rates():
-    members = _lr_members(run, lr)
-    if all(m["diverged"] for m in members):
+    if all(m["diverged"] for m in _lr_members(run, lr)):
       continue
-    values = [math.inf if m["diverged"] else _value(m, f"best.{metric}") for m in members]
-    median = statistics.median(math.inf if math.isnan(v) else v for v in values)
+    median = selection_median(selection_values(run, lr, metric))
     if best_lr is None or median < best_median:
       best_lr, best_median = lr, median
   return best_lr
@@ -309,6 +319,7 @@ def summarize_run(run: Run) -> dict[str, Any]:
   for lr in run.learning_rates():
     stats = member_stats(run, lr)
     stats["select_median"] = stats["metrics"].get(f"best.{metric}", {}).get("median", math.nan)
+    stats["select_values"] = selection_values(run, lr, metric)
     grid.append(stats)
   return {
     "run": run.name,
@@ -317,7 +328,56 @@ def summarize_run(run: Run) -> dict[str, Any]:
     "select_metric": metric,
     "selected": next((g for g in grid if g["learning_rate"] == selected), None),
     "grid": grid,
+    "jumps": find_jumps(run),
   }
+
+
+def find_jumps(
+  run: Run, key: str = "train_loss", ratio: float = JUMP_RATIO
+) -> list[dict[str, Any]]:
+  """Where a member's ``key`` jumps far above its running minimum: an instability.
+
+  The rule: at an evaluation, ``key`` is more than ``ratio`` times the member's running minimum
+  (the lowest value of its earlier evaluations). Consecutive evaluations above that line are
+  one jump, reported at its highest ratio. Diverged (null) values are skipped.
+
+  Returns:
+    One dict per jump, in member order then epoch: ``learning_rate``, ``seed``, ``epoch``,
+    ``value``, ``running_min`` and ``ratio``.
+  """
+  jumps = []
+  for member in run.members:
+    lr, seed = member["learning_rate"], member["seed"]
+    records = sorted(
+      (r for r in run.records if r["seed"] == seed and _has_lr(r, lr) and r.get(key) is not None),
+      key=lambda r: r["epoch"],
+    )
+    running_min, current = math.inf, None
+    for r in records:
+      value = float(r[key])
+      if math.isfinite(running_min) and value > ratio * running_min:
+        jump = {
+          "learning_rate": lr,
+          "seed": seed,
+          "epoch": float(r["epoch"]),
+          "value": value,
+          "running_min": running_min,
+          "ratio": value / running_min,
+        }
+        if current is None:
+          jumps.append(jump)
+        elif jump["ratio"] > jumps[-1]["ratio"]:
+          jumps[-1] = jump
+        current = jump
+      else:
+        current = None
+      running_min = min(running_min, value)
+  return jumps
+
+
+def at_learning_rate(row: dict[str, Any], learning_rate: float) -> dict[str, Any] | None:
+  """The row's grid entry for ``learning_rate`` (None when the grid lacks it)."""
+  return next((g for g in row["grid"] if _has_lr(g, learning_rate)), None)
 
 
 def median_curve(run: Run, key: str, learning_rate: float) -> Curve | None:
@@ -364,6 +424,12 @@ def format_number(value: float | None, scale: float = 1.0, digits: int = 4) -> s
   return f"{value * scale:.{digits}g}"
 
 
+def unstable_label(row: dict[str, Any], stats: dict[str, Any]) -> str:
+  """``"1/5"``: members of ``stats``'s lr with a training-loss jump (:func:`find_jumps`)."""
+  seeds = {j["seed"] for j in row.get("jumps", []) if _has_lr(j, stats["learning_rate"])}
+  return f"{len(seeds)}/{stats['members']}"
+
+
 def format_table(
   rows: Sequence[dict[str, Any]],
   *,
@@ -372,67 +438,240 @@ def format_table(
   scale: float = 1.0,
   paper: Mapping[str, float] | None = None,
   extra: Sequence[tuple[str, str, float]] = (),
+  selection: Mapping[str, str] | None = None,
 ) -> str:
-  """A Markdown table: per run the selected lr, diverged members, the paper's number and ours.
+  """A Markdown table: per run the lr shown, diverged and unstable members, the paper's number
+  and ours.
 
   Args:
-    rows: :func:`summarize_run` rows.
+    rows: :func:`summarize_run` rows; each shows its ``selected`` lr.
     metric: the reported statistic, e.g. ``"best.test_error"``.
     label: its column heading, e.g. ``"test error (%)"``.
     scale: multiplies every value shown (100 for percent).
     paper: the paper's value by run name (unscaled, like ours); runs absent from it show "–".
     extra: further ``(metric, heading, scale)`` columns, shown as medians.
+    selection: run name -> a last column on how its lr was selected.
   """
   paper = paper or {}
-  head = ["run", "lr", "diverged", f"paper {label}", f"median {label}", f"mean ± std {label}"]
-  head += [heading for _, heading, _ in extra]
+  head = ["run", "lr", "diverged", "unstable", f"paper {label}", f"median {label}"]
+  head += [f"mean ± std {label}", *[heading for _, heading, _ in extra]]
+  if selection is not None:
+    head.append("lr selection")
   lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
   for row in rows:
     selected = row["selected"]
-    diverged = diverged_label(row) or f"0/{selected['members']}"
     if selected is None:
-      cells = [row["run"], "–", diverged, format_number(paper.get(row["run"]), scale)]
+      cells = [
+        row["run"],
+        "–",
+        diverged_label(row),
+        "–",
+        format_number(paper.get(row["run"]), scale),
+      ]
       cells += ["–"] * (len(head) - len(cells))
     else:
       stats = selected["metrics"].get(metric, dataclasses.asdict(Stats.of([])))
       cells = [
         row["run"],
         f"{selected['learning_rate']:g}",
-        diverged,
+        diverged_label(row) or f"0/{selected['members']}",
+        unstable_label(row, selected),
         format_number(paper.get(row["run"]), scale),
         format_number(stats["median"], scale),
         f"{format_number(stats['mean'], scale)} ± {format_number(stats['std'], scale, 2)}",
       ]
       for key, _, extra_scale in extra:
         cells.append(format_number(selected["metrics"].get(key, {}).get("median"), extra_scale))
+      if selection is not None:
+        cells.append(selection.get(row["run"], "–"))
     lines.append("| " + " | ".join(cells) + " |")
   return "\n".join(lines) + "\n"
 
 
-def _compare(better: Sequence[float], worse: Sequence[float]) -> str:
-  """A ranking cell: the rank test of two runs' seeds and what it says."""
-  p = rank_test(better, worse)
-  if p < 0.05:
-    separated = max(better) < min(worse) or min(better) > max(worse)
-    return f"p = {p:.2g}: beyond the seed spread" + (", no seed overlaps" if separated else "")
-  return f"p = {p:.2g}: within the seed spread"
+def tied_values(a: Sequence[float], b: Sequence[float]) -> int:
+  """How many distinct values occur more than once among ``a`` and ``b`` pooled: seeds whose
+  values :func:`rank_test` gives a shared mid-rank."""
+  _, counts = np.unique(
+    np.concatenate([np.asarray(a, float), np.asarray(b, float)]), return_counts=True
+  )
+  return int((counts > 1).sum())
 
 
-@dataclasses.dataclass(frozen=True)
-class Ranked:
-  """One metric to rank runs by: its per-seed values for every run.
+def holm(p_values: Sequence[float]) -> list[float]:
+  """Holm's step-down adjusted p-values: the i-th smallest of m p-values times (m - i + 1),
+  made non-decreasing in that order and capped at 1. A test is significant at level alpha
+  under Holm's correction exactly where its adjusted p-value is below alpha."""
+  p = np.asarray(p_values, np.float64)
+  order = np.argsort(p, kind="stable")
+  scaled = (len(p) - np.arange(len(p))) * p[order]
+  adjusted = np.empty_like(p)
+  adjusted[order] = np.minimum(1.0, np.maximum.accumulate(scaled))
+  return adjusted.tolist()
+
+
+def smallest_p(n: int, m: int | None = None) -> float:
+  """The smallest two-sided p-value of the exact rank-sum test with n and m values a side."""
+  m = n if m is None else m
+  return 2.0 / math.comb(n + m, n)
+
+
+@dataclasses.dataclass
+class Test:
+  """One exact rank-sum test between two runs' per-seed values of one metric.
 
   Attributes:
-    heading: the metric's name in the table, with units.
-    values: run name -> the metric over its seeds (non-diverged members).
+    scope: where the values come from, e.g. ``"dropout 0, selected lr"``.
+    metric: the metric's heading.
+    a, b: the runs' names.
+    values_a, values_b: their per-seed values.
+    p: the two-sided p-value (:func:`rank_test`).
+    ties: distinct values shared by several of the pooled seeds (given mid-ranks).
+    holm: the Holm-adjusted p-value over the test's :class:`Family`, once corrected.
+  """
+
+  scope: str
+  metric: str
+  a: str
+  b: str
+  values_a: tuple[float, ...]
+  values_b: tuple[float, ...]
+  p: float
+  ties: int
+  holm: float = math.nan
+
+  @property
+  def outcome(self) -> str:
+    """:data:`BEYOND`, :data:`UNCORRECTED` or :data:`WITHIN`."""
+    if math.isnan(self.holm):
+      raise ValueError(f"{self.describe_pair()}: the family has not been corrected yet.")
+    if self.holm < ALPHA:
+      return BEYOND
+    return UNCORRECTED if self.p < ALPHA else WITHIN
+
+  @property
+  def apart(self) -> bool:
+    """Whether the two runs' seed ranges do not overlap."""
+    return max(self.values_a) < min(self.values_b) or min(self.values_a) > max(self.values_b)
+
+  def describe_pair(self) -> str:
+    return f"{self.a} vs {self.b} ({self.metric}, {self.scope})"
+
+  def statistics(self) -> str:
+    """``"p = 0.0079, Holm 0.65, no seed overlaps, 1 tied value"``."""
+    notes = [f"p = {self.p:.2g}", f"Holm {self.holm:.2g}"]
+    if self.apart:
+      notes.append("no seed overlaps")
+    if self.ties:
+      notes.append(f"{self.ties} tied value{'s' if self.ties > 1 else ''} (mid-ranks)")
+    return ", ".join(notes)
+
+  def verdict(self) -> str:
+    """``"within the seed spread (p = 0.31, Holm 1)"``: the outcome's words and statistics."""
+    return f"{OUTCOME_WORDS[self.outcome]} ({self.statistics()})"
+
+  def to_json(self) -> dict[str, Any]:
+    return {
+      "scope": self.scope,
+      "metric": self.metric,
+      "a": self.a,
+      "b": self.b,
+      "values_a": list(self.values_a),
+      "values_b": list(self.values_b),
+      "p": self.p,
+      "holm": self.holm,
+      "ties": self.ties,
+      "outcome": self.outcome,
+    }
+
+
+class Family:
+  """The rank-sum tests of one report, for Holm's correction over all of them.
+
+  A test is identified by its scope, metric and pair of runs: asked for twice (a ranking's
+  neighbours may also be a GELU-baseline pair), it is one test, counted once.
+  """
+
+  def __init__(self) -> None:
+    self._tests: dict[tuple[str, str, str, str], Test] = {}
+    self.corrected = False
+
+  def test(
+    self,
+    scope: str,
+    metric: str,
+    a: tuple[str, Sequence[float]],
+    b: tuple[str, Sequence[float]],
+  ) -> Test:
+    """The test of run ``a`` against run ``b``, each ``(name, per-seed values)``."""
+    if self.corrected:
+      raise ValueError("Tests cannot join a family after its correction.")
+    key = (scope, metric, *sorted((a[0], b[0])))
+    if key not in self._tests:
+      values_a = tuple(map(float, a[1]))
+      values_b = tuple(map(float, b[1]))
+      self._tests[key] = Test(
+        scope,
+        metric,
+        a[0],
+        b[0],
+        values_a,
+        values_b,
+        rank_test(values_a, values_b),
+        tied_values(values_a, values_b),
+      )
+    return self._tests[key]
+
+  @property
+  def tests(self) -> list[Test]:
+    return list(self._tests.values())
+
+  def correct(self) -> None:
+    """Sets every test's Holm-adjusted p-value over the whole family."""
+    for test, adjusted in zip(self.tests, holm([t.p for t in self.tests]), strict=True):
+      test.holm = adjusted
+    self.corrected = True
+
+
+@dataclasses.dataclass
+class Ranking:
+  """Runs ordered by their median of one metric, best first; each tested against the one above.
+
+  Attributes:
+    scope: where the values come from, e.g. ``"dropout 0, lr 0.001"``.
+    metric: the metric's heading, with units.
+    order: ``(run, per-seed values)``, best median first.
+    tests: ``tests[i]`` compares ``order[i]`` with ``order[i + 1]``.
     scale: multiplies the values shown (100 for percent).
     lower_is_better: False for accuracies.
   """
 
-  heading: str
-  values: Mapping[str, Sequence[float]]
+  scope: str
+  metric: str
+  order: list[tuple[str, tuple[float, ...]]]
+  tests: list[Test]
   scale: float = 1.0
   lower_is_better: bool = True
+
+  def median(self, run: str) -> float:
+    return float(np.median(dict(self.order)[run]))
+
+
+def rank(
+  family: Family,
+  scope: str,
+  metric: str,
+  values: Mapping[str, Sequence[float]],
+  *,
+  scale: float = 1.0,
+  lower_is_better: bool = True,
+) -> Ranking:
+  """Ranks runs by their median of ``values`` (run -> per-seed values; runs without values are
+  left out), best first, and tests each against the run above it in ``family``."""
+  sign = 1.0 if lower_is_better else -1.0
+  kept = [(run, tuple(map(float, v))) for run, v in values.items() if len(v)]
+  order = sorted(kept, key=lambda item: sign * float(np.median(item[1])))
+  tests = [family.test(scope, metric, order[i], order[i + 1]) for i in range(len(order) - 1)]
+  return Ranking(scope, metric, order, tests, scale, lower_is_better)
 
 
 def selected_values(rows: Sequence[dict[str, Any]], key: str) -> dict[str, list[float]]:
@@ -446,24 +685,21 @@ def selected_values(rows: Sequence[dict[str, Any]], key: str) -> dict[str, list[
   return values
 
 
-def format_ranking(metrics: Sequence[Ranked]) -> str:
-  """A Markdown table ranking the runs by their median of each metric, best first; each run is
-  tested (:func:`rank_test`) against the run just above it and against the first."""
+def format_rankings(rankings: Sequence[Ranking]) -> str:
+  """A Markdown table of rankings: per run its rank, median and seed range, and the test
+  against the run ranked just above it (p, Holm-adjusted p and the outcome's words)."""
   lines = [
-    "| metric | rank | run | median | seed range | against the run above | against rank 1 |",
-    "|---|---|---|---|---|---|---|",
+    "| metric | rank | run | median | seed range | against the run above |",
+    "|---|---|---|---|---|---|",
   ]
-  for metric in metrics:
-    sign = 1.0 if metric.lower_is_better else -1.0
-    ranked = sorted(metric.values.items(), key=lambda item: sign * float(np.median(item[1])))
-    for rank, (run, values) in enumerate(ranked, 1):
-      above = _compare(ranked[rank - 2][1], values) if rank > 1 else ""
-      first = _compare(ranked[0][1], values) if rank > 2 else ""
+  for ranking in rankings:
+    for i, (run, values) in enumerate(ranking.order):
+      above = ranking.tests[i - 1].verdict() if i else ""
+      scale = ranking.scale
       lines.append(
-        f"| {metric.heading if rank == 1 else ''} | {rank} | {run} | "
-        f"{format_number(float(np.median(values)), metric.scale)} | "
-        f"{format_number(min(values), metric.scale)}–{format_number(max(values), metric.scale)} "
-        f"| {above} | {first} |"
+        f"| {ranking.metric if i == 0 else ''} | {i + 1} | {run} | "
+        f"{format_number(float(np.median(values)), scale)} | "
+        f"{format_number(min(values), scale)}–{format_number(max(values), scale)} | {above} |"
       )
   return "\n".join(lines) + "\n"
 
@@ -471,11 +707,12 @@ def format_ranking(metrics: Sequence[Ranked]) -> str:
 def format_grid(
   rows: Sequence[dict[str, Any]], *, metric: str, label: str, scale: float = 1.0
 ) -> str:
-  """A Markdown table of every lr of every run: diverged members, the median selection metric
-  (which picks the lr) and the median of ``metric`` (labelled ``label``, times ``scale``)."""
+  """A Markdown table of every lr of every run: diverged and unstable members, the median
+  selection metric (which picks the lr) and the median of ``metric`` (labelled ``label``, times
+  ``scale``)."""
   lines = [
-    f"| run | lr | diverged | median best selection metric | median {label} |",
-    "|---|---|---|---|---|",
+    f"| run | lr | diverged | unstable | median best selection metric | median {label} |",
+    "|---|---|---|---|---|---|",
   ]
   for row in rows:
     for g in row["grid"]:
@@ -483,8 +720,8 @@ def format_grid(
       value = g["metrics"].get(metric, {}).get("median")
       lines.append(
         f"| {row['run']} | {g['learning_rate']:g}{mark} | {g['diverged']}/{g['members']} | "
-        f"{format_number(g['select_median'])} ({row['select_metric']}) | "
-        f"{format_number(value, scale)} |"
+        f"{unstable_label(row, g)} | {format_number(g['select_median'])} "
+        f"({row['select_metric']}) | {format_number(value, scale)} |"
       )
   return "\n".join(lines) + "\n"
 
@@ -571,9 +808,9 @@ def noise_values(result: Mapping[str, Any], key: str, a: float) -> list[float]:
 
 
 def noise_at(result: Mapping[str, Any], key: str, a: float) -> float:
-  """The median-over-seeds ``key`` at noise level ``a``, linearly interpolated between levels."""
-  curve = noise_curve(result, key)
-  return float(np.interp(a, curve.x, curve.median))
+  """The median over seeds of :func:`noise_values`: each seed's ``key`` at noise level ``a``
+  (interpolated between evaluated levels), then the median, as the rankings take it."""
+  return float(np.median(noise_values(result, key, a)))
 
 
 def format_noise_table(

@@ -26,10 +26,9 @@ import dataclasses
 import functools
 import itertools
 import json
-import math
 import os
 import sys
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 import flax
@@ -43,6 +42,7 @@ from jax.sharding import PartitionSpec as P
 
 from gelujax import checkpoints, prng, writers
 from gelujax import workdir as workdirs
+from gelujax.members import Members
 
 # Fields of a task that may change when a run is resumed.
 _RESUMABLE_FIELDS = workdirs.RESUMABLE_FIELDS
@@ -99,84 +99,6 @@ class Task(Protocol):
   ) -> dict[str, jax.Array]: ...
 
   def regularizer(self, params: Any) -> jax.Array: ...
-
-
-@dataclasses.dataclass(frozen=True)
-class Members:
-  """A run's grid: every (learning rate, seed) pair, learning-rate major.
-
-  Member ``i`` is ``list(members)[i]``: ``[(lr, seed) for lr in learning_rates for seed in
-  seeds]``, the order of config.json, metrics.jsonl and every stacked state.
-
-  Attributes:
-    learning_rates: the peak learning rates, each finite, positive and a normal float32 (the
-      members train in float32).
-    seeds: the seeds, each an int32.
-  """
-
-  learning_rates: tuple[float, ...]
-  seeds: tuple[int, ...]
-
-  def __post_init__(self):
-    lrs = tuple(float(lr) for lr in self.learning_rates)
-    seeds = tuple(int(seed) for seed in self.seeds)
-    object.__setattr__(self, "learning_rates", lrs)
-    object.__setattr__(self, "seeds", seeds)
-    if not seeds:
-      raise ValueError("--seeds is empty; give a count (e.g. 5) or a list of seeds (e.g. 0,1,2).")
-    if len(set(seeds)) != len(seeds):
-      raise ValueError(f"--seeds {list(seeds)} repeats a seed; each seed must appear once.")
-    info = np.iinfo(np.int32)
-    for seed in seeds:
-      if not info.min <= seed <= info.max:
-        raise ValueError(f"--seeds has {seed}; seeds are int32, from {info.min} to {info.max}.")
-    if not lrs:
-      raise ValueError("--learning_rates is empty; give one or more, e.g. 1e-3,1e-4.")
-    tiny, largest = float(np.finfo(np.float32).tiny), float(np.finfo(np.float32).max)
-    for lr in lrs:
-      if not (math.isfinite(lr) and lr > 0):
-        raise ValueError(f"--learning_rates has {lr}; every learning rate must be finite and > 0.")
-      if not tiny <= lr <= largest:
-        raise ValueError(
-          f"--learning_rates has {lr:g}, which is {'0' if lr < tiny else 'infinite'} in float32 "
-          f"(members train in float32); every learning rate must lie in [{tiny:.3g}, "
-          f"{largest:.3g}]."
-        )
-    if len(set(lrs)) != len(lrs):
-      raise ValueError(f"--learning_rates {list(lrs)} repeats a value.")
-
-  @classmethod
-  def of_task(cls, task: Task) -> Members:
-    """The task's own grid: its learning rates x seeds ``0 .. task.seeds - 1``."""
-    return cls(task.learning_rates, tuple(range(task.seeds)))
-
-  @classmethod
-  def from_json(cls, members: Sequence[Mapping[str, Any]]) -> Members:
-    """The grid of config.json's ``members`` list (which must be a whole lr-major grid)."""
-    lrs = tuple(dict.fromkeys(float(m["learning_rate"]) for m in members))
-    seeds = tuple(dict.fromkeys(int(m["seed"]) for m in members))
-    grid = cls(lrs, seeds)
-    if grid.to_json() != [{"seed": int(m["seed"]), "learning_rate": float(m["learning_rate"])}
-                          for m in members]:  # fmt: skip
-      raise ValueError(
-        f"members {list(members)} are not a whole learning-rate-major grid of learning rates "
-        f"{list(lrs)} x seeds {list(seeds)}."
-      )
-    return grid
-
-  def __len__(self) -> int:
-    return len(self.learning_rates) * len(self.seeds)
-
-  def __iter__(self) -> Iterator[tuple[float, int]]:
-    """``(learning_rate, seed)`` of each member, in member order."""
-    return itertools.product(self.learning_rates, self.seeds)
-
-  def to_json(self) -> list[dict[str, Any]]:
-    """config.json's ``members``: ``[{"seed", "learning_rate"}]`` in member order."""
-    return [{"seed": seed, "learning_rate": lr} for lr, seed in self]
-
-  def describe(self) -> str:
-    return f"lrs={sorted(self.learning_rates, reverse=True)} seeds={sorted(self.seeds)}"
 
 
 @flax.struct.dataclass
@@ -406,16 +328,17 @@ def _gather(config: StepConfig, data: dict[str, jax.Array], items_B: jax.Array):
 
 
 def step_keys(
-  config: StepConfig, seed: jax.Array, epoch: jax.Array, steps: jax.Array
+  seed: jax.Array, epoch: jax.Array, steps: jax.Array, dropout_bits: str = "hash"
 ) -> tuple[jax.Array, jax.Array]:
   """A member's keys for ``steps`` of ``epoch``: ``(prepare, dropout)``, each [S].
 
   Folded from (seed, step stream, epoch, step), and computed for a whole segment at once: on a
   CPU, threefry's rounds inside the loop over steps would cost a loop of their own each step.
+  ``dropout_bits`` says what the dropout keys are (`gelujax.prng.make_dropout_key`).
   """
   keys = jax.vmap(lambda step: prng.fold_key(seed, prng.STEP, epoch, step))(steps)
   prepare, dropout = jnp.moveaxis(jax.vmap(jax.random.split)(keys), 1, 0)
-  make_dropout_key = functools.partial(prng.make_dropout_key, bits=config.dropout_bits)
+  make_dropout_key = functools.partial(prng.make_dropout_key, bits=dropout_bits)
   return prepare, jax.vmap(make_dropout_key)(dropout)
 
 
@@ -513,7 +436,7 @@ def train_segment(
   def train_member(member, data, epoch, steps):
     """One member through the segment."""
     state, items_SxB, seed, learning_rate = member
-    keys = step_keys(config, seed, epoch, steps)
+    keys = step_keys(seed, epoch, steps, config.dropout_bits)
 
     def scan_step(state, xs):
       step, items_B, keys = xs

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+from gelujax import tasks, writers
 
 
 def member(
@@ -33,15 +36,14 @@ def write_workdir(
   """
   workdir.mkdir(parents=True, exist_ok=True)
   epochs = max(len(v) for m in members for k, v in m.items() if k.endswith(("_loss", "_error")))
+  # The task's full spec, as the trainer writes it, with this run's fields.
   spec = {
-    "name": task,
+    **writers.jsonable(dataclasses.asdict(tasks.get(task))),
     "dataset": dataset,
     "activation": activation,
     "dropout": dropout,
     "epochs": epochs,
     "select_metric": select_metric,
-    "learning_rates": [1e-3],
-    "seeds": 1,
   }
   config = {
     "task": task,

@@ -117,3 +117,16 @@ def test_torch_agreement_names_an_unknown_run(tmp_path):
   )  # fmt: skip
   assert done.returncode == 2
   assert "--runs names 'swish'" in done.stderr and not list(tmp_path.iterdir())
+
+
+def test_torch_agreement_report_is_rendered_from_its_committed_json(tmp_path):
+  committed = ROOT / "benchmarks" / "results"
+  (tmp_path / "torch_agreement.json").write_bytes((committed / "torch_agreement.json").read_bytes())
+  subprocess.run(
+    [sys.executable, str(ROOT / "benchmarks" / "torch_agreement.py"), "--render",
+     "--output-dir", str(tmp_path)],
+    check=True, capture_output=True, text=True, timeout=120,
+  )  # fmt: skip
+  report = (tmp_path / "torch_agreement.md").read_text()
+  assert report == (committed / "torch_agreement.md").read_text()
+  assert "What is compared: epochs 1–10 of the 50 epochs" in report

@@ -49,3 +49,29 @@ def test_replace_spec_names_the_flag_of_a_bad_value(field, flag, value, message)
   with pytest.raises(ValueError, match=r"^--") as info:
     cli.replace_spec(tasks.get("mnist"), {field: (flag, value)})
   assert message in str(info.value) and "TaskSpec" not in str(info.value)
+
+
+def test_make_spec_applies_flags_over_the_task_and_its_name_overrides():
+  paper, ours = cli.make_spec("mnist(evals_per_epoch=3)", dataset="fashion_mnist", epochs=None)
+  # The paper's spec is the task as registered: its name's overrides are ours, not the paper's.
+  assert (paper.dataset, paper.evals_per_epoch, paper.epochs) == ("mnist", 1, 50)
+  assert (ours.dataset, ours.evals_per_epoch, ours.epochs) == ("fashion_mnist", 3, 50)
+
+
+def test_make_spec_embeddings_is_a_data_option_of_twitter_pos_only():
+  _, ours = cli.make_spec("twitter_pos", embeddings="/data/vectors.txt")
+  assert ours.data_options["embeddings"] == "/data/vectors.txt"
+  assert cli.make_spec("twitter_pos", embeddings=None)[1] == tasks.get("twitter_pos")
+  with pytest.raises(ValueError, match=r"^--embeddings /v is for --task twitter_pos only"):
+    cli.make_spec("mnist", embeddings="/v")
+
+
+@pytest.mark.parametrize("task", [None, "no_such", "no_such(epochs=2)"])
+def test_make_spec_names_an_unknown_task(task):
+  with pytest.raises(ValueError, match=r"^--task .* is unknown; known: .*mnist"):
+    cli.make_spec(task)
+
+
+def test_make_spec_names_the_flag_of_a_bad_value():
+  with pytest.raises(ValueError, match=r"^--batch_size 0 is not valid for task 'mnist'"):
+    cli.make_spec("mnist", batch_size=0)

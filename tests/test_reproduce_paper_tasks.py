@@ -2,8 +2,9 @@
 
 Twitter POS, TIMIT, CIFAR-10 and CIFAR-100 are trained here with their real models, optimizers,
 preprocessing and batch sizes on one batch of examples written in the real file formats, for one
-epoch and one seed, through the functions ``experiments/reproduce.py`` calls: grids -> trainer ->
-selection (and, for CIFAR-10, the retrain on the whole train file) -> table, summary, figure.
+epoch and one seed, through the functions of ``gelujax.study`` that ``experiments/reproduce.py``
+runs: grids -> trainer -> selection (and, for CIFAR-10, the retrain on the whole train file) ->
+table, summary, figure.
 """
 
 import json
@@ -11,7 +12,7 @@ import json
 import numpy as np
 import pytest
 
-from experiments import reproduce
+from gelujax import cli, study
 from tests.test_data import write_cifar_batch, write_timit_split
 
 RNG = np.random.default_rng(5)
@@ -83,24 +84,25 @@ def test_paper_task_reproduces_end_to_end_on_fixtures(tmp_path, task):
   data_dir = tmp_path / "data"
   data_dir.mkdir()
   n_test = write(data_dir)
-  _, spec = reproduce.make_spec(task, None, 1, None)
+  _, spec = cli.make_spec(task, epochs=1)
   spec = spec.replace(data_options={**spec.data_options, **options})
   out = tmp_path / "out"
-  grids = reproduce.make_grids(spec, ["gelu_tanh"], [spec.dropout], learning_rates, out)
+  grids = study.make_grids(spec, ["gelu_tanh"], [spec.dropout], learning_rates, out)
 
-  table, files = reproduce.reproduce_runs(task, grids, out, seeds=[0], data_dir=str(data_dir))
+  result = study.reproduce_runs(task, grids, out, seeds=[0], data_dir=str(data_dir))
+  table, files = result.table, result.files
 
   row = next(line for line in table.splitlines() if line.startswith("| gelu_tanh |"))
   cells = [cell.strip() for cell in row.split("|")[1:-1]]
-  # run, selected lr, diverged, the paper's number, our median, ...
+  # run, selected lr, diverged, unstable, the paper's number, our median, ...
   assert cells[1] in {f"{lr:g}" for lr in learning_rates}
-  assert cells[2:4] == ["0/1", paper_number]
+  assert cells[2:5] == ["0/1", "0/1", paper_number]
   summary = json.loads((out / "summary.json").read_text())
   (result,) = summary["rows"]
   error = result["selected"]["metrics"][summary["report"]["metric"]]["median"]
   # A test error is a count of wrong test examples (TIMIT: frames) over their number.
   assert error * n_test == pytest.approx(round(error * n_test), abs=1e-4)
-  assert f"{100 * error:.4g}" == cells[4]
+  assert f"{100 * error:.4g}" == cells[5]
   assert len(summary["selection_rows"][0]["grid"]) == len(learning_rates)
   if task == "cifar10":  # Selected on validation, then retrained on all 105 train images.
     config = json.loads((out / "runs" / "gelu_tanh_train_on_all" / "config.json").read_text())

@@ -16,6 +16,7 @@ import scipy.stats
 
 import gelujax
 from gelujax import sweep
+from gelujax.members import Members
 from tests.fake_workdirs import constant, member, write_workdir
 
 LRS = (1e-3, 1e-4, 1e-5)
@@ -104,7 +105,9 @@ def test_minority_diverged_lr_selected_and_counted(tmp_path):
   assert selected["metrics"]["best.test_error"]["std"] == pytest.approx(0.04 / math.sqrt(2))
   assert row["grid"][0]["diverged"] == 1
   table = sweep.format_table([row], metric="best.test_error", label="test error (%)", scale=100)
-  assert "| elu | 0.001 | 1/3 diverged | – | 6 | 6 ± 2.8 |" in table
+  assert "| elu | 0.001 | 1/3 diverged | 0/3 | – | 6 | 6 ± 2.8 |" in table
+  # The selection compares every member, the diverged one as +inf (JSON: null).
+  assert row["grid"][0]["select_values"] == [math.inf, 0.10, 0.12]
 
 
 def test_all_diverged_lr_never_selected(tmp_path):
@@ -122,7 +125,7 @@ def test_everything_diverged(tmp_path):
   assert row["selected"] is None
   assert sweep.diverged_label(row) == "3/3 diverged"
   table = sweep.format_table([row], metric="best.test_error", label="err", paper={"relu": 0.5})
-  assert "| relu | – | 3/3 diverged | 0.5 | – | – |" in table
+  assert "| relu | – | 3/3 diverged | – | 0.5 | – | – |" in table
 
 
 def test_no_validation_split_selects_on_test(tmp_path):
@@ -177,20 +180,20 @@ def test_run_name():
 def test_finished_summary_and_grid_checks(tmp_path):
   members = grid([[0.1, 0.2, 0.3], [0.2, 0.2, 0.2]])
   partial = write_workdir(tmp_path / "partial", members, finished=False)
-  assert sweep.finished_summary(partial, seeds=[0, 1, 2], learning_rates=LRS[:2], epochs=3) is None
+  assert sweep.finished_summary(partial, Members(LRS[:2], [0, 1, 2]), 3) is None
   done = write_workdir(tmp_path / "done", members)
-  summary = sweep.finished_summary(done, seeds=[0, 1, 2], learning_rates=LRS[:2], epochs=3)
+  summary = sweep.finished_summary(done, Members(LRS[:2], [0, 1, 2]), 3)
   assert summary["activation"] == "gelu"
   empty = tmp_path / "empty"
-  assert sweep.finished_summary(empty, seeds=[0], learning_rates=[1e-3], epochs=3) is None
+  assert sweep.finished_summary(empty, Members([1e-3], [0]), 3) is None
   with pytest.raises(ValueError, match=r"different grid.*--out"):
-    sweep.finished_summary(done, seeds=[0, 1], learning_rates=LRS[:2], epochs=3)
+    sweep.finished_summary(done, Members(LRS[:2], [0, 1]), 3)
   with pytest.raises(ValueError, match=r"different grid"):
-    sweep.finished_summary(partial, seeds=[0, 1, 2], learning_rates=LRS[1:], epochs=3)
+    sweep.finished_summary(partial, Members(LRS[1:], [0, 1, 2]), 3)
   # A finished run asked for more epochs is resumed (not finished); fewer is an error.
-  assert sweep.finished_summary(done, seeds=[0, 1, 2], learning_rates=LRS[:2], epochs=5) is None
+  assert sweep.finished_summary(done, Members(LRS[:2], [0, 1, 2]), 5) is None
   with pytest.raises(ValueError, match=r"3 epochs, more than the 2 requested.*--epochs 3"):
-    sweep.finished_summary(done, seeds=[0, 1, 2], learning_rates=LRS[:2], epochs=2)
+    sweep.finished_summary(done, Members(LRS[:2], [0, 1, 2]), 2)
 
 
 def test_run_grid_skips_finished_run_without_training(tmp_path, monkeypatch):
@@ -202,7 +205,7 @@ def test_run_grid_skips_finished_run_without_training(tmp_path, monkeypatch):
   trainer = types.SimpleNamespace(fit=lambda *a, **k: pytest.fail("trained a finished run"))
   monkeypatch.setitem(sys.modules, "gelujax.trainer", trainer)
   monkeypatch.setattr(gelujax, "trainer", trainer, raising=False)
-  summary, trained = sweep.run_grid(Spec(), done, seeds=[0, 1, 2], learning_rates=[1e-3])
+  summary, trained = sweep.run_grid(Spec(), done, Members([1e-3], [0, 1, 2]))
   assert not trained
   assert len(summary["members"]) == 3
 
@@ -225,15 +228,20 @@ def test_format_table_and_grid(three_lr_run):
   )
   lines = table.splitlines()
   assert lines[0] == (
-    "| run | lr | diverged | paper test error (%) | median test error (%) | "
+    "| run | lr | diverged | unstable | paper test error (%) | median test error (%) | "
     "mean ± std test error (%) | final train loss |"
   )
   # Median 6, mean 6.667, std 2.082 (percent); the extra column keeps its own scale.
-  assert lines[2] == "| gelu | 0.0001 | 0/3 | 6.12 | 6 | 6.667 ± 2.1 | 0.05 |"
+  assert lines[2] == "| gelu | 0.0001 | 0/3 | 0/3 | 6.12 | 6 | 6.667 ± 2.1 | 0.05 |"
   grid_table = sweep.format_grid([row], metric="best.test_error", label="test error (%)", scale=100)
-  assert "| gelu | 0.0001 (selected) | 0/3 | 0.16 (validation_loss) | 6 |" in grid_table
-  assert "| gelu | 0.001 | 0/3 | 0.2 (validation_loss) | 1 |" in grid_table
-  assert "| gelu | 1e-05 | 0/3 | 0.41 (validation_loss) | 20 |" in grid_table
+  assert "| gelu | 0.0001 (selected) | 0/3 | 0/3 | 0.16 (validation_loss) | 6 |" in grid_table
+  assert "| gelu | 0.001 | 0/3 | 0/3 | 0.2 (validation_loss) | 1 |" in grid_table
+  assert "| gelu | 1e-05 | 0/3 | 0/3 | 0.41 (validation_loss) | 20 |" in grid_table
+  selection = sweep.format_table(
+    [row], metric="best.test_error", label="e", selection={"gelu": "0.0001 over 0.001"}
+  )
+  assert selection.splitlines()[0].endswith("| lr selection |")
+  assert selection.splitlines()[2].endswith("| 0.0001 over 0.001 |")
 
 
 class FakeTrainer:
@@ -245,12 +253,8 @@ class FakeTrainer:
   def __init__(self):
     self.calls = []
 
-  @staticmethod
-  def Members(learning_rates, seeds):
-    return list(learning_rates), list(seeds)
-
   def fit(self, spec, workdir, members, *, data_dir, progress):
-    learning_rates, seeds = members
+    learning_rates, seeds = list(members.learning_rates), list(members.seeds)
     self.calls.append((workdir, seeds, learning_rates, data_dir))
     members = [
       member(s, lr, train_loss=constant(1.0), validation_loss=constant(1.0), diverged_epoch=2)
@@ -270,35 +274,36 @@ def test_run_grid_trains_and_keeps_all_diverged_result(tmp_path, monkeypatch):
   monkeypatch.setattr(gelujax, "trainer", trainer, raising=False)
   workdir = tmp_path / "relu"
   summary, trained = sweep.run_grid(
-    Spec(), workdir, seeds=[0, 1], learning_rates=[1e-2], data_dir="/data", progress=False
+    Spec(), workdir, Members([1e-2], [0, 1]), data_dir="/data", progress=False
   )
   assert trained
   assert trainer.calls == [(str(workdir), [0, 1], [1e-2], "/data")]
   assert [m["diverged"] for m in summary["members"]] == [True, True]
   # Finished now, so a second call does not train.
-  _, trained = sweep.run_grid(Spec(), workdir, seeds=[0, 1], learning_rates=[1e-2])
+  _, trained = sweep.run_grid(Spec(), workdir, Members([1e-2], [0, 1]))
   assert not trained
   assert len(trainer.calls) == 1
 
 
-def test_noise_table_interpolates_between_levels():
+def test_noise_table_interpolates_each_seed_then_takes_the_median():
   result = {
     "learning_rate": 1e-3,
-    "members": 3,
+    "members": 4,
     "diverged": 1,
     "levels": [0.0, 2.0, 3.0],
-    "accuracy": [[0.98, 0.5, 0.2], [0.96, 0.4, 0.3]],
-    "loss": [[0.1, 2.0, 4.0], [0.3, 3.0, 5.0]],
+    "accuracy": [[0.98, 0.5, 0.2], [0.96, 0.4, 0.3], [0.90, 0.9, 0.1]],
+    "loss": [[0.1, 2.0, 4.0], [0.3, 3.0, 5.0], [0.2, 1.0, 6.0]],
   }
-  # Medians: accuracy (0.97, 0.45, 0.25), loss (0.2, 2.5, 4.5); a=1 is halfway from 0 to 2.
-  assert sweep.noise_at(result, "accuracy", 1.0) == pytest.approx(0.71)
+  # a = 1 is halfway from 0 to 2: per seed, accuracy 0.74, 0.68, 0.90 -> median 0.74 (the
+  # median curve, 0.96 and 0.5 at a = 0 and 2, would give 0.73); loss 1.05, 1.65, 0.6 -> 1.05.
+  assert sweep.noise_at(result, "accuracy", 1.0) == pytest.approx(0.74)
   table = sweep.format_noise_table({"gelu_tanh": result}, paper={"gelu_tanh": {0.0: 0.98}})
   lines = table.splitlines()
   assert lines[0] == (
     "| run | lr | diverged | accuracy a=0 (paper) | accuracy a=1 (paper) | accuracy a=3 (paper) "
     "| log loss a=0 | log loss a=1 | log loss a=3 |"
   )
-  assert lines[2] == "| gelu_tanh | 0.001 | 1/3 | 0.97 (0.98) | 0.71 | 0.25 | 0.2 | 1.35 | 4.5 |"
+  assert lines[2] == "| gelu_tanh | 0.001 | 1/4 | 0.96 (0.98) | 0.74 | 0.2 | 0.2 | 1.05 | 5 |"
 
 
 def brute_force_rank_test(a, b):
@@ -345,7 +350,7 @@ def ranking_row(run, values):
   return {"run": run, "selected": selected}
 
 
-def test_format_ranking_orders_by_median_and_tests_neighbours():
+def test_rank_orders_by_median_and_tests_neighbours():
   rows = [
     ranking_row("relu", [0.30, 0.31, 0.32, 0.33, 0.34]),
     ranking_row("gelu", [0.10, 0.11, 0.12, 0.13, 0.14]),
@@ -354,26 +359,118 @@ def test_format_ranking_orders_by_median_and_tests_neighbours():
   ]
   values = sweep.selected_values(rows, "best.test_error")
   assert list(values) == ["relu", "gelu", "elu"]
-  lines = sweep.format_ranking([sweep.Ranked("error (%)", values, 100.0)]).splitlines()
-  assert len(lines) == 5
-  assert lines[2] == "| error (%) | 1 | gelu | 12 | 10–14 |  |  |"
+  family = sweep.Family()
+  ranking = sweep.rank(family, "selected lr", "error (%)", values, scale=100.0)
+  family.correct()
+  assert [run for run, _ in ranking.order] == ["gelu", "relu", "elu"]
+  # gelu vs relu: no overlap, p = 2 / C(10, 5); relu vs elu: elu's 0.29 lies below all of
+  # relu's and its other four above: SciPy's exact p.
+  first, second = ranking.tests
+  assert (first.a, first.b, first.p) == ("gelu", "relu", pytest.approx(2 / 252))
+  expected = scipy.stats.mannwhitneyu(values["relu"], values["elu"], method="exact").pvalue
+  assert second.p == pytest.approx(expected)
+  # Holm over the two tests: 2 * p for the smaller, then max(that, p) for the larger.
+  assert first.holm == pytest.approx(2 * 2 / 252)
+  assert second.holm == pytest.approx(max(2 * 2 / 252, second.p))
+  assert first.outcome == sweep.BEYOND and second.outcome == sweep.WITHIN
+  lines = sweep.format_rankings([ranking]).splitlines()
+  assert lines[2] == "| error (%) | 1 | gelu | 12 | 10–14 |  |"
   assert lines[3] == (
-    "|  | 2 | relu | 32 | 30–34 | p = 0.0079: beyond the seed spread, no seed overlaps |  |"
+    "|  | 2 | relu | 32 | 30–34 | beyond the seed spread (p = 0.0079, Holm 0.016, no seed "
+    "overlaps) |"
   )
-  # elu against relu: ranks 1 and 6-10 vs 2-5 -> U far from extreme; against gelu: apart.
-  assert "| 3 | elu | 36 | 29–38 | p = " in lines[4]
-  assert lines[4].endswith(
-    "within the seed spread | p = 0.0079: beyond the seed spread, no seed overlaps |"
-  )
+  assert lines[4].startswith("|  | 3 | elu | 36 | 29–38 | within the seed spread (p = ")
 
 
-def test_format_ranking_higher_is_better():
+def test_rank_higher_is_better():
+  family = sweep.Family()
   accuracy = {"relu": [0.5, 0.52, 0.51], "gelu": [0.6, 0.61, 0.62]}
-  lines = sweep.format_ranking([sweep.Ranked("accuracy", accuracy, lower_is_better=False)])
-  rows = lines.splitlines()[2:]
+  ranking = sweep.rank(family, "s", "accuracy", accuracy, lower_is_better=False)
+  family.correct()
+  rows = sweep.format_rankings([ranking]).splitlines()[2:]
   assert rows[0].startswith("| accuracy | 1 | gelu | 0.61 | 0.6–0.62 |")
-  # 3 seeds a side, all apart: p = 2 / C(6, 3) = 0.1, not enough.
-  assert rows[1] == "|  | 2 | relu | 0.51 | 0.5–0.52 | p = 0.1: within the seed spread |  |"
+  # 3 seeds a side, all apart: p = 2 / C(6, 3) = 0.1, not enough even before correction.
+  assert rows[1] == (
+    "|  | 2 | relu | 0.51 | 0.5–0.52 | within the seed spread (p = 0.1, Holm 0.1, no seed "
+    "overlaps) |"
+  )
+
+
+def test_holm_by_hand():
+  # Sorted p: 0.01, 0.02, 0.03, 0.2 times 4, 3, 2, 1 = 0.04, 0.06, 0.06, 0.2; running maximum
+  # keeps them; the original order is restored.
+  assert sweep.holm([0.03, 0.01, 0.2, 0.02]) == pytest.approx([0.06, 0.04, 0.2, 0.06])
+  # Running maximum: 0.01 * 3 = 0.03, then 0.011 * 2 = 0.022 -> 0.03, then 0.9.
+  assert sweep.holm([0.011, 0.01, 0.9]) == pytest.approx([0.03, 0.03, 0.9])
+  # Capped at 1: 0.6 * 2 = 1.2 -> 1, then max(1, 0.7) = 1.
+  assert sweep.holm([0.7, 0.6]) == pytest.approx([1.0, 1.0])
+  assert sweep.holm([]) == []
+
+
+def test_three_outcomes_and_their_words():
+  family = sweep.Family()
+  apart = family.test("s", "m", ("a", [1, 2, 3, 4, 5]), ("b", [6, 7, 8, 9, 10]))
+  again = family.test("s", "m", ("b", [6, 7, 8, 9, 10]), ("a", [1, 2, 3, 4, 5]))
+  assert again is apart  # One pair, scope and metric is one test of the family.
+  tied = family.test("s", "m", ("c", [1, 2, 3, 4, 6]), ("d", [6, 7, 8, 9, 10]))
+  mixed = family.test("s", "m", ("e", [1, 3, 5, 7, 9]), ("f", [2, 4, 6, 8, 10]))
+  with pytest.raises(ValueError, match="not been corrected"):
+    _ = apart.outcome
+  family.correct()
+  with pytest.raises(ValueError, match="after its correction"):
+    family.test("s", "m", ("a", [1]), ("g", [2]))
+  # apart: 2/252 * 3 tests = 0.024 < 0.05. tied (6 shared, mid-rank 5.5): p = 4/252 = 0.016,
+  # Holm 2 * 0.016 = 0.032. mixed: p = 0.69 (scipy).
+  assert apart.outcome == sweep.BEYOND and apart.statistics() == (
+    "p = 0.0079, Holm 0.024, no seed overlaps"
+  )
+  assert tied.p == pytest.approx(4 / 252) and tied.ties == 1
+  assert tied.verdict() == (
+    "beyond the seed spread (p = 0.016, Holm 0.032, 1 tied value (mid-ranks))"
+  )
+  assert mixed.outcome == sweep.WITHIN
+  family = sweep.Family()
+  tests = [
+    family.test("s", "m", (f"a{i}", [1, 2, 3, 4, 5]), ("b", [6, 7, 8, 9, 10])) for i in range(7)
+  ]
+  family.correct()
+  # 7 tests x 2/252 = 0.056: every one is below 0.05 only before correction.
+  assert {t.outcome for t in tests} == {sweep.UNCORRECTED}
+  assert OUTCOME_PHRASES == {
+    sweep.OUTCOME_WORDS[o] for o in (sweep.BEYOND, sweep.UNCORRECTED, sweep.WITHIN)
+  }
+
+
+OUTCOME_PHRASES = {
+  "beyond the seed spread",
+  "p < 0.05 before correction only",
+  "within the seed spread",
+}
+
+
+def test_smallest_p():
+  assert sweep.smallest_p(5) == pytest.approx(2 / 252)
+  assert sweep.smallest_p(3) == pytest.approx(0.1)
+  assert sweep.smallest_p(10) == pytest.approx(2 / 184756)
+
+
+def test_jumps_above_twice_the_running_minimum(tmp_path):
+  members = [
+    # 0.1 -> 0.05 -> 0.2 (4x 0.05) -> 0.3 (6x, the same jump, its peak) -> 0.06 -> 0.11 (2.2x).
+    member(0, 1e-3, train_loss=[0.1, 0.05, 0.2, 0.3, 0.06, 0.11], validation_loss=constant(1, 6)),
+    # Never above twice its running minimum: 0.1, 0.19 (1.9x), 0.05, 0.1 (exactly 2x).
+    member(1, 1e-3, train_loss=[0.1, 0.19, 0.05, 0.1, 0.1, 0.1], validation_loss=constant(1, 6)),
+  ]
+  run = sweep.load_run(write_workdir(tmp_path / "elu", members))
+  jumps = sweep.find_jumps(run)
+  assert [(j["seed"], j["epoch"], j["value"], j["running_min"]) for j in jumps] == [
+    (0, 4.0, 0.3, 0.05),
+    (0, 6.0, 0.11, 0.05),
+  ]
+  assert jumps[0]["ratio"] == pytest.approx(6.0) and jumps[1]["ratio"] == pytest.approx(2.2)
+  row = sweep.summarize_run(run)
+  assert row["jumps"] == jumps
+  assert sweep.unstable_label(row, row["grid"][0]) == "1/2"
 
 
 def test_noise_values_interpolate_each_seed():

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from tiny_task import REFERENCE_MEMBERS, REFERENCE_SPEC, TinySpec, hash_tree, make_splits
 
-from gelujax import checkpoints, prng, trainer, writers
-from gelujax.trainer import Members
+from gelujax import checkpoints, trainer, writers
+from gelujax.members import Members
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -413,25 +413,6 @@ def test_training_members_one_at_a_time_or_vmapped_agrees():
   for other in states[1:]:
     for leaf, expected in zip(jax.tree.leaves(other), jax.tree.leaves(states[0]), strict=True):
       np.testing.assert_allclose(leaf, expected, rtol=1e-6, atol=1e-6)
-
-
-def test_dropout_bits_are_uniform_and_each_members_own():
-  key = prng.make_dropout_key(jax.random.key(0))
-  u = np.asarray(jax.random.uniform(key, (200_000,)), np.float64)
-  # A uniform sample of this size: mean within ~4.5 sigma of 1/2, variance near 1/12.
-  assert abs(u.mean() - 0.5) < 4.5 * np.sqrt(1 / 12 / len(u))
-  assert abs(u.var() - 1 / 12) < 1e-3
-  assert abs(np.corrcoef(u[:-1], u[1:])[0, 1]) < 0.01
-  counts = np.histogram(u, bins=16, range=(0, 1))[0]
-  assert np.all(np.abs(counts - len(u) / 16) < 5 * np.sqrt(len(u) / 16))
-  # Vmapped over members, member m's mask is what its own key draws alone.
-  keys = jax.vmap(lambda s: prng.make_dropout_key(jax.random.key(s)))(np.arange(3))
-  masks = jax.vmap(lambda k: jax.random.bernoulli(k, 0.75, (4000,)))(keys)
-  for seed in range(3):
-    alone = jax.random.bernoulli(prng.make_dropout_key(jax.random.key(seed)), 0.75, (4000,))
-    np.testing.assert_array_equal(masks[seed], alone)
-  assert abs(float(masks.mean()) - 0.75) < 0.02
-  assert 0.3 < float((masks[0] == masks[1]).mean()) < 0.8  # ~0.625 for independent masks
 
 
 def test_members_hold_what_int32_seeds_and_float32_rates_hold():

@@ -23,7 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from gelujax.trainer import Members
+from gelujax.members import Members
 
 
 class TinyMLP(nn.Module):
