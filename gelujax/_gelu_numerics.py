@@ -65,9 +65,13 @@ _UINT = {np.dtype(np.float32): np.uint32, np.dtype(np.float64): np.uint64}
 _ROUND_MAGIC = 12582912.0  # 1.5 * 2**23
 _SCALE_BITS = np.int32(127 + 24 + 0x4B400000)  # exponent of 2**24, plus bits(_ROUND_MAGIC)
 _EXP_NEG_COEFFS = (1.0, -1.0, 1 / 2, -1 / 6, 1 / 24, -1 / 120, 1 / 720, -1 / 5040)
+_EXP_NEG_HALF_COEFFS = tuple(c / 2**n for n, c in enumerate(_EXP_NEG_COEFFS))  # exp(-r / 2)
 _SIGMOID_CLAMP = 128.0
 _TANH_CLAMP = {np.dtype(np.float32): 12.0, np.dtype(np.float64): 26.0}
-_ROOT_COEFFS_U = tuple(c * _T_SCALE**k for k, c in enumerate(_ROOT_COEFFS))
+# GELU's pair evaluates m and s times 2**-24, which cancels the exponential's 2**24 scale with
+# no multiplication of its own (scaling by a power of two is exact).
+_MILLS_COEFFS_SCALED = tuple(c / _EXP_SCALE for c in _MILLS_COEFFS)
+_ROOT_COEFFS_U_SCALED = tuple(c * _T_SCALE**k / _EXP_SCALE for k, c in enumerate(_ROOT_COEFFS))
 SQRT_2_OVER_PI = float(np.sqrt(2 / np.pi))
 _INV_SQRT_2PI = float(1 / np.sqrt(2 * np.pi))
 # The approximations' constants (the GELU paper's, and the truncated one of Hugging Face's
@@ -128,19 +132,27 @@ def _exp_neg_half_square(a: Array) -> Array:
   """``exp(-a**2 / 2) * 2**24`` for ``0 <= a <= clamp``, without the ~a**2 ulp error of ``a * a``.
 
   float32: ``a = a_hi + a_lo`` with ``a_hi`` the top 12 significand bits, so
-  ``y = a**2 / 2 = a_hi**2 / 2 + a_lo (a + a_hi) / 2`` with an exact head, and head and tail
-  meet inside the range reduction of :func:`_exp_neg_scaled` instead of being rounded
-  together: accurate to ~1 ulp for any ``a``. The ``2**24`` scale keeps the result normal
-  down to GELU's own underflow, where XLA flushes subnormals to zero; callers multiply it out
-  last. Under differentiation ``a_hi`` and ``k`` are constants and ``d/da`` of the tail is
-  exactly ``a``, so the derivative is right.
+  ``a**2 = a_hi**2 + (a - a_hi) (a + a_hi)`` with an exact head, and head and tail meet inside
+  the range reduction ``a**2 = 2 k ln2 + r2`` (as in :func:`_exp_neg_scaled`, with the halving
+  folded into the constants and the Taylor coefficients of ``exp(-r2 / 2)``) instead of being
+  rounded together: accurate to ~1 ulp for any ``a``. The ``2**24`` scale keeps the result
+  normal down to GELU's own underflow, where XLA flushes subnormals to zero; callers fold it
+  into their own constants. Under differentiation ``a_hi`` and ``k`` are constants and ``d/da``
+  of the tail is exactly ``2 a``, so the derivative is right.
   float64 uses ``jnp.exp``.
   """
   if a.dtype != np.float32:
     return jnp.exp(-0.5 * a * a) * _EXP_SCALE
   bits = jax.lax.bitcast_convert_type(a, np.uint32) & np.uint32(0xFFFFF000)
   a_hi = jax.lax.stop_gradient(jax.lax.bitcast_convert_type(bits, np.float32))
-  return _exp_neg_scaled(0.5 * a_hi * a_hi, 0.5 * (a - a_hi) * (a + a_hi))
+  head, tail = a_hi * a_hi, (a - a_hi) * (a + a_hi)
+  k_magic = jax.lax.stop_gradient((head + tail) * (_LOG2E / 2) + _ROUND_MAGIC)
+  k_bits = jax.lax.bitcast_convert_type(k_magic, np.int32) | np.int32(0x4B400000)
+  k = jax.lax.bitcast_convert_type(k_bits, np.float32) - _ROUND_MAGIC
+  # 2 _LN2_HI has 16 significant bits too, so k * 2 _LN2_HI is exact.
+  r2 = ((head - k * (2 * _LN2_HI)) - k * (2 * _LN2_LO)) + tail
+  scale = jax.lax.bitcast_convert_type((_SCALE_BITS - k_bits) << 23, np.float32)
+  return _polyval(_EXP_NEG_HALF_COEFFS, r2) * scale
 
 
 def _exp_neg_scaled(head: Array, tail: Array | float = 0.0) -> Array:
@@ -213,24 +225,27 @@ def _copysign_one(x: Array) -> Array:
 def gelu_and_grad(x: Array) -> tuple[Array, Array]:
   """``(GELU(x), GELU'(x))`` for float32 or float64 ``x``, sharing the exponential."""
   a, e = _normal_tail(x)
+  x_low = jnp.maximum(x, -_NORMAL_CLAMP[x.dtype])
   if x.dtype == np.float32:
     t = _t_variable(a)
-    m = t * _polyval(_MILLS_COEFFS, t)
+    m = t * _polyval(_MILLS_COEFFS_SCALED, t)  # m(a) 2**-24: e * m is Phi(-a) itself
     # _ROOT_HI - a is exact near the root (Sterbenz), so GELU' keeps its relative accuracy
     # there; _ROOT_LO is added after the product so XLA cannot fold it into _ROOT_HI.
     # s(t) with t = 3u, u = 1 / (3 + a): a division of its own, which XLA fuses into the
     # derivative's loop, where a t shared with the value would be materialised in memory.
     u = 1 / (_T_SCALE + a)
-    s = _polyval(_ROOT_COEFFS_U, u)
-    low_grad = (e * ((_ROOT_HI - a) * s + _ROOT_LO * s)) * (1 / _EXP_SCALE)
+    s = _polyval(_ROOT_COEFFS_U_SCALED, u)
+    low_grad = e * ((_ROOT_HI - a) * s + _ROOT_LO * s)
+    # x Phi(-a) multiplies x into the exponential before m (2**-24) so that no intermediate
+    # underflows before the result does, for tiny x as for x near -13; the clamp keeps
+    # -inf * 0 from giving NaN.
+    lower = e * m
+    value = jnp.where(x < 0, (x_low * e) * m, x * (1 - lower))
   else:
     m = _mills(a)
     low_grad = (e * (m - a * _INV_SQRT_2PI)) * (1 / _EXP_SCALE)
-  # x Phi(-a) multiplies x into m before the exponential so that no intermediate underflows
-  # before the result does; the clamp keeps -inf * 0 from giving NaN.
-  x_low = jnp.maximum(x, -_NORMAL_CLAMP[x.dtype])
-  lower = (e * m) * (1 / _EXP_SCALE)
-  value = jnp.where(x < 0, ((x_low * m) * e) * (1 / _EXP_SCALE), x * (1 - lower))
+    lower = (e * m) * (1 / _EXP_SCALE)
+    value = jnp.where(x < 0, ((x_low * m) * e) * (1 / _EXP_SCALE), x * (1 - lower))
   # GELU'(x) = step(x) - sign(x) w, exact (w is 0 at +-inf thanks to the clamp on a).
   sign = _copysign_one(x)
   grad = (0.5 + 0.5 * sign) - sign * low_grad
