@@ -17,15 +17,15 @@ gets its own polynomial with its root factored out, so it is relative-accurate t
 The code avoids the XLA operations that are slow on CPU or that force intermediates to memory
 (``jnp.exp``, floor, float-to-int conversion): value and derivative are each one fused loop.
 XLA:CPU does not fuse sibling loops by default, so forward+backward reads ``x`` twice and
-computes the exponential twice. What was tried to make one loop produce both, measured on an
-AMD EPYC against ``jax.nn.gelu(approximate=True)`` (see the commit that added this note): a
-``custom_vjp`` keeping only ``x`` compiles to the same two loops; an exponential shared through
-memory (``jnp.exp``, which XLA materialises) is slower, the extra array costing more than the
-compute it saves; XLA's multi-output fusion exists only as a process-wide flag
-(``--xla_backend_extra_options=xla_cpu_use_multi_output_fusion``) that also changes every
-other program; a variadic reduce over a size-2 axis does give one loop, but then GELU' is a
-stored array that forward+backward writes and reads again. Fewer instructions per loop did
-help (the scale and the halving folded into constants).
+computes the exponential twice. What was tried to make one loop produce both (measured on an AMD
+EPYC, forward+backward of 16M float32 values; figures in the commit that recorded the benchmark
+report): a ``custom_vjp`` keeping only ``x`` compiles to the same two loops; an exponential
+shared through memory (``jnp.exp``, which XLA materialises) is slower, the extra array costing
+more than the compute it saves; XLA's multi-output fusion exists only as a process-wide flag
+(``--xla_backend_extra_options=xla_cpu_use_multi_output_fusion``) that also changes every other
+program; a variadic reduce over a size-2 axis does give one loop, but then GELU' is a stored
+array that forward+backward writes and reads again. Fewer instructions per loop did help (the
+scale and the halving folded into constants).
 
 Results below the smallest normal float32 (``|y| < 1.2e-38``, i.e. GELU(x) for x < -13.1) are
 flushed to zero, as XLA does on CPU.
