@@ -1,4 +1,4 @@
-"""Refits the polynomial coefficients used by gelujax.activations' exact GELU (prints them).
+"""Refits the polynomial coefficients of the exact GELU in gelujax/_gelu_numerics.py (prints them).
 
 With a = |x| and t = 3 / (3 + a) in (0, 1]:
   M(t) = m(a) / t,          m(a) = Phi(-a) exp(a^2 / 2) = erfcx(a / sqrt(2)) / 2,

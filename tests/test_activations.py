@@ -1,6 +1,8 @@
 """Tests for gelujax.activations against float64 NumPy / SciPy references."""
 
 import doctest
+import importlib.util
+from pathlib import Path
 
 import chex
 import jax
@@ -17,10 +19,13 @@ from gelujax import activations
 from gelujax.activations import (
   Activation,
   LearnableGELU,
+  activation_aliases,
   activation_names,
+  clipped_gelu,
   elu,
   gaussian_gelu,
   gelu,
+  gelu_fast,
   gelu_sigmoid,
   gelu_tanh,
   get_activation,
@@ -41,9 +46,9 @@ def ref_gelu(x):
   return x * special.ndtr(x), special.ndtr(x) + x * np.exp(-0.5 * x * x) / np.sqrt(2 * np.pi)
 
 
-def ref_gelu_tanh(x):
+def ref_gelu_tanh(x, c=None):
   # (1 + tanh(u)) / 2 = expit(2u), without float64's own cancellation in the tail.
-  c = np.sqrt(2 / np.pi)
+  c = np.sqrt(2 / np.pi) if c is None else c
   u = c * (x + 0.044715 * x**3)
   du = c * (1 + 3 * 0.044715 * x**2)
   s, s_neg = special.expit(2 * u), special.expit(-2 * u)
@@ -78,16 +83,24 @@ def ref_relu(x):
   return np.maximum(x, 0), (x > 0).astype(np.float64)
 
 
+def ref_clipped_gelu(x, lower=-10.0, upper=10.0):
+  y, dy = ref_gelu(x)
+  inside = (y >= lower) & (y <= upper)
+  return np.clip(y, lower, upper), np.where(inside, dy, 0.0)
+
+
 CASES = {
   "gelu": (gelu, ref_gelu),
   "gelu_tanh": (gelu_tanh, ref_gelu_tanh),
+  "gelu_fast": (gelu_fast, lambda x: ref_gelu_tanh(x, 0.7978845608)),
+  "clipped_gelu": (clipped_gelu, ref_clipped_gelu),
   "gelu_sigmoid": (gelu_sigmoid, ref_scaled_silu(1.702)),
   "silu": (silu, ref_scaled_silu(1.0)),
   "gaussian_gelu": (gaussian_gelu, lambda x: ref_gaussian_gelu(x, 0.0, 1.0)[:2]),
   "elu": (elu, ref_elu),
   "relu": (relu, ref_relu),
 }
-SMOOTH = ["gelu", "gelu_tanh", "gelu_sigmoid", "silu", "gaussian_gelu"]
+SMOOTH = ["gelu", "gelu_tanh", "gelu_fast", "gelu_sigmoid", "silu", "gaussian_gelu"]
 GRID = np.concatenate([np.linspace(-12, 12, 481), [-0.7518, -1e-3, 1e-3, 20.0, -20.0]])
 
 
@@ -157,7 +170,9 @@ def test_second_derivatives_match_finite_differences_of_reference(name):
   chex.assert_trees_all_close(np.asarray(d2, np.float64), ref_d2, rtol=1e-4, atol=1e-5)
 
 
-@pytest.mark.parametrize("name", ["gelu", "gelu_tanh", "gelu_sigmoid", "silu", "elu"])
+@pytest.mark.parametrize(
+  "name", ["gelu", "gelu_tanh", "gelu_fast", "gelu_sigmoid", "silu", "elu", "clipped_gelu"]
+)
 def test_custom_jvp_rules_pass_check_grads_to_order_two(name):
   fn = CASES[name][0]
   x = jnp.asarray([-3.1, -0.9, -0.2, 0.4, 1.3, 2.7], jnp.float32)
@@ -188,7 +203,7 @@ def test_elu_alpha_is_differentiable():
 
 
 @pytest.mark.parametrize("dtype", [jnp.bfloat16, jnp.float16])
-@pytest.mark.parametrize("name", [*SMOOTH, "elu"])
+@pytest.mark.parametrize("name", [*SMOOTH, "elu", "clipped_gelu"])
 def test_low_precision_is_computed_in_float32_and_rounded_once(name, dtype):
   fn, ref = CASES[name]
   x = jnp.asarray(GRID, dtype)
@@ -219,7 +234,7 @@ def all_finite(dtype):
 
 
 @pytest.mark.parametrize("dtype", [jnp.bfloat16, jnp.float16, jnp.float32])
-@pytest.mark.parametrize("name", [*SMOOTH, "elu", "relu"])
+@pytest.mark.parametrize("name", [*SMOOTH, "elu", "relu", "clipped_gelu"])
 def test_no_overflow_or_nan_for_any_finite_input(name, dtype):
   fn = CASES[name][0]
   x = jnp.asarray(all_finite(dtype))
@@ -325,8 +340,8 @@ def test_registry_resolves_names_and_arguments():
   chex.assert_trees_all_close(
     np.asarray(fn(x), np.float64), ref_gaussian_gelu(x.astype(np.float64), 0.5, 2.0)[0], rtol=1e-6
   )
-  expected = ["elu", "gaussian_gelu", "gelu", "gelu_sigmoid", "gelu_tanh", "learnable_gelu"]
-  assert activation_names() == [*expected, "relu", "silu", "soi_map"]
+  expected = ["clipped_gelu", "elu", "gaussian_gelu", "gelu", "gelu_fast", "gelu_sigmoid"]
+  assert activation_names() == [*expected, "gelu_tanh", "learnable_gelu", "relu", "silu", "soi_map"]
   with pytest.raises(ValueError, match="gelu_tanh"):
     get_activation("swishh")
   with pytest.raises(ValueError, match="Bad arguments"):
@@ -375,4 +390,137 @@ def test_docstring_examples_run():
   results = doctest.testmod(
     activations, optionflags=doctest.NORMALIZE_WHITESPACE, extraglobs={"jnp": jnp}
   )
-  assert results.attempted >= 8 and results.failed == 0
+  assert results.attempted >= 10 and results.failed == 0
+
+
+# --- other frameworks' names
+
+# Each framework's formula as that framework writes it (sources: PyTorch's and TensorFlow's
+# documentation of gelu, jax.nn.gelu, transformers/activations.py, timm/layers/activations.py),
+# in NumPy float64. erf, erfc and tanh forms are written out, not taken from the references
+# above, so that a mapping to the wrong gelujax function cannot pass.
+SQRT_2_OVER_PI = np.sqrt(2 / np.pi)
+
+
+def erf_form(x):
+  return x * 0.5 * (1.0 + special.erf(x / np.sqrt(2.0)))
+
+
+def erfc_form(x):
+  return x * special.erfc(-x * np.sqrt(0.5)) / 2
+
+
+def tanh_form(x):
+  return 0.5 * x * (1.0 + np.tanh(SQRT_2_OVER_PI * (x + 0.044715 * x**3)))
+
+
+def hf_gelu_fast(x):
+  return 0.5 * x * (1.0 + np.tanh(x * 0.7978845608 * (1.0 + 0.044715 * x * x)))
+
+
+def quick_gelu(x):
+  return x * special.expit(1.702 * x)
+
+
+def hf_gelu_10(x):
+  return np.clip(erf_form(x), -10, 10)
+
+
+FRAMEWORK_FORMULAS = {
+  "torch:gelu": erf_form,
+  "torch:gelu(approximate='none')": erf_form,
+  "torch:gelu(approximate='tanh')": tanh_form,
+  "jax:gelu": tanh_form,
+  "jax:gelu(approximate=True)": tanh_form,
+  "jax:gelu(approximate=False)": erfc_form,
+  "flax:gelu": tanh_form,
+  "flax:gelu(approximate=True)": tanh_form,
+  "flax:gelu(approximate=False)": erfc_form,
+  "tf:gelu": erf_form,
+  "tf:gelu(approximate=False)": erf_form,
+  "tf:gelu(approximate=True)": tanh_form,
+  "keras:gelu": erf_form,
+  "keras:gelu(approximate=False)": erf_form,
+  "keras:gelu(approximate=True)": tanh_form,
+  "transformers:gelu": erf_form,
+  "transformers:gelu_python": erf_form,
+  "transformers:gelu_new": tanh_form,
+  "transformers:gelu_pytorch_tanh": tanh_form,
+  "transformers:gelu_python_tanh": tanh_form,
+  "transformers:gelu_accurate": tanh_form,
+  "transformers:gelu_fast": hf_gelu_fast,
+  "transformers:quick_gelu": quick_gelu,
+  "transformers:gelu_10": hf_gelu_10,
+  "timm:gelu": erf_form,
+  "timm:gelu_tanh": tanh_form,
+  "timm:quick_gelu": quick_gelu,
+}
+NAMES_X = np.concatenate([np.linspace(-8, 8, 1601), [-20.0, -12.5, 10.0, 10.2, 12.0, 20.0]])
+
+
+def test_every_alias_has_its_frameworks_formula():
+  assert sorted(activation_aliases()) == sorted(FRAMEWORK_FORMULAS)
+
+
+@pytest.mark.parametrize("alias", list(FRAMEWORK_FORMULAS))
+def test_alias_computes_its_frameworks_formula(alias):
+  fn, formula = get_activation(alias), FRAMEWORK_FORMULAS[alias]
+  expected = formula(NAMES_X)
+  # float64 tells gelu_fast's truncated constant (~1e-12 here) from sqrt(2 / pi); the forms'
+  # own float64 rounding (1 + erf and 1 + tanh cancel for x < 0) stays below 1e-14.
+  with jax.enable_x64(True):
+    y64 = np.asarray(fn(jnp.asarray(NAMES_X)))
+  chex.assert_trees_all_close(y64, expected, rtol=1e-13, atol=1e-14)
+  y32 = np.asarray(fn(NAMES_X.astype(np.float32)), np.float64)
+  chex.assert_trees_all_close(y32, expected, rtol=2e-6, atol=1e-7)
+
+
+def test_jax_aliases_agree_with_jax_nn_gelu():
+  with jax.enable_x64(True):
+    x = jnp.asarray(NAMES_X)
+    for approximate in (True, False):
+      expected = np.asarray(jax.nn.gelu(x, approximate=approximate))
+      y = np.asarray(get_activation(f"jax:gelu(approximate={approximate})")(x))
+      chex.assert_trees_all_close(y, expected, rtol=1e-13, atol=1e-14)
+    chex.assert_trees_all_close(np.asarray(get_activation("jax:gelu")(x)),
+                                np.asarray(jax.nn.gelu(x)), rtol=1e-13, atol=1e-14)  # fmt: skip
+
+
+def test_alias_lookup_ignores_spelling_and_names_the_known_ones():
+  assert get_activation('torch:gelu( approximate = "tanh" )') is gelu_tanh
+  assert get_activation("transformers:gelu_new") is gelu_tanh
+  assert get_activation("jax:gelu(approximate=False)") is gelu
+  with pytest.raises(ValueError, match=r"known torch names: torch:gelu, .*approximate='tanh'"):
+    get_activation("torch:gelu(approximate='tan')")
+  with pytest.raises(ValueError, match=r"namespace 'pytorch'; known namespaces: flax, jax"):
+    get_activation("pytorch:gelu")
+
+
+def test_activation_module_takes_aliases():
+  x = jnp.asarray(np.linspace(-15, 15, 8).reshape(2, 4), jnp.float32)
+  x64 = np.asarray(x, np.float64)
+  for alias, formula in [("transformers:gelu_10", hf_gelu_10), ("jax:gelu", tanh_form)]:
+    out = Activation(alias).apply({}, x, deterministic=True)
+    chex.assert_trees_all_close(np.asarray(out, np.float64), formula(x64), rtol=2e-6, atol=1e-7)
+
+
+def test_clipped_gelu_rejects_inverted_bounds():
+  with pytest.raises(ValueError, match=r"clipped_gelu\(lower=1.0, upper=0.0\)"):
+    clipped_gelu(jnp.ones(3), lower=1.0, upper=0.0)
+
+
+def test_readme_names_table_is_what_the_code_computes():
+  path = Path(__file__).resolve().parents[1] / "scripts" / "gelu_names_table.py"
+  spec = importlib.util.spec_from_file_location("gelu_names_table", path)
+  table = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(table)
+  readme = table.README.read_text()
+  assert table.readme_table(readme) == table.render(), (
+    "README.md's GELU names table is stale: run python scripts/gelu_names_table.py"
+  )
+  # Independent spot checks of the computed numbers: the tanh form's largest deviation from
+  # x Phi(x) is 4.73e-4 and the sigmoid form's 2.03e-2 (float64 SciPy, step 1e-4).
+  x = np.linspace(-20, 20, 400001)
+  exact = x * special.ndtr(x)
+  assert f"| {np.abs(tanh_form(x) - exact).max():.2e} |" in readme
+  assert f"| {np.abs(quick_gelu(x) - exact).max():.2e} |" in readme
