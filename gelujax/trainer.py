@@ -828,7 +828,7 @@ def fit(
       workdirs.write_config(workdir, config)
       writer = writers.MetricsWriter(workdir, members_json, purge_step=start * steps + 1)
     bounds = [round(i * steps / task.evals_per_epoch) for i in range(task.evals_per_epoch + 1)]
-    if progress and lead:
+    if progress and lead and mesh.size > 1:  # Where the grid lies, and any padding.
       print(f"gelujax: {describe_layout(num, mesh)}.", file=sys.stderr, flush=True)
     bar = writers.progress_bar(task.epochs, start, progress and lead)
     diverged = _diverged(program, state)
