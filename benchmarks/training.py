@@ -193,7 +193,7 @@ def _reply(message: dict) -> None:
 
 
 class Worker:
-  """A running contender process, driven line by line."""
+  """A running contender process, driven line by line; `wait_ready` reads what it built."""
 
   def __init__(self, settings: dict):
     self.process = subprocess.Popen(
@@ -203,6 +203,9 @@ class Worker:
       text=True,
       cwd=ROOT,
     )
+    self.info: dict = {}
+
+  def wait_ready(self) -> None:
     self.info = self._read()
 
   def _read(self) -> dict:
@@ -293,8 +296,10 @@ def measure(args) -> dict:
   workers = {}
   profiles = {k: v for k, v in PROFILES.items() if not args.quick or k in QUICK_PROFILES}
   for name, settings in gelujax_contenders(args.members, cores, auto, profiles).items():
-    print(f"starting: {name}", flush=True)
-    workers[name] = Worker({**common, **settings})
+    workers[name] = Worker({**common, **settings})  # They compile side by side.
+  for name, w in workers.items():
+    w.wait_ready()
+    print(f"ready: {name}", flush=True)
   info = workers[one_member(ONE_DEVICE)].info
   splits = spec.load_data(args.data_dir)
   limit = args.examples or None
