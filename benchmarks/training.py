@@ -112,6 +112,8 @@ def worker(settings: dict) -> None:
   """A gelujax contender's process: builds its program, then times what stdin asks for."""
   from gelujax import devices
 
+  if settings.get("xla_flags"):
+    os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {settings['xla_flags']}".strip()
   devices.configure_cpu(settings["cpu_devices"], settings["members"])
   import jax
 
