@@ -6,8 +6,9 @@ The ``mnist`` task (784 -> 8x[128, GELU, dropout 0.5] -> 10, Adam, batch 128) on
 and the compiled `lax.scan` over the epoch's steps; evaluation is a contender of its own) after a
 warm-up epoch that compiles:
 
-- one member: on one CPU device whose kernels use every core, and on one device per core with
-  the batch split over them (data parallelism);
+- one member: on one CPU device whose kernels use every core, the same with XLA's default of
+  handing dots to YNNPACK (which gelujax turns off), and on one device per core with the batch
+  split over them (data parallelism);
 - the 15-member grid (3 learning rates x 5 seeds): on one device, vmapped; on one device per core
   (the mesh's ``members`` axis) with each device's members vmapped together, or trained one at a
   time through each segment (``member_chunk=1``);
@@ -69,6 +70,9 @@ def grid(members: int, layout: str) -> str:
 
 
 ONE_DEVICE = "1 device (kernels on every core)"
+ONE_DEVICE_YNN = "1 device (kernels on every core), XLA's default YNNPACK dots"
+# XLA:CPU's default for the flag that gelujax.devices.configure_cpu empties.
+YNN_DEFAULT = "--xla_cpu_experimental_ynn_fusion_type=individual_dot"
 DATA_PARALLEL = "1 device per core, batch split over them (data)"
 PER_CORE = "1 device per core (members axis)"
 PER_CORE_ONE_AT_A_TIME = "1 device per core (members axis), one member at a time"
@@ -80,6 +84,7 @@ def gelujax_contenders(
   """Name -> worker settings of every gelujax contender."""
   contenders = {
     one_member(ONE_DEVICE): {"members": 1, "cpu_devices": 1},
+    one_member(ONE_DEVICE_YNN): {"members": 1, "cpu_devices": 1, "xla_flags": YNN_DEFAULT},
     one_member(DATA_PARALLEL): {"members": 1, "cpu_devices": cores, "members_axis": 1},
     grid(members, ONE_DEVICE): {"members": members, "cpu_devices": 1},
     grid(members, PER_CORE): {"members": members, "cpu_devices": cores},
@@ -97,12 +102,9 @@ def gelujax_contenders(
 
 def auto_settings(members: int) -> dict:
   """What train.py's ``--cpu_devices=auto`` picks for a grid of ``members``."""
-  from gelujax import devices, trainer
+  from gelujax import devices
 
-  return {
-    "cpu_devices": devices.choose_cpu_devices(members, devices.host_cores()),
-    "member_chunk": trainer.default_member_chunk("cpu"),
-  }
+  return {"cpu_devices": devices.choose_cpu_devices(members, devices.host_cores())}
 
 
 # ------------------------------------------------------------------------------- the workers
@@ -365,11 +367,7 @@ def measure(args) -> dict:
   m = args.members
   best_one = min((one_member(ONE_DEVICE), one_member(DATA_PARALLEL)), key=lambda n: np.median(
     seconds[n]))  # fmt: skip
-  auto_grid = {
-    (cores, 0): grid(m, PER_CORE),
-    (cores, 1): grid(m, PER_CORE_ONE_AT_A_TIME),
-    (1, 0): grid(m, ONE_DEVICE),
-  }.get((auto[m]["cpu_devices"], auto[m]["member_chunk"]), grid(m, PER_CORE))
+  auto_grid = grid(m, ONE_DEVICE if auto[m]["cpu_devices"] == 1 else PER_CORE)
   auto_one = one_member(ONE_DEVICE if auto[1]["cpu_devices"] == 1 else DATA_PARALLEL)
 
   def per_epoch(name):
@@ -392,6 +390,9 @@ def measure(args) -> dict:
     ),
     f"best 1-member layout ({best_one}) / {ONE_DEVICE}, time per epoch": median_ratio(
       per_epoch(best_one), per_epoch(one_member(ONE_DEVICE))
+    ),
+    f"1 member, {ONE_DEVICE_YNN} / {ONE_DEVICE}, time per epoch": median_ratio(
+      per_epoch(one_member(ONE_DEVICE_YNN)), per_epoch(one_member(ONE_DEVICE))
     ),
   }
   for layout in (ONE_DEVICE, PER_CORE, PER_CORE_ONE_AT_A_TIME):

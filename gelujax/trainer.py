@@ -596,17 +596,6 @@ class Program:
     )
 
 
-def default_member_chunk(platform: str) -> int:
-  """How many of a device's members its loop over steps trains at once, vmapped (0: all).
-
-  On a CPU one at a time: a member's parameters and optimizer state then stay in the caches
-  from one step to the next, where a vmapped grid streams every member's through memory at each
-  operation (see benchmarks/results/training.md). Accelerators take all of a device's members at
-  once, for the most work per kernel.
-  """
-  return 1 if platform == "cpu" else 0
-
-
 def _put(x: np.ndarray, sharding: NamedSharding) -> jax.Array:
   """A host array, the same on every process, laid out as ``sharding`` says."""
   return jax.make_array_from_callback(x.shape, sharding, lambda index: x[index])
@@ -620,7 +609,7 @@ def make_program(
   *,
   dropout_bits: str = "hash",
   train_loss: str = "dropout_off",
-  member_chunk: int | None = None,
+  member_chunk: int = 0,
 ) -> Program:
   """The jitted step functions of ``num_members`` members of ``task`` on ``mesh``.
 
@@ -631,8 +620,9 @@ def make_program(
     num_members: the grid's size; padded to a multiple of the ``members`` axis.
     dropout_bits: ``"hash"`` (the trainer's default) or ``"threefry"`` (`gelujax.prng`).
     train_loss: ``"dropout_off"`` (the paper's logged training loss) or ``"training_pass"``.
-    member_chunk: members trained at once by each device's loop over steps (0: all); default:
-      `default_member_chunk` of the mesh's platform.
+    member_chunk: members trained at once by each device's loop over steps (0: all of them,
+      vmapped). Fewer hold less memory at once; on CPU, one at a time measured no faster than
+      all (benchmarks/results/training.md).
   """
   if dropout_bits not in prng.DROPOUT_BITS:
     raise ValueError(f"dropout_bits {dropout_bits!r}; valid: {', '.join(prng.DROPOUT_BITS)}.")
@@ -653,9 +643,7 @@ def make_program(
     groups=groups,
     dropout_bits=dropout_bits,
     mesh=mesh,
-    member_chunk=(
-      default_member_chunk(mesh.devices.flat[0].platform) if member_chunk is None else member_chunk
-    ),
+    member_chunk=member_chunk,
   )
   variables = jax.eval_shape(
     jax.vmap(functools.partial(init_member, config)),
