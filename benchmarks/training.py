@@ -407,7 +407,20 @@ def measure(args) -> dict:
       ratios[f"{variant} / as trained, {who} (auto), time per step"] = median_ratio(
         seconds[f"{who} (auto), {variant}"], seconds[f"{who} (auto), as trained"]
       )
+  gflops = {row["name"]: row["gflop_per_s"] for row in rows if "gflop_per_s" in row}
+  peak = max(v for k, v in gflops.items() if k.startswith("matmul"))
+  limits = {
+    "one_member": auto_one,
+    "grid": auto_grid,
+    "one_member_gflop_per_s": gflops[auto_one],
+    "grid_gflop_per_s": gflops[auto_grid],
+    "matmul_gflop_per_s": peak,
+    # The grid's GFLOP/s at 2.0x one member's model-epochs per second.
+    "grid_target_gflop_per_s": 2.0 * gflops[auto_one],
+    "matmul_size": args.matmul_size,
+  }
   return {
+    "limits": limits,
     "task": spec.name,
     "dataset": spec.dataset,
     "cores": cores,
@@ -476,6 +489,19 @@ def write_report(result: dict, output_dir: Path) -> None:
   for name, t in result["targets"].items():
     met = "yes" if t["measured"] >= t["target"] else "no"
     lines.append(f"| {name} | {t['measured']:.2f}x | >= {t['target']}x | {met} |")
+  lim = result["limits"]
+  lines += [
+    "",
+    "What bounds the grid target: both layouts use every core. One member "
+    f"({lim['one_member']}) computes {lim['one_member_gflop_per_s']:.1f} GFLOP/s and the grid "
+    f"({lim['grid']}) {lim['grid_gflop_per_s']:.1f} GFLOP/s; 2.0x one member's model-epochs "
+    f"per second needs the grid at {lim['grid_target_gflop_per_s']:.1f} GFLOP/s, "
+    f"{lim['grid_target_gflop_per_s'] / lim['matmul_gflop_per_s']:.0%} of what a large float32 "
+    f"matmul reaches on this machine ({lim['matmul_gflop_per_s']:.1f} GFLOP/s, the best of the "
+    f"matmul rows below), whose operands are {lim['matmul_size']} rows to the step's "
+    f"{result['batch_size']}. The profiles below (one thing changed each) show what else a step "
+    "costs.",
+  ]
   lines += ["", "Other ratios (same-round medians):", ""]
   lines += [f"- {k}: {v:.2f}x" for k, v in result["ratios"].items()]
   lines += [
