@@ -37,6 +37,7 @@ import optax
 from gelujax.activations import activation_names, get_activation
 from gelujax.models import MODELS
 from gelujax.optimizers import OPTIMIZERS
+from gelujax.prng import DROPOUT_BITS
 from gelujax.registry import Registry, parse_name
 
 TASKS: Registry = Registry("task")
@@ -61,6 +62,9 @@ class TaskSpec:
     model_options: extra keyword arguments of the model.
     activation: activation spec for every hidden activation of the model.
     dropout: drop rate of the model's dropout layers (0 disables them).
+    dropout_bits: where dropout masks come from: ``"hash"`` (the trainer's counter hash, the
+      default) or ``"threefry"`` (JAX's default generator); see `gelujax.prng`. config.json
+      records it only when it is not the default, so earlier runs' configs are unchanged.
     learning_rates: the grid of peak learning rates the paper selects from.
     seeds: number of runs per learning rate.
     batch_size: examples per step (TIMIT: whole utterances per step).
@@ -88,6 +92,7 @@ class TaskSpec:
   model_options: dict[str, Any] = dataclasses.field(default_factory=dict)
   activation: str = "gelu_tanh"
   dropout: float = 0.0
+  dropout_bits: str = "hash"
   learning_rates: tuple[float, ...] = (1e-3, 1e-4, 1e-5)
   seeds: int = 5
   batch_size: int = 128
@@ -305,6 +310,7 @@ _CHECKS: dict[str, tuple[Callable[[TaskSpec, Any], bool], Callable[[TaskSpec], s
     lambda s, v: _is_real(v) and 0 <= v < 1,
     lambda s: "a drop rate in [0, 1) (0 disables dropout)",
   ),
+  "dropout_bits": (lambda s, v: v in DROPOUT_BITS, lambda s: ", ".join(DROPOUT_BITS)),
   "learning_rates": (
     lambda s, v: isinstance(v, tuple) and bool(v) and all(_is_real(x) and x > 0 for x in v),
     lambda s: "a non-empty tuple of learning rates > 0",

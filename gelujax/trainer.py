@@ -70,6 +70,7 @@ class Task(Protocol):
   dataset: str
   activation: str
   dropout: float
+  dropout_bits: str
   learning_rates: tuple[float, ...]
   seeds: int
   batch_size: int
@@ -687,13 +688,16 @@ def make_config(task: Task, members: Members) -> dict[str, Any]:
   """The config.json object of a run (JSON types only); its spec holds the grid's learning
   rates and seed count, so config.json names one grid only."""
   task = task.replace(learning_rates=members.learning_rates, seeds=len(members.seeds))
+  spec = dataclasses.asdict(task)
+  if spec["dropout_bits"] == "hash":  # The default: configs written before the field stay valid.
+    del spec["dropout_bits"]
   return json.loads(
     json.dumps(
       {
         "task": task.name,
         "dataset": task.dataset,
         "activation": task.activation,
-        "spec": dataclasses.asdict(task),
+        "spec": spec,
         "members": members.to_json(),
       }
     )
@@ -717,10 +721,12 @@ def check_run(task: Task, workdir: str, members: Members) -> None:
   if old is None:
     return
   new = make_config(task, members)
+  # make_config leaves dropout_bits out at its default.
+  old_spec, new_spec = ({"dropout_bits": "hash", **c["spec"]} for c in (old, new))
   differences = [
-    f"{key} {old['spec'].get(key)!r} (now {value!r})"
-    for key, value in new["spec"].items()
-    if key not in (*_RESUMABLE_FIELDS, "learning_rates", "seeds") and old["spec"].get(key) != value
+    f"{key} {old_spec.get(key)!r} (now {value!r})"
+    for key, value in new_spec.items()
+    if key not in (*_RESUMABLE_FIELDS, "learning_rates", "seeds") and old_spec.get(key) != value
   ]
   if old["members"] != new["members"]:
     differences.append(
@@ -780,7 +786,7 @@ def fit(
     )
   config = make_config(task, members)
   splits = task.load_data(data_dir)
-  program = make_program(task, mesh, splits["train"], len(members))
+  program = make_program(task, mesh, splits["train"], len(members), dropout_bits=task.dropout_bits)
   steps = program.steps_per_epoch
   if program.config.num_items < task.batch_size or not 1 <= task.evals_per_epoch <= steps:
     raise ValueError(
@@ -929,7 +935,9 @@ def restore(
     spec = _spec_from_config(tasks.get(config["task"]), config["spec"])
   members = Members.from_json(config["members"])
   mesh = make_mesh(len(members))
-  program = make_program(spec, mesh, spec.load_data(data_dir)["train"], len(members))
+  program = make_program(
+    spec, mesh, spec.load_data(data_dir)["train"], len(members), dropout_bits=spec.dropout_bits
+  )
   checkpointer = checkpoints.Checkpointer(workdir, config=config)
   restored = checkpointer.restore_latest(program.abstract_state())
   checkpointer.close()

@@ -159,6 +159,7 @@ def test_build_model_uses_activation_dropout_and_options():
     ("preprocessing", ("zca", "sharpen"), "embed_words"),
     ("group_batches", 1, "True or False"),
     ("data_options", None, "dict"),
+    ("dropout_bits", "mt19937", "hash, threefry"),
   ],
 )
 def test_replace_rejects_bad_values(field, value, valid):

@@ -415,6 +415,22 @@ def test_training_members_one_at_a_time_or_vmapped_agrees():
       np.testing.assert_allclose(leaf, expected, rtol=1e-6, atol=1e-6)
 
 
+def test_threefry_dropout_bits_train_other_masks_and_are_recorded_as_another_run(tmp_path):
+  hashed, threefry = str(tmp_path / "hash"), str(tmp_path / "threefry")
+  spec = REFERENCE_SPEC.replace(epochs=1)
+  members = Members([1e-2], [0])
+  trainer.fit(spec, hashed, members, progress=False)
+  trainer.fit(spec.replace(dropout_bits="threefry"), threefry, members, progress=False)
+  # The default is left out of config.json, so configs written before the field still match.
+  assert "dropout_bits" not in writers.read_json(os.path.join(hashed, "config.json"))["spec"]
+  config = writers.read_json(os.path.join(threefry, "config.json"))
+  assert config["spec"]["dropout_bits"] == "threefry"
+  [a], [b] = writers.read_metrics(hashed), writers.read_metrics(threefry)
+  assert a["train_loss"] != b["train_loss"]  # other masks, same initialisation
+  with pytest.raises(ValueError, match=r"differs in: dropout_bits 'threefry' \(now 'hash'\)"):
+    trainer.fit(spec.replace(epochs=2), threefry, members, progress=False)
+
+
 def test_members_hold_what_int32_seeds_and_float32_rates_hold():
   grid = Members([1.2e-38, 3.0e38, 1e-3], [0, 2**31 - 1, -(2**31)])
   assert list(grid)[:2] == [(1.2e-38, 0), (1.2e-38, 2**31 - 1)]  # learning-rate major

@@ -75,6 +75,7 @@ class TinySpec:
   model_options: dict = dataclasses.field(default_factory=dict)
   activation: str = "relu"
   dropout: float = 0.0
+  dropout_bits: str = "hash"
   learning_rates: tuple[float, ...] = (1e-2,)
   seeds: int = 2
   batch_size: int = 8
