@@ -100,7 +100,7 @@ def write_report(output_dir: Path, result: dict) -> None:
     "rates x 5 seeds x 50 epochs, the paper's Fig. 2 protocol. *hash*: the committed runs "
     "`results/fashion_mnist/mnist/runs/<activation>_dropout0.5` (the trainer's default bits; "
     "trained by the first version, on an Intel Xeon). *threefry*: the same command with "
-    f"`{TASK[2:]}`, in `benchmarks/results/prng_training/` (trained here, with this version's "
+    f"`{TASK}`, in `benchmarks/results/prng_training/` (trained here, with this version's "
     "XLA flags; the machine and flags change float32 rounding, not the distribution a seed "
     "samples from). Values are each seed's metric at epoch 50.",
     "",
