@@ -108,6 +108,14 @@ def write_report(output_dir: Path, result: dict) -> None:
     f"all {len(tests)} tests of this report; outcome words as in the results READMEs "
     f"(`gelujax.sweep`): " + "; ".join(f"{w}: {n}" for w, n in counts.items()) + ".",
     "",
+  ]
+  missing = [a for a in ACTIVATIONS if a not in result["activations"]]
+  if missing:
+    lines += [
+      f"Not yet trained with threefry: {', '.join(missing)} (re-run the command to go on).",
+      "",
+    ]
+  lines += [
     "| activation | lr | metric | hash median | threefry median | outcome |",
     "|---|---:|---|---:|---:|---|",
   ]
