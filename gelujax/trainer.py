@@ -684,13 +684,20 @@ def to_host(x: jax.Array) -> np.ndarray:
 # ------------------------------------------------------------------------------------ fit
 
 
+# Spec fields added after runs were committed: config.json leaves each out at its default, so
+# the configs (and identities) of runs written before it stay the same.
+_OMITTED_AT_DEFAULT = {"dropout_bits": "hash"}
+
+
 def make_config(task: Task, members: Members) -> dict[str, Any]:
   """The config.json object of a run (JSON types only); its spec holds the grid's learning
   rates and seed count, so config.json names one grid only."""
   task = task.replace(learning_rates=members.learning_rates, seeds=len(members.seeds))
-  spec = dataclasses.asdict(task)
-  if spec["dropout_bits"] == "hash":  # The default: configs written before the field stay valid.
-    del spec["dropout_bits"]
+  spec = {
+    k: v
+    for k, v in dataclasses.asdict(task).items()
+    if k not in _OMITTED_AT_DEFAULT or v != _OMITTED_AT_DEFAULT[k]
+  }
   return json.loads(
     json.dumps(
       {
@@ -721,8 +728,7 @@ def check_run(task: Task, workdir: str, members: Members) -> None:
   if old is None:
     return
   new = make_config(task, members)
-  # make_config leaves dropout_bits out at its default.
-  old_spec, new_spec = ({"dropout_bits": "hash", **c["spec"]} for c in (old, new))
+  old_spec, new_spec = ({**_OMITTED_AT_DEFAULT, **c["spec"]} for c in (old, new))
   differences = [
     f"{key} {old_spec.get(key)!r} (now {value!r})"
     for key, value in new_spec.items()
