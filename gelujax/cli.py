@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from gelujax import tasks, workdir
-from gelujax.registry import parse_name
+from gelujax.registry import parse_name, sentences
 from gelujax.tasks import SpecError, TaskSpec
 
 
@@ -29,8 +29,20 @@ def make_spec(task: str | None, **flag_values: Any) -> tuple[TaskSpec, TaskSpec]
   """
   base = parse_name(task)[0] if task else None
   if base not in tasks.task_names():
-    raise ValueError(f"--task {task!r} is unknown; known: {', '.join(tasks.task_names())}.")
-  spec = tasks.get(task)
+    raise ValueError(
+      sentences(
+        f"--task {task!r} is unknown.",
+        tasks.TASKS.hint(base) if base else "",
+        f"Known tasks: {', '.join(tasks.task_names())}.",
+      )
+    )
+  try:
+    spec = tasks.get(task)
+  except SpecError as e:  # A field override in the task's name: "mnist(optimizer='adm')".
+    problem = f"--task {task!r} sets field {e.field!r} to {e.value!r}: expected {e.expected}."
+    raise ValueError(sentences(problem, e.hint)) from None
+  except ValueError as e:
+    raise ValueError(f"--task {task!r}: {e}") from None
   overrides = {field: (field, value) for field, value in flag_values.items()}
   embeddings = flag_values.get("embeddings")
   if "embeddings" in overrides:
@@ -55,9 +67,8 @@ def replace_spec(spec: TaskSpec, flag_values: Mapping[str, tuple[str, Any]]) -> 
     if e.field not in flag_values:
       raise
     flag = flag_values[e.field][0]
-    raise ValueError(
-      f"--{flag} {e.value!r} is not valid for task {spec.name!r}: expected {e.expected}."
-    ) from None
+    problem = f"--{flag} {e.value!r} is not valid for task {spec.name!r}: expected {e.expected}."
+    raise ValueError(sentences(problem, e.hint)) from None
 
 
 def parse_seeds(values: Sequence[str] | None, default_count: int) -> list[int]:

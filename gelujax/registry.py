@@ -6,14 +6,18 @@ A name is either a bare identifier (``"gelu"``) or a call with keyword literals
 ``@registry.register("name")``. An *alias* is another project's name for an entry, written with
 that project's prefix and arguments (``"torch:gelu(approximate='tanh')"``) and standing for a
 spec of this registry (``"gelu_tanh"``); the prefix keeps aliases from ever shadowing a name.
+An unknown name is answered with what was likely meant (:meth:`Registry.hint`): the namespaced
+spellings of a bare name that only an alias has (``"gelu_new"`` is ``"transformers:gelu_new"``),
+or, for a typo, the closest known names.
 """
 
 from __future__ import annotations
 
 import ast
+import difflib
 import functools
 import inspect
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
@@ -47,6 +51,30 @@ def parse_name(spec: str) -> tuple[str, dict[str, Any]]:
     f"Cannot parse {spec!r}: expected a name such as 'gelu' or a name with keyword "
     "literals such as 'gaussian_gelu(mu=0.5, sigma=2.0)'."
   )
+
+
+def close_names(name: str, known: Iterable[str]) -> list[str]:
+  """The names of ``known`` that ``name`` is most likely a typo of, best first (at most three).
+
+  A name qualifies when :class:`difflib.SequenceMatcher`'s similarity ratio is at least 0.75 and
+  within 0.05 of the best one's, so a clear nearest name is not followed by distant ones.
+  """
+  scored = [(difflib.SequenceMatcher(None, name, k).ratio(), k) for k in dict.fromkeys(known)]
+  scored = sorted((s for s in scored if s[0] >= 0.75), key=lambda s: -s[0])
+  return [k for ratio, k in scored[:3] if ratio >= scored[0][0] - 0.05]
+
+
+def did_you_mean(names: list[str]) -> str:
+  """``"Did you mean a, b or c?"``, or ``""`` for no names."""
+  if not names:
+    return ""
+  listed = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
+  return f"Did you mean {listed}?"
+
+
+def sentences(*parts: str) -> str:
+  """The non-empty ``parts`` joined by spaces: a message whose optional sentences may be ``""``."""
+  return " ".join(part for part in parts if part)
 
 
 class Registry(Generic[T]):
@@ -100,18 +128,66 @@ class Registry(Generic[T]):
     key = _alias_key(spec)
     if key is None:
       return spec
-    try:
-      return self._aliases[key][1]
-    except (KeyError, TypeError):  # TypeError: unhashable keyword values (lists).
-      pass
+    target = self._alias_target(key)
+    if target is not None:
+      return target
     known = [a for k, (a, _) in self._aliases.items() if k[0] == key[0]]
     if not known:
       namespaces = sorted({k[0] for k in self._aliases})
-      raise ValueError(
+      problem = (
         f"Unknown {self.kind} {spec!r}: no aliases in namespace {key[0]!r}; known namespaces: "
         f"{', '.join(namespaces) or 'none'}."
       )
-    raise ValueError(f"Unknown {self.kind} {spec!r}; known {key[0]} names: {', '.join(known)}.")
+    else:
+      problem = f"Unknown {self.kind} {spec!r}; known {key[0]} names: {', '.join(known)}."
+    raise ValueError(sentences(problem, self.hint(spec)))
+
+  def hint(self, spec: str) -> str:
+    """What ``spec`` likely meant, or why it fails, in a sentence; ``""`` if it resolves.
+
+    - a bare name that is no entry but the name of aliases: their namespaced spellings and what
+      each computes (``'gelu_new' is another library's name, written here with its namespace:
+      transformers:gelu_new (computes gelujax's gelu_tanh).``);
+    - an entry's name written with a namespace that has no such alias: drop the namespace;
+    - any other unknown name or alias: the closest known ones (:func:`close_names`), aliases by
+      their namespaced spellings, or ``""`` when none is close;
+    - a spec that does not parse, or whose arguments its entry does not take: the reason.
+    """
+    try:
+      key = _alias_key(spec)
+      name = key[1] if key else parse_name(spec)[0]
+      if key is None and name in self._entries:
+        self.get(spec)  # Checks the arguments.
+    except ValueError as e:
+      return str(e)
+    if (key is None and name in self._entries) or (key and self._alias_target(key) is not None):
+      return ""
+    alias_names = {k[1] for k in self._aliases}
+    if key is not None:  # A namespaced spec: the nearest aliases, else the nearest namespace.
+      if name in self._entries and name not in alias_names:
+        return f"{name!r} is gelujax's own {self.kind}; write it without a namespace."
+      spellings = [a for k, (a, _) in self._aliases.items() if k[0] == key[0]]
+      if spellings:
+        return did_you_mean(close_names(spec.strip(), spellings))
+      namespaces = close_names(key[0], (k[0] for k in self._aliases))
+      return did_you_mean([f"{n}:{spec.partition(':')[2].strip()}" for n in namespaces])
+    spelled: dict[str, list[tuple[str, str]]] = {}  # bare name -> (alias, target) of each alias
+    for k, (alias, target) in self._aliases.items():
+      spelled.setdefault(k[1], []).append((alias, target))
+    if name in spelled:
+      listed = ", ".join(f"{a} (computes gelujax's {t})" for a, t in spelled[name])
+      return f"{name!r} is another library's name, written here with its namespace: {listed}."
+    nearest = close_names(name, [*self._entries, *spelled])
+    return did_you_mean(
+      [s for n in nearest for s in ([n] if n in self._entries else [a for a, _ in spelled[n]])]
+    )
+
+  def _alias_target(self, key: tuple) -> str | None:
+    """The target spec of the alias with this key, or None."""
+    try:
+      return self._aliases[key][1]
+    except (KeyError, TypeError):  # TypeError: unhashable keyword values (lists).
+      return None
 
   def names(self) -> list[str]:
     """The registered names, sorted (aliases are in :meth:`aliases`)."""
@@ -127,11 +203,11 @@ class Registry(Generic[T]):
     return iter(self.names())
 
   def lookup(self, name: str) -> T:
-    """The entry registered under a bare ``name``; unknown names list the known ones."""
+    """The entry registered under a bare ``name``; an unknown name gets :meth:`hint` and the
+    known names."""
     if name not in self._entries:
-      raise ValueError(
-        f"Unknown {self.kind} {name!r}; known {self.kind}s: {', '.join(self.names())}."
-      )
+      known = f"Known {self.kind}s: {', '.join(self.names())}."
+      raise ValueError(sentences(f"Unknown {self.kind} {name!r}.", self.hint(name), known))
     return self._entries[name]
 
   def get(self, spec: str) -> T | Callable[..., Any]:

@@ -34,11 +34,11 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from gelujax.activations import activation_names, get_activation
+from gelujax.activations import ACTIVATIONS, activation_names, get_activation
 from gelujax.models import MODELS
 from gelujax.optimizers import OPTIMIZERS
 from gelujax.prng import DROPOUT_BITS
-from gelujax.registry import Registry, parse_name
+from gelujax.registry import Registry, close_names, did_you_mean, parse_name, sentences
 
 TASKS: Registry = Registry("task")
 
@@ -140,7 +140,11 @@ class TaskSpec:
     for field in overrides:
       if field not in fields:
         raise ValueError(
-          f"TaskSpec {self.name!r} has no field {field!r}; the fields are {', '.join(fields)}."
+          sentences(
+            f"TaskSpec {self.name!r} has no field {field!r}.",
+            did_you_mean(close_names(field, fields)),
+            f"The fields are {', '.join(fields)}.",
+          )
         )
     return dataclasses.replace(self, **overrides)
 
@@ -344,20 +348,30 @@ _CHECKS: dict[str, tuple[Callable[[TaskSpec, Any], bool], Callable[[TaskSpec], s
 }
 
 
-class SpecError(ValueError):
-  """A TaskSpec field given a value it cannot take; ``expected`` says what it can take."""
+# field -> a sentence pointing from a rejected name to the names likely meant (Registry.hint).
+_HINTS: dict[str, Callable[[TaskSpec, str], str]] = {
+  "activation": lambda s, v: ACTIVATIONS.hint(v),
+  "dataset": lambda s, v: did_you_mean(close_names(v, s.datasets)),
+  "model": lambda s, v: MODELS.hint(v),
+  "optimizer": lambda s, v: OPTIMIZERS.hint(v),
+}
 
-  def __init__(self, task: str, field: str, value: Any, expected: str):
-    super().__init__(
-      f"TaskSpec {task!r}: field {field!r} = {value!r} is not valid; expected {expected}."
-    )
-    self.task, self.field, self.value, self.expected = task, field, value, expected
+
+class SpecError(ValueError):
+  """A TaskSpec field given a value it cannot take; ``expected`` says what it can take, and
+  ``hint`` (a sentence, or ``""``) what a mistyped or borrowed name likely meant."""
+
+  def __init__(self, task: str, field: str, value: Any, expected: str, hint: str = ""):
+    problem = f"TaskSpec {task!r}: field {field!r} = {value!r} is not valid; expected {expected}."
+    super().__init__(sentences(problem, hint))
+    self.task, self.field, self.value, self.expected, self.hint = task, field, value, expected, hint
 
 
 def _check_field(spec: TaskSpec, field: str, value: Any) -> None:
   is_valid, valid = _CHECKS[field]
   if not is_valid(spec, value):
-    raise SpecError(spec.name, field, value, valid(spec))
+    hint = _HINTS[field](spec, value) if field in _HINTS and isinstance(value, str) else ""
+    raise SpecError(spec.name, field, value, valid(spec), hint)
 
 
 # ------------------------------------------------------------------- host-side preprocessing

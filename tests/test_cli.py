@@ -68,8 +68,54 @@ def test_make_spec_embeddings_is_a_data_option_of_twitter_pos_only():
 
 @pytest.mark.parametrize("task", [None, "no_such", "no_such(epochs=2)"])
 def test_make_spec_names_an_unknown_task(task):
-  with pytest.raises(ValueError, match=r"^--task .* is unknown; known: .*mnist"):
+  with pytest.raises(ValueError, match=r"^--task .* is unknown\. Known tasks: .*mnist"):
     cli.make_spec(task)
+
+
+@pytest.mark.parametrize(
+  ("task", "flag_values", "message"),
+  [
+    (
+      "mnsit",
+      {},
+      "--task 'mnsit' is unknown. Did you mean mnist? Known tasks: cifar10, cifar100, mnist, ",
+    ),
+    (
+      "mnist(optimizer='adm')",
+      {},
+      "--task \"mnist(optimizer='adm')\" sets field 'optimizer' to 'adm': expected adam, "
+      "adam_anneal, nesterov_cosine. Did you mean adam?",
+    ),
+    (
+      "mnist(optimiser='adam')",
+      {},
+      "--task \"mnist(optimiser='adam')\": TaskSpec 'mnist' has no field 'optimiser'. Did you "
+      "mean optimizer? The fields are name, ",
+    ),
+    (
+      "mnist",
+      {"activation": "quick_gelu"},
+      "--activation 'quick_gelu' is not valid for task 'mnist': expected an activation name, "
+      "possibly with arguments, among clipped_gelu, ",
+    ),
+    (
+      "mnist",
+      {"activation": "gelu(mu=1.0)"},
+      "soi_map. Bad arguments in activation 'gelu(mu=1.0)': got an unexpected keyword argument",
+    ),
+    (
+      "mnist",
+      {"dataset": "fashion_mnst"},
+      "--dataset 'fashion_mnst' is not valid for task 'mnist': expected one of this task's "
+      "datasets: mnist, fashion_mnist. Did you mean fashion_mnist?",
+    ),
+  ],
+)
+def test_make_spec_errors_name_the_flag_and_what_was_meant(task, flag_values, message):
+  with pytest.raises(ValueError) as info:
+    cli.make_spec(task, **flag_values)
+  flag = next(iter(flag_values), "task")
+  assert str(info.value).startswith(f"--{flag} ") and message in str(info.value)
 
 
 def test_make_spec_names_the_flag_of_a_bad_value():

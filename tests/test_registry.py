@@ -4,7 +4,11 @@ import functools
 
 import pytest
 
-from gelujax.registry import Registry, parse_name
+from gelujax import data, tasks
+from gelujax.activations import activation_names, get_activation
+from gelujax.models import MODELS
+from gelujax.optimizers import OPTIMIZERS
+from gelujax.registry import Registry, close_names, did_you_mean, parse_name, sentences
 
 
 def scale(x, factor=1.0, offset=0.0):
@@ -124,3 +128,118 @@ def test_alias_registration_is_checked(aliased):
 def test_colon_inside_arguments_is_no_namespace(registry):
   registry.register("configure", lambda x, options=None: options)
   assert registry.get("configure(options={'a': 1})").keywords == {"options": {"a": 1}}
+
+
+# --- names that guide: the unknown name's likely meaning
+
+
+def test_close_names_keeps_only_the_nearest():
+  known = ["gelu", "gelu_tanh", "gelu_fast", "elu", "relu"]
+  assert close_names("gelu_tahn", known) == ["gelu_tanh"]  # not gelu_fast (ratio 0.67)
+  assert close_names("gelux", known) == ["gelu"]  # not elu (0.75, more than 0.05 behind 0.89)
+  assert close_names("tanh", known) == []
+  # Ties are all kept, in the given order: 2 * 3 matching / 8 characters = 0.75 each.
+  assert close_names("abcx", ["abce", "abcd", "xyz"]) == ["abce", "abcd"]
+
+
+def test_did_you_mean_and_sentences():
+  assert did_you_mean([]) == ""
+  assert did_you_mean(["a"]) == "Did you mean a?"
+  assert did_you_mean(["a", "b", "c"]) == "Did you mean a, b or c?"
+  assert sentences("One.", "", "Two.") == "One. Two."
+
+
+def test_unknown_name_suggests_the_closest(registry):
+  with pytest.raises(ValueError) as info:
+    registry.get("scael")
+  assert (
+    str(info.value) == "Unknown widget 'scael'. Did you mean scale? Known widgets: double, scale."
+  )
+  assert registry.hint("scael(factor=2.0)") == "Did you mean scale?"
+  assert registry.hint("zzz") == ""
+
+
+def test_bare_name_of_an_alias_names_its_namespaced_spellings(aliased):
+  aliased.alias("third:scale_twice", "scale(factor=2.0)")
+  expected = (
+    "'scale_twice' is another library's name, written here with its namespace: "
+    "other:scale_twice (computes gelujax's scale(factor=2.0)), "
+    "third:scale_twice (computes gelujax's scale(factor=2.0))."
+  )
+  assert aliased.hint("scale_twice") == expected
+  with pytest.raises(ValueError) as info:
+    aliased.get("scale_twice")
+  assert (
+    str(info.value) == f"Unknown widget 'scale_twice'. {expected} Known widgets: double, scale."
+  )
+  # A typo of an alias's name suggests the alias by its spellings.
+  assert aliased.hint("scale_twise") == "Did you mean other:scale_twice or third:scale_twice?"
+
+
+def test_namespaced_misses_suggest_the_alias_the_namespace_or_no_namespace(aliased):
+  assert aliased.hint("other:scale_twise") == "Did you mean other:scale_twice?"
+  assert aliased.hint("othre:scale_twice") == "Did you mean other:scale_twice?"
+  assert aliased.hint("other:double") == (
+    "'double' is gelujax's own widget; write it without a namespace."
+  )
+  with pytest.raises(
+    ValueError, match=r"known other names: .*\. Did you mean other:scale_twice\?$"
+  ):
+    aliased.get("other:scale_twise")
+
+
+def test_hint_explains_bad_arguments_and_syntax_and_is_empty_for_good_specs(aliased):
+  assert aliased.hint("scale(gain=2)").startswith("Bad arguments in widget 'scale(gain=2)'")
+  assert aliased.hint("scale(").startswith("Cannot parse 'scale('")
+  for spec in ["scale", "scale(factor=2.0)", "other:scale_twice", "other:scale(mode='double')"]:
+    assert aliased.hint(spec) == "", spec
+
+
+@pytest.mark.parametrize(
+  ("name", "spellings"),
+  [
+    ("gelu_new", "transformers:gelu_new (computes gelujax's gelu_tanh)"),
+    (
+      "quick_gelu",
+      "transformers:quick_gelu (computes gelujax's gelu_sigmoid), "
+      "timm:quick_gelu (computes gelujax's gelu_sigmoid)",
+    ),
+    ("gelu_pytorch_tanh", "transformers:gelu_pytorch_tanh (computes gelujax's gelu_tanh)"),
+    ("gelu_python", "transformers:gelu_python (computes gelujax's gelu)"),
+  ],
+)
+def test_activation_error_names_the_namespaced_alias(name, spellings):
+  with pytest.raises(ValueError) as info:
+    get_activation(name)
+  line = f"'{name}' is another library's name, written here with its namespace: {spellings}."
+  assert (
+    str(info.value)
+    == f"Unknown activation '{name}'. {line} Known activations: "
+    + ", ".join(activation_names())
+    + "."
+  )
+
+
+@pytest.mark.parametrize(
+  ("lookup", "name", "suggestion"),
+  [
+    (get_activation, "gelu_tahn", "Did you mean gelu_tanh?"),
+    (get_activation, "gelu_neww", "Did you mean transformers:gelu_new?"),
+    (
+      get_activation,
+      "torch:relu",
+      "'relu' is gelujax's own activation; write it without a namespace.",
+    ),
+    (get_activation, "pytorch:gelu", "Did you mean torch:gelu?"),
+    (tasks.get, "mnsit", "Did you mean mnist?"),
+    (tasks.get, "tiny_mnits", "Did you mean tiny_mnist?"),
+    (OPTIMIZERS.lookup, "adm", "Did you mean adam?"),
+    (MODELS.lookup, "mlp_mnits", "Did you mean mlp_mnist?"),
+    (data.load, "fashion_mnst", "Did you mean fashion_mnist?"),
+  ],
+)
+def test_typos_get_the_closest_names_in_every_registry(lookup, name, suggestion):
+  with pytest.raises(ValueError) as info:
+    lookup(name)
+  assert f" {suggestion}" in str(info.value)
+  assert str(info.value).count("Did you mean") <= 1

@@ -182,8 +182,10 @@ def test_activation_arguments_are_checked():
 
 
 def test_replace_rejects_unknown_fields_and_bad_model_options():
-  with pytest.raises(ValueError, match=r"has no field 'lr'; the fields are name, dataset"):
+  with pytest.raises(ValueError, match=r"has no field 'lr'\. The fields are name, dataset"):
     tasks.get("mnist").replace(lr=0.1)
+  with pytest.raises(ValueError, match=r"has no field 'optimiser'\. Did you mean optimizer\? The"):
+    tasks.get("mnist").replace(optimiser="adam")
   with pytest.raises(ValueError, match=r"model='mlp_mnist'.*model_options=\{'depth': 3\}"):
     tasks.get("mnist").replace(model_options={"depth": 3})
 

@@ -73,7 +73,14 @@ def test_help_lists_every_flag_with_its_default():
 @pytest.mark.parametrize(
   ("args", "message"),
   [
-    (["--task=no_such_task"], "--task 'no_such_task' is unknown; known: "),
+    (["--task=no_such_task"], "--task 'no_such_task' is unknown. Known tasks: "),
+    (["--task=mnsit"], "--task 'mnsit' is unknown. Did you mean mnist? Known tasks: "),
+    (
+      ["--task=tiny_mnist", "--activation=quick_gelu"],
+      "soi_map. 'quick_gelu' is another library's name, written here with its namespace: "
+      "transformers:quick_gelu (computes gelujax's gelu_sigmoid), timm:quick_gelu (computes "
+      "gelujax's gelu_sigmoid).",
+    ),
     (
       ["--task=tiny_mnist", "--activation=no_such"],
       "--activation 'no_such' is not valid for task 'tiny_mnist': expected an activation name",
