@@ -430,7 +430,8 @@ class LearnableGELU(nn.Module):
   r"""GELU with a learned gate: ``gaussian_gelu(x, mu, sigma)`` with ``mu``, ``sigma`` trained.
 
   ``sigma = exp(log_sigma)`` so it stays positive; both parameters are scalars or, with
-  ``per_feature=True``, vectors over the last axis of the input.
+  ``per_feature=True``, vectors over the last axis of the input. Its Flax NNX twin,
+  :class:`gelujax.nnx.LearnableGELU`, has the same parameters (``nnx.bridge`` maps one to one).
 
   Attributes:
     per_feature: one (mu, sigma) per feature of the last axis instead of a scalar pair.
@@ -526,7 +527,8 @@ class Activation(nn.Module):
 
   Pure functions are applied directly; ``"learnable_gelu(...)"`` creates a
   :class:`LearnableGELU` submodule; ``"soi_map"`` draws its mask from the ``'dropout'`` rng
-  stream when not deterministic and is ``x * Phi(x)`` when deterministic.
+  stream when not deterministic and is ``x * Phi(x)`` when deterministic. In Flax NNX:
+  :class:`gelujax.nnx.Activation`.
 
   Attributes:
     spec: an activation name with optional keyword literals (see :func:`activation_names`), or
