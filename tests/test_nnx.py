@@ -262,7 +262,7 @@ def test_nnx_mlp_trains_with_nnx_optimizer():
   chex.assert_trees_all_close(jax.tree.map(np.float64, after), expected, rtol=1e-5, atol=1e-6)
 
   losses = [float(train_step(model, optimizer, x32, y32)) for _ in range(200)]
-  assert losses[-1] < 0.25 * first_loss, (first_loss, losses[-1])
+  assert losses[-1] < 0.15 * first_loss, (first_loss, losses[-1])  # measured: 0.099x
   assert int(optimizer.step[...]) == 201
   learned = model.act.learnable_gelu
   assert np.abs(np.asarray(learned.mu[...])).max() > 1e-3  # mu moved from its initial 0
