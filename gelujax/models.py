@@ -12,10 +12,14 @@ presets for tests:
 - ``mlp_twitter_pos``: 150 -> 2x256 -> 25 (Twitter POS). The frozen lookup of the window's three
   50-d word embeddings is done once on the host by the task (``gelujax.tasks``, step
   ``embed_words``), as in the authors' code, so the model sees the 150-d vectors.
+- ``embedding_mlp_twitter_pos``: the window's 3 word ids -> a trainable 50-d table -> the same
+  150 -> 2x256 -> 25 MLP (Twitter POS with trainable embeddings); its ``vocab_size`` comes from
+  the data (``TaskSpec.for_data``).
 - ``mlp_timit``: 286 -> 5x2048 -> 39 (TIMIT frames; the paper's intended 39-way output).
 - ``autoencoder_mnist``: 784 -> 1000 -> 500 -> 250 -> 30 -> 250 -> 500 -> 1000 -> 784 (Fig. 4).
 - ``cifar_cnn``: the 9-conv CIFAR-10 network. ``wrn_40_4``: Wide ResNet 40-4 for CIFAR-100.
-- ``mlp_tiny``, ``autoencoder_tiny``, ``cifar_cnn_tiny``, ``wrn_tiny``: small versions, for tests.
+- ``mlp_tiny``, ``embedding_mlp_tiny``, ``autoencoder_tiny``, ``cifar_cnn_tiny``, ``wrn_tiny``:
+  small versions, for tests.
 
 Every convolution is ``Conv``: ``nn.Conv`` through :func:`conv_general_dilated`, whose kernel
 gradient keeps a convolution net's training step inside the trainer's ``lax.scan`` fast on CPU.
@@ -171,6 +175,53 @@ class MLP(nn.Module):
       x = Activation(self.activation)(x, deterministic=not train)
       x = nn.Dropout(self.dropout)(x, deterministic=not train)
     return nn.Dense(self.num_outputs, kernel_init=unit_norm_init)(x)
+
+
+class EmbeddingMLP(nn.Module):
+  """Integer word ids embedded by a trainable table, concatenated, then an :class:`MLP`.
+
+  ``[B, W]`` ids -> ``[B, W, embed_dim]`` rows of the table -> ``[B, W·embed_dim]`` -> the MLP.
+  The table (parameter ``embedding``, ``[vocab_size, embed_dim]``) is initialised N(0, 1), the
+  distribution of the task's frozen substitute, drawn from each member's own key; the MLP's
+  dense layers are the paper's (unit-norm columns, zero biases). An id outside
+  ``[0, vocab_size)`` gives NaN outputs, never another word's row (the trainer then reports the
+  member as diverged); ``TaskSpec.for_data`` rejects such data before training.
+
+  Attributes:
+    features: widths of the MLP's hidden layers.
+    num_outputs: width of the linear output layer.
+    vocab_size: rows of the table; 0 until set from the data (``TaskSpec.for_data``).
+    embed_dim: width of a word's vector.
+    activation: activation spec, applied after every hidden dense layer.
+    dropout: drop rate after every hidden activation (never on the embeddings).
+  """
+
+  features: Sequence[int]
+  num_outputs: int
+  vocab_size: int = 0
+  embed_dim: int = 50
+  activation: str = "gelu_tanh"
+  dropout: float = 0.0
+
+  @nn.compact
+  def __call__(self, ids_BxW: jax.Array, train: bool) -> jax.Array:
+    if self.vocab_size < 1:
+      raise ValueError(
+        f"EmbeddingMLP vocab_size={self.vocab_size!r}: the table needs the vocabulary's size, "
+        "which comes from the data: build the model from TaskSpec.for_data(splits)."
+      )
+    if not jnp.issubdtype(ids_BxW.dtype, jnp.integer):
+      raise ValueError(
+        f"EmbeddingMLP takes integer word ids, got {ids_BxW.dtype} inputs of shape "
+        f"{list(ids_BxW.shape)} (already embedded? leave out the host-side 'embed_words' step)."
+      )
+    shape = (self.vocab_size, self.embed_dim)
+    table = self.param("embedding", nn.initializers.normal(1.0), shape)
+    # jnp.take alone would wrap a negative id to a row from the end, or clamp a large one.
+    inside = (ids_BxW >= 0) & (ids_BxW < self.vocab_size)
+    rows = jnp.where(inside[..., None], jnp.take(table, ids_BxW, axis=0, mode="clip"), jnp.nan)
+    x = rows.reshape(ids_BxW.shape[0], -1)
+    return MLP(self.features, self.num_outputs, self.activation, self.dropout)(x, train)
 
 
 class Autoencoder(nn.Module):
@@ -339,8 +390,16 @@ class WideResNet(nn.Module):
 
 MODELS.register("mlp_mnist", functools.partial(MLP, features=(128,) * 8, num_outputs=10))
 MODELS.register("mlp_twitter_pos", functools.partial(MLP, features=(256, 256), num_outputs=25))
+MODELS.register(
+  "embedding_mlp_twitter_pos",
+  functools.partial(EmbeddingMLP, features=(256, 256), num_outputs=25, embed_dim=50),
+)
 MODELS.register("mlp_timit", functools.partial(MLP, features=(2048,) * 5, num_outputs=39))
 MODELS.register("mlp_tiny", functools.partial(MLP, features=(16, 16), num_outputs=10))
+MODELS.register(
+  "embedding_mlp_tiny",
+  functools.partial(EmbeddingMLP, features=(16, 16), num_outputs=25, embed_dim=4),
+)
 MODELS.register("autoencoder_mnist", functools.partial(Autoencoder))
 MODELS.register("autoencoder_tiny", functools.partial(Autoencoder, encoder_features=(16, 4)))
 MODELS.register("cifar_cnn", functools.partial(CifarCNN, num_classes=10))

@@ -2,7 +2,8 @@
 
 A :class:`TaskSpec` is a frozen dataclass of plain values (it is written to ``config.json``);
 its methods turn those values into what the trainer needs: the data with host-side
-preprocessing done (:meth:`TaskSpec.load_data`), the model, the optimizer, the device-side
+preprocessing done (:meth:`TaskSpec.load_data`) and the model options those data decide
+(:meth:`TaskSpec.for_data`), the model, the optimizer, the device-side
 batch preparation, the loss, the metrics and the regulariser. ``TASKS`` holds one spec per
 experiment; ``get("mnist(dropout=0.5)")`` returns a spec with fields overridden, each value
 checked.
@@ -167,6 +168,62 @@ class TaskSpec:
     return MODELS.get(self.model)(
       activation=self.activation, dropout=self.dropout, **self.model_options
     )
+
+  def for_data(self, splits) -> TaskSpec:
+    """This task for ``splits`` (from :meth:`load_data`), with the model options its data decide.
+
+    A model that embeds word ids itself (one with a ``vocab_size`` field, such as
+    ``embedding_mlp_twitter_pos``) gets ``vocab_size`` = the size of the data's vocabulary
+    (``splits.info["vocab"]``; for Twitter POS the train words plus ``</s>`` and ``UUUNKKK``);
+    any other task is returned as it is. The trainer builds its program from this spec, while
+    config.json records the task as given: the vocabulary is a fact of the data, not a setting.
+
+    Raises:
+      ValueError: word ids for a model that takes vectors, or vectors for one that embeds ids;
+        an id outside the vocabulary; a pretrained embeddings file, whose vectors a trainable
+        table would ignore; a ``vocab_size`` in ``model_options`` other than the data's.
+    """
+    vocab = splits.info.get("vocab")
+    word_ids = vocab is not None and all(
+      np.issubdtype(split["inputs"].dtype, np.integer) for split in splits.values()
+    )
+    if not hasattr(self.build_model(), "vocab_size"):
+      if word_ids:
+        raise ValueError(
+          f"TaskSpec {self.name!r}: model {self.model!r} takes vectors, but the inputs are word "
+          f"ids (preprocessing={list(self.preprocessing)!r}); keep the host-side 'embed_words' "
+          "step (frozen embeddings) or use model 'embedding_mlp_twitter_pos' (trainable)."
+        )
+      return self
+    where = f"TaskSpec {self.name!r}: model {self.model!r} embeds word ids itself"
+    if not word_ids:
+      raise ValueError(
+        f"{where}, but dataset {self.dataset!r} with preprocessing={list(self.preprocessing)!r} "
+        "gives it no integer word ids and vocabulary; leave out the host-side 'embed_words' "
+        "step (preprocessing=())."
+      )
+    if splits.info.get("embeddings") is not None:
+      raise ValueError(
+        f"{where} from an N(0, 1) table, so the vectors of data_options embeddings="
+        f"{self.data_options.get('embeddings')!r} would be ignored; leave out embeddings= "
+        "(trainable random substitute) or the model option (frozen pretrained vectors)."
+      )
+    size = len(vocab)
+    for name, split in splits.items():
+      ids = split["inputs"]
+      if ids.size and (ids.min() < 0 or ids.max() >= size):
+        bad = ids.min() if ids.min() < 0 else ids.max()
+        raise ValueError(
+          f"{where}: split {name!r} holds word id {int(bad)}, outside the vocabulary of {size} "
+          f"words; every id must be in 0..{size - 1}."
+        )
+    given = self.model_options.get("vocab_size", size)
+    if given != size:
+      raise ValueError(
+        f"{where}: model_options vocab_size={given!r} differs from the data's vocabulary of "
+        f"{size} words; leave vocab_size out (it is set from the data)."
+      )
+    return self.replace(model_options={**self.model_options, "vocab_size": size})
 
   def build_optimizer(
     self, learning_rate: float | jax.Array, steps_per_epoch: int
@@ -417,7 +474,8 @@ def _embed_words(splits) -> None:
   data were loaded with one, else *(choice)* a frozen N(0, 1) table drawn with NumPy seed 0 (the
   same for every run: the published embeddings file is not retrievable). A frozen lookup is a
   constant function of the input, so it is done once here, as in the authors' code, rather than
-  by an embedding layer in the model.
+  by an embedding layer in the model. The trainable substitute leaves this step out and gives
+  the ids to ``embedding_mlp_twitter_pos``.
   """
   table = splits.info.get("embeddings")
   if table is None:
@@ -490,7 +548,11 @@ def twitter_pos_task() -> TaskSpec:
   Adam from {1e-3, 1e-4, 1e-5}, batch 16, 30 epochs, dropout 0.2 (keep 0.8), 5 runs. The
   embedding lookup is the host-side ``embed_words`` step: the pretrained table when
   ``data_options["embeddings"]`` names the file, else *(choice)* a frozen random N(0, 1) table
-  (seed 0). *(choice)* The best evaluation is the one with the lowest validation error.
+  (seed 0). *(choice)* The other substitute, trainable random embeddings, is
+  ``model="embedding_mlp_twitter_pos", preprocessing=()``: the model embeds the ids with an
+  N(0, 1) table of its own, trained with the rest (the vocabulary size comes from the data, see
+  ``TaskSpec.for_data``). *(choice)* The best evaluation is the one with the lowest validation
+  error.
   *(choice)* One evaluation per epoch (the authors' script logged five).
   """
   return TaskSpec(

@@ -83,6 +83,8 @@ class Task(Protocol):
 
   def load_data(self, data_dir: str | None = None) -> Mapping[str, dict[str, np.ndarray]]: ...
 
+  def for_data(self, splits: Mapping[str, dict[str, np.ndarray]]) -> Task: ...
+
   def build_model(self) -> nn.Module: ...
 
   def build_optimizer(
@@ -792,7 +794,9 @@ def fit(
     )
   config = make_config(task, members)
   splits = task.load_data(data_dir)
-  program = make_program(task, mesh, splits["train"], len(members), dropout_bits=task.dropout_bits)
+  program = make_program(
+    task.for_data(splits), mesh, splits["train"], len(members), dropout_bits=task.dropout_bits
+  )
   steps = program.steps_per_epoch
   if program.config.num_items < task.batch_size or not 1 <= task.evals_per_epoch <= steps:
     raise ValueError(
@@ -930,7 +934,8 @@ def restore(
     data_dir: passed to ``spec.load_data`` (the state's shapes depend on the inputs).
 
   Returns:
-    The state of the M members, replicated on every device.
+    The task (with the model options its data decide, ``for_data``), the members, and the
+    state of the M members, replicated on every device.
   """
   config = workdirs.read_config(workdir)
   if config is None:
@@ -941,9 +946,9 @@ def restore(
     spec = _spec_from_config(tasks.get(config["task"]), config["spec"])
   members = Members.from_json(config["members"])
   mesh = make_mesh(len(members))
-  program = make_program(
-    spec, mesh, spec.load_data(data_dir)["train"], len(members), dropout_bits=spec.dropout_bits
-  )
+  splits = spec.load_data(data_dir)
+  spec = spec.for_data(splits)
+  program = make_program(spec, mesh, splits["train"], len(members), dropout_bits=spec.dropout_bits)
   checkpointer = checkpoints.Checkpointer(workdir, config=config)
   restored = checkpointer.restore_latest(program.abstract_state())
   checkpointer.close()

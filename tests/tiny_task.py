@@ -91,6 +91,10 @@ class TinySpec:
     del data_dir
     return make_splits(**self.data_options)
 
+  def for_data(self, splits) -> TinySpec:
+    del splits
+    return self
+
   def build_model(self) -> nn.Module:
     return TinyMLP(dropout=self.dropout, **self.model_options)
 
