@@ -49,9 +49,9 @@ __version__ = "0.1.0"
 
 _SUBMODULES = frozenset(
   {
-    "checkpoints", "cli", "data", "devices", "findings", "members", "models", "optimizers",
-    "paper", "plots", "prng", "registry", "study", "sweep", "tasks", "trainer", "workdir",
-    "writers",
+    "checkpoints", "cli", "data", "devices", "download", "findings", "members", "models",
+    "optimizers", "paper", "plots", "prng", "registry", "study", "sweep", "tasks", "trainer",
+    "workdir", "writers",
   }
 )  # fmt: skip
 

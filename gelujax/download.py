@@ -631,10 +631,12 @@ def _attempt(url: str, part: Path, have: int, file: PublishedFile, progress: boo
       raise _Transient(f"HTTP {e.code} {e.reason}") from None
     raise _Failed(f"HTTP {e.code} {e.reason}") from None
   except urllib.error.URLError as e:
+    if isinstance(e.reason, FileNotFoundError):  # A file:// mirror without the file.
+      raise _Failed(f"no such file ({e.reason.filename})") from None
     if isinstance(e.reason, socket.gaierror | ConnectionRefusedError) or (
       isinstance(e.reason, OSError) and e.reason.errno in (errno.ENETUNREACH, errno.EHOSTUNREACH)
     ):
-      raise _Failed(f"cannot connect ({e.reason}); no network?") from None
+      raise _Failed(f"cannot connect ({e.reason}): no network, or no such host") from None
     if isinstance(e.reason, OSError):  # A timeout or a reset while connecting.
       raise _Transient(str(e.reason)) from None
     raise _Failed(str(e.reason)) from None
