@@ -194,9 +194,6 @@ def _find(
     ValueError: no source has it, naming every place looked and ``how_to_get`` it.
   """
 
-  def local(folder: Path) -> tuple[Any, dict[str, Any]]:
-    return _read_local(name, read, folder)
-
   def from_tfds(tfds_dir: Path | None) -> tuple[Any, dict[str, Any]]:
     where = _tfds_where(name, tfds_dir)
     record = {"dataset": name, "source": where, "sha256": {}, "verified": _TFDS_UNVERIFIED}
@@ -206,7 +203,7 @@ def _find(
     folders = [data_dir, data_dir / name]
     if subfolder:
       folders = [f for d in folders for f in (d / subfolder, d)]
-    sources = [(f"data_dir {d}", lambda d=d: local(d)) for d in folders]
+    sources = [(f"data_dir {d}", lambda d=d: _read_local(name, read, d)) for d in folders]
     if tfds:
       sources.append((_tfds_where(name, data_dir), lambda: from_tfds(data_dir)))
     if not data_dir.is_dir():
@@ -219,7 +216,10 @@ def _find(
   else:
     sources = [("--data_dir", _raise_not_given)]
     if debian is not None:
-      sources.append((f"{debian} (Debian package dataset-fashion-mnist)", lambda: local(debian)))
+      sources.append(
+        (f"{debian} (Debian package dataset-fashion-mnist)",
+         lambda: _read_local(name, read, debian))
+      )  # fmt: skip
     if tfds:
       sources.append((_tfds_where(name, None), lambda: from_tfds(None)))
     sources.extend(_cache_sources(name, read))
