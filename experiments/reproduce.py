@@ -4,7 +4,7 @@ The work is `gelujax.study.reproduce`; this script only reads its flags. Example
 
   python experiments/reproduce.py --task mnist --dataset fashion_mnist
   python experiments/reproduce.py --task mnist_noise --dataset fashion_mnist
-  python experiments/reproduce.py --task twitter_pos --data_dir /data/twitter_pos
+  python experiments/reproduce.py --task twitter_pos   # downloads the ARK files on first use
   python experiments/reproduce.py --task mnist --dataset fashion_mnist --render
 
 Finished runs are skipped and partial ones resume from their checkpoints; results go to
@@ -40,7 +40,10 @@ _DROPOUT_RATES = flags.DEFINE_list(
 _EPOCHS = flags.DEFINE_integer(
   "epochs", None, "Training epochs; default: the task's (the paper's)."
 )
-_DATA_DIR = flags.DEFINE_string("data_dir", None, "Directory holding the dataset files.")
+_DATA_DIR = flags.DEFINE_string(
+  "data_dir", None, "Folder with the dataset's files, the only place looked when given; "
+  "default: a known local copy, TFDS, the cache, then a download (see WORKSPACE.md)."
+)  # fmt: skip
 _EMBEDDINGS = flags.DEFINE_string(
   "embeddings",
   None,

@@ -30,8 +30,9 @@ _DATASET = flags.DEFINE_string(
   "dataset", None, "Dataset, one of the task's compatible datasets; default: the task's."
 )
 _DATA_DIR = flags.DEFINE_string(
-  "data_dir", None, "Folder with the dataset's files; default: a known local copy, then TFDS."
-)
+  "data_dir", None, "Folder with the dataset's files, the only place looked when given; "
+  "default: a known local copy, TFDS, the cache, then a download (see WORKSPACE.md)."
+)  # fmt: skip
 _WORKDIR = flags.DEFINE_string(
   "workdir", None, "Where the run's files go; default: workdirs/<task>_<dataset>_<activation>."
 )

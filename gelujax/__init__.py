@@ -49,7 +49,7 @@ __version__ = "0.1.0"
 
 _SUBMODULES = frozenset(
   {
-    "checkpoints", "cli", "data", "devices", "findings", "members", "models", "nnx",
+    "checkpoints", "cli", "data", "devices", "download", "findings", "members", "models", "nnx",
     "optimizers", "paper", "plots", "prng", "registry", "study", "sweep", "tasks", "trainer",
     "workdir", "writers",
   }

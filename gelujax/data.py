@@ -1,33 +1,49 @@
-"""The paper's datasets as compact in-memory NumPy arrays, read offline first.
+"""The paper's datasets as compact in-memory NumPy arrays, read locally first, else downloaded.
 
 ``load(name, data_dir=None, **options)`` returns a :class:`Splits`: a dict from split name
 (``"train"``, ``"validation"``, ``"test"``) to a dict of arrays with at least ``"inputs"`` and
-``"targets"``, plus an ``.info`` dict (``"num_classes"``, ``"source"``, and per dataset extras).
+``"targets"``, plus an ``.info`` dict (``"num_classes"``, ``"source"``, ``"record"``, and per
+dataset extras). ``info["record"]`` says where the data came from and what was verified:
+``{"dataset", "source", "sha256": {file: digest}, "verified": sentence}`` (a run's config.json
+keeps it; :func:`describe_record` is its log line).
 
-Datasets, layouts and where each is looked for, in order (the first that has it wins):
+Where a dataset is looked for, in order (the first that has it wins):
+
+1. ``data_dir``, when given, and only it: its files, ``data_dir/<name>`` (and the official
+   subfolder inside either, for CIFAR), and a TFDS copy in it. A ``data_dir`` that does not
+   exist or does not hold the dataset is an error naming ``--data_dir``.
+2. For fashion_mnist, Debian's copy in ``/usr/share/datasets/fashion-mnist`` (package
+   ``dataset-fashion-mnist``).
+3. A TFDS copy in TFDS's default folder (MNIST, Fashion-MNIST, CIFAR).
+4. The cache ``<root>/<name>/`` (root: ``$GELUJAX_DATA_DIR``, else
+   ``~/.cache/gelujax/datasets``), verified file by file.
+5. A download into the cache from ``$GELUJAX_DATA_MIRROR`` or the published locations
+   (`gelujax.download`; never with ``GELUJAX_OFFLINE=1``, never for TIMIT).
+
+Files read from 1 and 2 are compared with the published checksums and used as found; the
+record says which match (Debian's Fashion-MNIST files do, once the gzip header its packager
+re-wrote is put back).
+
+Datasets, layouts and their files:
 
 * ``mnist``, ``fashion_mnist``: inputs uint8 ``[N, 28, 28, 1]``, targets int32. Splits: train
   55,000 / validation 5,000 (the FIRST 5,000 of the train file) / test 10,000. Options
   ``train_on_all=True`` (train = all 60,000, no validation split; the autoencoder) and
-  ``validation_size`` (default 5,000). Sources: (1) ``data_dir`` or ``data_dir/<name>`` holding
-  ``train-images-idx3-ubyte``, ``train-labels-idx1-ubyte``, ``t10k-images-idx3-ubyte``,
-  ``t10k-labels-idx1-ubyte``, each gzipped (``.gz``) or not; (2) for fashion_mnist only,
-  ``/usr/share/datasets/fashion-mnist`` (Debian package ``dataset-fashion-mnist``); (3) TFDS
-  ``tfds.data_source(name, data_dir=data_dir)`` (``data_dir`` None: TFDS's default,
-  ``~/tensorflow_datasets``). Reading a copy TFDS prepared in ArrayRecord format needs no
-  TensorFlow; when there is none TFDS tries to download and prepare one, which needs the
-  network and, for these image datasets, TensorFlow (to encode the images), e.g. on another
-  machine ``tfds build mnist --file_format=array_record --data_dir=DIR``. TFDS stores examples
-  in its own shuffled order, so its validation split is not the same 5,000 images as the IDX
-  files' one.
+  ``validation_size`` (default 5,000). Files: ``train-images-idx3-ubyte``,
+  ``train-labels-idx1-ubyte``, ``t10k-images-idx3-ubyte``, ``t10k-labels-idx1-ubyte``, each
+  gzipped (``.gz``) or not. TFDS: ``tfds.data_source(name, data_dir=...)`` reads a copy TFDS
+  prepared in ArrayRecord format without TensorFlow; preparing one needs TensorFlow for these
+  image datasets, e.g. on another machine ``tfds build mnist --file_format=array_record
+  --data_dir=DIR``. TFDS stores examples in its own shuffled order, so its validation split is
+  not the same 5,000 images as the IDX files' one.
 * ``cifar10``, ``cifar100`` (fine labels): inputs uint8 ``[N, 32, 32, 3]``, targets int32.
   Splits: train 45,000 / validation 5,000 (the first 5,000 of the train file) / test 10,000;
-  same two options. Sources: (1) the official python pickle batches in
-  ``data_dir/cifar-10-batches-py/`` (``data_batch_1`` .. ``data_batch_5``, ``test_batch``) or
-  ``data_dir/cifar-100-python/`` (``train``, ``test``), or directly in ``data_dir`` or
-  ``data_dir/<name>``; (2) TFDS ``cifar10`` / ``cifar100``.
-* ``twitter_pos``: the ARK TweetNLP Oct27 splits, read from ``data_dir`` or
-  ``data_dir/twitter_pos`` only: ``oct27.train``, ``oct27.dev``, ``oct27.test``, or otherwise
+  same two options. Files: the official python pickle batches in ``cifar-10-batches-py/``
+  (``data_batch_1`` .. ``data_batch_5``, ``test_batch``) or ``cifar-100-python/`` (``train``,
+  ``test``), or those files directly in the folder; TFDS ``cifar10`` / ``cifar100``. The
+  download is the published archive, extracted into the cache.
+* ``twitter_pos``: the ARK TweetNLP Oct27 splits (not in TFDS): ``oct27.train``,
+  ``oct27.dev``, ``oct27.test``, or in ``data_dir`` otherwise
   exactly one file per split whose name (less a ``.txt`` suffix) ends in ``train``, ``dev``,
   ``test``. UTF-8, one ``token<TAB>tag`` per line, a blank line between tweets, 25 tags.
   Splits train / validation (the dev file) / test. inputs int32 ``[tokens, 3]``: the word ids of
@@ -39,7 +55,8 @@ Datasets, layouts and where each is looked for, in order (the first that has it 
   as in the authors' code); the vocabulary is then the file's words in file order (it must
   contain ``</s>`` and ``UUUNKKK``) and ``info["embeddings"]`` is float32 ``[vocab, dim]``.
   Words outside the vocabulary map to ``UUUNKKK`` in every split.
-* ``timit``: read from ``data_dir`` or ``data_dir/timit`` only: ``train.npz``,
+* ``timit`` (licensed by the LDC: never downloaded; looked for in ``data_dir`` or, without
+  it, the cache's ``timit/`` folder): ``train.npz``,
   ``validation.npz``, ``test.npz``, each holding ``features`` float ``[frames, 26]`` (all
   utterances of the split concatenated), ``labels`` int ``[frames]`` in 0..38 and ``lengths``
   int ``[utterances]`` (frames per utterance, summing to ``frames``). inputs float32
@@ -53,7 +70,11 @@ Datasets, layouts and where each is looked for, in order (the first that has it 
     python -c "from gelujax.data import convert_timit_h5; convert_timit_h5('h5/', 'data/timit')"
 
 A dataset found nowhere raises a one-paragraph ValueError naming every place looked and how to
-get it; a malformed file raises a ValueError naming the file (and the line, for text files).
+get it (offline: the URLs, the checksums and the folder to put the files in); a malformed file
+raises a ValueError naming the file (and the line, for text files).
+
+``python -m gelujax.data download NAME [--data_dir DIR]`` fetches a dataset ahead of time and
+``python -m gelujax.data list`` shows what the cache holds (`gelujax.download.main`).
 
 Host-side preprocessing (NumPy, run once by the tasks): :func:`scale_pixels`,
 :func:`add_uniform_noise`, :func:`fit_zca` / :func:`apply_zca`, :func:`subtract_pixel_mean`,
@@ -62,10 +83,12 @@ Host-side preprocessing (NumPy, run once by the tasks): :func:`scale_pixels`,
 
 from __future__ import annotations
 
+import functools
 import gzip
 import inspect
 import logging
 import math
+import os
 import pickle
 import struct
 import sys
@@ -76,6 +99,7 @@ from typing import Any
 
 import numpy as np
 
+from gelujax import download
 from gelujax.registry import Registry
 
 DEBIAN_FASHION_MNIST = Path("/usr/share/datasets/fashion-mnist")
@@ -102,8 +126,8 @@ class Splits(dict):
     self.info = info
 
 
-class _Missing(Exception):
-  """A source does not have the dataset; the message says why (not an error by itself)."""
+# A source that does not have the dataset says why by raising it (not an error by itself).
+_Missing = download.NotFound
 
 
 def dataset_names() -> list[str]:
@@ -116,11 +140,13 @@ def load(name: str, data_dir: str | Path | None = None, **options: Any) -> Split
 
   Args:
     name: one of :func:`dataset_names`.
-    data_dir: a folder with the dataset's files (or, for TFDS datasets, TFDS's data_dir).
+    data_dir: a folder with the dataset's files (or, for TFDS datasets, TFDS's data_dir); when
+      given, the only place looked.
     **options: dataset options, e.g. ``train_on_all=True`` or ``embeddings="vectors.txt"``.
 
   Raises:
-    ValueError: unknown name or option, no source has the dataset, or a malformed file.
+    ValueError: unknown name or option, no source has the dataset, ``data_dir`` does not hold
+      it, a download failed, or a malformed file.
   """
   loader = DATASETS.lookup(name)
   try:
@@ -134,29 +160,125 @@ def load(name: str, data_dir: str | Path | None = None, **options: Any) -> Split
   return loader(Path(data_dir) if data_dir else None, **options)
 
 
-def _load_first(name: str, sources: Sequence[tuple[str, Callable[[], Any]]], how_to_get: str):
-  """Returns the first source's result; if every source is missing, one ValueError."""
-  reasons = []
-  for where, read in sources:
-    try:
-      return read()
-    except _Missing as e:
-      reasons.append(f"{where} ({e})")
-  raise ValueError(
-    f"Cannot load dataset {name!r}: no source has it. Looked in: {'; '.join(reasons)}. {how_to_get}"
+def describe_record(record: dict[str, Any]) -> str:
+  """One line for a run's log: the data set, where it was read, what was verified, checksums."""
+  sha256 = ", ".join(f"{name} {digest[:12]}" for name, digest in record["sha256"].items())
+  return (
+    f"data {record['dataset']}: {record['source']}; {record['verified']}"
+    f"{f'; sha256 {sha256}' if sha256 else ''}."
   )
 
 
-def _dir_sources(
-  name: str, data_dir: Path | None, read: Callable[[Path], Any], subfolder: str | None = None
-) -> list[tuple[str, Callable[[], Any]]]:
-  """Sources for ``data_dir`` and ``data_dir/<name>`` (each also with ``subfolder`` inside)."""
-  if data_dir is None:
-    return [("--data_dir", _raise_not_given)]
-  folders = [data_dir, data_dir / name]
-  if subfolder:
-    folders = [f for d in folders for f in (d / subfolder, d)]
-  return [(f"data_dir {d}", lambda d=d: read(d)) for d in folders]
+# A folder reader: folder -> (what the loader reads next, the source's description, the files).
+_Reader = Callable[[Path], tuple[Any, str, Sequence[Path]]]
+
+
+def _find(
+  name: str,
+  data_dir: Path | None,
+  read: _Reader,
+  how_to_get: str,
+  *,
+  subfolder: str | None = None,
+  debian: Path | None = None,
+  tfds: bool = False,
+) -> tuple[Any, dict[str, Any]]:
+  """``(what read returned, the source's record)`` from the first source that has ``name``.
+
+  With ``data_dir``, only it is looked in (its files, ``data_dir/<name>`` and ``subfolder``
+  inside either, and a TFDS copy in it): a folder that does not exist or does not hold the
+  data set is an error naming ``--data_dir``. Without it, in order: ``debian``, a TFDS copy
+  in TFDS's default folder, the cache, then a download (`gelujax.download`).
+
+  Raises:
+    ValueError: no source has it, naming every place looked and ``how_to_get`` it.
+  """
+
+  def from_tfds(tfds_dir: Path | None) -> tuple[Any, dict[str, Any]]:
+    where = _tfds_where(name, tfds_dir)
+    record = {"dataset": name, "source": where, "sha256": {}, "verified": _TFDS_UNVERIFIED}
+    return _read_tfds(name, tfds_dir, "label"), record
+
+  if data_dir is not None:
+    folders = [data_dir, data_dir / name]
+    if subfolder:
+      folders = [f for d in folders for f in (d / subfolder, d)]
+    sources = [(f"data_dir {d}", lambda d=d: _read_local(name, read, d)) for d in folders]
+    if tfds:
+      sources.append((_tfds_where(name, data_dir), lambda: from_tfds(data_dir)))
+    if not data_dir.is_dir():
+      raise ValueError(
+        f"--data_dir {data_dir} does not exist or is not a folder; pass the folder that holds "
+        f"{name!r}, or {_without_data_dir(name, data_dir, debian, tfds)}"
+      )
+    problem = f"--data_dir {data_dir} does not hold it"
+    how_to_get = f"{how_to_get} Or {_without_data_dir(name, data_dir, debian, tfds)}"
+  else:
+    sources = [("--data_dir", _raise_not_given)]
+    if debian is not None:
+      sources.append(
+        (f"{debian} (Debian package dataset-fashion-mnist)",
+         lambda: _read_local(name, read, debian))
+      )  # fmt: skip
+    if tfds:
+      sources.append((_tfds_where(name, None), lambda: from_tfds(None)))
+    sources.extend(_cache_sources(name, read))
+    problem = "no source has it"
+    if name in download.PUBLISHED:
+      how_to_get = f"{how_to_get} {download.where_to_put(name, download.cache_root())}"
+  reasons = []
+  for where, get in sources:
+    try:
+      return get()
+    except _Missing as e:
+      reasons.append(f"{where} ({e})")
+  raise ValueError(
+    f"Cannot load dataset {name!r}: {problem}. Looked in: {'; '.join(reasons)}. {how_to_get}"
+  )
+
+
+def _cache_sources(name: str, read: _Reader) -> list[tuple[str, Callable[[], Any]]]:
+  """The cache under `gelujax.download.cache_root`, then a download into it (never for TIMIT,
+  whose folder there is only looked in)."""
+  root = download.cache_root()
+
+  def cached(network: bool) -> tuple[Any, dict[str, Any]]:
+    if network and download.is_offline():
+      value = os.environ[download.OFFLINE_VARIABLE]
+      raise _Missing(f"not tried: {download.OFFLINE_VARIABLE}={value} forbids the network")
+    entry = download.fetch(name, root, network=network)
+    value, source, _ = read(entry.folder)
+    return value, {"dataset": name, "source": source, **entry.record}
+
+  if name not in download.PUBLISHED:
+    return [(f"the cache {root / name}", lambda: _read_local(name, read, root / name))]
+  return [
+    (f"the cache {root / name}", lambda: cached(network=False)),
+    (f"a download from {' or '.join(download.locations(name))}", lambda: cached(network=True)),
+  ]
+
+
+def _read_local(name: str, read: _Reader, folder: Path) -> tuple[Any, dict[str, Any]]:
+  """``read(folder)`` and the record of the files it read, checked against the published ones."""
+  value, source, paths = read(folder)
+  return value, {"dataset": name, "source": source, **download.check_local(name, paths)}
+
+
+def _without_data_dir(name: str, data_dir: Path, debian: Path | None, tfds: bool) -> str:
+  """The end of a sentence: what leaving ``--data_dir`` out would do, or fetching into it."""
+  cache = download.cache_root() / name
+  if name not in download.PUBLISHED:
+    return f"leave --data_dir out to look in the cache {cache}."
+  local = [
+    *([f"Debian's copy in {debian} (apt-get install dataset-fashion-mnist)"] if debian else []),
+    *(["a TFDS copy"] if tfds else []),
+    f"the cache {cache} (downloaded there on first use)",
+  ]
+  return (
+    f"leave --data_dir out to use {', '.join(local[:-1])}{' or ' if len(local) > 1 else ''}"
+    f"{local[-1]}, or download it into --data_dir with `python -m gelujax.data download {name} "
+    f"--data_dir {data_dir}`."
+  )
 
 
 def _raise_not_given():
@@ -254,6 +376,9 @@ def _read_tfds(tfds_name: str, data_dir: Path | None, label_key: str):
     absl_logger.setLevel(level)
 
 
+_TFDS_UNVERIFIED = (
+  "not verified: a copy TFDS prepared, which gelujax cannot check against the published files"
+)
 _TFDS_HOW = (
   "let TFDS prepare {name!r} in ArrayRecord format in --data_dir or ~/tensorflow_datasets "
   "(online, with TensorFlow installed, e.g. `tfds build {name} --file_format=array_record "
@@ -367,30 +492,22 @@ def _read_idx_dir(folder: Path):
         f"{images_path} has {len(images)} images but {labels_path} has {len(labels)} labels."
       )
     arrays.append((images, _check_labels(labels, 10, str(labels_path))))
-  return (*arrays, f"IDX files in {folder}")
+  return arrays, f"IDX files in {folder}", paths
 
 
 def _load_mnist_like(
   name: str, data_dir: Path | None, train_on_all: bool, validation_size: int
 ) -> Splits:
-  sources = _dir_sources(name, data_dir, _read_idx_dir)
   how = (
     f"Pass --data_dir pointing at a folder holding {', '.join(_IDX_NAMES)} (each gzipped with "
     ".gz or not)"
   )
   if name == "fashion_mnist":
-    sources.append(
-      (f"{DEBIAN_FASHION_MNIST} (Debian package dataset-fashion-mnist)",
-       lambda: _read_idx_dir(DEBIAN_FASHION_MNIST))
-    )  # fmt: skip
     how += ", install the Debian package (apt-get install dataset-fashion-mnist)"
-  sources.append(
-    (_tfds_where(name, data_dir),
-     lambda: (*_read_tfds(name, data_dir, "label"), _tfds_where(name, data_dir)))
-  )  # fmt: skip
   how += f", or {_TFDS_HOW.format(name=name)}"
-  train, test, source = _load_first(name, sources, how)
-  info = {"num_classes": 10, "source": source}
+  debian = DEBIAN_FASHION_MNIST if name == "fashion_mnist" else None
+  (train, test), record = _find(name, data_dir, _read_idx_dir, how, debian=debian, tfds=True)
+  info = {"num_classes": 10, "source": record["source"], "record": record}
   return _split_train(train, test, train_on_all, validation_size, info)
 
 
@@ -471,24 +588,20 @@ def _read_cifar_dir(folder: Path, name: str):
   paths = _find_files(folder, (*train_files, test_file), gzip_ok=False)
   batches = [_read_cifar_batch(p, label_key, classes) for p in paths]
   train = tuple(np.concatenate(parts) for parts in zip(*batches[:-1], strict=True))
-  return train, batches[-1], f"python pickle batches in {folder}"
+  return (train, batches[-1]), f"python pickle batches in {folder}", paths
 
 
 def _load_cifar(
   name: str, data_dir: Path | None, train_on_all: bool, validation_size: int
 ) -> Splits:
   official, train_files, test_file, _, classes = _CIFAR[name]
-  sources = _dir_sources(name, data_dir, lambda d: _read_cifar_dir(d, name), official)
-  sources.append(
-    (_tfds_where(name, data_dir),
-     lambda: (*_read_tfds(name, data_dir, "label"), _tfds_where(name, data_dir)))
-  )  # fmt: skip
   how = (
     f"Pass --data_dir pointing at a folder holding {official}/ (the official python version, "
     f"with {', '.join((*train_files, test_file))}), or {_TFDS_HOW.format(name=name)}"
   )
-  train, test, source = _load_first(name, sources, how)
-  info = {"num_classes": classes, "source": source}
+  read = functools.partial(_read_cifar_dir, name=name)
+  (train, test), record = _find(name, data_dir, read, how, subfolder=official, tfds=True)
+  info = {"num_classes": classes, "source": record["source"], "record": record}
   return _split_train(train, test, train_on_all, validation_size, info)
 
 
@@ -530,6 +643,11 @@ def _find_twitter_files(folder: Path) -> dict[str, Path]:
         f"{_TWITTER_SPLITS[k]!r} (the {k} split), found {[p.name for p in found]}."
       )
   return {k: found[0] for k, found in matches.items()}
+
+
+def _read_twitter_dir(folder: Path):
+  paths = _find_twitter_files(folder)
+  return paths, f"ARK files {', '.join(str(p) for p in paths.values())}", list(paths.values())
 
 
 def _read_ark(path: Path) -> list[tuple[list[str], list[int]]]:
@@ -628,12 +746,13 @@ def _window_ids(
 
 @DATASETS.register("twitter_pos")
 def _load_twitter_pos(data_dir: Path | None, *, embeddings: str | Path | None = None) -> Splits:
-  paths = _load_first(
+  paths, record = _find(
     "twitter_pos",
-    _dir_sources("twitter_pos", data_dir, _find_twitter_files),
-    "It is not in TFDS: download the ARK TweetNLP part-of-speech data (Owoputi et al. 2013, "
-    "twpos-data), and pass --data_dir pointing at its oct27.splits folder (oct27.train, "
-    "oct27.dev, oct27.test; token<TAB>tag per line, a blank line between tweets).",
+    data_dir,
+    _read_twitter_dir,
+    "It is not in TFDS: the ARK TweetNLP part-of-speech data (Owoputi et al. 2013, twpos-data) "
+    "is downloaded on first use, or pass --data_dir pointing at its oct27.splits folder "
+    "(oct27.train, oct27.dev, oct27.test; token<TAB>tag per line, a blank line between tweets).",
   )
   tweets = {k: _read_ark(p) for k, p in paths.items()}
   if not embeddings:
@@ -645,7 +764,8 @@ def _load_twitter_pos(data_dir: Path | None, *, embeddings: str | Path | None = 
   ids = {w: i for i, w in enumerate(vocab)}
   info = {
     "num_classes": len(TWITTER_TAGS),
-    "source": f"ARK files {', '.join(str(p) for p in paths.values())}",
+    "source": record["source"],
+    "record": record,
     "vocab": vocab,
     "tags": list(TWITTER_TAGS),
     "embeddings": vectors,
@@ -721,13 +841,19 @@ def _context_windows(features: np.ndarray, lengths: np.ndarray, context: int) ->
 @DATASETS.register("timit")
 def _load_timit(data_dir: Path | None) -> Splits:
   names = [f"{s}.npz" for s in _TIMIT_SPLITS]
-  paths = _load_first(
+
+  def read(folder: Path):
+    paths = _find_files(folder, names, gzip_ok=False)
+    return paths, f"TIMIT files in {folder}", paths
+
+  paths, record = _find(
     "timit",
-    _dir_sources("timit", data_dir, lambda d: _find_files(d, names, gzip_ok=False)),
-    "TIMIT is licensed by the LDC and not in TFDS: pass --data_dir pointing at a folder "
-    f"holding {', '.join(names)} (arrays features [frames, 26], labels [frames] in 0..38, "
-    "lengths [utterances]); gelujax.data.convert_timit_h5 writes them from the authors' "
-    "train.h5 / dev.h5 / core.h5.",
+    data_dir,
+    read,
+    "TIMIT is licensed by the LDC (catalog LDC93S1), not in TFDS and never downloaded: pass "
+    f"--data_dir pointing at a folder holding {', '.join(names)} (arrays features [frames, "
+    "26], labels [frames] in 0..38, lengths [utterances]); gelujax.data.convert_timit_h5 "
+    "writes them from the authors' train.h5 / dev.h5 / core.h5.",
   )
   raw = {s: _read_timit_npz(p) for s, p in zip(_TIMIT_SPLITS, paths, strict=True)}
   train_features = raw["train"][0].astype(np.float64)
@@ -743,7 +869,8 @@ def _load_timit(data_dir: Path | None) -> Splits:
     }
   info = {
     "num_classes": TIMIT_CLASSES,
-    "source": f"TIMIT files in {paths[0].parent}",
+    "source": record["source"],
+    "record": record,
     "mean": mean.astype(np.float32),
     "std": std.astype(np.float32),
   }
@@ -856,3 +983,7 @@ def flip_double(inputs: np.ndarray, targets: np.ndarray) -> tuple[np.ndarray, np
     np.concatenate([inputs, inputs[:, :, ::-1]]),
     np.concatenate([targets, targets]),
   )
+
+
+if __name__ == "__main__":
+  sys.exit(download.main())

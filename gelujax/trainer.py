@@ -40,7 +40,7 @@ import optax
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from gelujax import checkpoints, prng, writers
+from gelujax import checkpoints, data, prng, writers
 from gelujax import workdir as workdirs
 from gelujax.members import Members
 
@@ -794,6 +794,13 @@ def fit(
     )
   config = make_config(task, members)
   splits = task.load_data(data_dir)
+  # Where the data came from and what was verified: recorded, never part of the run's identity
+  # (`checkpoints.identity` and `check_run` read task, spec and members only).
+  record = getattr(splits, "info", {}).get("record")
+  if record is not None:
+    config["data"] = record
+    if progress and jax.process_index() == 0:
+      print(f"gelujax: {data.describe_record(record)}", file=sys.stderr, flush=True)
   program = make_program(
     task.for_data(splits), mesh, splits["train"], len(members), dropout_bits=task.dropout_bits
   )

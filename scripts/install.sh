@@ -10,8 +10,8 @@ if command -v apt-get >/dev/null 2>&1; then
   $sudo apt-get update -qq
   $sudo apt-get install -y -qq dataset-fashion-mnist
 else
-  echo "apt-get not found: skipping Debian's dataset-fashion-mnist. Pass --data_dir with the" \
-       "four Fashion-MNIST IDX files instead, or let TFDS download them when online." >&2
+  echo "apt-get not found: skipping Debian's dataset-fashion-mnist. gelujax downloads" \
+       "Fashion-MNIST on first use when online (or pass --data_dir with its four IDX files)." >&2
 fi
 
 python -m pip install -q -e ".[dev,bench]"
