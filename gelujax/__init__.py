@@ -49,9 +49,8 @@ __version__ = "0.1.0"
 
 _SUBMODULES = frozenset(
   {
-    "checkpoints", "cli", "data", "devices", "findings", "members", "models", "optimizers",
-    "paper", "plots", "prng", "registry", "study", "sweep", "tasks", "trainer", "workdir",
-    "writers",
+    "checkpoints", "data", "devices", "members", "models", "optimizers", "paper", "prng",
+    "registry", "study", "tasks", "trainer", "workdir", "writers",
   }
 )  # fmt: skip
 
