@@ -59,13 +59,31 @@ def method(task: str, analysis: Analysis) -> str:
     "*confirmed* (in the paper's direction), *refuted* (against it, or beyond the margin), "
     "*equivalent* (within the margin); otherwise *inconclusive*, with the seeds a side that "
     f"would decide the observed effect with {stats.POWER:.0%} power (a normal approximation "
-    "to the Hodges–Lehmann shift, its standard error read off the exact interval's width, at "
-    f"{stats.ALPHA:g} over the family's size). Every comparison gives the Hodges–Lehmann shift "
-    "(the median of all differences, GELU minus baseline, or run minus baseline) with its "
-    f"exact distribution-free interval (at least {stats.CONFIDENCE:.0%}: 96.8% with 5 seeds a "
-    "side, 95.7% with 10, 96.0% with 6) beside the p. Everything else is exploratory: effects "
-    "with intervals and uncorrected p, no verdicts."
+    "to the Hodges–Lehmann shift: the observed shift taken as the true one, its standard error "
+    "s·sqrt(π/3 · 2/n) with n seeds a side and s the pooled standard deviation, at "
+    f"{stats.ALPHA:g} over the family's size, the strictest step of Holm's correction). "
+    "Every comparison gives the Hodges–Lehmann shift (the median of all differences, GELU "
+    "minus baseline, or run minus baseline) with its exact distribution-free interval (at "
+    f"least {stats.CONFIDENCE:.0%}; {interval_levels(analysis)}) beside the p. Everything else "
+    "is exploratory: effects with intervals and uncorrected p, no verdicts."
   )
+
+
+def interval_levels(analysis: Analysis) -> str:
+  """``"96.8% with 5 seeds a side, 95.7% with 10"``: the achieved level of the intervals of
+  the result's comparisons, by their sizes."""
+  comparisons = [v.comparison for v in (*analysis.primary, *analysis.secondary)]
+  comparisons += [e.comparison for e in analysis.exploratory]
+  comparisons += [s["comparison"] for s in analysis.selections]
+  sizes = sorted({(len(c.a), len(c.b)) for c in comparisons if c is not None})
+  if not sizes:
+    return "no comparison here"
+  words = []
+  for m, n in sizes:
+    level = stats.shift_interval(range(m), range(m, m + n))[2]
+    side = f"{m} seeds a side" if m == n else f"{m} vs {n} seeds"
+    words.append(f"{level:.1%} with {side}" if level < 1 else f"none with {side}")
+  return ", ".join(words)
 
 
 def seeds_needed_words(verdict: Verdict) -> str:

@@ -248,17 +248,17 @@ def seeds_for_power(
   """The seeds a side with which the observed effect would be decided with ``power``.
 
   The method: a normal approximation to the Hodges–Lehmann shift. Its observed value is taken
-  as the true shift, and its standard error with n seeds a side as the exact interval's width
-  (:func:`shift_interval`) over twice the normal quantile of the interval's achieved level,
-  scaled by sqrt((1/m + 1/n) / (2/n')) to n' seeds a side. The decision is the one the
+  as the true shift; its standard error with n' seeds a side is s·sqrt(π/3 · 2/n'), its
+  asymptotic value for normal errors (the rank test's efficiency against the t-test is 3/π),
+  with s the pooled standard deviation of the two samples. The decision is the one the
   observed effect points to: a shift of either sign (the two-sided rank test at ``level``);
   with a ``margin``, equivalence (both one-sided tests at ``level`` / 2, as
   :attr:`Equivalence.p` doubles the smaller p) where the shift lies inside the margin, a shift
   beyond it (two-sided at ``level`` / 2) where outside. The answer is at least the seeds with
-  which the exact test can reach ``level`` at all (2 / C(2n, n) below it).
+  which the exact test can reach its level at all (2 / C(2n, n) below it).
 
   Args:
-    a, b: the per-seed values observed.
+    a, b: the per-seed values observed (at least 3 in all).
     level: the p-value the decision needs (e.g. alpha over the family's size, the strictest
       step of Holm's correction).
     margin: the equivalence margin, for an equivalence hypothesis.
@@ -268,11 +268,14 @@ def seeds_for_power(
     The seeds a side, or None where no number of seeds decides the observed effect (a shift of
     exactly 0, or exactly the margin) or more than ``MAX_SEEDS`` would be needed.
   """
-  shift = hodges_lehmann(a, b)
-  low, high, achieved = shift_interval(a, b)
-  if not math.isfinite(high - low):
+  a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+  if len(a) + len(b) < 3:
     return None
-  se = (high - low) / (2.0 * _z(0.5 + achieved / 2.0)) / math.sqrt(1 / len(a) + 1 / len(b))
+  shift = hodges_lehmann(a, b)
+  squares = sum(float(((x - x.mean()) ** 2).sum()) for x in (a, b))
+  pooled = squares / (len(a) + len(b) - 2)
+  # The standard error of the shift with n seeds a side is this times sqrt(2 / n).
+  se = math.sqrt(pooled * math.pi / 3.0)
   beyond = margin is not None and abs(shift) > margin
   # A shift beyond the margin is tested two-sided at level / 2; the others at level.
   floor = next(
