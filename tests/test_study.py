@@ -572,4 +572,4 @@ def test_an_interrupted_grid_keeps_its_training_time(tmp_path, monkeypatch, erro
   # Interrupted: the seconds of this invocation and its machine are added (a failure trained
   # nothing).
   assert (gelu["seconds"] > 65.0) == recorded and gelu["seconds"] >= 65.0
-  assert gelu["machines"] == ([study.describe_machine()] if recorded else [])
+  assert gelu["machines"] == ([devices.describe_machine()] if recorded else [])

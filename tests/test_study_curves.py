@@ -1,4 +1,4 @@
-"""Tests for gelujax.study.curves: each rule on curves chosen so that the answer is known by hand."""
+"""Tests for gelujax.study.curves: each rule on curves whose answer is known by hand."""
 
 import pytest
 
