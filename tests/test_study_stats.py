@@ -19,9 +19,11 @@ def enumerate_rank_sums(a, b):
   """Every split of the pooled values into len(a) and len(b): the rank sum of the first part."""
   pooled = np.concatenate([a, b])
   ranks = midranks(pooled)
-  return np.array(
-    [ranks[list(s)].sum() for s in itertools.combinations(range(len(pooled)), len(a))]
-  ), ranks[: len(a)].sum(), len(a) * (len(pooled) + 1) / 2
+  return (
+    np.array([ranks[list(s)].sum() for s in itertools.combinations(range(len(pooled)), len(a))]),
+    ranks[: len(a)].sum(),
+    len(a) * (len(pooled) + 1) / 2,
+  )
 
 
 def brute_force_p(a, b, alternative):

@@ -85,9 +85,11 @@ def test_hypotheses_table_rows():
   # so the first's p is multiplied by the family's 2.
   judged = verdicts.judge(
     [first, second],
-    lambda h: Evidence((1, 2, 3, 4, 5), (6, 7, 8, 9, 10), "seeds 0–4")
-    if h is first
-    else "pending: evaluation seeds not trained",
+    lambda h: (
+      Evidence((1, 2, 3, 4, 5), (6, 7, 8, 9, 10), "seeds 0–4")
+      if h is first
+      else "pending: evaluation seeds not trained"
+    ),
   )
   lines = tables.format_hypotheses(judged).splitlines()
   assert lines[0] == tables.HYPOTHESES_HEAD

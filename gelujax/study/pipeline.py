@@ -397,14 +397,15 @@ def exploratory_tables(result: Analysis) -> list[str]:
 
 
 def find_noise_grids(out: Path, spec: Any, root: Path) -> list[Grid]:
-  """The selection classifiers whose noise evaluations are under ``out/noise/``, for
-  re-rendering."""
+  """The selection grids of the classifiers whose noise evaluations are under ``out/noise/``
+  (their own, or their evaluation runs'), for re-rendering."""
   paths = sorted((out / "noise").glob("*.json")) if (out / "noise").is_dir() else []
   workdirs = {}
   for path in paths:
     workdir = root / writers.read_json(path)["workdir"]
-    if not workdir.name.endswith(EVAL_SUFFIX):
-      workdirs[workdir.name] = workdir
+    # An evaluation run's classifiers stand for the selection grid beside them.
+    workdir = workdir.parent / workdir.name.removesuffix(EVAL_SUFFIX)
+    workdirs[workdir.name] = workdir
   if not workdirs:
     raise ValueError(
       f"--render: {out / 'noise'} holds no noise evaluations to render. Pass the --task, "
