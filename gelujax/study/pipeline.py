@@ -134,6 +134,56 @@ def load_evaluation(grid: Grid, row: dict[str, Any], plan: Design) -> Run | str:
   return run
 
 
+@dataclasses.dataclass(frozen=True)
+class Stages:
+  """A result's runs: the selection grids (and their rows), the design they are judged by, and
+  each grid's evaluation run (or why it is not there: ``"pending: ..."``; ``{}`` where the
+  result has no evaluation runs)."""
+
+  selection: list[Run]
+  rows: list[dict[str, Any]]
+  plan: Design
+  evaluated: dict[str, Run | str | dict]
+
+
+def run_stages(
+  task: str,
+  selection_grids: Sequence[Grid],
+  out: Path,
+  *,
+  seeds: Sequence[int],
+  evaluation_seeds: Sequence[int],
+  data_dir: str | None,
+  train: bool,
+) -> Stages:
+  """Trains (with ``train``) the selection grids, then each one's evaluation run at its
+  selected lr, and reads them back. A result has evaluation runs where it trains some
+  (``evaluation_seeds``), or, rendered, where its design asks for them or some are there."""
+  if train:
+    grids.train_grids(selection_grids, seeds=seeds, data_dir=data_dir, out=out)
+  selection = [runs.load_run(g.workdir, g.name) for g in selection_grids]
+  plan = design(task, len(selection[0].seeds()))
+  rows = [summarize(run, reported_lrs(runs.summarize_run(run), plan)) for run in selection]
+  evaluation_grids = grids.evaluation_grids(task, selection_grids, rows, plan)
+  if train and evaluation_seeds:
+    grids.train_grids(evaluation_grids, seeds=evaluation_seeds, data_dir=data_dir, out=out)
+  expected = bool(evaluation_seeds) if train else bool(plan.evaluation_seeds)
+  expected = expected or any(g.workdir.exists() for g in evaluation_grids)
+  if not expected:
+    no_runs = dataclasses.replace(plan, evaluation_seeds=())
+    return Stages(selection, rows, no_runs, {row["run"]: {} for row in rows})
+  by_name = {g.name.removesuffix(EVAL_SUFFIX): g for g in evaluation_grids}
+  evaluated: dict[str, Run | str | dict] = {}
+  for row in rows:
+    grid = by_name.get(row["run"])
+    evaluated[row["run"]] = (
+      load_evaluation(grid, row, plan) if grid else "pending: every selection member diverged"
+    )
+  found = [s for r in evaluated.values() if isinstance(r, Run) for s in r.seeds()]
+  seeds_found = tuple(dict.fromkeys(found)) or tuple(evaluation_seeds) or plan.evaluation_seeds
+  return Stages(selection, rows, dataclasses.replace(plan, evaluation_seeds=seeds_found), evaluated)
+
+
 def grid_values(row: dict[str, Any]) -> dict[float, dict[str, list[float]]]:
   """lr -> metric key -> the per-seed values of a row's non-diverged members."""
   return {
@@ -153,23 +203,16 @@ def reproduce_runs(
 ) -> Result:
   """Trains the selection grids, then the evaluation runs at the selected lrs (unless
   ``train`` is False), and writes table.md, summary.json and the figure from their files."""
-  if train:
-    grids.train_grids(selection_grids, seeds=seeds, data_dir=data_dir, out=out)
-  selection = [runs.load_run(g.workdir, g.name) for g in selection_grids]
-  plan = design(task, len(selection[0].seeds()))
-  rows = [summarize(run, reported_lrs(runs.summarize_run(run), plan)) for run in selection]
-  evaluation_grids = grids.evaluation_grids(task, selection_grids, rows, plan)
-  if train and evaluation_grids and evaluation_seeds:
-    grids.train_grids(evaluation_grids, seeds=evaluation_seeds, data_dir=data_dir, out=out)
-  by_name = {g.name.removesuffix(EVAL_SUFFIX): g for g in evaluation_grids}
-  evaluated: dict[str, Run | str] = {}
-  for row in rows:
-    grid = by_name.get(row["run"])
-    evaluated[row["run"]] = (
-      load_evaluation(grid, row, plan) if grid else "pending: every selection member diverged"
-    )
-  if not plan.evaluation_seeds:
-    evaluated = {name: {} for name in evaluated}
+  stages = run_stages(
+    task,
+    selection_grids,
+    out,
+    seeds=seeds,
+    evaluation_seeds=evaluation_seeds,
+    data_dir=data_dir,
+    train=train,
+  )
+  selection, rows, plan, evaluated = stages.selection, stages.rows, stages.plan, stages.evaluated
   evaluation_runs = [r for r in evaluated.values() if isinstance(r, Run)]
   evaluation_rows = {run.name: summarize(run, run.learning_rates()) for run in evaluation_runs}
   settings = read_settings(task, selection, evaluation_runs)
@@ -450,14 +493,16 @@ def reproduce_noise(
     selection_grids = [
       grids.find_classifier_workdir(g, shared / g.name, seeds) for g in selection_grids
     ]
-    grids.train_grids(selection_grids, seeds=seeds, data_dir=data_dir, out=out)
-  selection = [runs.load_run(g.workdir, g.name) for g in selection_grids]
-  plan = design(task, len(selection[0].seeds()))
-  rows = [summarize(run, reported_lrs(runs.summarize_run(run), plan)) for run in selection]
-  evaluation_grids = grids.evaluation_grids(task, selection_grids, rows, plan)
-  if train and evaluation_grids and evaluation_seeds:
-    grids.train_grids(evaluation_grids, seeds=evaluation_seeds, data_dir=data_dir, out=out)
-  by_name = {g.name.removesuffix(EVAL_SUFFIX): g for g in evaluation_grids}
+  stages = run_stages(
+    task,
+    selection_grids,
+    out,
+    seeds=seeds,
+    evaluation_seeds=evaluation_seeds,
+    data_dir=data_dir,
+    train=train,
+  )
+  selection, rows, plan = stages.selection, stages.rows, stages.plan
   options = {"out": out, "root": root, "data_dir": data_dir, "evaluate": train}
   # Every run at every lr some run selected: the fixed-lr sensitivity needs them all.
   lrs = list(dict.fromkeys(row["selected"]["learning_rate"] for row in rows if row["selected"]))
@@ -465,8 +510,7 @@ def reproduce_noise(
   for run, row in zip(selection, rows, strict=True):
     kept = {lr: noise.cached_noise(run.workdir, lr, **options) for lr in lrs}
     kept = {lr: result for lr, result in kept.items() if result is not None}
-    grid = by_name.get(row["run"])
-    found = load_evaluation(grid, row, plan) if grid else "pending: every member diverged"
+    found = stages.evaluated[row["run"]]
     evaluation: dict[float, dict[str, list[float]]] | str = found if isinstance(found, str) else {}
     if isinstance(found, Run):
       evaluation_runs.append(found)
