@@ -424,12 +424,16 @@ class Expected:
         words = "confirmed" if below == (h.direction == "lower") else "refuted"
       else:
         n = seeds_for_power(e[0], e[1], ALPHA / len(hs), h.margin)
-        words = (
-          f"inconclusive: {n} seeds a side for 80% power at the observed effect"
-          if n is not None
-          else "inconclusive: no number of seeds up to 1000 a side decides the observed effect "
-          "with 80% power"
-        )
+        shift = hl(*e[:2])[0]
+        if n is not None:
+          words = f"inconclusive: {n} seeds a side for 80% power at the observed effect"
+        elif len(e[0]) + len(e[1]) < 3:
+          words = "inconclusive: too few seeds to estimate the seeds a side 80% power would need"
+        elif abs(shift) == (h.margin or 0.0):
+          where = "at the margin" if h.margin else "of 0"
+          words = f"inconclusive: no number of seeds decides the observed shift {where}"
+        else:
+          words = "inconclusive: more than 1000 seeds a side for 80% power at the observed effect"
       out.append((h, e, p_value, adj, words))
     return out
 

@@ -23,7 +23,11 @@ def test_verdict_words_and_lines():
   (undecided,) = verdicts.judge([h], lambda _: Evidence((1.0, 2.0, 3.0), (2.0, 1.0, 3.0), "s"))
   # Equal samples: shift 0, which no number of seeds decides.
   assert findings.verdict_words(undecided) == (
-    "inconclusive: no number of seeds up to 1000 a side decides the observed effect with 80% power"
+    "inconclusive: no number of seeds decides the observed shift of 0"
+  )
+  (alone,) = verdicts.judge([h], lambda _: Evidence((1.0,), (2.0,), "s"))
+  assert findings.verdict_words(alone) == (
+    "inconclusive: too few seeds to estimate the seeds a side 80% power would need"
   )
   (decided,) = verdicts.judge([h], lambda _: Evidence((1, 2, 3, 4, 5), (6, 7, 8, 9, 10), "s"))
   assert findings.hypothesis_line("mnist", 1, decided) == (

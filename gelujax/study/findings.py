@@ -87,12 +87,18 @@ def interval_levels(analysis: Analysis) -> str:
 
 
 def seeds_needed_words(verdict: Verdict) -> str:
-  n = verdict.seeds_needed
+  """``"23 seeds a side for 80% power at the observed effect"``, or why there is no such
+  number."""
+  n, c, margin = verdict.seeds_needed, verdict.comparison, verdict.hypothesis.margin
   if n is not None:
     return f"{n} seeds a side for {stats.POWER:.0%} power at the observed effect"
+  if len(c.a) + len(c.b) < 3:
+    return "too few seeds to estimate the seeds a side 80% power would need"
+  if abs(c.shift) == (margin or 0.0):
+    where = "at the margin" if margin else "of 0"
+    return f"no number of seeds decides the observed shift {where}"
   return (
-    f"no number of seeds up to {stats.MAX_SEEDS} a side decides the observed effect with "
-    f"{stats.POWER:.0%} power"
+    f"more than {stats.MAX_SEEDS} seeds a side for {stats.POWER:.0%} power at the observed effect"
   )
 
 
