@@ -15,7 +15,7 @@ import pytest
 
 from gelujax import tasks
 from gelujax.paper import design
-from gelujax.study import grids, pipeline
+from gelujax.study import pipeline
 from tests.test_data import write_cifar_batch, write_timit_split
 
 RNG = np.random.default_rng(5)
@@ -90,13 +90,21 @@ def test_paper_task_reproduces_end_to_end_on_fixtures(tmp_path, task):
   spec = tasks.get(task).replace(epochs=1)
   spec = spec.replace(data_options={**spec.data_options, **options})
   out = tmp_path / "out"
-  selection = grids.make_grids(spec, ["gelu_tanh"], [spec.dropout], learning_rates, out)
   # One fresh evaluation seed, where the task's design trains evaluation runs.
   evaluation_seeds = [1] if design(task, 1).evaluation_seeds else []
-  result = pipeline.reproduce_runs(
-    task, selection, out, seeds=[0], evaluation_seeds=evaluation_seeds, data_dir=str(data_dir)
+  pipeline.reproduce(
+    task,
+    spec,
+    out=out,
+    root=tmp_path,
+    activations=["gelu_tanh"],
+    dropout_rates=[spec.dropout],
+    learning_rates=learning_rates,
+    seeds=[0],
+    evaluation_seeds=evaluation_seeds,
+    data_dir=str(data_dir),
   )
-  table, files = result.table, result.files
+  table = (out / "table.md").read_text()
   summary = json.loads((out / "summary.json").read_text())
   (row,) = summary["rows"]
   selected = row["selected"]["learning_rate"]
@@ -126,4 +134,4 @@ def test_paper_task_reproduces_end_to_end_on_fixtures(tmp_path, task):
     "not run: no elu run with dropout " + f"{spec.dropout:g}",
   }
   assert (out / "loss_curves.png").read_bytes()[:4] == b"\x89PNG"
-  assert any(f.startswith("loss_curves.png") for f in files)
+  assert "## Primary hypotheses" in (out / "README.md").read_text()

@@ -191,27 +191,8 @@ def grid_values(row: dict[str, Any]) -> dict[float, dict[str, list[float]]]:
   }
 
 
-def reproduce_runs(
-  task: str,
-  selection_grids: Sequence[Grid],
-  out: Path,
-  *,
-  seeds: Sequence[int],
-  evaluation_seeds: Sequence[int],
-  data_dir: str | None,
-  train: bool = True,
-) -> Result:
-  """Trains the selection grids, then the evaluation runs at the selected lrs (unless
-  ``train`` is False), and writes table.md, summary.json and the figure from their files."""
-  stages = run_stages(
-    task,
-    selection_grids,
-    out,
-    seeds=seeds,
-    evaluation_seeds=evaluation_seeds,
-    data_dir=data_dir,
-    train=train,
-  )
+def write_runs(task: str, stages: Stages, out: Path) -> Result:
+  """table.md, summary.json and the figure of a trained task, from its runs' files."""
   selection, rows, plan, evaluated = stages.selection, stages.rows, stages.plan, stages.evaluated
   evaluation_runs = [r for r in evaluated.values() if isinstance(r, Run)]
   evaluation_rows = {run.name: summarize(run, run.learning_rates()) for run in evaluation_runs}
@@ -475,35 +456,14 @@ def noise_values(result: dict[str, Any]) -> dict[str, list[float]]:
   }
 
 
-def reproduce_noise(
-  task: str,
-  selection_grids: Sequence[Grid],
-  out: Path,
-  *,
-  seeds: Sequence[int],
-  evaluation_seeds: Sequence[int],
-  data_dir: str | None,
-  root: Path,
-  train: bool = True,
+def write_noise(
+  task: str, stages: Stages, out: Path, *, root: Path, data_dir: str | None, evaluate: bool
 ) -> Result:
-  """Fig. 3: the classifier task's no-dropout runs (reused beside ``out`` when finished), and
-  their evaluation runs, under test-time noise."""
-  if train:
-    shared = out.parent / task / "runs"
-    selection_grids = [
-      grids.find_classifier_workdir(g, shared / g.name, seeds) for g in selection_grids
-    ]
-  stages = run_stages(
-    task,
-    selection_grids,
-    out,
-    seeds=seeds,
-    evaluation_seeds=evaluation_seeds,
-    data_dir=data_dir,
-    train=train,
-  )
+  """Fig. 3: the classifier task's no-dropout runs (the selection grids and their evaluation
+  runs) under test-time noise; with ``evaluate``, what is not kept in ``out/noise/`` yet is
+  evaluated from the runs' checkpoints."""
   selection, rows, plan = stages.selection, stages.rows, stages.plan
-  options = {"out": out, "root": root, "data_dir": data_dir, "evaluate": train}
+  options = {"out": out, "root": root, "data_dir": data_dir, "evaluate": evaluate}
   # Every run at every lr some run selected: the fixed-lr sensitivity needs them all.
   lrs = list(dict.fromkeys(row["selected"]["learning_rate"] for row in rows if row["selected"]))
   values, shown, evaluation_runs, evaluation_rows = [], {}, [], {}
@@ -551,7 +511,7 @@ def reproduce_noise(
   sections = findings.write_findings(result)
   write_summary(out, task + NOISE_SUFFIX, settings, result, sections, classifier_rows=rows,
                 evaluation_rows=evaluation_rows, runs=shown)  # fmt: skip
-  workdirs = sorted({grids.repo_relative(g.workdir.parent, root) for g in selection_grids})
+  workdirs = sorted({grids.repo_relative(run.workdir.parent, root) for run in selection})
   files = [
     "table.md: the tables below",
     "summary.json: every verdict with its values, shift, interval, p and Holm p; accuracy and "
@@ -630,11 +590,24 @@ def reproduce(
     )
   selection_grids = grids.make_grids(spec, activations, dropout_rates, learning_rates, out)
   out.mkdir(parents=True, exist_ok=True)
-  options = {"seeds": list(seeds), "evaluation_seeds": evaluation, "data_dir": data_dir}
+  if noise_task:  # The classifier task's finished runs, beside out, are reused.
+    shared = out.parent / base / "runs"
+    selection_grids = [
+      grids.find_classifier_workdir(g, shared / g.name, seeds) for g in selection_grids
+    ]
+  stages = run_stages(
+    base,
+    selection_grids,
+    out,
+    seeds=seeds,
+    evaluation_seeds=evaluation,
+    data_dir=data_dir,
+    train=True,
+  )
   if noise_task:
-    result = reproduce_noise(base, selection_grids, out, root=root, **options)
+    result = write_noise(base, stages, out, root=root, data_dir=data_dir, evaluate=True)
   else:
-    result = reproduce_runs(base, selection_grids, out, **options)
+    result = write_runs(base, stages, out)
   write_result(task, result, out=out, root=root, trained=True)
   return out
 
@@ -649,11 +622,13 @@ def render(task: str, *, out: Path, root: Path) -> Path:
   noise_task = task.endswith(NOISE_SUFFIX)
   base = task.removesuffix(NOISE_SUFFIX)
   spec = tasks.get(base)
+  found = find_noise_grids(out, spec, root) if noise_task else grids.find_grids(out, spec)
   options = {"seeds": [], "evaluation_seeds": [], "data_dir": None, "train": False}
+  stages = run_stages(base, found, out, **options)
   if noise_task:
-    result = reproduce_noise(base, find_noise_grids(out, spec, root), out, root=root, **options)
+    result = write_noise(base, stages, out, root=root, data_dir=None, evaluate=False)
   else:
-    result = reproduce_runs(base, grids.find_grids(out, spec), out, **options)
+    result = write_runs(base, stages, out)
   write_result(task, result, out=out, root=root, trained=False)
   return out
 
