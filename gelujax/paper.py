@@ -5,6 +5,10 @@ authors' scripts (github.com/hendrycks/GELUs), as collected in the project's PAP
 paper's "GELU" is the tanh approximation, ``gelu_tanh``; ``gelu`` (the exact erf form) and
 ``silu`` are activations it reports no numbers for. Nothing here is a result of ours: these are
 the numbers and claims our results are set beside.
+
+The paper's claims are written here as pre-registered hypotheses (:data:`HYPOTHESES`: metric,
+condition, comparison, direction, family), fixed before the evaluation seeds that judge them
+were trained, and each task's :class:`Design` (:data:`DESIGNS`) says which seeds judge them.
 """
 
 from __future__ import annotations
@@ -22,8 +26,6 @@ NOISE_SUFFIX = "_noise"
 NOISE_LEVELS = np.linspace(0.0, 3.0, 20)
 # The activations the paper compares; its "GELU" is the tanh approximation.
 PAPER_ACTIVATIONS = ("gelu_tanh", "relu", "elu")
-# The two GELU forms gelujax trains, compared with the paper's baselines.
-GELU_FORMS = ("gelu_tanh", "gelu")
 BASELINES = ("relu", "elu")
 # MNIST classification is run with and without dropout (Fig. 2's two panels).
 PAPER_DROPOUT_RATES = {"mnist": (0.0, 0.5)}
