@@ -26,6 +26,8 @@ NOISE_SUFFIX = "_noise"
 NOISE_LEVELS = np.linspace(0.0, 3.0, 20)
 # The activations the paper compares; its "GELU" is the tanh approximation.
 PAPER_ACTIVATIONS = ("gelu_tanh", "relu", "elu")
+# The baselines GELU is compared with (the exploratory comparisons set every other run against
+# them).
 BASELINES = ("relu", "elu")
 # MNIST classification is run with and without dropout (Fig. 2's two panels).
 PAPER_DROPOUT_RATES = {"mnist": (0.0, 0.5)}
