@@ -43,7 +43,7 @@ import scipy.stats
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from gelujax import prng, tasks, trainer
-from gelujax.study import describe_machine
+from gelujax.devices import describe_machine
 
 RESULTS = Path(__file__).parent / "results"
 # The MNIST classifier's batches per epoch (55,000 // 128), so epoch e's steps start here.

@@ -5,10 +5,11 @@ dropout0.5``: 3 learning rates x 5 seeds x 50 epochs, dropout masks from the tra
 hash) are trained again with ``--task=mnist(dropout_bits='threefry')``, the same command
 otherwise, into ``benchmarks/results/prng_training/``. Every final-epoch metric of every learning
 rate is then compared, hash against threefry, by the exact rank-sum test over the 5 seeds, with
-Holm's correction over all the report's tests, and worded by `gelujax.sweep`'s fixed rule. A sound
-hash gives no gap beyond the seed spread. Only the bits differ: the initialisation, batch order
-and every other random draw are the same for a seed, so the runs of one seed are paired, but the
-test treats them as independent samples (which is conservative for equality).
+Holm's correction over all the report's tests (`gelujax.study.stats`), each worded by one fixed
+rule (:data:`OUTCOME_WORDS`). A sound hash gives no gap beyond the seed spread. Only the bits
+differ: the initialisation, batch order and every other random draw are the same for a seed, so
+the runs of one seed are paired, but the test treats them as independent samples (which is
+conservative for equality).
 
 Training resumes where it stopped (re-run the command); ``--render`` only rewrites the report.
 
@@ -18,6 +19,7 @@ Run: python benchmarks/prng_training.py   (about 35 minutes on 2 cores: two grid
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime
 import json
 import os
@@ -28,13 +30,56 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from gelujax import study, sweep  # noqa: E402
+from gelujax import devices  # noqa: E402
+from gelujax.study import runs, stats  # noqa: E402
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 HASH_RUNS = ROOT / "results" / "fashion_mnist" / "mnist" / "runs"
 ACTIVATIONS = ("gelu", "relu")
 METRICS = ("train_loss", "validation_loss", "validation_error", "test_loss", "test_error")
 TASK = "--task=mnist(dropout_bits='threefry')"
+# The one wording of each outcome of a test, by its Holm-adjusted and its unadjusted p-value.
+OUTCOME_WORDS = {
+  "beyond": "beyond the seed spread",
+  "uncorrected": "p < 0.05 before correction only",
+  "within": "within the seed spread",
+}
+
+
+@dataclasses.dataclass
+class Test:
+  """One exact rank-sum test of a metric's final values, hash seeds against threefry seeds."""
+
+  scope: str
+  metric: str
+  values_a: list[float]
+  values_b: list[float]
+  p: float
+  ties: int
+  holm: float = 1.0
+
+  @property
+  def outcome(self) -> str:
+    if self.holm < stats.ALPHA:
+      return "beyond"
+    return "uncorrected" if self.p < stats.ALPHA else "within"
+
+  def verdict(self) -> str:
+    """``"within the seed spread (p = 0.31, Holm 1, 1 tied value (mid-ranks))"``."""
+    notes = [f"p = {self.p:.2g}", f"Holm {self.holm:.2g}"]
+    a, b = self.values_a, self.values_b
+    if max(a) < min(b) or min(a) > max(b):
+      notes.append("no seed overlaps")
+    if self.ties:
+      notes.append(f"{self.ties} tied value{'s' if self.ties > 1 else ''} (mid-ranks)")
+    return f"{OUTCOME_WORDS[self.outcome]} ({', '.join(notes)})"
+
+  def to_json(self) -> dict:
+    return {
+      "scope": self.scope, "metric": self.metric, "a": "hash", "b": "threefry",
+      "values_a": self.values_a, "values_b": self.values_b, "p": self.p, "holm": self.holm,
+      "ties": self.ties, "outcome": self.outcome,
+    }  # fmt: skip
 
 
 def threefry_workdir(output_dir: Path, activation: str) -> Path:
@@ -64,7 +109,7 @@ def is_finished(workdir: Path, activation: str) -> bool:
   return summary.exists() and json.loads(summary.read_text())["epochs"] == hashed["epochs"]
 
 
-def final_values(run: sweep.Run, learning_rate: float, metric: str) -> list[float]:
+def final_values(run: runs.Run, learning_rate: float, metric: str) -> list[float]:
   """Per-seed values of ``metric`` at the run's last epoch (seed order)."""
   last = max(r["epoch"] for r in run.records)
   rows = [r for r in run.records if r["epoch"] == last and r["learning_rate"] == learning_rate]
@@ -72,28 +117,31 @@ def final_values(run: sweep.Run, learning_rate: float, metric: str) -> list[floa
 
 
 def compare(output_dir: Path, activations: list[str]) -> dict:
-  family = sweep.Family()
   rows = []
   for activation in activations:
-    hashed = sweep.load_run(HASH_RUNS / f"{activation}_dropout0.5", "hash")
-    threefry = sweep.load_run(threefry_workdir(output_dir, activation), "threefry")
+    hashed = runs.load_run(HASH_RUNS / f"{activation}_dropout0.5", "hash")
+    threefry = runs.load_run(threefry_workdir(output_dir, activation), "threefry")
     for lr in hashed.learning_rates():
       for metric in METRICS:
         a, b = final_values(hashed, lr, metric), final_values(threefry, lr, metric)
-        test = family.test(f"{activation}, lr {lr:g}", metric, ("hash", a), ("threefry", b))
+        test = Test(
+          f"{activation}, lr {lr:g}", metric, a, b, stats.rank_test(a, b), stats.tied_values(a, b)
+        )
         rows.append((activation, lr, metric, test))
-  family.correct()
-  return {"rows": rows, "tests": family.tests, "activations": activations}
+  tests = [test for *_, test in rows]
+  for test, adjusted in zip(tests, stats.holm([t.p for t in tests]), strict=True):
+    test.holm = adjusted
+  return {"rows": rows, "tests": tests, "activations": activations}
 
 
 def write_report(output_dir: Path, result: dict) -> None:
   tests = result["tests"]
-  counts = {w: sum(t.outcome == o for t in tests) for o, w in sweep.OUTCOME_WORDS.items()}
+  counts = {w: sum(t.outcome == o for t in tests) for o, w in OUTCOME_WORDS.items()}
   lines = [
     "# Dropout bits: the trainer's hash against threefry, trained",
     "",
     "Command: `python benchmarks/prng_training.py`  ",
-    f"Machine (threefry runs): {study.describe_machine()}  ",
+    f"Machine (threefry runs): {devices.describe_machine()}  ",
     f"Date: {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC",
     "",
     "Task `mnist` on Fashion-MNIST (Debian's `dataset-fashion-mnist`), dropout 0.5, 3 learning "
@@ -105,8 +153,9 @@ def write_report(output_dir: Path, result: dict) -> None:
     "samples from). Values are each seed's metric at epoch 50.",
     "",
     "Each row is the exact two-sided rank-sum test of the 5 seeds of each, Holm-adjusted over "
-    f"all {len(tests)} tests of this report; outcome words as in the results READMEs "
-    f"(`gelujax.sweep`): " + "; ".join(f"{w}: {n}" for w, n in counts.items()) + ".",
+    f"all {len(tests)} tests of this report (`gelujax.study.stats`), each worded by its outcome: "
+    + "; ".join(f"{w}: {n}" for w, n in counts.items())
+    + ".",
     "",
   ]
   missing = [a for a in ACTIVATIONS if a not in result["activations"]]
@@ -120,8 +169,8 @@ def write_report(output_dir: Path, result: dict) -> None:
     "|---|---:|---|---:|---:|---|",
   ]
   for activation, lr, metric, test in result["rows"]:
-    hashed = sweep.Stats.of(test.values_a).median
-    threefry = sweep.Stats.of(test.values_b).median
+    hashed = stats.Stats.of(test.values_a).median
+    threefry = stats.Stats.of(test.values_b).median
     lines.append(
       f"| {activation} | {lr:g} | {metric} | {hashed:.4g} | {threefry:.4g} | {test.verdict()} |"
     )

@@ -8,7 +8,8 @@ the test error and test log loss after each of those epochs with the run's ``met
 
 What the two share, and what they do not: both read the data through `gelujax.data.load` (the
 same 55k/5k/10k split and the same uint8 images, scaled to [0, 1]), the learning rate is the one
-`gelujax.sweep.select_learning_rate` selected, and the comparison is `gelujax.sweep.rank_test`.
+`gelujax.study.runs.select_learning_rate` selected, and the comparison is
+`gelujax.study.stats.rank_test`.
 The model, its initialisation, the optimizer, the batch order, the dropout masks and the
 evaluation are PyTorch's own, with its own random numbers. So the per-seed curves differ, and
 the question is whether the two implementations' distributions over seeds differ: each epoch's
@@ -37,8 +38,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import torch_reference
 
-from gelujax import data, sweep, writers
-from gelujax.study import describe_machine
+from gelujax import data, writers
+from gelujax.devices import describe_machine
+from gelujax.study import runs, stats
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
@@ -54,7 +56,7 @@ def read_gelujax(workdir: Path, epochs: int, seeds: int) -> dict:
   config = writers.read_json(workdir / writers.CONFIG_FILE)
   if config["task"] != "mnist":
     raise ValueError(f"{workdir} is a {config['task']!r} run; this check trains mnist runs only.")
-  lr = sweep.select_learning_rate(sweep.load_run(workdir))
+  lr = runs.select_learning_rate(runs.load_run(workdir))
   records = [
     r for r in writers.read_metrics(workdir)
     if r["learning_rate"] == lr and r["seed"] < seeds and r["epoch"] <= epochs
@@ -104,7 +106,7 @@ def compare(ours: np.ndarray, theirs: np.ndarray) -> list[dict]:
       "gelujax_range": [float(ours[e].min()), float(ours[e].max())],
       "torch_median": float(np.median(theirs[e])),
       "torch_range": [float(theirs[e].min()), float(theirs[e].max())],
-      "p": sweep.rank_test(ours[e], theirs[e]),
+      "p": stats.rank_test(ours[e], theirs[e]),
     }
     for e in range(len(ours))
   ]
@@ -138,7 +140,8 @@ def format_report(result: dict, *, rendered: bool = False) -> str:
     "run's selected learning rate, against the same model trained for those epochs in PyTorch "
     "(`benchmarks/torch_reference.py`). The two share the data loading (`gelujax.data.load`: "
     "the same 55k/5k/10k split and pixels scaled to [0, 1]), the learning rate (selected by "
-    "`gelujax.sweep.select_learning_rate`) and the statistics (`gelujax.sweep.rank_test`); the "
+    "`gelujax.study.runs.select_learning_rate`) and the statistics "
+    "(`gelujax.study.stats.rank_test`); the "
     "model code, initial weights, optimizer, batch order, dropout masks and evaluation are "
     "PyTorch's own. Per epoch: the median over seeds and the seed range of each, and the exact "
     "two-sided rank-sum p-value between the two sets of seeds (smallest possible with "

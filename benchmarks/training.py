@@ -555,7 +555,7 @@ def main(argv: list[str] | None = None) -> None:
       f"--rounds ({args.rounds}) and --matmul-size ({args.matmul_size}) must be positive, "
       f"--members ({args.members}) at least 2 and --examples ({args.examples}) non-negative."
     )
-  from gelujax.study import describe_machine
+  from gelujax.devices import describe_machine
 
   command = "python benchmarks/training.py" + (" " + " ".join(sys.argv[1:]) if argv is None else "")
   result = {

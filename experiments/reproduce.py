@@ -1,6 +1,8 @@
-r"""Reproduces one of the paper's experiments end to end: grids -> selection -> table + figures.
+r"""Reproduces one of the paper's experiments end to end: selection grids -> selected lrs ->
+evaluation seeds -> verdicts, tables, figures, README.
 
-The work is `gelujax.study.reproduce`; this script only reads its flags. Examples:
+The work is `gelujax.study.reproduce` (and `gelujax.study.render`); this script reads its flags
+and turns them into the values those take. Examples:
 
   python experiments/reproduce.py --task mnist --dataset fashion_mnist
   python experiments/reproduce.py --task mnist_noise --dataset fashion_mnist
@@ -16,22 +18,38 @@ import signal
 import sys
 from pathlib import Path
 
+import _flags
 from absl import app, flags, logging
 
 from gelujax import checkpoints, devices, study
-from gelujax.paper import PAPER_TASKS
+from gelujax.paper import (
+  EVALUATION_SEED_START,
+  NOISE_SUFFIX,
+  PAPER_DROPOUT_RATES,
+  PAPER_TASKS,
+  design,
+)
+from gelujax.study.grids import DEFAULT_ACTIVATIONS
 
 _TASK = flags.DEFINE_string(
   "task", None, f"The experiment: one of {', '.join(PAPER_TASKS)} (or any registered task)."
 )
 _DATASET = flags.DEFINE_string("dataset", None, "Dataset for the task (default: the task's own).")
 _ACTIVATIONS = flags.DEFINE_list(
-  "activations", None, f"Activations, one run each; default: {','.join(study.DEFAULT_ACTIVATIONS)}."
+  "activations", None, f"Activations, one run each; default: {','.join(DEFAULT_ACTIVATIONS)}."
 )
 _SEEDS = flags.DEFINE_list(
   "seeds",
   None,
-  "A count N (seeds 0..N-1) or a comma list ('7,' is the one seed 7); default: the task's count.",
+  "The selection seeds of every grid: a count N (seeds 0..N-1) or a comma list ('7,' is the one "
+  "seed 7); default: the task's count.",
+)
+_EVALUATION_SEEDS = flags.DEFINE_list(
+  "evaluation_seeds",
+  None,
+  f"The seeds of the evaluation runs, trained at each run's selected lr: a count N (seeds "
+  f"{EVALUATION_SEED_START}..{EVALUATION_SEED_START}+N-1) or a comma list; none may be a "
+  "selection seed; default: the task's (gelujax.paper.DESIGNS).",
 )
 _LEARNING_RATES = flags.DEFINE_list("learning_rates", None, "Learning rates; default: the task's.")
 _DROPOUT_RATES = flags.DEFINE_list(
@@ -61,6 +79,67 @@ _COMPILATION_CACHE = flags.DEFINE_string(
 _RENDER = flags.DEFINE_bool(
   "render", False, "Train nothing: rebuild tables, figures and README from the runs in --out."
 )
+ROOT = Path(__file__).resolve().parent.parent
+# The flags that set what is trained: --render reads all of it from the runs' files.
+_SETTINGS = (
+  _ACTIVATIONS, _SEEDS, _EVALUATION_SEEDS, _LEARNING_RATES, _DROPOUT_RATES, _EPOCHS, _EMBEDDINGS
+)  # fmt: skip
+
+
+def run() -> Path:
+  """Turns the flags into values and reproduces (or renders) the task; ValueError on a bad
+  value, before any work."""
+  task = _TASK.value
+  if not task:
+    raise ValueError(f"--task is required: one of {', '.join(PAPER_TASKS)}.")
+  noise = task.endswith(NOISE_SUFFIX)
+  base = task.removesuffix(NOISE_SUFFIX)
+  _, spec = _flags.make_spec(
+    base, dataset=_DATASET.value, epochs=_EPOCHS.value, embeddings=_EMBEDDINGS.value
+  )
+  out = Path(_OUT.value or ROOT / "results" / spec.dataset / task)
+  if _RENDER.value:
+    given = [f"--{flag.name}" for flag in _SETTINGS if flag.value is not None]
+    if given:
+      raise ValueError(
+        f"--render reads every setting from the runs' files in {out}; leave out "
+        f"{', '.join(given)} (or --render, to train with them)."
+      )
+    return study.render(task, out=out, root=ROOT)
+  seeds = _flags.parse_seeds(_SEEDS.value, spec.seeds)
+  evaluation_seeds = _flags.parse_seeds(
+    _EVALUATION_SEEDS.value,
+    design(base, len(seeds)).evaluation_seeds,
+    "evaluation_seeds",
+    EVALUATION_SEED_START,
+  )
+  learning_rates = _flags.parse_floats("learning_rates", _LEARNING_RATES.value, spec.learning_rates)
+  default_rates = (0.0,) if noise else PAPER_DROPOUT_RATES.get(base, (spec.dropout,))
+  dropout_rates = _flags.parse_floats("dropout_rates", _DROPOUT_RATES.value, default_rates)
+  if noise and dropout_rates != [0.0]:
+    raise ValueError(
+      f"--dropout_rates {','.join(_DROPOUT_RATES.value)} with --task {task}: the noise "
+      "experiment evaluates the no-dropout classifiers only; leave --dropout_rates out."
+    )
+  activations = list(_ACTIVATIONS.value or DEFAULT_ACTIVATIONS)
+  for activation in activations:  # Every run's spec, checked before anything trains.
+    for rate in dropout_rates:
+      _flags.replace_spec(
+        spec, {"activation": ("activations", activation), "dropout": ("dropout_rates", rate)}
+      )
+  devices.configure_cpu(_CPU_DEVICES.value, len(learning_rates) * len(seeds))
+  return study.reproduce(
+    task,
+    spec,
+    out=out,
+    root=ROOT,
+    activations=activations,
+    dropout_rates=dropout_rates,
+    learning_rates=learning_rates,
+    seeds=seeds,
+    evaluation_seeds=evaluation_seeds,
+    data_dir=_DATA_DIR.value,
+  )
 
 
 def main(argv: list[str]) -> None:
@@ -72,21 +151,7 @@ def main(argv: list[str]) -> None:
     logging.set_verbosity(logging.WARNING)
   try:
     devices.enable_compilation_cache(_COMPILATION_CACHE.value)
-    out = study.reproduce(
-      _TASK.value,
-      root=Path(__file__).resolve().parent.parent,
-      dataset=_DATASET.value,
-      activations=_ACTIVATIONS.value,
-      seeds=_SEEDS.value,
-      learning_rates=_LEARNING_RATES.value,
-      dropout_rates=_DROPOUT_RATES.value,
-      epochs=_EPOCHS.value,
-      data_dir=_DATA_DIR.value,
-      embeddings=_EMBEDDINGS.value,
-      out=_OUT.value,
-      render=_RENDER.value,
-      cpu_devices=_CPU_DEVICES.value,
-    )
+    out = run()
   except ValueError as e:  # Bad flag values; a diverged run is reported in the table instead.
     sys.exit(f"reproduce.py: error: {' '.join(str(e).split())}")
   except KeyboardInterrupt as e:  # Ctrl-C or kill: no checkpoint is left half-written.

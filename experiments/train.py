@@ -14,9 +14,10 @@ import re
 import signal
 import sys
 
+import _flags
 from absl import app, flags, logging
 
-from gelujax import checkpoints, cli, devices, trainer
+from gelujax import checkpoints, devices, trainer
 
 _TASK = flags.DEFINE_string(
   "task", None, "The experiment, one of gelujax.tasks.task_names(), optionally with field "
@@ -74,7 +75,7 @@ _PROCESS_ID = flags.DEFINE_integer("process_id", 0, "Multi-host runs: this proce
 def make_spec():
   """The task's spec with the flags' overrides, checked; raises ValueError on a bad value."""
   overrides = (_ACTIVATION, _DATASET, _EPOCHS, _BATCH_SIZE, _DROPOUT)
-  return cli.make_spec(_TASK.value, **{flag.name: flag.value for flag in overrides})[1]
+  return _flags.make_spec(_TASK.value, **{flag.name: flag.value for flag in overrides})[1]
 
 
 def main(argv: list[str]) -> None:
@@ -86,8 +87,8 @@ def main(argv: list[str]) -> None:
   try:
     spec = make_spec()
     members = trainer.Members(
-      cli.parse_floats("learning_rates", _LEARNING_RATES.value, spec.learning_rates),
-      cli.parse_seeds(_SEEDS.value, spec.seeds),
+      _flags.parse_floats("learning_rates", _LEARNING_RATES.value, spec.learning_rates),
+      _flags.parse_seeds(_SEEDS.value, spec.seeds),
     )
     # Before JAX starts: how the host is split into devices, and where compiled programs go.
     devices.configure_cpu(_CPU_DEVICES.value, len(members))

@@ -49,9 +49,8 @@ __version__ = "0.1.0"
 
 _SUBMODULES = frozenset(
   {
-    "checkpoints", "cli", "data", "devices", "download", "findings", "members", "models", "nnx",
-    "optimizers", "paper", "plots", "prng", "registry", "study", "sweep", "tasks", "trainer",
-    "workdir", "writers",
+    "checkpoints", "data", "devices", "download", "members", "models", "nnx", "optimizers",
+    "paper", "prng", "registry", "study", "tasks", "trainer", "workdir", "writers",
   }
 )  # fmt: skip
 

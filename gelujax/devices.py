@@ -12,12 +12,16 @@ before any array exists:
 - `initialize_distributed` joins a multi-process (multi-host) run.
 - `enable_compilation_cache` keeps compiled programs on disk, so that re-running or resuming a
   command does not compile again.
+- `describe_machine` names the machine (platform, CPU, devices, versions) for the results and
+  benchmark reports.
 """
 
 from __future__ import annotations
 
 import os
+import platform
 import re
+from pathlib import Path
 
 import jax
 
@@ -137,3 +141,26 @@ def enable_compilation_cache(path: str | None) -> str | None:
   jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
   jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
   return path
+
+
+def describe_machine() -> str:
+  """Platform, CPU model and core count, accelerator devices, jax and Python versions: the
+  machine every results README and benchmark report names."""
+  cpu = platform.processor() or platform.machine()
+  cpuinfo = Path("/proc/cpuinfo")
+  if cpuinfo.exists():
+    names = [
+      line.split(":", 1)[1].strip()
+      for line in cpuinfo.read_text().splitlines()
+      if line.startswith("model name")
+    ]
+    cpu = names[0] if names else cpu
+  kinds: dict[str, int] = {}
+  for device in jax.devices():
+    kind = f"{device.device_kind} ({device.platform})"
+    kinds[kind] = kinds.get(kind, 0) + 1
+  found = ", ".join(f"{n} x {kind}" for kind, n in kinds.items())
+  return (
+    f"{platform.platform()}; CPU: {cpu}, {os.cpu_count()} cores; devices: {found}; "
+    f"jax {jax.__version__}, Python {platform.python_version()}"
+  )

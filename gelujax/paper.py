@@ -5,12 +5,17 @@ authors' scripts (github.com/hendrycks/GELUs), as collected in the project's PAP
 paper's "GELU" is the tanh approximation, ``gelu_tanh``; ``gelu`` (the exact erf form) and
 ``silu`` are activations it reports no numbers for. Nothing here is a result of ours: these are
 the numbers and claims our results are set beside.
+
+The paper's claims are written here as pre-registered hypotheses (:data:`HYPOTHESES`: metric,
+condition, comparison, direction, family), fixed before the evaluation seeds that judge them
+were trained, and each task's :class:`Design` (:data:`DESIGNS`) says which seeds judge them.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -21,8 +26,8 @@ NOISE_SUFFIX = "_noise"
 NOISE_LEVELS = np.linspace(0.0, 3.0, 20)
 # The activations the paper compares; its "GELU" is the tanh approximation.
 PAPER_ACTIVATIONS = ("gelu_tanh", "relu", "elu")
-# The two GELU forms gelujax trains, compared with the paper's baselines.
-GELU_FORMS = ("gelu_tanh", "gelu")
+# The baselines GELU is compared with (the exploratory comparisons set every other run against
+# them).
 BASELINES = ("relu", "elu")
 # MNIST classification is run with and without dropout (Fig. 2's two panels).
 PAPER_DROPOUT_RATES = {"mnist": (0.0, 0.5)}
@@ -112,6 +117,10 @@ REPORTS = {
 }
 # Fig. 3, GELU's test accuracy at a = 0, 1, 3, read off the figure (approximate; PAPER.md).
 PAPER_NOISE_ACCURACY = {"gelu_tanh": {0.0: 0.98, 1.0: 0.67, 3.0: 0.24}}
+# Classes of each classification data set: a guess is wrong 1 - 1/K of the time.
+NUM_CLASSES = {
+  "mnist": 10, "fashion_mnist": 10, "twitter_pos": 25, "timit": 39, "cifar10": 10, "cifar100": 100
+}  # fmt: skip
 # Where each task's result stands in the paper.
 FIGURES = {
   "mnist": "Fig. 2",
@@ -124,28 +133,9 @@ FIGURES = {
 }
 
 
-@dataclasses.dataclass(frozen=True)
-class Claim:
-  """An order the paper states between its GELU and a baseline, on one metric of our tables.
-
-  Attributes:
-    metric: the metric's key in our table: a :class:`Report` metric (``"final.train_loss"``) or
-      a noise metric (``"accuracy@1"``: test accuracy at noise level a = 1).
-    better: the activation the paper puts ahead (its GELU, ``gelu_tanh``).
-    worse: the activation behind it.
-    every_lr: the paper states the order at each learning rate; otherwise at each run's
-      selected one.
-  """
-
-  metric: str
-  better: str
-  worse: str
-  every_lr: bool = False
-
-
-# What the paper states, per task (PAPER.md), in its words, and the orders that statement makes.
+# What the paper states, per task (PAPER.md), in its words.
 CLAIM_TEXT = {
-  "mnist": "GELU has the lowest median training log loss, with and without dropout",
+  "mnist": "GELU tends to have the lowest median training log loss with and without dropout",
   "mnist_noise": "GELU's accuracy under noise stays above ELU's (ReLU close to GELU)",
   "mnist_ae": "GELU reconstructs best at every learning rate",
   "twitter_pos": "GELU has the lowest median test error (12.57%, ReLU 12.67%, ELU 12.91%)",
@@ -153,12 +143,183 @@ CLAIM_TEXT = {
   "cifar10": "GELU has the lowest median test error (7.89%, ReLU 8.16%, ELU 8.41%)",
   "cifar100": "GELU has the lowest median test error (20.74%, ReLU 21.77%, ELU 22.98%)",
 }
-CLAIMS = {
-  "mnist": tuple(Claim("final.train_loss", "gelu_tanh", b) for b in BASELINES),
-  "mnist_noise": tuple(Claim(f"accuracy@{a:g}", "gelu_tanh", "elu") for a in (1.0, 3.0)),
-  "mnist_ae": tuple(Claim("final.test_loss", "gelu_tanh", b, every_lr=True) for b in BASELINES),
+LOWER, HIGHER, EQUIVALENT = "lower", "higher", "equivalent"
+PRIMARY, SECONDARY = "primary", "secondary"
+
+
+@dataclasses.dataclass(frozen=True)
+class Hypothesis:
+  """One of the paper's claims, fixed before the runs that judge it.
+
+  The study tests it on the per-seed values of ``metric`` of two runs, the paper's GELU and a
+  baseline, trained under one condition (dropout rate, learning rate or noise level), with
+  Holm's correction within its task's ``family``.
+
+  Attributes:
+    task: the experiment (``"mnist"``, ``"mnist_noise"``, ...).
+    family: ``"primary"`` (the paper's claims) or ``"secondary"``.
+    metric: the per-seed value compared: ``"final.train_loss"`` (after the last epoch),
+      ``"best.test_error"`` (at the best-validation epoch), ``"accuracy@1"`` (test accuracy
+      under noise of level a = 1).
+    label: the metric's words, with units.
+    gelu: the run of the paper's GELU (``gelu_tanh``).
+    baseline: the run it is compared with.
+    direction: the claim: GELU's values ``"lower"`` or ``"higher"`` than the baseline's, or
+      ``"equivalent"`` (within ``margin``).
+    dropout: the runs' dropout rate; None: the task's own.
+    learning_rate: the runs' learning rate; None: each run's, selected on selection seeds.
+    margin: the largest shift that counts as equivalent, in the metric's units.
+    paper: the paper's values (GELU, baseline), where it gives them; None where it does not.
+    scale: multiplies the values shown (100 for percent).
+  """
+
+  task: str
+  family: str
+  metric: str
+  label: str
+  gelu: str
+  baseline: str
+  direction: str
+  dropout: float | None = None
+  learning_rate: float | None = None
+  margin: float | None = None
+  paper: tuple[float | None, float | None] = (None, None)
+  scale: float = 1.0
+
+  def condition(self) -> str:
+    """``"dropout 0"``, ``"lr 0.001"``, ``"a = 1"``: what the runs share, beyond the task."""
+    parts = []
+    if self.dropout is not None:
+      parts.append(f"dropout {self.dropout:g}")
+    if self.learning_rate is not None:
+      parts.append(f"lr {self.learning_rate:g}")
+    if "@" in self.metric:
+      parts.append(f"a = {self.metric.split('@')[1]}")
+    return ", ".join(parts)
+
+  def claim(self) -> str:
+    """``"gelu_tanh below relu"``, ``"relu within ±0.02 of gelu_tanh"``."""
+    if self.direction == EQUIVALENT:
+      return f"{self.baseline} within ±{self.margin * self.scale:g} of {self.gelu}"
+    return f"{self.gelu} {'below' if self.direction == LOWER else 'above'} {self.baseline}"
+
+  def describe(self) -> str:
+    """``"gelu_tanh below relu: final train log loss (nats), dropout 0"``."""
+    condition = self.condition()
+    return f"{self.claim()}: {self.label}" + (f", {condition}" if condition else "")
+
+
+def _pairs(
+  task: str,
+  family: str,
+  metric: str,
+  label: str,
+  conditions: Sequence[Mapping[str, Any]],
+  *,
+  scale: float = 1.0,
+  paper: Mapping[Any, Mapping[str, float]] | None = None,
+) -> tuple[Hypothesis, ...]:
+  """GELU (``gelu_tanh``) below each baseline under each condition, with the paper's values
+  (``paper``: condition's dropout or lr -> activation -> value) where it gives them."""
+  hypotheses = []
+  for condition in conditions:
+    values = (paper or {}).get(condition.get("dropout", condition.get("learning_rate")), {})
+    for baseline in BASELINES:
+      hypotheses.append(
+        Hypothesis(
+          task, family, metric, label, "gelu_tanh", baseline, LOWER, scale=scale,
+          paper=(values.get("gelu_tanh"), values.get(baseline)), **condition,
+        )
+      )  # fmt: skip
+  return tuple(hypotheses)
+
+
+# Fig. 3's "ReLU close to GELU": the largest difference in test accuracy (absolute, 2 percentage
+# points) that counts as close; the paper's curves are read to about ±0.01 (PAPER.md).
+NOISE_EQUIVALENCE_MARGIN = 0.02
+_DROPOUTS = ({"dropout": 0.0}, {"dropout": 0.5})
+# The paper's claims as hypotheses, per task: primary (the paper's claims, Holm within the
+# task's primary family), then secondary (test error at the best-validation epoch, its own
+# Holm). Fixed before the evaluation seeds that judge them were trained.
+HYPOTHESES: dict[str, tuple[Hypothesis, ...]] = {
+  "mnist": (
+    *_pairs(
+      "mnist", PRIMARY, "final.train_loss", "final train log loss (nats)", _DROPOUTS,
+      paper={0.0: {"gelu_tanh": 0.008, "relu": 0.007, "elu": 0.013},
+             0.5: {"gelu_tanh": 0.044, "relu": 0.35, "elu": 0.105}},
+    ),
+    *_pairs(
+      "mnist", SECONDARY, "best.test_error", "test error (%) at the best-validation epoch",
+      _DROPOUTS, scale=100.0,
+    ),
+  ),
+  "mnist_noise": tuple(
+    Hypothesis(
+      "mnist_noise", PRIMARY, f"accuracy@{a:g}", "test accuracy under noise", "gelu_tanh",
+      baseline, direction, dropout=0.0, margin=margin,
+      paper=(PAPER_NOISE_ACCURACY["gelu_tanh"][a], None),
+    )
+    for baseline, direction, margin in (
+      ("elu", HIGHER, None), ("relu", EQUIVALENT, NOISE_EQUIVALENCE_MARGIN)
+    )
+    for a in (1.0, 3.0)
+  ),
+  "mnist_ae": _pairs(
+    "mnist_ae", PRIMARY, "final.test_loss", "final test MSE",
+    ({"learning_rate": 1e-3}, {"learning_rate": 1e-4}),
+    paper={1e-3: {"gelu_tanh": 0.0044, "relu": 0.0097, "elu": 0.006}},
+  ),
+  # Twitter POS and TIMIT report the test error at the best-validation epoch; their secondary
+  # family is the test error after the last epoch. CIFAR trains the tested runs on all of the
+  # train file, with no validation split: no secondary family.
   **{
-    task: tuple(Claim(REPORTS[task].metric, "gelu_tanh", b) for b in BASELINES)
-    for task in ("twitter_pos", "timit", "cifar10", "cifar100")
+    task: (
+      *_pairs(task, PRIMARY, "best.test_error", "test error (%) at the best-validation epoch",
+              ({},), scale=100.0, paper={None: REPORTS[task].paper}),
+      *_pairs(task, SECONDARY, "final.test_error", "test error (%) after the last epoch", ({},),
+              scale=100.0),
+    )
+    for task in ("twitter_pos", "timit")
   },
+  **{
+    task: _pairs(task, PRIMARY, "final.test_error", "test error (%) after the last epoch", ({},),
+                 scale=100.0, paper={None: REPORTS[task].paper})
+    for task in ("cifar10", "cifar100")
+  },
+}  # fmt: skip
+
+
+@dataclasses.dataclass(frozen=True)
+class Design:
+  """How a task's hypotheses meet their data.
+
+  Attributes:
+    evaluation_seeds: the seeds trained after the selection, none of them a selection seed
+      where the lr is selected.
+    select_lr: True: each run's lr is selected on the selection seeds (the grid's), and the
+      hypotheses are tested on fresh evaluation seeds trained at that lr only (runs
+      ``<run>_eval``). False: every lr is a condition of its own, nothing is selected, and the
+      evaluation seeds (``<run>_eval``, at every lr) add to the grid's seeds.
+  """
+
+  evaluation_seeds: tuple[int, ...]
+  select_lr: bool = True
+
+
+# The first evaluation seed of a task without its own design.
+EVALUATION_SEED_START = 100
+DESIGNS = {
+  "mnist": Design(tuple(range(100, 110))),
+  "twitter_pos": Design(tuple(range(100, 110))),
+  # Both lrs are hypotheses: 3 new seeds at each, tested with the grid's 3 (6 a side).
+  "mnist_ae": Design((3, 4, 5), select_lr=False),
+  # One lr (Nesterov SGD at 0.1): nothing to select, the grid's 3 seeds are tested.
+  "cifar100": Design((), select_lr=False),
 }
+
+
+def design(task: str, seeds: int) -> Design:
+  """The task's design; a task without one selects its lr and draws as many evaluation seeds
+  as its grid has, from ``EVALUATION_SEED_START``."""
+  default = Design(tuple(range(EVALUATION_SEED_START, EVALUATION_SEED_START + seeds)))
+  return DESIGNS.get(task, default)

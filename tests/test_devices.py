@@ -6,6 +6,7 @@ process and reports what JAX then sees.
 
 from __future__ import annotations
 
+import collections
 import json
 import os
 import subprocess
@@ -99,3 +100,16 @@ def test_a_count_after_jax_started_is_refused_in_one_line():
     "--cpu_devices 2: JAX has already started with 1 CPU devices, and the device count can only "
     "be set before the first array is made."
   )
+
+
+def test_describe_machine_names_the_cpu_devices_and_versions():
+  import platform
+
+  import jax
+
+  line = devices.describe_machine()
+  kinds = collections.Counter(f"{d.device_kind} ({d.platform})" for d in jax.devices())
+  assert line.startswith(platform.platform() + "; CPU: ")
+  assert f", {os.cpu_count()} cores; " in line
+  assert "devices: " + ", ".join(f"{n} x {k}" for k, n in kinds.items()) + ";" in line
+  assert line.endswith(f"jax {jax.__version__}, Python {platform.python_version()}")

@@ -2,8 +2,9 @@
 
 Twitter POS, TIMIT, CIFAR-10 and CIFAR-100 are trained here with their real models, optimizers,
 preprocessing and batch sizes on one batch of examples written in the real file formats, for one
-epoch and one seed, through the functions of ``gelujax.study`` that ``experiments/reproduce.py``
-runs: grids -> trainer -> selection (and, for CIFAR-10, the retrain on the whole train file) ->
+epoch and one selection seed, through the functions of ``gelujax.study`` that
+``experiments/reproduce.py`` runs: selection grid -> trainer -> selected lr -> evaluation run (one
+fresh seed at the selected lr; for CIFAR-10 the retrain on the whole train file) -> verdicts,
 table, summary, figure.
 """
 
@@ -12,7 +13,9 @@ import json
 import numpy as np
 import pytest
 
-from gelujax import cli, study
+from gelujax import tasks
+from gelujax.paper import design
+from gelujax.study import pipeline
 from tests.test_data import write_cifar_batch, write_timit_split
 
 RNG = np.random.default_rng(5)
@@ -84,31 +87,51 @@ def test_paper_task_reproduces_end_to_end_on_fixtures(tmp_path, task):
   data_dir = tmp_path / "data"
   data_dir.mkdir()
   n_test = write(data_dir)
-  _, spec = cli.make_spec(task, epochs=1)
+  spec = tasks.get(task).replace(epochs=1)
   spec = spec.replace(data_options={**spec.data_options, **options})
   out = tmp_path / "out"
-  grids = study.make_grids(spec, ["gelu_tanh"], [spec.dropout], learning_rates, out)
-
-  result = study.reproduce_runs(task, grids, out, seeds=[0], data_dir=str(data_dir))
-  table, files = result.table, result.files
-
-  row = next(line for line in table.splitlines() if line.startswith("| gelu_tanh |"))
-  cells = [cell.strip() for cell in row.split("|")[1:-1]]
-  # run, selected lr, diverged, unstable, the paper's number, our median, ...
-  assert cells[1] in {f"{lr:g}" for lr in learning_rates}
-  assert cells[2:5] == ["0/1", "0/1", paper_number]
+  # One fresh evaluation seed, where the task's design trains evaluation runs.
+  evaluation_seeds = [1] if design(task, 1).evaluation_seeds else []
+  pipeline.reproduce(
+    task,
+    spec,
+    out=out,
+    root=tmp_path,
+    activations=["gelu_tanh"],
+    dropout_rates=[spec.dropout],
+    learning_rates=learning_rates,
+    seeds=[0],
+    evaluation_seeds=evaluation_seeds,
+    data_dir=str(data_dir),
+  )
+  table = (out / "table.md").read_text()
   summary = json.loads((out / "summary.json").read_text())
-  (result,) = summary["rows"]
-  error = result["selected"]["metrics"][summary["report"]["metric"]]["median"]
-  # A test error is a count of wrong test examples (TIMIT: frames) over their number.
-  assert error * n_test == pytest.approx(round(error * n_test), abs=1e-4)
-  assert f"{100 * error:.4g}" == cells[5]
-  assert len(summary["selection_rows"][0]["grid"]) == len(learning_rates)
-  if task == "cifar10":  # Selected on validation, then retrained on all 105 train images.
-    config = json.loads((out / "runs" / "gelu_tanh_train_on_all" / "config.json").read_text())
-    assert config["spec"]["data_options"]["train_on_all"] is True
-    assert "retrained on the whole train file" in table
+  (row,) = summary["rows"]
+  selected = row["selected"]["learning_rate"]
+  assert len(row["grid"]) == len(learning_rates)
   metrics = (out / "runs" / "gelu_tanh" / "metrics.jsonl").read_text().splitlines()
   assert len(metrics) == len(learning_rates)  # one epoch of each member
+  shown = "gelu_tanh"
+  if evaluation_seeds:
+    # The evaluation run: the fresh seed at the selected lr only (CIFAR-10: on all 105 images).
+    shown = "gelu_tanh_eval"
+    config = json.loads((out / "runs" / shown / "config.json").read_text())
+    assert config["members"] == [{"seed": 1, "learning_rate": selected}]
+    assert config["spec"]["data_options"].get("train_on_all", False) == (task == "cifar10")
+    row = summary["evaluation_rows"][shown]
+  line = next(line for line in table.splitlines() if line.startswith(f"| {shown} |"))
+  cells = [cell.strip() for cell in line.split("|")[1:-1]]
+  # run, lr, seeds, diverged, unstable, the paper's number, our median, ...
+  assert cells[1] == f"{selected:g}"
+  assert cells[3:6] == ["0/1", "0/1", paper_number]
+  error = row["selected"]["metrics"][summary["report"]["metric"]]["median"]
+  # A test error is a count of wrong test examples (TIMIT: frames) over their number.
+  assert error * n_test == pytest.approx(round(error * n_test), abs=1e-4)
+  assert f"{100 * error:.4g}" == cells[6]
+  # The primary hypotheses wait for their baselines' runs.
+  assert {v["seeds"] for v in summary["verdicts"]["primary"]} == {
+    "not run: no relu run with dropout " + f"{spec.dropout:g}",
+    "not run: no elu run with dropout " + f"{spec.dropout:g}",
+  }
   assert (out / "loss_curves.png").read_bytes()[:4] == b"\x89PNG"
-  assert any(f.startswith("loss_curves.png") for f in files)
+  assert "## Primary hypotheses" in (out / "README.md").read_text()

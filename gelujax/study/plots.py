@@ -18,7 +18,8 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, LogFormatter, MaxNLocator
 
-from gelujax import sweep
+from gelujax.study import noise, runs
+from gelujax.study.runs import Curve, Run
 
 # Split name -> (legend name, line width, opacity): the paper draws training curves dark and
 # evaluation curves light and thin.
@@ -39,11 +40,9 @@ class PlainLogFormatter(LogFormatter):
     return f"{x:g}" if super().__call__(x, pos) else ""
 
 
-def run_curves(
-  run: sweep.Run, learning_rate: float, keys: Sequence[str]
-) -> dict[str, sweep.Curve | None]:
+def run_curves(run: Run, learning_rate: float, keys: Sequence[str]) -> dict[str, Curve | None]:
   """Median-over-seeds curves of ``keys`` (e.g. ``train_loss``) for one lr, keyed by split."""
-  return {key.split("_", 1)[0]: sweep.median_curve(run, key, learning_rate) for key in keys}
+  return {key.split("_", 1)[0]: runs.median_curve(run, key, learning_rate) for key in keys}
 
 
 def _colors(panels: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
@@ -61,13 +60,13 @@ def _new_figure(columns: int, legend_width: float = 0.0) -> tuple[Figure, list[A
   return fig, list(fig.subplots(1, columns, squeeze=False)[0])
 
 
-def _draw(ax: Any, curve: sweep.Curve, color: str, width: float, alpha: float) -> None:
+def _draw(ax: Any, curve: Curve, color: str, width: float, alpha: float) -> None:
   ax.plot(curve.x, curve.median, color=color, linewidth=width, alpha=alpha)
   ax.fill_between(curve.x, curve.low, curve.high, color=color, alpha=BAND_ALPHA * alpha, lw=0)
 
 
 def plot_curves(
-  panels: Mapping[str, Mapping[str, Mapping[str, sweep.Curve | None]]],
+  panels: Mapping[str, Mapping[str, Mapping[str, Curve | None]]],
   *,
   ylabel: str,
   title: str,
@@ -124,7 +123,7 @@ def plot_noise(results: Mapping[str, Mapping[str, Any]], *, title: str) -> Figur
   """Figure 3: test accuracy and log loss against the noise level a, one line per series.
 
   Args:
-    results: series label -> :func:`gelujax.sweep.evaluate_noise` result.
+    results: series label -> :func:`gelujax.study.noise.evaluate_noise` result.
     title: the figure's title.
 
   Returns:
@@ -136,7 +135,7 @@ def plot_noise(results: Mapping[str, Mapping[str, Any]], *, title: str) -> Figur
     axes, ("accuracy", "loss"), ("test accuracy", "test log loss (nats)"), strict=True
   ):
     for label, result in results.items():
-      curve = sweep.noise_curve(result, key)
+      curve = noise.noise_curve(result, key)
       _draw(ax, curve, colors[label], 1.8, 1.0)
     ax.legend(
       [Line2D([], [], color=colors[label], lw=1.8) for label in results],
@@ -158,3 +157,70 @@ def save_figure(fig: Figure, path: str | Path) -> Path:
   path.parent.mkdir(parents=True, exist_ok=True)
   fig.savefig(path, dpi=120)
   return path
+
+
+def series_label(name: str, stats: dict[str, Any], seeds: str) -> str:
+  """A legend label: the run, its lr, its seeds and its diverged members."""
+  label = f"{name} (lr {stats['learning_rate']:g}, {seeds}"
+  if stats["diverged"]:
+    label += f", {stats['diverged']}/{stats['members']} diverged"
+  return label + ")"
+
+
+def loss_keys(run: Run) -> tuple[str, str]:
+  """Training loss and the evaluation loss of the split the run selects on."""
+  return "train_loss", runs.selection_metric(run).split("_", 1)[0] + "_loss"
+
+
+def draw_loss_figure(
+  task: str, shown: Sequence[tuple[Run, dict[str, Any], str]], out: Path
+) -> Path:
+  """Fig. 2 style: a panel per dropout rate, each run at one lr.
+
+  Args:
+    task: the task, for the title.
+    shown: per run, ``(run, its statistics at the lr shown, which seeds)``; statistics None
+      where every member diverged.
+    out: the folder of ``loss_curves.png``.
+  """
+  panels: dict[str, dict[str, Any]] = {}
+  for run, stats, seeds in shown:
+    series = panels.setdefault(f"dropout rate {run.dropout:g}", {})
+    if stats is None:
+      series[f"{run.activation} (all diverged)"] = {"train": None}
+    else:
+      label = series_label(run.activation, stats, seeds)
+      series[label] = run_curves(run, stats["learning_rate"], loss_keys(run))
+  fig = plot_curves(
+    panels,
+    ylabel="log loss (nats)",
+    title=f"{task} on {shown[0][0].config['dataset']}: training (dark) and held-out (light) loss",
+  )
+  return save_figure(fig, out / "loss_curves.png")
+
+
+def draw_autoencoder_figure(
+  shown: Sequence[tuple[Run, dict[str, Any]]], out: Path, seeds: str
+) -> Path:
+  """Fig. 4: a panel per learning rate, train and test MSE of every run (its row) at that lr."""
+  panels: dict[str, dict[str, Any]] = {}
+  for run, row in shown:
+    for stats in row["grid"]:
+      lr = stats["learning_rate"]
+      label = series_label(run.activation, stats, seeds)
+      panels.setdefault(f"learning rate {lr:g}", {})[label] = run_curves(
+        run, lr, ("train_loss", "test_loss")
+      )
+  fig = plot_curves(
+    panels,
+    ylabel="reconstruction MSE",
+    title=f"autoencoder on {shown[0][0].config['dataset']}: train (dark) and test (light)",
+  )
+  return save_figure(fig, out / "reconstruction_curves.png")
+
+
+def draw_noise_figure(task: str, dataset: str, results: Mapping[str, Any], out: Path) -> Path:
+  """Fig. 3: accuracy and log loss against the noise level; ``results``: legend label -> noise
+  evaluation."""
+  fig = plot_noise(results, title=f"{task} on {dataset}: robustness to input noise (test set)")
+  return save_figure(fig, out / "noise_robustness.png")

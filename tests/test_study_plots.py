@@ -1,4 +1,4 @@
-"""Tests for gelujax.plots: figures from workdir files, inspected before and after saving."""
+"""Tests for gelujax.study.plots: figures from workdir files, inspected before and after saving."""
 
 import re
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from matplotlib.collections import PolyCollection
 
-from gelujax import plots, sweep
+from gelujax.study import plots, runs
 from tests.fake_workdirs import constant, member, write_workdir
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -27,9 +27,9 @@ def write_run(path, activation, dropout, scale, diverged_seed=None):
     for lr in (1e-3, 1e-4)
     for seed in range(3)
   ]
-  return sweep.load_run(
+  return runs.load_run(
     write_workdir(
-      path / sweep.run_name(activation, dropout or None),
+      path / runs.run_name(activation, dropout or None),
       members,
       activation=activation,
       dropout=dropout,
@@ -38,7 +38,7 @@ def write_run(path, activation, dropout, scale, diverged_seed=None):
 
 
 @pytest.fixture
-def runs(tmp_path):
+def workdirs(tmp_path):
   return {
     (activation, dropout): write_run(tmp_path, activation, dropout, scale, diverged)
     for activation, scale, diverged in (("gelu", 1.0, None), ("relu", 2.0, 0), ("elu", 3.0, None))
@@ -50,11 +50,11 @@ def bands(ax):
   return [c for c in ax.collections if isinstance(c, PolyCollection)]
 
 
-def test_loss_curves_figure(runs, tmp_path):
+def test_loss_curves_figure(workdirs, tmp_path):
   panels = {
     f"dropout {dropout:g}": {
       activation: plots.run_curves(
-        runs[activation, dropout], 1e-3, ("train_loss", "validation_loss")
+        workdirs[activation, dropout], 1e-3, ("train_loss", "validation_loss")
       )
       for activation in ("gelu", "relu", "elu")
     }
@@ -94,10 +94,10 @@ def test_loss_curves_figure(runs, tmp_path):
   assert path.stat().st_size > 10_000
 
 
-def test_all_diverged_series_is_not_drawn(runs):
+def test_all_diverged_series_is_not_drawn(workdirs):
   panels = {
     "lr 1e-3": {
-      "gelu": plots.run_curves(runs["gelu", 0.0], 1e-3, ("train_loss",)),
+      "gelu": plots.run_curves(workdirs["gelu", 0.0], 1e-3, ("train_loss",)),
       "relu": {"train": None},
     }
   }

@@ -1,8 +1,9 @@
-"""Tests for gelujax.cli (the flag handling shared by experiments/train.py and reproduce.py)."""
+"""Tests for experiments/_flags.py, the flag handling shared by train.py and reproduce.py."""
 
+import _flags
 import pytest
 
-from gelujax import cli, tasks
+from gelujax import tasks
 
 
 @pytest.mark.parametrize(
@@ -10,27 +11,35 @@ from gelujax import cli, tasks
   [(None, [0, 1, 2]), ([], [0, 1, 2]), (["2"], [0, 1]), (["4", "7"], [4, 7]), (["7", ""], [7])],
 )
 def test_parse_seeds(values, expected):
-  assert cli.parse_seeds(values, 3) == expected
+  assert _flags.parse_seeds(values, 3) == expected
+
+
+def test_parse_evaluation_seeds_counts_from_their_start():
+  assert _flags.parse_seeds(["3"], (7, 8), "evaluation_seeds", 100) == [100, 101, 102]
+  assert _flags.parse_seeds(None, (7, 8), "evaluation_seeds", 100) == [7, 8]
+  assert _flags.parse_seeds(["5", ""], (7, 8), "evaluation_seeds", 100) == [5]
+  with pytest.raises(ValueError, match=r"^--evaluation_seeds 'x' is not a count"):
+    _flags.parse_seeds(["x"], (), "evaluation_seeds", 100)
 
 
 @pytest.mark.parametrize("values", [["x"], ["0"], ["1.5", "2"], [""]])
 def test_parse_seeds_rejects(values):
   with pytest.raises(ValueError, match="--seeds"):
-    cli.parse_seeds(values, 3)
+    _flags.parse_seeds(values, 3)
 
 
 def test_parse_floats():
-  assert cli.parse_floats("learning_rates", ["1e-3", "0.5"], (9.0,)) == [1e-3, 0.5]
-  assert cli.parse_floats("learning_rates", None, (9.0,)) == [9.0]
+  assert _flags.parse_floats("learning_rates", ["1e-3", "0.5"], (9.0,)) == [1e-3, 0.5]
+  assert _flags.parse_floats("learning_rates", None, (9.0,)) == [9.0]
 
 
 def test_parse_floats_names_the_flag():
   with pytest.raises(ValueError, match=r"--dropout_rates '0.5,x' is not a list of numbers"):
-    cli.parse_floats("dropout_rates", ["0.5", "x"], ())
+    _flags.parse_floats("dropout_rates", ["0.5", "x"], ())
 
 
 def test_replace_spec_applies_set_flags_and_skips_unset_ones():
-  spec = cli.replace_spec(
+  spec = _flags.replace_spec(
     tasks.get("mnist"), {"activation": ("activation", "relu"), "epochs": ("epochs", None)}
   )
   assert (spec.activation, spec.epochs) == ("relu", 50)
@@ -47,29 +56,29 @@ def test_replace_spec_applies_set_flags_and_skips_unset_ones():
 )
 def test_replace_spec_names_the_flag_of_a_bad_value(field, flag, value, message):
   with pytest.raises(ValueError, match=r"^--") as info:
-    cli.replace_spec(tasks.get("mnist"), {field: (flag, value)})
+    _flags.replace_spec(tasks.get("mnist"), {field: (flag, value)})
   assert message in str(info.value) and "TaskSpec" not in str(info.value)
 
 
 def test_make_spec_applies_flags_over_the_task_and_its_name_overrides():
-  paper, ours = cli.make_spec("mnist(evals_per_epoch=3)", dataset="fashion_mnist", epochs=None)
+  paper, ours = _flags.make_spec("mnist(evals_per_epoch=3)", dataset="fashion_mnist", epochs=None)
   # The paper's spec is the task as registered: its name's overrides are ours, not the paper's.
   assert (paper.dataset, paper.evals_per_epoch, paper.epochs) == ("mnist", 1, 50)
   assert (ours.dataset, ours.evals_per_epoch, ours.epochs) == ("fashion_mnist", 3, 50)
 
 
 def test_make_spec_embeddings_is_a_data_option_of_twitter_pos_only():
-  _, ours = cli.make_spec("twitter_pos", embeddings="/data/vectors.txt")
+  _, ours = _flags.make_spec("twitter_pos", embeddings="/data/vectors.txt")
   assert ours.data_options["embeddings"] == "/data/vectors.txt"
-  assert cli.make_spec("twitter_pos", embeddings=None)[1] == tasks.get("twitter_pos")
+  assert _flags.make_spec("twitter_pos", embeddings=None)[1] == tasks.get("twitter_pos")
   with pytest.raises(ValueError, match=r"^--embeddings /v is for --task twitter_pos only"):
-    cli.make_spec("mnist", embeddings="/v")
+    _flags.make_spec("mnist", embeddings="/v")
 
 
 @pytest.mark.parametrize("task", [None, "no_such", "no_such(epochs=2)"])
 def test_make_spec_names_an_unknown_task(task):
   with pytest.raises(ValueError, match=r"^--task .* is unknown\. Known tasks: .*mnist"):
-    cli.make_spec(task)
+    _flags.make_spec(task)
 
 
 @pytest.mark.parametrize(
@@ -113,11 +122,11 @@ def test_make_spec_names_an_unknown_task(task):
 )
 def test_make_spec_errors_name_the_flag_and_what_was_meant(task, flag_values, message):
   with pytest.raises(ValueError) as info:
-    cli.make_spec(task, **flag_values)
+    _flags.make_spec(task, **flag_values)
   flag = next(iter(flag_values), "task")
   assert str(info.value).startswith(f"--{flag} ") and message in str(info.value)
 
 
 def test_make_spec_names_the_flag_of_a_bad_value():
   with pytest.raises(ValueError, match=r"^--batch_size 0 is not valid for task 'mnist'"):
-    cli.make_spec("mnist", batch_size=0)
+    _flags.make_spec("mnist", batch_size=0)

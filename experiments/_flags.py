@@ -1,8 +1,10 @@
-"""The flag handling shared by the scripts in experiments/.
+"""The flag handling shared by the scripts in experiments/ (imported as ``_flags``: a script's
+own folder is first on its path, and pytest puts experiments/ there too).
 
 The scripts own their absl flags; these functions apply them to a task's spec
 (:func:`make_spec`, the one way both scripts override a task's fields) and turn the raw values
-of ``flags.DEFINE_list`` into what ``gelujax`` takes, with one-line errors that name the flag.
+of ``flags.DEFINE_list`` into the values ``gelujax`` takes, with one-line errors that name the
+flag. Nothing in ``gelujax`` parses a flag.
 """
 
 from __future__ import annotations
@@ -71,24 +73,30 @@ def replace_spec(spec: TaskSpec, flag_values: Mapping[str, tuple[str, Any]]) -> 
     raise ValueError(sentences(problem, e.hint)) from None
 
 
-def parse_seeds(values: Sequence[str] | None, default_count: int) -> list[int]:
-  """``--seeds``: one integer is a count (``5`` -> 0..4); several (or one followed by a comma,
-  ``7,``) are the seeds themselves; unset gives the task's count."""
+def parse_seeds(
+  values: Sequence[str] | None,
+  default: int | Sequence[int],
+  flag: str = "seeds",
+  start: int = 0,
+) -> list[int]:
+  """``--seeds`` (or ``--<flag>``): one integer is a count of seeds from ``start`` (``5`` ->
+  0..4); several (or one followed by a comma, ``7,``) are the seeds themselves; unset gives
+  ``default`` (a count, or the seeds)."""
   if not values:
-    return list(range(default_count))
+    return list(range(default)) if isinstance(default, int) else list(default)
   text = ",".join(values)
   try:
     seeds = [int(v) for v in values if v.strip()]
   except ValueError:
     seeds = []
   if not seeds:
-    raise ValueError(f"--seeds {text!r} is not a count or a comma list of integer seeds.")
+    raise ValueError(f"--{flag} {text!r} is not a count or a comma list of integer seeds.")
   if len(values) > 1:
     return seeds
   if seeds[0] < 1:
-    raise ValueError(f"--seeds {text!r} is a count of seeds; it must be at least 1.")
+    raise ValueError(f"--{flag} {text!r} is a count of seeds; it must be at least 1.")
   workdir.check_member_count(seeds[0])  # Before the list is made: 99999999999999 fails here.
-  return list(range(seeds[0]))
+  return list(range(start, start + seeds[0]))
 
 
 def parse_floats(flag: str, values: Sequence[str] | None, default: Sequence[float]) -> list[float]:

@@ -1,0 +1,22 @@
+"""The study: the paper's experiments from grids of runs to verdicts, one job per module.
+
+- :mod:`~gelujax.study.runs`: reading runs from their files; learning-rate selection.
+- :mod:`~gelujax.study.curves`: what a run's curves show (instabilities, still improving,
+  final spikes, not learning), by fixed rules.
+- :mod:`~gelujax.study.stats`: exact rank tests, Hodges–Lehmann shifts and intervals, TOST,
+  Holm, power.
+- :mod:`~gelujax.study.verdicts`: pre-registered hypotheses (``gelujax.paper.HYPOTHESES``)
+  judged within their family.
+- :mod:`~gelujax.study.analysis`: a result's verdicts, sensitivity and exploratory statistics.
+- :mod:`~gelujax.study.findings`: the fixed wording of every statement.
+- :mod:`~gelujax.study.tables`, :mod:`~gelujax.study.plots`, :mod:`~gelujax.study.readme`:
+  Markdown tables, figures, READMEs.
+- :mod:`~gelujax.study.noise`: Fig. 3's noise evaluation.
+- :mod:`~gelujax.study.grids`: the runs to train (selection grids, evaluation runs), training.
+- :mod:`~gelujax.study.pipeline`: the orchestration, :func:`reproduce` and :func:`render`.
+"""
+
+from gelujax.study.grids import Grid, evaluation_grids, make_grids, train_grids
+from gelujax.study.pipeline import render, reproduce
+
+__all__ = ["Grid", "evaluation_grids", "make_grids", "render", "reproduce", "train_grids"]

@@ -1,0 +1,233 @@
+"""The runs a study trains, and training them: selection grids, then evaluation runs.
+
+Each activation (and, for MNIST, each dropout rate) is one run: its learning-rate x seed grid is
+trained as members by :func:`gelujax.trainer.fit` into ``<out>/runs/<run>/`` (the *selection*
+grid; its seeds are the selection seeds). Each run's *evaluation* run, ``<out>/runs/<run>_eval/``,
+holds fresh seeds trained at the lr selected on the selection seeds (or, for a task that selects
+nothing, at every lr). Finished runs (their summary.json) are skipped and partial ones resume
+from their checkpoints, so a killed study restarts where it stopped; each training's time and
+machine are added to ``<out>/timings.json``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from gelujax import devices, writers
+from gelujax.members import Members
+from gelujax.paper import RETRAIN_TASKS, Design
+from gelujax.study import runs
+from gelujax.study.runs import EVAL_SUFFIX
+from gelujax.writers import CONFIG_FILE, SUMMARY_FILE, read_json
+
+TIMINGS_FILE = "timings.json"
+DEFAULT_ACTIVATIONS = ("gelu", "gelu_tanh", "relu", "elu", "silu")
+
+
+@dataclasses.dataclass(frozen=True)
+class Grid:
+  """One run of a study: its name, spec, workdir and learning rates."""
+
+  name: str
+  spec: Any
+  workdir: Path
+  learning_rates: tuple[float, ...]
+
+
+def grid_name(activation: str, dropout: float, spec: Any) -> str:
+  """The run's name: the activation, suffixed with the dropout rate where it is not the task's."""
+  return runs.run_name(activation, None if dropout == spec.dropout else dropout)
+
+
+def make_grids(
+  spec: Any,
+  activations: Sequence[str],
+  dropout_rates: Sequence[float],
+  learning_rates: Sequence[float],
+  out: Path,
+) -> list[Grid]:
+  """The selection grid of every run, dropout-rate major.
+
+  Raises:
+    gelujax.tasks.SpecError: an activation or dropout rate the task cannot take.
+  """
+  grids = []
+  for rate in dropout_rates:
+    for activation in activations:
+      name = grid_name(activation, rate, spec)
+      run_spec = spec.replace(activation=activation, dropout=rate)
+      grids.append(Grid(name, run_spec, out / "runs" / name, tuple(learning_rates)))
+  return grids
+
+
+def activation_order(activation: str) -> tuple[int, str]:
+  """Sorts activations as ``DEFAULT_ACTIVATIONS`` lists them, others after, by name."""
+  known = DEFAULT_ACTIVATIONS
+  return (known.index(activation) if activation in known else len(known), activation)
+
+
+def find_grids(out: Path, spec: Any) -> list[Grid]:
+  """The finished selection grids under ``out/runs/`` (evaluation runs aside), dropout-rate
+  major and in ``DEFAULT_ACTIVATIONS`` order, for re-rendering without training."""
+  runs_dir = out / "runs"
+  found = []
+  for workdir in sorted(runs_dir.glob("*/")) if runs_dir.is_dir() else []:
+    if workdir.name.endswith(EVAL_SUFFIX):
+      continue
+    run = runs.load_run(workdir)  # ValueError when unfinished: nothing is trained here.
+    found.append((run.dropout, activation_order(run.activation), workdir, run))
+  if not found:
+    raise ValueError(
+      f"--render: {runs_dir} holds no runs to render. Pass the --task, --dataset (or --out) of a "
+      "reproduction that trained, or leave --render out to train it."
+    )
+  return [
+    Grid(workdir.name, spec, workdir, tuple(run.learning_rates()))
+    for *_, workdir, run in sorted(found, key=lambda f: f[:2])
+  ]
+
+
+def evaluation_grids(
+  task: str, grids: Sequence[Grid], rows: Sequence[dict[str, Any]], design: Design
+) -> list[Grid]:
+  """Each run's evaluation run ``<run>_eval`` beside it: at the lr its selection grid selected
+  (none where every member diverged), or at every lr where the design selects nothing; for
+  ``RETRAIN_TASKS``, trained on the whole train file (no validation split), as the paper
+  retrains."""
+  evaluation = []
+  for grid, row in zip(grids, rows, strict=True):
+    if design.select_lr and row["selected"] is None:
+      continue
+    lrs = (row["selected"]["learning_rate"],) if design.select_lr else grid.learning_rates
+    spec = grid.spec
+    if task in RETRAIN_TASKS:
+      spec = spec.replace(data_options={**spec.data_options, "train_on_all": True})
+    name = grid.name + EVAL_SUFFIX
+    evaluation.append(Grid(name, spec, grid.workdir.parent / name, tuple(lrs)))
+  return evaluation
+
+
+def finished_summary(workdir: str | Path, members: Members, epochs: int) -> dict[str, Any] | None:
+  """The workdir's summary if it holds the grid ``members`` trained for ``epochs``, else None.
+
+  A workdir that finished fewer epochs is not finished: the trainer resumes and extends it.
+
+  Raises:
+    ValueError: if the workdir holds other members, or more epochs than requested; resuming
+      either would mix another grid into this one.
+  """
+  workdir = Path(workdir)
+  for file in (SUMMARY_FILE, CONFIG_FILE):
+    if (workdir / file).exists():
+      found = Members.from_json(read_json(workdir / file)["members"])
+      if found != members:
+        raise ValueError(
+          f"{workdir / file} holds a different grid ({found.describe()}) than the one "
+          f"requested ({members.describe()}). Pass another --out for the new grid."
+        )
+  if not (workdir / SUMMARY_FILE).exists():
+    return None
+  summary = read_json(workdir / SUMMARY_FILE)
+  if summary["epochs"] > epochs:
+    raise ValueError(
+      f"{workdir / SUMMARY_FILE} holds a run of {summary['epochs']} epochs, more than the "
+      f"{epochs} requested. Pass --epochs {summary['epochs']} to use it, or another --out."
+    )
+  return summary if summary["epochs"] == epochs else None
+
+
+def run_grid(
+  spec: Any,
+  workdir: str | Path,
+  members: Members,
+  *,
+  data_dir: str | None = None,
+  progress: bool = True,
+) -> tuple[dict[str, Any], bool]:
+  """Trains one run's grid ``members``, unless the workdir already finished it.
+
+  A partial workdir (checkpoints but no summary for ``spec.epochs``) is resumed by the trainer.
+  A grid whose members all diverge is a result too (every lr then shows n/n diverged).
+
+  Returns:
+    ``(summary, trained)``: the run's summary and whether this call trained.
+  """
+  summary = finished_summary(workdir, members, spec.epochs)
+  if summary is not None:
+    return summary, False
+  # Imported here so that reading results and drawing tables needs no accelerator stack.
+  from gelujax import trainer
+
+  try:
+    summary = trainer.fit(spec, str(workdir), members, data_dir=data_dir, progress=progress)
+  except trainer.DivergedError:
+    summary = read_json(Path(workdir) / SUMMARY_FILE)
+  return summary, True
+
+
+def train_grids(
+  grids: Sequence[Grid], *, seeds: Sequence[int], data_dir: str | None, out: Path
+) -> None:
+  """Trains (or skips, or resumes) every grid, one progress line each; records training time
+  in ``out/timings.json``, also for a grid interrupted by Ctrl-C or SIGTERM."""
+  timings = read_timings(out)
+  machine = devices.describe_machine()
+  for i, grid in enumerate(grids, 1):
+    start = time.time()
+    lrs = ", ".join(f"{lr:g}" for lr in grid.learning_rates)
+    print(
+      f"[{i}/{len(grids)}] {grid.name}: lrs {lrs} x {len(seeds)} seeds, {grid.spec.epochs} "
+      "epochs ...",
+      flush=True,
+    )
+    trained = False
+    try:
+      _, trained = run_grid(
+        grid.spec, grid.workdir, Members(grid.learning_rates, seeds), data_dir=data_dir
+      )
+    except (KeyboardInterrupt, SystemExit):  # Ctrl-C or SIGTERM: keep the time trained so far.
+      trained = True
+      raise
+    finally:
+      elapsed = time.time() - start
+      if trained:
+        timing = timings.setdefault(grid.name, {"seconds": 0.0, "machines": []})
+        timing["seconds"] += elapsed
+        if machine not in timing["machines"]:
+          timing["machines"].append(machine)
+        writers.write_json(out / TIMINGS_FILE, timings)
+    done = f"trained in {elapsed:.1f} s" if trained else "finished earlier: skipped"
+    print(f"[{i}/{len(grids)}] {grid.name}: {done} ({grid.workdir})", flush=True)
+
+
+def read_timings(out: Path) -> dict[str, dict[str, Any]]:
+  """``out/timings.json``: run -> its training time summed over the invocations that trained it
+  (``seconds``) and the machines they ran on (``machines``, in order). A file written before
+  machines were recorded holds bare seconds; their machines read as unknown ([])."""
+  path = out / TIMINGS_FILE
+  timings = writers.read_json(path) if path.exists() else {}
+  return {
+    name: t if isinstance(t, dict) else {"seconds": t, "machines": []}
+    for name, t in timings.items()
+  }
+
+
+def find_classifier_workdir(grid: Grid, shared: Path, seeds: Sequence[int]) -> Grid:
+  """The grid, moved to the classifier task's finished workdir of the same run when there is one."""
+  try:
+    finished = finished_summary(shared, Members(grid.learning_rates, seeds), grid.spec.epochs)
+  except ValueError as e:
+    print(f"{grid.name}: not reusing {shared}: {e}", flush=True)
+    return grid
+  return dataclasses.replace(grid, workdir=shared) if finished is not None else grid
+
+
+def repo_relative(path: Path, root: Path) -> str:
+  """``path`` relative to the repository ``root`` when inside it (results are committed), else
+  absolute."""
+  path, root = path.resolve(), root.resolve()
+  return str(path.relative_to(root)) if path.is_relative_to(root) else str(path)

@@ -1,0 +1,272 @@
+"""A study's runs, read back from the files the trainer writes, and their learning rates.
+
+A *run* is one call of :func:`gelujax.trainer.fit`: one activation (and dropout setting) with
+its whole learning-rate x seed grid trained as members. Everything here reads only the files the
+trainer writes (``config.json``, ``metrics.jsonl``, ``summary.json``), so a result can be
+rebuilt on a machine that never trained.
+
+Selection follows the paper: per run, the learning rate with the lowest **median** over seeds
+of the selection metric (the task's ``select_metric``, e.g. each member's best validation
+loss). A diverged member counts as +inf in that median, so an lr where most members diverge
+loses to a stable one, and an lr where every member diverged is never selected. Reported
+statistics (median, mean and sample std over seeds) use the members that did not diverge, and
+every row carries its diverged count so nothing is averaged away silently.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import statistics
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from gelujax.study.stats import Stats
+from gelujax.writers import CONFIG_FILE, SUMMARY_FILE, read_json, read_metrics
+
+# A run trained on evaluation seeds at the lr selected on another run's (selection) seeds is
+# named like that run, with this suffix.
+EVAL_SUFFIX = "_eval"
+
+
+@dataclasses.dataclass(frozen=True)
+class Run:
+  """The files of one finished trainer workdir.
+
+  Attributes:
+    name: the run's name in tables and figures, e.g. ``"gelu_dropout0.5"``.
+    workdir: where the files are.
+    config: ``config.json``.
+    summary: ``summary.json``.
+    records: the lines of ``metrics.jsonl``, in file order.
+  """
+
+  name: str
+  workdir: Path
+  config: dict[str, Any]
+  summary: dict[str, Any]
+  records: list[dict[str, Any]]
+
+  @property
+  def activation(self) -> str:
+    return self.config["activation"]
+
+  @property
+  def dropout(self) -> float:
+    return float(self.config["spec"]["dropout"])
+
+  @property
+  def members(self) -> list[dict[str, Any]]:
+    return self.summary["members"]
+
+  def learning_rates(self) -> list[float]:
+    """The grid's learning rates, in member order."""
+    return list(dict.fromkeys(m["learning_rate"] for m in self.members))
+
+  def seeds(self) -> list[int]:
+    """The grid's seeds, in member order."""
+    return list(dict.fromkeys(m["seed"] for m in self.members))
+
+
+@dataclasses.dataclass(frozen=True)
+class Curve:
+  """A metric over the non-diverged members of one learning rate, against epoch or noise level.
+
+  Attributes:
+    x: [T] evaluation epochs (or noise levels).
+    median: [T] median over members at each epoch.
+    low: [T] minimum over members.
+    high: [T] maximum over members.
+    members: how many members the statistics are over.
+  """
+
+  x: np.ndarray
+  median: np.ndarray
+  low: np.ndarray
+  high: np.ndarray
+  members: int
+
+
+def run_name(activation: str, dropout: float | None = None) -> str:
+  """The run's directory name: the activation, plus ``_dropout<rate>`` for a dropout variant."""
+  return activation if dropout is None else f"{activation}_dropout{dropout:g}"
+
+
+def load_run(workdir: str | Path, name: str | None = None) -> Run:
+  """Reads a finished workdir; ``name`` defaults to the directory's name."""
+  workdir = Path(workdir)
+  if not (workdir / SUMMARY_FILE).exists():
+    raise ValueError(
+      f"{workdir} has no {SUMMARY_FILE}: the run has not finished. Run (or resume) it with "
+      "experiments/reproduce.py first."
+    )
+  return Run(
+    name=name or workdir.name,
+    workdir=workdir,
+    config=read_json(workdir / CONFIG_FILE),
+    summary=read_json(workdir / SUMMARY_FILE),
+    records=read_metrics(workdir),
+  )
+
+
+def same_lr(a: float, b: float) -> bool:
+  """Whether two learning rates are the same (as JSON round-trips them)."""
+  return math.isclose(a, b, rel_tol=1e-9)
+
+
+def lr_members(run: Run, learning_rate: float) -> list[dict[str, Any]]:
+  """The run's members at ``learning_rate``, in seed order."""
+  return [m for m in run.members if same_lr(m["learning_rate"], learning_rate)]
+
+
+def member_value(member: dict[str, Any], key: str) -> float:
+  """``"best.test_error"`` -> member["best"]["test_error"], NaN when absent or null."""
+  where, metric = key.split(".", 1)
+  value = (member.get(where) or {}).get(metric)
+  return math.nan if value is None else float(value)
+
+
+def selection_metric(run: Run) -> str:
+  """The task's ``select_metric``, or its test counterpart when the run has no validation split."""
+  metric = run.config["spec"].get("select_metric", "validation_loss")
+  if any(metric in r for r in run.records):
+    return metric
+  return metric.replace("validation", "test", 1)
+
+
+def selection_values(run: Run, learning_rate: float, metric: str) -> list[float]:
+  """Each member's best ``metric`` at the lr, in seed order; +inf for a diverged member."""
+  values = [
+    math.inf if m["diverged"] else member_value(m, f"best.{metric}")
+    for m in lr_members(run, learning_rate)
+  ]
+  return [math.inf if math.isnan(v) else v for v in values]
+
+
+def selection_median(values: Sequence[float | None]) -> float:
+  """The median that selects an lr: over every member, a diverged one (+inf, or None as JSON
+  holds it) included."""
+  return statistics.median(math.inf if v is None else v for v in values)
+
+
+def select_learning_rate(run: Run, metric: str | None = None) -> float | None:
+  """The lr with the lowest median over seeds of each member's best ``metric``.
+
+  Diverged members count as +inf; lrs whose members all diverged are never chosen. Ties go to
+  the earlier lr of the grid.
+
+  Returns:
+    The selected learning rate, or None when every member of every lr diverged.
+  """
+  metric = metric or selection_metric(run)
+  best_lr, best_median = None, math.inf
+  for lr in run.learning_rates():
+    if all(m["diverged"] for m in lr_members(run, lr)):
+      continue
+    median = selection_median(selection_values(run, lr, metric))
+    if best_lr is None or median < best_median:
+      best_lr, best_median = lr, median
+  return best_lr
+
+
+def member_stats(run: Run, learning_rate: float) -> dict[str, Any]:
+  """Statistics over the non-diverged members of one lr, for every best/final metric."""
+  members = lr_members(run, learning_rate)
+  kept = [m for m in members if not m["diverged"]]
+  keys = sorted(
+    {
+      f"{where}.{metric}"
+      for m in kept
+      for where in ("best", "final")
+      for metric in m.get(where, {})
+    }
+  )
+  stats = {}
+  for key in keys:
+    values = [v for v in (member_value(m, key) for m in kept) if math.isfinite(v)]
+    stats[key] = dataclasses.asdict(Stats.of(values))
+  return {
+    "learning_rate": learning_rate,
+    "members": len(members),
+    "diverged": len(members) - len(kept),
+    "seeds": [m["seed"] for m in members],
+    "best_epoch": Stats.of([m["best_epoch"] for m in kept]).median,
+    "metrics": stats,
+  }
+
+
+def summarize_run(run: Run) -> dict[str, Any]:
+  """One table row: every lr's :func:`member_stats` (the grid) and the selected lr's among them."""
+  metric = selection_metric(run)
+  selected = select_learning_rate(run, metric)
+  grid = []
+  for lr in run.learning_rates():
+    stats = member_stats(run, lr)
+    stats["select_median"] = stats["metrics"].get(f"best.{metric}", {}).get("median", math.nan)
+    stats["select_values"] = selection_values(run, lr, metric)
+    grid.append(stats)
+  return {
+    "run": run.name,
+    "activation": run.activation,
+    "dropout": run.dropout,
+    "epochs": run.summary["epochs"],
+    "select_metric": metric,
+    "selected": next((g for g in grid if g["learning_rate"] == selected), None),
+    "grid": grid,
+  }
+
+
+def at_learning_rate(row: dict[str, Any], learning_rate: float) -> dict[str, Any] | None:
+  """The row's grid entry for ``learning_rate`` (None when the grid lacks it)."""
+  return next((g for g in row["grid"] if same_lr(g["learning_rate"], learning_rate)), None)
+
+
+def values_at(row: dict[str, Any], learning_rate: float | None, key: str) -> list[float]:
+  """The per-seed values of ``key`` (e.g. ``"best.test_error"``) of the row's non-diverged
+  members at ``learning_rate`` (None: the selected lr); [] where the row has none."""
+  entry = row["selected"] if learning_rate is None else at_learning_rate(row, learning_rate)
+  stats = (entry or {}).get("metrics", {}).get(key)
+  return list(stats["values"]) if stats else []
+
+
+def median_curve(run: Run, key: str, learning_rate: float) -> Curve | None:
+  """``key`` (e.g. ``"train_loss"``) against epoch over the lr's non-diverged members.
+
+  Returns:
+    The curve, or None when the lr has no non-diverged member logging ``key``.
+  """
+  kept = {
+    (m["seed"], m["learning_rate"]) for m in lr_members(run, learning_rate) if not m["diverged"]
+  }
+  by_epoch: dict[float, list[float]] = {}
+  for r in run.records:
+    if (r["seed"], r["learning_rate"]) in kept and r.get(key) is not None:
+      by_epoch.setdefault(float(r["epoch"]), []).append(float(r[key]))
+  if not by_epoch:
+    return None
+  epochs = np.array(sorted(by_epoch))
+  values = [np.asarray(by_epoch[e]) for e in epochs]
+  return Curve(
+    x=epochs,
+    median=np.array([np.median(v) for v in values]),
+    low=np.array([v.min() for v in values]),
+    high=np.array([v.max() for v in values]),
+    members=len(kept),
+  )
+
+
+def member_records(run: Run, member: dict[str, Any], key: str) -> list[dict[str, Any]]:
+  """A member's records that hold ``key`` (not null), in epoch order."""
+  return sorted(
+    (
+      r
+      for r in run.records
+      if r["seed"] == member["seed"]
+      and same_lr(r["learning_rate"], member["learning_rate"])
+      and r.get(key) is not None
+    ),
+    key=lambda r: r["epoch"],
+  )

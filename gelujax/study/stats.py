@@ -1,0 +1,312 @@
+"""The statistics of the study: exact rank tests over seeds, effect sizes, corrections, power.
+
+Two runs are compared through their per-seed values. Everything here is exact for the sample
+sizes of a study (up to a few dozen seeds a side) and needs NumPy only:
+
+- :func:`rank_test`: the Wilcoxon–Mann–Whitney rank-sum test, two-sided or one-sided, its null
+  distribution enumerated over every split of the pooled values (tied values get mid-ranks).
+- :func:`hodges_lehmann` and :func:`shift_interval`: the Hodges–Lehmann shift (the median of
+  every difference between a value of one run and one of the other) and its exact
+  distribution-free confidence interval, read off the sorted differences at the order that the
+  Mann–Whitney null distribution (:func:`mann_whitney_counts`) gives.
+- :func:`equivalence_test`: two one-sided rank tests (TOST) against a stated margin, and the
+  test that the shift lies beyond it.
+- :func:`holm`: Holm's step-down adjusted p-values within a family.
+- :func:`seeds_for_power`: the seeds a side with which the observed effect would be decided
+  with 80% power.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import statistics
+from collections.abc import Sequence
+
+import numpy as np
+
+# The significance level of every family of hypotheses (after Holm's correction).
+ALPHA = 0.05
+# The confidence level of every Hodges–Lehmann interval (the achieved level is stated).
+CONFIDENCE = 0.95
+# The power a study that decides an effect should have.
+POWER = 0.8
+# The most seeds a side :func:`seeds_for_power` looks for.
+MAX_SEEDS = 1000
+TWO_SIDED, LESS, GREATER = "two-sided", "less", "greater"
+
+
+@dataclasses.dataclass(frozen=True)
+class Stats:
+  """Median, mean and sample standard deviation of some values, and the values (in seed
+  order)."""
+
+  median: float
+  mean: float
+  std: float
+  n: int
+  values: tuple[float, ...] = ()
+
+  @classmethod
+  def of(cls, values: Sequence[float]) -> Stats:
+    if not len(values):
+      return cls(math.nan, math.nan, math.nan, 0)
+    x = np.asarray(values, np.float64)
+    std = float(np.std(x, ddof=1)) if len(x) > 1 else math.nan
+    return cls(float(np.median(x)), float(np.mean(x)), std, len(x), tuple(map(float, x)))
+
+
+def _doubled_ranks(pooled: np.ndarray) -> np.ndarray:
+  """Twice the mid-ranks of ``pooled`` (ties share the mean of their ranks): integers."""
+  _, inverse, counts = np.unique(pooled, return_inverse=True, return_counts=True)
+  ends = np.cumsum(counts)
+  return (2 * ends - counts + 1)[inverse]
+
+
+def rank_test(a: Sequence[float], b: Sequence[float], alternative: str = TWO_SIDED) -> float:
+  """The exact p-value of the Wilcoxon–Mann–Whitney rank-sum test of samples ``a`` and ``b``.
+
+  The null distribution of ``a``'s rank sum is enumerated over every way of drawing ``len(a)``
+  of the pooled values (ties get mid-ranks), so the p-value is exact for any sizes and ties.
+
+  Args:
+    a, b: the two samples (e.g. one run's per-seed values, and another's).
+    alternative: ``"two-sided"``: the rank sum at least as far from its mean as observed;
+      ``"less"``: ``a`` tends to lie below ``b`` (a rank sum at most the observed one);
+      ``"greater"``: ``a`` tends to lie above ``b``.
+
+  Returns:
+    The p-value; NaN when a sample is empty. With n values a side and no overlap the two-sided
+    p-value is its minimum, 2 / C(2n, n): 0.0079 for 5 seeds, 1.1e-5 for 10.
+  """
+  pooled = np.concatenate([np.asarray(a, np.float64), np.asarray(b, np.float64)])
+  n, total = len(a), len(pooled)
+  if n == 0 or n == total:
+    return math.nan
+  ranks2 = _doubled_ranks(pooled)
+  # ways[k, s]: subsets of k pooled values whose doubled ranks sum to s.
+  ways = np.zeros((n + 1, int(ranks2.sum()) + 1))
+  ways[0, 0] = 1.0
+  for r in ranks2:
+    ways[1:, r:] = ways[1:, r:] + ways[:-1, :-r]
+  sums = np.arange(ways.shape[1])
+  observed = int(ranks2[:n].sum())
+  if alternative == TWO_SIDED:
+    centre = n * (total + 1)  # The expected doubled rank sum.
+    extreme = np.abs(sums - centre) >= abs(observed - centre)
+  elif alternative == LESS:
+    extreme = sums <= observed
+  elif alternative == GREATER:
+    extreme = sums >= observed
+  else:
+    raise ValueError(
+      f"alternative {alternative!r}: expected one of {TWO_SIDED}, {LESS}, {GREATER}."
+    )
+  return float(min(1.0, ways[n, extreme].sum() / ways[n].sum()))
+
+
+def direction(a: Sequence[float], b: Sequence[float]) -> int:
+  """-1 where ``a``'s rank sum lies below its null mean (``a`` tends below ``b``), +1 above,
+  0 at it: the side of the two-sided :func:`rank_test` the data fall on."""
+  pooled = np.concatenate([np.asarray(a, np.float64), np.asarray(b, np.float64)])
+  ranks2 = _doubled_ranks(pooled)
+  return int(np.sign(int(ranks2[: len(a)].sum()) - len(a) * (len(pooled) + 1)))
+
+
+def tied_values(a: Sequence[float], b: Sequence[float]) -> int:
+  """How many distinct values occur more than once among ``a`` and ``b`` pooled (the values
+  :func:`rank_test` gives a shared mid-rank)."""
+  _, counts = np.unique(
+    np.concatenate([np.asarray(a, np.float64), np.asarray(b, np.float64)]), return_counts=True
+  )
+  return int((counts > 1).sum())
+
+
+def smallest_p(n: int, m: int | None = None) -> float:
+  """The smallest two-sided p-value of the exact rank-sum test with n and m values a side."""
+  m = n if m is None else m
+  return min(1.0, 2.0 / math.comb(n + m, n))
+
+
+def mann_whitney_counts(m: int, n: int) -> list[int]:
+  """How many of the C(m + n, m) splits give each Mann–Whitney count U = 0 .. m·n (the pairs
+  of a value of the m-sample above one of the n-sample), without ties.
+
+  These are the coefficients of the Gaussian binomial [m + n choose m]_q, built as the product
+  of (1 - q^(n+i)) / (1 - q^i) for i = 1..m, in exact integers.
+  """
+  poly = [1]
+  for i in range(1, m + 1):
+    grown = [*poly, *([0] * (n + i))]
+    for k, c in enumerate(poly):
+      grown[k + n + i] -= c
+    for k in range(i, len(grown)):  # Division by (1 - q^i): a running sum with stride i.
+      grown[k] += grown[k - i]
+    poly = grown[: i * n + 1]
+  return poly
+
+
+def hodges_lehmann(a: Sequence[float], b: Sequence[float]) -> float:
+  """The Hodges–Lehmann shift of ``a`` from ``b``: the median of every difference a_i - b_j."""
+  diffs = np.subtract.outer(np.asarray(a, np.float64), np.asarray(b, np.float64))
+  return float(np.median(diffs)) if diffs.size else math.nan
+
+
+def shift_interval(
+  a: Sequence[float], b: Sequence[float], confidence: float = CONFIDENCE
+) -> tuple[float, float, float]:
+  """The exact distribution-free confidence interval of the shift of ``a`` from ``b``.
+
+  With the m·n differences a_i - b_j sorted, the interval runs from the k-th to the
+  (m·n + 1 - k)-th, where k is the largest count with P(U <= k - 1) <= (1 - confidence) / 2
+  under the null distribution of the Mann–Whitney U (:func:`mann_whitney_counts`): it holds
+  the true shift with probability 1 - 2 P(U <= k - 1) (the *achieved* level, at least
+  ``confidence``) for continuous values differing by a shift. It is the set of shifts the
+  two-sided rank test does not reject at that level. Too few seeds for any k: (-inf, inf).
+
+  Returns:
+    ``(low, high, achieved confidence)``.
+  """
+  m, n = len(a), len(b)
+  if not m or not n:
+    return (math.nan, math.nan, math.nan)
+  counts = np.asarray(mann_whitney_counts(m, n), np.float64)
+  tail = np.cumsum(counts) / math.comb(m + n, m)  # tail[u] = P(U <= u)
+  k = int(np.searchsorted(tail, (1.0 - confidence) / 2.0, side="right"))
+  if k == 0:
+    return (-math.inf, math.inf, 1.0)
+  diffs = np.sort(np.subtract.outer(np.asarray(a, np.float64), np.asarray(b, np.float64)).ravel())
+  return (float(diffs[k - 1]), float(diffs[m * n - k]), float(1.0 - 2.0 * tail[k - 1]))
+
+
+@dataclasses.dataclass(frozen=True)
+class Equivalence:
+  """The equivalence test of ``a`` and ``b`` within ``margin`` (:func:`equivalence_test`).
+
+  Attributes:
+    margin: the largest shift that counts as equivalent.
+    p_equivalent: the TOST p-value: the larger of the one-sided rank tests of shift > -margin
+      and shift < +margin; small where the shift lies within the margin.
+    p_beyond: the two-sided test that the shift lies beyond the margin: twice the smaller of
+      the one-sided rank tests of shift > +margin and shift < -margin (at most 1).
+    p: the hypothesis' p-value, twice the smaller of the two (at most 1): either decision,
+      equivalent or beyond the margin, is then made at the level of one test.
+  """
+
+  margin: float
+  p_equivalent: float
+  p_beyond: float
+
+  @property
+  def p(self) -> float:
+    return min(1.0, 2.0 * min(self.p_equivalent, self.p_beyond))
+
+  @property
+  def equivalent(self) -> bool:
+    """Which decision ``p`` stands for: equivalence (True) or a shift beyond the margin."""
+    return self.p_equivalent <= self.p_beyond
+
+
+def equivalence_test(a: Sequence[float], b: Sequence[float], margin: float) -> Equivalence:
+  """Two one-sided rank tests (TOST) of whether ``a``'s shift from ``b`` lies within
+  ±``margin``, and the test of whether it lies beyond: each one-sided test is the exact rank
+  test of ``a`` moved by the margin against ``b``."""
+  a = np.asarray(a, np.float64)
+  above_low = rank_test(a + margin, b, GREATER)  # H0: shift <= -margin.
+  below_high = rank_test(a - margin, b, LESS)  # H0: shift >= +margin.
+  beyond_high = rank_test(a - margin, b, GREATER)  # H0: shift <= +margin.
+  beyond_low = rank_test(a + margin, b, LESS)  # H0: shift >= -margin.
+  return Equivalence(
+    margin, max(above_low, below_high), min(1.0, 2.0 * min(beyond_high, beyond_low))
+  )
+
+
+def holm(p_values: Sequence[float]) -> list[float]:
+  """Holm's step-down adjusted p-values: the i-th smallest of m p-values times (m - i + 1),
+  made non-decreasing in that order and capped at 1. A hypothesis is rejected at level alpha
+  under Holm's correction exactly where its adjusted p-value is below alpha."""
+  p = np.asarray(p_values, np.float64)
+  order = np.argsort(p, kind="stable")
+  scaled = (len(p) - np.arange(len(p))) * p[order]
+  adjusted = np.empty_like(p)
+  adjusted[order] = np.minimum(1.0, np.maximum.accumulate(scaled))
+  return adjusted.tolist()
+
+
+def _z(p: float) -> float:
+  return statistics.NormalDist().inv_cdf(p)
+
+
+def seeds_for_power(
+  a: Sequence[float],
+  b: Sequence[float],
+  *,
+  level: float,
+  margin: float | None = None,
+  power: float = POWER,
+) -> int | None:
+  """The seeds a side with which the observed effect would be decided with ``power``.
+
+  The method: a normal approximation to the Hodges–Lehmann shift. Its observed value is taken
+  as the true shift; its standard error with n' seeds a side is s·sqrt(π/3 · 2/n'), its
+  asymptotic value for normal errors (the rank test's efficiency against the t-test is 3/π),
+  with s the pooled standard deviation of the two samples. The decision is the one the
+  observed effect points to: a shift of either sign (the two-sided rank test at ``level``);
+  with a ``margin``, equivalence (both one-sided tests at ``level`` / 2, as
+  :attr:`Equivalence.p` doubles the smaller p) where the shift lies inside the margin, a shift
+  beyond it (two-sided at ``level`` / 2) where outside. The answer is at least the seeds with
+  which the exact test can reach its level at all (2 / C(2n, n) below it).
+
+  Args:
+    a, b: the per-seed values observed (at least 3 in all).
+    level: the p-value the decision needs (e.g. alpha over the family's size, the strictest
+      step of Holm's correction).
+    margin: the equivalence margin, for an equivalence hypothesis.
+    power: the probability of deciding.
+
+  Returns:
+    The seeds a side, or None where no number of seeds decides the observed effect (a shift of
+    exactly 0, or exactly the margin) or more than ``MAX_SEEDS`` would be needed.
+  """
+  a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+  if len(a) + len(b) < 3:
+    return None
+  shift = hodges_lehmann(a, b)
+  squares = sum(float(((x - x.mean()) ** 2).sum()) for x in (a, b))
+  pooled = squares / (len(a) + len(b) - 2)
+  # The standard error of the shift with n seeds a side is this times sqrt(2 / n).
+  se = math.sqrt(pooled * math.pi / 3.0)
+  beyond = margin is not None and abs(shift) > margin
+  # A shift beyond the margin is tested two-sided at level / 2; the others at level.
+  floor = next(
+    n for n in range(1, MAX_SEEDS + 1) if smallest_p(n) < (level / 2 if beyond else level)
+  )
+  z_power = _z(power)
+  if margin is None or beyond:
+    effect = abs(shift) if margin is None else abs(shift) - margin
+    z_level = _z(1.0 - level / 2.0) if margin is None else _z(1.0 - level / 4.0)
+    if effect == 0.0:
+      return None
+    needed = math.ceil(2.0 * (se * (z_level + z_power) / effect) ** 2)
+  else:
+    z_level = _z(1.0 - level / 2.0)
+    if abs(shift) == margin:
+      return None
+
+    def tost_power(n: int) -> float:
+      se_n = se * math.sqrt(2.0 / n)
+      if se_n == 0.0:
+        return 1.0
+      normal = statistics.NormalDist()
+      return max(
+        0.0,
+        1.0
+        - normal.cdf(z_level - (margin - shift) / se_n)
+        - normal.cdf(z_level - (margin + shift) / se_n),
+      )
+
+    needed = next((n for n in range(2, MAX_SEEDS + 1) if tost_power(n) >= power), None)
+    if needed is None:
+      return None
+  needed = max(needed, floor)
+  return needed if needed <= MAX_SEEDS else None

@@ -1,0 +1,216 @@
+"""The Markdown tables of a result, from its rows (:func:`gelujax.study.runs.summarize_run`),
+noise evaluations and :class:`gelujax.study.analysis.Analysis`.
+
+Every number is formatted by :func:`format_number` (4 significant digits; shifts and intervals
+3), every verdict and outcome worded by :mod:`gelujax.study.findings`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from gelujax.study import analysis, findings, runs
+from gelujax.study.analysis import Analysis, Exploratory
+from gelujax.study.findings import format_number, format_shift
+from gelujax.study.noise import noise_at
+from gelujax.study.stats import Stats
+from gelujax.study.verdicts import Verdict
+
+
+def diverged_label(row: dict[str, Any]) -> str:
+  """``"2/5 diverged"``, or ``""`` when no member of the selected lr diverged."""
+  selected = row["selected"]
+  if selected is None:
+    total = sum(g["members"] for g in row["grid"])
+    return f"{total}/{total} diverged"
+  if selected["diverged"]:
+    return f"{selected['diverged']}/{selected['members']} diverged"
+  return ""
+
+
+def unstable_label(row: dict[str, Any], stats: dict[str, Any]) -> str:
+  """``"1/5"``: members of ``stats``'s lr with a training-loss jump."""
+  jumps = row.get("curves", {}).get("jumps", [])
+  seeds = {j["seed"] for j in jumps if runs.same_lr(j["learning_rate"], stats["learning_rate"])}
+  return f"{len(seeds)}/{stats['members']}"
+
+
+def format_table(
+  rows: Sequence[dict[str, Any]],
+  *,
+  metric: str,
+  label: str,
+  scale: float = 1.0,
+  paper: Mapping[str, float] | None = None,
+  extra: Sequence[tuple[str, str, float]] = (),
+  selection: Mapping[str, str] | None = None,
+) -> str:
+  """A Markdown table: per run the lr shown, diverged and unstable members, the paper's number
+  and ours.
+
+  Args:
+    rows: :func:`gelujax.study.runs.summarize_run` rows; each shows its ``selected`` lr.
+    metric: the reported statistic, e.g. ``"best.test_error"``.
+    label: its column heading, e.g. ``"test error (%)"``.
+    scale: multiplies every value shown (100 for percent).
+    paper: the paper's value by run name (unscaled, like ours); runs absent from it show "–".
+    extra: further ``(metric, heading, scale)`` columns, shown as medians.
+    selection: run name -> a last column on how its lr was selected.
+  """
+  paper = paper or {}
+  head = ["run", "lr", "seeds", "diverged", "unstable", f"paper {label}", f"median {label}"]
+  head += [f"mean ± std {label}", *[heading for _, heading, _ in extra]]
+  if selection is not None:
+    head.append("lr selection")
+  lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+  for row in rows:
+    selected = row["selected"]
+    if selected is None:
+      cells = [
+        row["run"],
+        "–",
+        "–",
+        diverged_label(row),
+        "–",
+        format_number(paper.get(row["run"]), scale),
+      ]
+      cells += ["–"] * (len(head) - len(cells))
+    else:
+      stats = selected["metrics"].get(metric, dataclasses.asdict(Stats.of([])))
+      cells = [
+        row["run"],
+        f"{selected['learning_rate']:g}",
+        analysis.describe_seeds(selected["seeds"]),
+        diverged_label(row) or f"0/{selected['members']}",
+        unstable_label(row, selected),
+        format_number(paper.get(row["run"]), scale),
+        format_number(stats["median"], scale),
+        f"{format_number(stats['mean'], scale)} ± {format_number(stats['std'], scale, 2)}",
+      ]
+      for key, _, extra_scale in extra:
+        cells.append(format_number(selected["metrics"].get(key, {}).get("median"), extra_scale))
+      if selection is not None:
+        cells.append(selection.get(row["run"], "–"))
+    lines.append("| " + " | ".join(cells) + " |")
+  return "\n".join(lines) + "\n"
+
+
+def format_grid(
+  rows: Sequence[dict[str, Any]], *, metric: str, label: str, scale: float = 1.0
+) -> str:
+  """A Markdown table of every lr of every run: diverged and unstable members, the median
+  selection metric (which picks the lr) and the median of ``metric`` (labelled ``label``, times
+  ``scale``)."""
+  lines = [
+    f"| run | lr | diverged | unstable | median best selection metric | median {label} |",
+    "|---|---|---|---|---|---|",
+  ]
+  for row in rows:
+    for g in row["grid"]:
+      mark = " (selected)" if g is row["selected"] else ""
+      value = g["metrics"].get(metric, {}).get("median")
+      lines.append(
+        f"| {row['run']} | {g['learning_rate']:g}{mark} | {g['diverged']}/{g['members']} | "
+        f"{unstable_label(row, g)} | {format_number(g['select_median'])} "
+        f"({row['select_metric']}) | {format_number(value, scale)} |"
+      )
+  return "\n".join(lines) + "\n"
+
+
+def format_noise_table(
+  results: Mapping[str, Mapping[str, Any]],
+  *,
+  at: Sequence[float] = (0.0, 1.0, 3.0),
+  paper: Mapping[str, Mapping[float, float]] | None = None,
+) -> str:
+  """A Markdown table of median test accuracy and log loss at noise levels ``at``.
+
+  Args:
+    results: run name -> :func:`gelujax.study.noise.evaluate_noise` result.
+    at: the noise levels shown (interpolated when between evaluated levels).
+    paper: run name -> noise level -> the paper's accuracy, shown beside ours.
+  """
+  paper = paper or {}
+  head = ["run", "lr", "seeds", "diverged"]
+  head += [f"accuracy a={a:g} (paper)" for a in at] + [f"log loss a={a:g}" for a in at]
+  lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+  for name, result in results.items():
+    cells = [
+      name,
+      f"{result['learning_rate']:g}",
+      analysis.describe_seeds(result["seeds"]),
+      f"{result['diverged']}/{result['members']}",
+    ]
+    for a in at:
+      ours = format_number(noise_at(result, "accuracy", a), digits=3)
+      theirs = paper.get(name.removesuffix(runs.EVAL_SUFFIX), {}).get(a)
+      cells.append(ours if theirs is None else f"{ours} ({theirs:g})")
+    cells += [format_number(noise_at(result, "loss", a), digits=3) for a in at]
+    lines.append("| " + " | ".join(cells) + " |")
+  return "\n".join(lines) + "\n"
+
+
+HYPOTHESES_HEAD = (
+  "| # | claim | paper | ours: median GELU vs baseline | HL shift [exact CI] | p | Holm p | "
+  "verdict |"
+)
+
+
+def format_hypotheses(family: Sequence[Verdict], first: int = 1) -> str:
+  """A Markdown table of one family's verdicts: the claim, the paper's values, our medians,
+  the Hodges–Lehmann shift (GELU minus baseline) with its exact interval, the p-value, the
+  Holm-adjusted p-value within the family and the verdict. Rows are numbered from ``first``."""
+  lines = [HYPOTHESES_HEAD, "|---|---|---|---|---|---|---|---|"]
+  for i, v in enumerate(family, first):
+    h, c = v.hypothesis, v.comparison
+    paper = " vs ".join(format_number(x, h.scale) for x in h.paper)
+    if all(x is None for x in h.paper):
+      paper = "–"
+    if c is None:
+      ours = shift = p = holm = "–"
+    else:
+      ours = (
+        f"{format_number(c.median_a, h.scale)} vs {format_number(c.median_b, h.scale)} "
+        f"({v.seeds}; {len(c.a)} vs {len(c.b)})"
+      )
+      shift = format_shift(c, h.scale)
+      p, holm = f"{v.p:.2g}", f"{v.holm:.2g}"
+    lines.append(
+      f"| {i} | {h.describe()} | {paper} | {ours} | {shift} | {p} | {holm} | "
+      f"{findings.verdict_words(v)} |"
+    )
+  return "\n".join(lines) + "\n"
+
+
+def format_exploratory(found: Sequence[Exploratory]) -> str:
+  """A Markdown table of exploratory comparisons (no correction, no significance words)."""
+  lines = [
+    "| where | metric | run | baseline | seeds | run median | baseline median | HL shift "
+    "[exact CI] | p (uncorrected) |",
+    "|---|---|---|---|---|---|---|---|---|",
+  ]
+  for e in found:
+    c, scale = e.comparison, e.metric.scale
+    lines.append(
+      f"| {e.scope} | {e.metric.label} | {e.run} | {e.baseline} | {e.seeds} | "
+      f"{format_number(c.median_a, scale)} | {format_number(c.median_b, scale)} | "
+      f"{format_shift(c, scale)} | {c.p:.2g} |"
+    )
+  return "\n".join(lines) + "\n"
+
+
+def format_jumps(analysis: Analysis) -> str:
+  """A Markdown table of every training-loss jump."""
+  lines = [
+    "| run | lr | seed | epoch | training loss | running minimum | ratio |",
+    "|---|---|---|---|---|---|---|",
+  ]
+  for run, _, kind, j in analysis.curves:
+    if kind == "jump":
+      lines.append(
+        f"| {run} | {j['learning_rate']:g} | {j['seed']} | {j['epoch']:g} | "
+        f"{format_number(j['value'])} | {format_number(j['running_min'])} | {j['ratio']:.3g} |"
+      )
+  return "\n".join(lines) + "\n"

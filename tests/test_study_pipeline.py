@@ -1,0 +1,226 @@
+"""Tests for gelujax.study.pipeline: results rendered from workdirs written in the trainer's
+formats, with evaluation runs present, unfinished or absent."""
+
+import json
+
+import numpy as np
+import pytest
+import scipy.stats
+
+from gelujax.study import pipeline, readme
+from tests.fake_workdirs import constant, member, write_workdir
+
+SEEDS = [0, 1, 2]
+EVAL = list(range(100, 105))
+LRS = [1e-3, 1e-4]
+
+
+def write_selection(out, name, activation, finals, dropout=0.0, task="mnist", **options):
+  """A finished selection grid: lr 1e-3 has the lower validation loss for every seed."""
+  members = [
+    member(
+      seed,
+      lr,
+      train_loss=[1.0, 0.5, finals[i][seed]],
+      validation_loss=[0.4, 0.2 + i, 0.3 + i],
+      validation_error=constant(0.05),
+      test_loss=constant(0.25),
+      test_error=[0.5, 0.1 + 0.01 * seed, 0.12],
+    )
+    for i, lr in enumerate(LRS)
+    for seed in SEEDS
+  ]
+  return write_workdir(
+    out / "runs" / name, members, activation=activation, dropout=dropout, task=task, **options
+  )
+
+
+def write_evaluation(out, name, activation, finals, lr=1e-3, seeds=EVAL, **options):
+  members = [
+    member(
+      seed,
+      lr,
+      train_loss=[1.0, 0.5, final],
+      validation_loss=[0.4, 0.2, 0.3],
+      validation_error=constant(0.05),
+      test_loss=constant(0.25),
+      test_error=[0.5, 0.1 + 0.001 * seed, 0.12],
+    )
+    for seed, final in zip(seeds, finals, strict=True)
+  ]
+  return write_workdir(out / "runs" / f"{name}_eval", members, activation=activation, **options)
+
+
+def snapshot(folder):
+  return {p: p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture
+def mnist(tmp_path):
+  out = tmp_path / "results" / "fashion_mnist" / "mnist"
+  write_selection(out, "gelu_tanh", "gelu_tanh", [[0.01, 0.02, 0.03], [1, 1, 1]])
+  write_selection(out, "relu", "relu", [[0.04, 0.05, 0.06], [1, 1, 1]])
+  write_selection(out, "elu", "elu", [[0.02, 0.03, 0.04], [1, 1, 1]])
+  write_evaluation(out, "gelu_tanh", "gelu_tanh", [0.010, 0.011, 0.012, 0.013, 0.014])
+  write_evaluation(out, "relu", "relu", [0.020, 0.021, 0.022, 0.023, 0.024])
+  (tmp_path / "README.md").write_text(
+    f"# x\n\n## Results\n\n{readme.OVERVIEW_BEGIN}\nold\n{readme.OVERVIEW_END}\nend\n"
+  )
+  return tmp_path, out
+
+
+def test_render_judges_the_hypotheses_on_the_evaluation_seeds(mnist):
+  root, out = mnist
+  runs_before = snapshot(out / "runs")
+  pipeline.render("mnist", out=out, root=root)
+  assert snapshot(out / "runs") == runs_before
+  summary = json.loads((out / "summary.json").read_text())
+  first, second, third, fourth = summary["verdicts"]["primary"]
+  # gelu_tanh vs relu on the evaluation seeds 100-104: apart, p = 2 / C(10, 5); Holm over the
+  # family of 4 (the others pending or not run count as p = 1): 4 x 0.0079 = 0.032: confirmed.
+  p = scipy.stats.mannwhitneyu(
+    [0.010, 0.011, 0.012, 0.013, 0.014], [0.020, 0.021, 0.022, 0.023, 0.024], method="exact"
+  ).pvalue
+  assert first["comparison"]["a"] == [0.010, 0.011, 0.012, 0.013, 0.014]
+  assert first["p"] == pytest.approx(p) and first["holm"] == pytest.approx(4 * p)
+  assert first["verdict"] == "confirmed"
+  assert first["seeds"] == "evaluation seeds 100–104 at the selected lr"
+  # elu has no evaluation run: pending, never judged on its selection seeds.
+  assert (second["verdict"], second["seeds"]) == (
+    "pending",
+    "pending: evaluation seeds not trained",
+  )
+  assert third["seeds"] == "not run: no gelu_tanh or relu run with dropout 0.5"
+  assert fourth["seeds"] == "not run: no gelu_tanh or elu run with dropout 0.5"
+  assert summary["settings"]["evaluation_seeds"] == EVAL
+  readme_text = (out / "README.md").read_text()
+  lines = readme_text.splitlines()
+  assert lines[0] == "# GELU paper reproduction: mnist on fashion_mnist"
+  table = lines.index("## Primary hypotheses") + 2
+  assert lines[table].startswith("| # | claim | paper |")
+  assert lines[table + 2].startswith(
+    "| 1 | gelu_tanh below relu: final train log loss (nats), dropout 0 | 0.008 vs 0.007 | "
+    "0.012 vs 0.022 (evaluation seeds 100–104 at the selected lr; 5 vs 5) | -0.01 ["
+  )
+  assert lines[table + 2].endswith(f"| {p:.2g} | {4 * p:.2g} | confirmed |")
+  # The sensitivity sets the selection seeds at each lr against the evaluation seeds' result.
+  (sensitivity,) = [
+    s for s in summary["sensitivity"] if s["claim"].startswith("gelu_tanh below relu: final")
+  ]
+  assert sensitivity["reference"]["seeds"] == "evaluation seeds"
+  assert [x["agrees"] for x in sensitivity["at_lr"]] == [True, None]  # 1e-4: shift 0
+  # The evaluation runs are in the table, beside the selection grids.
+  table_md = (out / "table.md").read_text()
+  assert "| gelu_tanh_eval | 0.001 | 100–104 | 0/5 | 0/5 | 0.008 | 0.012 |" in table_md
+  assert "| relu | 0.001 | 0–2 | 0/3 | 0/3 | 0.007 | 0.05 |" in table_md
+  # The top-level overview leads each result with its verdicts.
+  top = (root / "README.md").read_text().splitlines()
+  begin = top.index(readme.OVERVIEW_BEGIN)
+  assert top[begin + 1].startswith("- [`results/fashion_mnist/mnist/`]")
+  assert top[begin + 2].startswith("  - Hypothesis [Fig. 2, primary 1]: gelu_tanh below relu")
+  assert top[-2:] == [readme.OVERVIEW_END, "end"]
+  # Rendered again: the same summary.
+  pipeline.render("mnist", out=out, root=root)
+  assert json.loads((out / "summary.json").read_text()) == summary
+
+
+def test_unfinished_or_mismatched_evaluation_runs_are_pending(mnist):
+  root, out = mnist
+  # relu's evaluation run has not finished: no summary.json yet.
+  (out / "runs" / "relu_eval" / "summary.json").unlink()
+  # elu's was trained at lr 1e-4, but its selection grid selected 1e-3.
+  write_evaluation(out, "elu", "elu", [0.02] * 5, lr=1e-4)
+  pipeline.render("mnist", out=out, root=root)
+  primary = json.loads((out / "summary.json").read_text())["verdicts"]["primary"]
+  assert primary[0]["seeds"] == "pending: evaluation seeds not trained"
+  assert primary[1]["seeds"] == (
+    "pending: elu_eval holds lrs [0.0001], not the selected lr [0.001]: retrain it"
+  )
+
+
+def test_the_autoencoder_tests_every_lr_on_all_its_seeds(tmp_path):
+  out = tmp_path / "ae"
+  for name, scale in (("gelu_tanh", 1.0), ("relu", 2.0)):
+    members = [
+      member(s, lr, train_loss=[0.03, 0.02, 0.01], test_loss=[0.04, 0.03, scale * (0.01 + s)])
+      for lr in LRS
+      for s in (0, 1, 2)
+    ]
+    write_workdir(out / "runs" / name, members, activation=name, task="mnist_ae")
+    extra = [
+      member(s, lr, train_loss=[0.03, 0.02, 0.01], test_loss=[0.04, 0.03, scale * (0.01 + s)])
+      for lr in LRS
+      for s in (3, 4, 5)
+    ]
+    write_workdir(out / "runs" / f"{name}_eval", extra, activation=name, task="mnist_ae")
+  pipeline.render("mnist_ae", out=out, root=tmp_path)
+  summary = json.loads((out / "summary.json").read_text())
+  first = summary["verdicts"]["primary"][0]
+  assert first["seeds"] == "seeds 0–5"
+  assert first["comparison"]["a"] == pytest.approx([0.01 + s for s in range(6)])
+  assert first["comparison"]["b"] == pytest.approx([2 * (0.01 + s) for s in range(6)])
+  assert summary["selections"] == []  # Nothing selected: no selection and no sensitivity.
+  assert summary["sensitivity"] == []
+  assert (out / "reconstruction_curves.png").read_bytes()[:4] == b"\x89PNG"
+  assert (
+    "final test MSE, median over seeds at lr 0.001 (the paper's)" in (out / "table.md").read_text()
+  )
+
+
+def test_cifar10_reports_the_runs_retrained_at_the_selected_lr(tmp_path):
+  out = tmp_path / "cifar10"
+  write_selection(out, "gelu_tanh", "gelu_tanh", [[0.1] * 3, [0.1] * 3], dropout=0.5,
+                  task="cifar10", dataset="cifar10")  # fmt: skip
+  retrained = [
+    member(s, 1e-3, train_loss=constant(0.1), test_loss=constant(0.3), test_error=[0.2, 0.1, e])
+    for s, e in zip((100, 101, 102), (0.08, 0.0789, 0.07), strict=True)
+  ]
+  write_workdir(out / "runs" / "gelu_tanh_eval", retrained, activation="gelu_tanh", dropout=0.5,
+                task="cifar10", dataset="cifar10")  # fmt: skip
+  pipeline.render("cifar10", out=out, root=tmp_path)
+  table = (out / "table.md").read_text()
+  # Final test errors 8, 7.89, 7 (%) -> median 7.89, beside the paper's 7.89.
+  assert "| gelu_tanh_eval | 0.001 | 100–102 | 0/3 | 0/3 | 7.89 | 7.89 | 7.63 ± 0.55 |" in table
+  readme_text = (out / "README.md").read_text()
+  assert "The evaluation runs train on the whole train file at the selected lr" in readme_text
+
+
+def test_render_refuses_empty_results(tmp_path):
+  with pytest.raises(ValueError, match="holds no runs to render"):
+    pipeline.render("mnist", out=tmp_path / "nothing", root=tmp_path)
+  with pytest.raises(ValueError, match="holds no noise evaluations to render"):
+    pipeline.render("mnist_noise", out=tmp_path / "nothing", root=tmp_path)
+
+
+def test_noise_render_reads_the_kept_evaluations(mnist, tmp_path):
+  root, classifiers = mnist
+  out = classifiers.parent / "mnist_noise"
+  levels = np.linspace(0, 3, 20).tolist()
+  for workdir, lr, seeds, base in (
+    ("gelu_tanh", 1e-3, SEEDS, 0.50), ("elu", 1e-3, SEEDS, 0.40),
+    ("gelu_tanh_eval", 1e-3, EVAL, 0.50), ("relu_eval", 1e-3, EVAL, 0.505),
+  ):  # fmt: skip
+    accuracy = [[base + 0.001 * i - 0.1 * a for a in levels] for i in range(len(seeds))]
+    result = {
+      "learning_rate": lr, "members": len(seeds), "diverged": 0, "levels": levels,
+      "seeds": seeds, "accuracy": accuracy, "loss": [[1.0 + a for a in levels] for _ in seeds],
+      "workdir": str((classifiers / "runs" / workdir).relative_to(root)),
+    }  # fmt: skip
+    path = out / "noise" / f"{workdir}_lr{lr:g}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(result))
+  pipeline.render("mnist_noise", out=out, root=root)
+  primary = json.loads((out / "summary.json").read_text())["verdicts"]["primary"]
+  # gelu_tanh vs elu: elu's evaluation run is absent. relu within 0.02 of gelu_tanh at a = 1:
+  # relu lies 0.005 above on the evaluation seeds, and either sample moved by the margin lies
+  # wholly past the other: each one-sided p is 1 / C(10, 5), the hypothesis' p twice that, Holm
+  # 4 x 2 / 252 = 0.032: equivalent.
+  assert primary[0]["seeds"] == "pending: evaluation seeds not trained"
+  assert primary[2]["comparison"]["shift"] == pytest.approx(-0.005)
+  assert primary[2]["equivalence"]["p_equivalent"] == pytest.approx(1 / 252)
+  assert primary[2]["holm"] == pytest.approx(4 * 2 / 252)
+  assert primary[2]["verdict"] == "equivalent"
+  # The noise table shows the evaluation classifiers where evaluated, else the selection ones.
+  table = (out / "table.md").read_text()
+  assert "| gelu_tanh_eval | 0.001 | 100–104 | 0/5 |" in table
+  assert "| elu | 0.001 | 0–2 | 0/3 |" in table

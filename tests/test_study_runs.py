@@ -1,0 +1,172 @@
+"""Tests for gelujax.study.runs on workdirs written in the trainer's file formats.
+
+Every expected selection, median, mean and std below is computed by hand from the chosen values.
+"""
+
+import math
+
+import numpy as np
+import pytest
+
+from gelujax.study import runs, tables
+from tests.fake_workdirs import constant, member, write_workdir
+
+LRS = (1e-3, 1e-4, 1e-5)
+
+
+def grid(best_validation, test_error=None, diverged=None):
+  """Members lr-major over LRS x seeds 0..2 with flat curves at the given values."""
+  members = []
+  for i, lr in enumerate(LRS[: len(best_validation)]):
+    for seed in range(3):
+      k = i * 3 + seed
+      members.append(
+        member(
+          seed,
+          lr,
+          diverged_epoch=(diverged or {}).get(k),
+          train_loss=constant(0.01 * (k + 1)),
+          validation_loss=[best_validation[i][seed] + 0.5, best_validation[i][seed], 9.0],
+          validation_error=constant(0.1),
+          test_loss=constant(0.3),
+          test_error=constant(test_error[i][seed] if test_error else 0.1),
+        )
+      )
+  return members
+
+
+@pytest.fixture
+def three_lr_run(tmp_path):
+  # Medians of the best validation losses: 0.20, 0.16, 0.41 -> lr 1e-4 is selected.
+  members = grid(
+    [[0.30, 0.10, 0.20], [0.15, 0.50, 0.16], [0.40, 0.41, 0.42]],
+    test_error=[[0.01, 0.01, 0.01], [0.05, 0.09, 0.06], [0.2, 0.2, 0.2]],
+  )
+  return runs.load_run(write_workdir(tmp_path / "gelu", members))
+
+
+def test_selects_lowest_median_validation(three_lr_run):
+  assert runs.select_learning_rate(three_lr_run) == 1e-4
+
+
+def test_selected_stats_by_hand(three_lr_run):
+  row = runs.summarize_run(three_lr_run)
+  selected = row["selected"]
+  assert selected["learning_rate"] == 1e-4
+  assert (selected["members"], selected["diverged"]) == (3, 0)
+  assert selected["seeds"] == [0, 1, 2]
+  # The best epoch is epoch 2 for every member (validation 0.5 higher at 1, 9.0 at 3).
+  assert selected["best_epoch"] == 2.0
+  test_error = selected["metrics"]["best.test_error"]
+  assert test_error["median"] == pytest.approx(0.06)
+  assert test_error["mean"] == pytest.approx(0.2 / 3)
+  # Sample std of (0.05, 0.09, 0.06): sqrt((0.0166..^2 + 0.0233..^2 + 0.0066..^2) / 2).
+  assert test_error["std"] == pytest.approx(math.sqrt(8.6667e-4 / 2), rel=1e-4)
+  assert test_error["n"] == 3
+  # The selected lr's members are 3, 4, 5: final train losses 0.04, 0.05, 0.06.
+  assert selected["metrics"]["final.train_loss"]["median"] == pytest.approx(0.05)
+  assert selected["metrics"]["best.validation_loss"]["median"] == pytest.approx(0.16)
+  assert selected["metrics"]["final.validation_loss"]["median"] == pytest.approx(9.0)
+  assert [g["select_median"] for g in row["grid"]] == pytest.approx([0.20, 0.16, 0.41])
+  assert row["select_metric"] == "validation_loss"
+  assert (row["run"], row["activation"], row["dropout"]) == ("gelu", "gelu", 0.0)
+  assert row["epochs"] == 3
+
+
+def test_values_at_the_selected_or_a_given_lr(three_lr_run):
+  row = runs.summarize_run(three_lr_run)
+  assert runs.values_at(row, None, "best.test_error") == pytest.approx([0.05, 0.09, 0.06])
+  assert runs.values_at(row, 1e-5, "best.test_error") == pytest.approx([0.2, 0.2, 0.2])
+  assert runs.values_at(row, 0.5, "best.test_error") == []
+  assert three_lr_run.seeds() == [0, 1, 2]
+
+
+def test_majority_diverged_lr_loses_to_stable_one(tmp_path):
+  # lr 1e-3: seeds 0 and 1 diverge, seed 2 reaches 0.01 -> median over (inf, inf, 0.01) = inf.
+  members = grid([[0.9, 0.9, 0.01], [0.2, 0.2, 0.2]], diverged={0: 2, 1: 3})
+  run = runs.load_run(write_workdir(tmp_path / "relu", members))
+  assert runs.select_learning_rate(run) == 1e-4
+
+
+def test_minority_diverged_lr_selected_and_counted(tmp_path):
+  # lr 1e-3: seed 0 diverges at epoch 1 -> median(inf, 0.10, 0.12) = 0.12 < 0.2 of lr 1e-4.
+  members = grid(
+    [[0.9, 0.10, 0.12], [0.2, 0.2, 0.2]],
+    test_error=[[0.5, 0.04, 0.08], [0.1, 0.1, 0.1]],
+    diverged={0: 1},
+  )
+  row = runs.summarize_run(runs.load_run(write_workdir(tmp_path / "elu", members)))
+  selected = row["selected"]
+  assert selected["learning_rate"] == 1e-3
+  assert (selected["members"], selected["diverged"]) == (3, 1)
+  assert tables.diverged_label(row) == "1/3 diverged"
+  # Statistics over the two members that did not diverge.
+  assert selected["metrics"]["best.test_error"]["median"] == pytest.approx(0.06)
+  assert selected["metrics"]["best.test_error"]["n"] == 2
+  assert selected["metrics"]["best.test_error"]["std"] == pytest.approx(0.04 / math.sqrt(2))
+  assert row["grid"][0]["diverged"] == 1
+  table = tables.format_table([row], metric="best.test_error", label="test error (%)", scale=100)
+  assert "| elu | 0.001 | 0–2 | 1/3 diverged | 0/3 | – | 6 | 6 ± 2.8 |" in table
+  # The selection compares every member, the diverged one as +inf (JSON: null).
+  assert row["grid"][0]["select_values"] == [math.inf, 0.10, 0.12]
+
+
+def test_all_diverged_lr_never_selected(tmp_path):
+  # lr 1e-3 diverges entirely; lr 1e-4 has 2/3 diverged (median inf) but is still a result.
+  members = grid([[0.1, 0.1, 0.1], [0.9, 0.9, 0.3]], diverged={0: 1, 1: 1, 2: 1, 3: 1, 4: 2})
+  row = runs.summarize_run(runs.load_run(write_workdir(tmp_path / "relu", members)))
+  assert row["selected"]["learning_rate"] == 1e-4
+  assert tables.diverged_label(row) == "2/3 diverged"
+  assert row["selected"]["metrics"]["best.validation_loss"]["median"] == pytest.approx(0.3)
+
+
+def test_everything_diverged(tmp_path):
+  members = grid([[0.1, 0.1, 0.1]], diverged={0: 1, 1: 2, 2: 3})
+  row = runs.summarize_run(runs.load_run(write_workdir(tmp_path / "relu", members)))
+  assert row["selected"] is None
+  assert tables.diverged_label(row) == "3/3 diverged"
+  table = tables.format_table([row], metric="best.test_error", label="err", paper={"relu": 0.5})
+  assert "| relu | – | – | 3/3 diverged | – | 0.5 | – | – |" in table
+
+
+def test_no_validation_split_selects_on_test(tmp_path):
+  members = [
+    member(0, 1e-3, train_loss=constant(0.1), test_loss=[0.5, 0.4, 0.45]),
+    member(0, 1e-4, train_loss=constant(0.1), test_loss=[0.5, 0.3, 0.6]),
+  ]
+  # The spec asks for validation_loss, which the records lack: selection falls back to test_loss.
+  run = runs.load_run(write_workdir(tmp_path / "gelu", members, task="mnist_ae"))
+  assert runs.selection_metric(run) == "test_loss"
+  assert runs.select_learning_rate(run) == 1e-4
+  row = runs.summarize_run(run)
+  assert row["selected"]["metrics"]["final.test_loss"]["median"] == pytest.approx(0.6)
+  assert math.isnan(row["selected"]["metrics"]["final.test_loss"]["std"])
+
+
+def test_median_curve_skips_diverged_members(tmp_path):
+  members = [
+    member(0, 1e-3, train_loss=[1.0, 0.5, 0.2], validation_loss=constant(1.0)),
+    member(1, 1e-3, train_loss=[3.0, 0.1, 0.4], validation_loss=constant(1.0)),
+    member(2, 1e-3, train_loss=[2.0, 0.3, 0.3], validation_loss=constant(1.0)),
+    member(3, 1e-3, train_loss=[0.0, 0.0, 0.0], validation_loss=constant(1.0), diverged_epoch=3),
+    member(0, 1e-4, train_loss=[9.0, 9.0, 9.0], validation_loss=constant(1.0)),
+  ]
+  run = runs.load_run(write_workdir(tmp_path / "gelu", members))
+  curve = runs.median_curve(run, "train_loss", 1e-3)
+  np.testing.assert_array_equal(curve.x, [1.0, 2.0, 3.0])
+  np.testing.assert_allclose(curve.median, [2.0, 0.3, 0.3])
+  np.testing.assert_allclose(curve.low, [1.0, 0.1, 0.2])
+  np.testing.assert_allclose(curve.high, [3.0, 0.5, 0.4])
+  assert curve.members == 3
+  assert runs.median_curve(run, "test_loss", 1e-3) is None
+
+
+def test_run_name():
+  assert runs.run_name("gelu") == "gelu"
+  assert runs.run_name("gelu", 0.5) == "gelu_dropout0.5"
+
+
+def test_load_run_needs_a_summary(tmp_path):
+  partial = write_workdir(tmp_path / "gelu", grid([[0.1, 0.2, 0.3]]), finished=False)
+  with pytest.raises(ValueError, match=r"no summary\.json"):
+    runs.load_run(partial)
