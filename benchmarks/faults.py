@@ -76,6 +76,13 @@ class Outcome:
   seen: str
   ok: bool
   expected: str
+  # The workdir the fault was done to and the uninterrupted run it must end equal to (if any),
+  # for tests that check the promise on their own; not part of the report.
+  workdir: Path | None = dataclasses.field(default=None, repr=False)
+  reference: Path | None = dataclasses.field(default=None, repr=False)
+
+  def report(self) -> dict[str, object]:
+    return {k: v for k, v in dataclasses.asdict(self).items() if k not in ("workdir", "reference")}
 
   def row(self) -> str:
     seen = self.seen.replace("|", "\\|").replace("\n", " / ")
@@ -88,13 +95,16 @@ class Lab:
   def __init__(self, root: Path):
     self.root = root
     self.data_dir = root / "mnist"
+    # Every run of the lab compiles into a cache of its own (never the user's): the runs after
+    # the first start at once.
+    self.cache = root / "jax-cache"
     write_mnist_files(str(self.data_dir))
-    self._references: dict[tuple[int, tuple[str, ...]], Path] = {}
+    self._references: dict[tuple, Path] = {}
 
   def command(self, workdir: Path, *flags: str, task: str = TASK, grid=GRID) -> list[str]:
     return [
       sys.executable, str(TRAIN), task, f"--data_dir={self.data_dir}", f"--workdir={workdir}",
-      *grid, *flags,
+      f"--compilation_cache={self.cache}", *grid, *flags,
     ]  # fmt: skip
 
   @staticmethod
@@ -120,12 +130,12 @@ class Lab:
       text=True,
     )
 
-  def reference(self, epochs: int, *flags: str) -> Path:
-    """A finished, uninterrupted run of ``epochs`` (made once)."""
-    key = (epochs, flags)
+  def reference(self, epochs: int, *flags: str, **options) -> Path:
+    """A finished, uninterrupted run of ``epochs`` (made once); ``options`` as for `command`."""
+    key = (epochs, flags, tuple(sorted(options.items())))
     if key not in self._references:
       workdir = self.root / f"reference-{epochs}-{len(self._references)}"
-      result = self.train(workdir, f"--epochs={epochs}", *flags)
+      result = self.train(workdir, f"--epochs={epochs}", *flags, **options)
       if result.returncode:
         raise RuntimeError(f"The reference run failed:\n{result.stderr}")
       self._references[key] = workdir
@@ -289,6 +299,7 @@ def second_writer(lab: Lab) -> list[Outcome]:
       user_saw(again),
       again.returncode == 0 and epochs == sorted(e for e in range(1, 101) for _ in range(2)),
       "the lock of a dead process does not block; the run resumes, each epoch logged once",
+      workdir,
     )
   )
   return outcomes
@@ -424,24 +435,121 @@ def torn_metrics(lab: Lab) -> list[Outcome]:
   ]
 
 
+def rewritten_from_checkpoint(result: Run, workdir: Path, reference: Path, damaged: str) -> bool:
+  """A resume that found metrics.jsonl damaged before its checkpoint, as promised: exit 0, one
+  line saying so, the damaged file kept as it was, and the run's results equal to the
+  uninterrupted ``reference``'s."""
+  kept = workdir / "metrics.jsonl.damaged"
+  return (
+    result.returncode == 0
+    and len(result.seen) == 1
+    and "rewritten from the checkpoint of epoch" in result.seen[0]
+    and kept.exists()
+    and kept.read_text() == damaged
+    and same_results(workdir, reference)
+  )
+
+
 def malformed_metrics(lab: Lab) -> list[Outcome]:
   workdir = lab.copy(2, "malformed-metrics")
   lines = metrics_text(workdir).splitlines()
   lines[1] = lines[1][:40]
-  (workdir / "metrics.jsonl").write_text("\n".join(lines) + "\n")
-  before = results(workdir)
-  refused = lab.train(workdir, "--epochs=3")
+  damaged = "\n".join(lines) + "\n"
+  (workdir / "metrics.jsonl").write_text(damaged)
+  resumed = lab.train(workdir, "--epochs=2")
   return [
     Outcome(
       "a malformed line inside metrics.jsonl",
-      "line 2 of metrics.jsonl cut short on disk, then `--epochs=3`",
-      user_saw(refused),
-      one_line(refused, "metrics.jsonl, line 2: not a JSON record")
-      and "delete" not in refused.seen[0]
-      and results(workdir) == before,
-      "one line naming the file and the line; nothing changes",
+      "line 2 of metrics.jsonl cut short on disk, then the same command",
+      user_saw(resumed),
+      rewritten_from_checkpoint(resumed, workdir, lab.reference(2), damaged)
+      and "delete" not in resumed.seen[0],
+      "one line naming the line; the file kept as metrics.jsonl.damaged and rewritten from the "
+      "checkpoint, which holds the records; the result equals the uninterrupted run's",
+      workdir,
+      lab.reference(2),
     )
   ]
+
+
+def torn_tail(lab: Lab, cuts: tuple[int, ...] = (40, 150, 400)) -> list[Outcome]:
+  """The last bytes of metrics.jsonl cut after epoch 1 (into member 1's record, more of it, and
+  into member 0's), then the run extended to epoch 2."""
+  outcomes = []
+  for cut in cuts:
+    workdir = lab.copy(1, f"torn-tail-{cut}")
+    damaged = metrics_text(workdir)[:-cut]
+    (workdir / "metrics.jsonl").write_text(damaged)
+    resumed = lab.train(workdir, "--epochs=2")
+    outcomes.append(
+      Outcome(
+        f"the last {cut} bytes of metrics.jsonl cut",
+        f"`truncate -s -{cut} metrics.jsonl` after epoch 1 (2 records, "
+        f"{len(damaged) + cut} bytes), then `--epochs=2`",
+        user_saw(resumed),
+        rewritten_from_checkpoint(resumed, workdir, lab.reference(2), damaged),
+        "the records of epoch 1 rewritten from its checkpoint (one line; the cut file kept); "
+        "the result equals the uninterrupted run's",
+        workdir,
+        lab.reference(2),
+      )
+    )
+  return outcomes
+
+
+def deleted_line(lab: Lab, stopped_at: tuple[int, ...] = (10, 2)) -> list[Outcome]:
+  """A line deleted from metrics.jsonl of a finished run (10 epochs), and of a run stopped at
+  epoch 2, then the command of 10 epochs."""
+  outcomes = []
+  for epochs in stopped_at:
+    line, command = (7, "the same command") if epochs == 10 else (3, "`--epochs=10`")
+    workdir = lab.copy(epochs, f"deleted-line-{epochs}")
+    lines = metrics_text(workdir).splitlines(keepends=True)
+    damaged = "".join(lines[: line - 1] + lines[line:])
+    (workdir / "metrics.jsonl").write_text(damaged)
+    resumed = lab.train(workdir, "--epochs=10")
+    outcomes.append(
+      Outcome(
+        f"a line deleted from metrics.jsonl of a run {'finished' if epochs == 10 else 'stopped'} "
+        f"at epoch {epochs}",
+        f"`sed -i {line}d metrics.jsonl`, then {command}",
+        user_saw(resumed),
+        rewritten_from_checkpoint(resumed, workdir, lab.reference(10), damaged),
+        "the line rewritten from the checkpoint (one line; the file kept); the result equals "
+        "the uninterrupted run's",
+        workdir,
+        lab.reference(10),
+      )
+    )
+  return outcomes
+
+
+def deleted_checkpoints(lab: Lab, stopped_at: tuple[int, ...] = (10, 2)) -> list[Outcome]:
+  """checkpoints/ removed from a finished run (10 epochs), and emptied in a run stopped at
+  epoch 2; then the command of 10 epochs."""
+  outcomes = []
+  for epochs in stopped_at:
+    caused_by = "`rm -rf checkpoints`" if epochs == 10 else "`rm -rf checkpoints/*`"
+    workdir = lab.copy(epochs, f"deleted-checkpoints-{epochs}")
+    shutil.rmtree(workdir / "checkpoints")
+    if epochs == 2:
+      (workdir / "checkpoints").mkdir()
+    before = results(workdir)
+    refused = lab.train(workdir, "--epochs=10")
+    outcomes.append(
+      Outcome(
+        f"checkpoints deleted from a run {'finished' if epochs == 10 else 'stopped'} at epoch "
+        f"{epochs}",
+        f"{caused_by}, then {'the same command' if epochs == 10 else '`--epochs=10`'}",
+        user_saw(refused),
+        one_line(refused, "but no checkpoint to resume them from")
+        and "never does by itself" in refused.seen[0]
+        and results(workdir) == before,
+        "refused in one line (never retrained from epoch 0 over the results); nothing changes",
+        workdir,
+      )
+    )
+  return outcomes
 
 
 def smaller_epochs(lab: Lab) -> list[Outcome]:
@@ -480,6 +588,7 @@ def signal_during_save(lab: Lab, signum: int, attempts: int = 5) -> Outcome:
       break
   finished = sorted(os.listdir(checkpoints)) == ["2", "3"]
   resumed = lab.train(workdir, "--epochs=5", task=_BIG_TASK, grid=("--seeds=4",))
+  reference = lab.reference(5, task=_BIG_TASK, grid=("--seeds=4",))
   epochs = [json.loads(line)["epoch"] for line in metrics_text(workdir).splitlines()]
   expected_line = (
     f"train.py: interrupted by {name} during the save of the checkpoint of epoch 3, which was "
@@ -494,8 +603,12 @@ def signal_during_save(lab: Lab, signum: int, attempts: int = 5) -> Outcome:
     and result.seen == [expected_line]
     and finished
     and resumed.returncode == 0
-    and epochs == sorted(e for e in range(1, 6) for _ in range(4)),
-    "the save finishes, then one line (no traceback); the rerun resumes from epoch 3",
+    and epochs == sorted(e for e in range(1, 6) for _ in range(4))
+    and same_results(workdir, reference),
+    "the save finishes, then one line (no traceback); the rerun resumes from epoch 3 and ends "
+    "equal to the uninterrupted run",
+    workdir,
+    reference,
   )
 
 
@@ -508,6 +621,116 @@ def _saving(checkpoints: Path, epoch: int) -> bool:
 
 def signals(lab: Lab) -> list[Outcome]:
   return [signal_during_save(lab, signal.SIGINT), signal_during_save(lab, signal.SIGTERM)]
+
+
+# tiny_mnist evaluated twice an epoch: a kill or signal can land between two evaluations.
+_HALVES_TASK = "--task=tiny_mnist(evals_per_epoch=2, data_options={'validation_size': 32})"
+
+
+def _mid_epoch(workdir: Path, epoch: int) -> bool:
+  """Whether metrics.jsonl holds a record of the middle of ``epoch`` (its first evaluation)."""
+  path = workdir / "metrics.jsonl"
+  text = path.read_text() if path.exists() else ""
+  return any(epoch - 1 < float(e) < epoch for e in re.findall(r'"epoch": ([\d.]+)', text))
+
+
+def interrupts(lab: Lab) -> list[Outcome]:
+  """SIGINT before training starts; SIGTERM between two evaluations of an epoch (outside a save).
+  Each then the same command, which must end equal to an uninterrupted run."""
+  reference = lab.reference(4, task=_HALVES_TASK)
+  outcomes = []
+  for signum, when, ready in (
+    (signal.SIGINT, "the moment the workdir's lock file appears (before any step)", "lock"),
+    (signal.SIGTERM, "the moment the first record of the middle of epoch 3 appears", 3),
+  ):
+    name = signal.Signals(signum).name
+    for attempt in range(5):
+      workdir = lab.root / f"{name}-outside-a-save-{attempt}"
+      process = lab.start(workdir, "--epochs=4", task=_HALVES_TASK)
+      if ready == "lock":
+        hit = wait_for(lambda w=workdir: (w / "lock").exists(), poll=0.0005)
+      else:
+        hit = wait_for(functools.partial(_mid_epoch, workdir, ready), poll=0.0005)
+      process.send_signal(signum)
+      _, stderr = process.communicate(timeout=300)
+      stopped = Run(process.returncode, stderr)
+      if hit and "during the save" not in stderr:
+        break
+    resumed = lab.train(workdir, "--epochs=4", task=_HALVES_TASK)
+    expected = f"train.py: interrupted by {name}; re-run the same command to resume."
+    outcomes.append(
+      Outcome(
+        f"{name} outside a checkpoint's save",
+        f"`kill -{name.removeprefix('SIG')}` sent to train.py {when}, then the same command",
+        user_saw(stopped) + " — then: " + user_saw(resumed),
+        stopped.returncode == 128 + signum
+        and stopped.seen == [expected]
+        and resumed.returncode == 0
+        and not resumed.seen
+        and same_results(workdir, reference),
+        "one line naming the signal (no traceback); the rerun ends equal to the uninterrupted run",
+        workdir,
+        reference,
+      )
+    )
+  return outcomes
+
+
+def kill_9(lab: Lab) -> list[Outcome]:
+  """`kill -9` in the middle of a checkpoint's save, and between two evaluations of an epoch;
+  then the same command, which must end equal to an uninterrupted run."""
+  outcomes = []
+  for attempt in range(5):  # Until the kill lands inside the save: its temporary folder stays.
+    workdir = lab.root / f"kill-9-mid-save-{attempt}"
+    process = lab.start(workdir, "--epochs=5", task=_BIG_TASK, grid=("--seeds=4",))
+    checkpoints = workdir / "checkpoints"
+    wait_for(functools.partial(_saving, checkpoints, 2), poll=0.0005)
+    process.kill()
+    process.communicate(timeout=300)
+    left = sorted(os.listdir(checkpoints)) if checkpoints.is_dir() else []
+    if any(".orbax-checkpoint-tmp" in name for name in left):
+      break
+  resumed = lab.train(workdir, "--epochs=5", task=_BIG_TASK, grid=("--seeds=4",))
+  reference = lab.reference(5, task=_BIG_TASK, grid=("--seeds=4",))
+  outcomes.append(
+    Outcome(
+      "`kill -9` during a checkpoint's save",
+      "`kill -9` of train.py the moment `checkpoints/2.orbax-checkpoint-tmp` appears (it stays: "
+      f"{', '.join(left)}), then the same command",
+      user_saw(resumed),
+      any(".orbax-checkpoint-tmp" in name for name in left)
+      and resumed.returncode == 0
+      and not resumed.seen
+      and sorted(os.listdir(checkpoints)) == ["4", "5"]
+      and same_results(workdir, reference),
+      "the unfinished checkpoint is never restored and is removed by the next save; the rerun "
+      "resumes from epoch 1 and ends equal to the uninterrupted run",
+      workdir,
+      reference,
+    )
+  )
+  workdir = lab.root / "kill-9-mid-epoch"
+  process = lab.start(workdir, "--epochs=4", task=_HALVES_TASK)
+  wait_for(functools.partial(_mid_epoch, workdir, 3), poll=0.0005)
+  process.kill()
+  process.communicate(timeout=300)
+  records = len(metrics_text(workdir).splitlines())
+  resumed = lab.train(workdir, "--epochs=4", task=_HALVES_TASK)
+  reference = lab.reference(4, task=_HALVES_TASK)
+  outcomes.append(
+    Outcome(
+      "`kill -9` during an epoch",
+      "`kill -9` of train.py the moment the first record of the middle of epoch 3 appears "
+      f"(evaluated twice an epoch; {records} records written), then the same command",
+      user_saw(resumed),
+      resumed.returncode == 0 and not resumed.seen and same_results(workdir, reference),
+      "the records after the last checkpoint are written again, once; the rerun ends equal to "
+      "the uninterrupted run",
+      workdir,
+      reference,
+    )
+  )
+  return outcomes
 
 
 def disk_full(lab: Lab) -> list[Outcome]:
@@ -531,6 +754,114 @@ def disk_full(lab: Lab) -> list[Outcome]:
         "one line naming what could not be written; the rerun ends equal to the uninterrupted run",
       )
     )
+  return outcomes
+
+
+def bad_flags(lab: Lab) -> list[Outcome]:
+  """Flags that are not UTF-8, a grid given in another order, a batch larger than the data."""
+  outcomes = []
+  workdir = lab.root / "not-utf8-\udcff"  # how Python hands over the byte 0xff of argv
+  result = lab.train(workdir, "--epochs=1")
+  outcomes.append(
+    Outcome(
+      "a --workdir that is not UTF-8",
+      "`--workdir=$'not-utf8-\\xff'`",
+      user_saw(result),
+      one_line(result, "is not UTF-8 (byte 0xff") and not os.path.exists(workdir),
+      "one line before any work (Orbax takes UTF-8 paths only); nothing written",
+    )
+  )
+  workdir = lab.root / "task-not-utf8"
+  result = lab.train(workdir, task="--task=tiny_mnist\udcff")
+  outcomes.append(
+    Outcome(
+      "a --task that is not UTF-8",
+      "`--task=$'tiny_mnist\\xff'`",
+      user_saw(result),
+      one_line(result, "--task b'tiny_mnist\\xff' is not UTF-8") and not workdir.exists(),
+      "one line naming the flag and the byte; nothing written",
+    )
+  )
+  workdir = lab.copy(1, "seeds-reordered")
+  before = results(workdir)
+  result = lab.train(workdir, "--epochs=1", grid=("--seeds=1,0", "--learning_rates=1e-3"))
+  outcomes.append(
+    Outcome(
+      "the run's seeds in another order",
+      "`--seeds=1,0` on the workdir of a run with seeds 0,1",
+      user_saw(result),
+      one_line(result, "seeds=[0, 1] (now lrs=[0.001] seeds=[1, 0]) (the same members in another")
+      and results(workdir) == before,
+      "refused in one line that shows both orders; nothing changes",
+    )
+  )
+  workdir = lab.root / "huge-batch"
+  result = lab.train(workdir, "--batch_size=1000000000")
+  outcomes.append(
+    Outcome(
+      "--batch_size=1000000000",
+      "a batch larger than the training split (224 images)",
+      user_saw(result),
+      one_line(result, "--batch_size 1000000000 is larger than the training split (224 items)")
+      and not workdir.exists(),
+      "one line naming the flag and the largest valid value",
+    )
+  )
+  return outcomes
+
+
+def _swap(a: Path, b: Path) -> None:
+  """Swaps the contents of two files."""
+  a_bytes = a.read_bytes()
+  a.write_bytes(b.read_bytes())
+  b.write_bytes(a_bytes)
+
+
+def compilation_cache(lab: Lab) -> list[Outcome]:
+  """Two entries of the compilation cache swapped on disk; then one cut short."""
+  outcomes = []
+  cache = lab.root / "damaged-cache"  # JAX keys entries by the cache's path too: one of its own
+  lab.train(lab.root / "damaged-cache-first", "--epochs=2", f"--compilation_cache={cache}")
+  evaluate = sorted(cache.glob("jit_evaluate-*-cache"))[0]
+  segment = sorted(cache.glob("jit_train_segment-*-cache"))[0]
+  _swap(evaluate, segment)
+  workdir = lab.root / "swapped-cache-run"
+  failed = lab.train(workdir, "--epochs=2", f"--compilation_cache={cache}")
+  resumed = lab.train(workdir, "--epochs=2", "--compilation_cache=none")
+  outcomes.append(
+    Outcome(
+      "two entries of the compilation cache swapped",
+      "the files of `jit_evaluate` and `jit_train_segment` swapped in the cache of a first run, "
+      "then a run on that cache; then the same command with `--compilation_cache=none`",
+      user_saw(failed) + " — then: " + user_saw(resumed),
+      one_line(failed, "re-run the same command with --compilation_cache=none")
+      and str(cache) in failed.seen[0]
+      and resumed.returncode == 0
+      and same_results(workdir, lab.reference(2)),
+      "one line naming the cache and --compilation_cache=none (no traceback); that command ends "
+      "equal to the uninterrupted run",
+      workdir,
+      lab.reference(2),
+    )
+  )
+  _swap(evaluate, segment)
+  segment.write_bytes(segment.read_bytes()[:1000])
+  workdir = lab.root / "cut-cache-run"
+  result = lab.train(workdir, "--epochs=2", f"--compilation_cache={cache}")
+  outcomes.append(
+    Outcome(
+      "an entry of the compilation cache cut short",
+      "the file of `jit_train_segment` cut to 1,000 bytes (what a kill -9 while JAX writes it "
+      "leaves), then a run on that cache",
+      user_saw(result),
+      result.returncode == 0
+      and "Error reading persistent compilation cache entry" in result.stderr
+      and same_results(workdir, lab.reference(2)),
+      "JAX's warning; the program compiles anew and the run equals the uninterrupted one",
+      workdir,
+      lab.reference(2),
+    )
+  )
   return outcomes
 
 
@@ -724,8 +1055,15 @@ FAULTS: dict[str, Callable[[Lab], list[Outcome]]] = {
   "flipped_bytes": flipped_bytes,
   "torn_metrics": torn_metrics,
   "malformed_metrics": malformed_metrics,
+  "torn_tail": torn_tail,
+  "deleted_line": deleted_line,
+  "deleted_checkpoints": deleted_checkpoints,
   "smaller_epochs": smaller_epochs,
   "signals": signals,
+  "interrupts": interrupts,
+  "kill_9": kill_9,
+  "bad_flags": bad_flags,
+  "compilation_cache": compilation_cache,
   "disk_full": disk_full,
   "bad_workdirs": bad_workdirs,
   "too_big": too_big,
@@ -762,9 +1100,7 @@ def write_report(outcomes: list[Outcome], seconds: float, command: str, out: Pat
     "",
   ]
   (out / "faults.md").write_text("\n".join(lines))
-  (out / "faults.json").write_text(
-    json.dumps([dataclasses.asdict(o) for o in outcomes], indent=1) + "\n"
-  )
+  (out / "faults.json").write_text(json.dumps([o.report() for o in outcomes], indent=1) + "\n")
 
 
 def main() -> int:

@@ -4,11 +4,14 @@ own folder is first on its path, and pytest puts experiments/ there too).
 The scripts own their absl flags; these functions apply them to a task's spec
 (:func:`make_spec`, the one way both scripts override a task's fields) and turn the raw values
 of ``flags.DEFINE_list`` into the values ``gelujax`` takes, with one-line errors that name the
-flag. Nothing in ``gelujax`` parses a flag.
+flag; `describe_interrupt` is the line both scripts end with on Ctrl-C or ``kill``. Nothing in
+``gelujax`` parses a flag.
 """
 
 from __future__ import annotations
 
+import os
+import signal
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -109,3 +112,26 @@ def parse_floats(flag: str, values: Sequence[str] | None, default: Sequence[floa
     raise ValueError(
       f"--{flag} {','.join(values)!r} is not a list of numbers; pass e.g. 1e-3,1e-4."
     ) from None
+
+
+def check_utf8(**flag_values: str | Sequence[str] | None) -> None:
+  """Refuses flag values that are not UTF-8 text (Python hands the undecodable bytes of a
+  command line over as lone surrogates, which no later step can encode)."""
+  for flag, value in flag_values.items():
+    for text in [value] if isinstance(value, str) else value or ():
+      try:
+        text.encode()
+      except UnicodeEncodeError as e:
+        raise ValueError(
+          f"--{flag} {os.fsencode(text)!r} is not UTF-8 (byte "
+          f"0x{os.fsencode(text[e.start])[0]:02x} at position {e.start}); flag values must be "
+          "UTF-8 text."
+        ) from None
+
+
+def describe_interrupt(error: KeyboardInterrupt) -> tuple[str, int]:
+  """``(what happened, exit status)`` of a run stopped by Ctrl-C or ``kill``: e.g. ``"interrupted
+  by SIGTERM during the save of ..."`` (`gelujax.checkpoints.Interrupted`'s words) and 143, or
+  ``"interrupted by SIGINT"`` and 130 for Python's own KeyboardInterrupt."""
+  signum = getattr(error, "signum", signal.SIGINT)
+  return str(error) or f"interrupted by {signal.Signals(signum).name}", 128 + signum

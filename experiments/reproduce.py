@@ -155,10 +155,13 @@ def main(argv: list[str]) -> None:
   except ValueError as e:  # Bad flag values; a diverged run is reported in the table instead.
     sys.exit(f"reproduce.py: error: {' '.join(str(e).split())}")
   except KeyboardInterrupt as e:  # Ctrl-C or kill: no checkpoint is left half-written.
-    print(
-      f"reproduce.py: {e or 'interrupted'}; re-run the same command to resume.", file=sys.stderr
-    )
-    sys.exit(128 + getattr(e, "signum", signal.SIGINT))
+    what, status = _flags.describe_interrupt(e)
+    print(f"reproduce.py: {what}; re-run the same command to resume.", file=sys.stderr)
+    sys.exit(status)
+  except Exception as e:  # A program loaded from the compilation cache may be a damaged entry.
+    if (line := devices.cache_failure(e)) is None:
+      raise
+    sys.exit(f"reproduce.py: error: {' '.join(line.split())}")
   print(f"Wrote {out}/README.md, table.md, summary.json and figures.", flush=True)
 
 

@@ -85,6 +85,8 @@ def main(argv: list[str]) -> None:
     logging.set_verbosity(logging.WARNING)
   signal.signal(signal.SIGTERM, checkpoints.interrupt)  # `kill` unwinds like Ctrl-C.
   try:
+    text_flags = (_TASK, _ACTIVATION, _DATASET, _LEARNING_RATES, _SEEDS, _CPU_DEVICES, _COORDINATOR)
+    _flags.check_utf8(**{flag.name: flag.value for flag in text_flags})
     spec = make_spec()
     members = trainer.Members(
       _flags.parse_floats("learning_rates", _LEARNING_RATES.value, spec.learning_rates),
@@ -107,8 +109,13 @@ def main(argv: list[str]) -> None:
   except (ValueError, trainer.DivergedError) as e:
     sys.exit(f"train.py: error: {' '.join(str(e).split())}")
   except KeyboardInterrupt as e:  # Ctrl-C or kill: no checkpoint is left half-written.
-    print(f"train.py: {e or 'interrupted'}; re-run the same command to resume.", file=sys.stderr)
-    sys.exit(128 + getattr(e, "signum", signal.SIGINT))
+    what, status = _flags.describe_interrupt(e)
+    print(f"train.py: {what}; re-run the same command to resume.", file=sys.stderr)
+    sys.exit(status)
+  except Exception as e:  # A program loaded from the compilation cache may be a damaged entry.
+    if (line := devices.cache_failure(e)) is None:
+      raise
+    sys.exit(f"train.py: error: {' '.join(line.split())}")
 
 
 if __name__ == "__main__":

@@ -4,7 +4,9 @@ Orbax writes each checkpoint into a temporary directory and renames it when comp
 run killed mid-save leaves no checkpoint that looks finished (the next save of the run removes
 the temporary directory). Beside the state, every checkpoint holds a record
 (the ``gelujax`` item): the run's config, its identity (a hash of the config without the
-fields a resume may change) and a checksum of every saved array, computed before the save.
+fields a resume may change), a checksum of every saved array, computed before the save, and
+the run's metrics.jsonl records up to the checkpoint's epoch with their checksum, from which a
+resume rewrites whatever metrics.jsonl lost (`gelujax.workdir.resume_metrics`).
 
 A restore takes the newest checkpoint that belongs to the run, reads back and matches its
 checksums. One that fails (unreadable, bytes changed on disk, another run's) is moved aside
@@ -29,19 +31,22 @@ import shutil
 import signal
 import sys
 import threading
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Iterator, Sequence
+from typing import Any, NamedTuple
 
 import jax
 import numpy as np
 import orbax.checkpoint as ocp
+
+from gelujax import writers
 
 CHECKPOINT_DIR = "checkpoints"
 DAMAGED_DIR = "damaged"
 # The item beside the state ("default") that records the run and the arrays' checksums.
 RECORD_ITEM = "gelujax"
 _RECORD_FILE = "metadata"  # The file Orbax's JSON handler writes inside an item's folder.
-_FORMAT = 1
+# 1: config, identity and checksums; 2: also the metrics records up to the checkpoint's epoch.
+_FORMAT = 2
 # Fields of a run's spec that may change when it is resumed; the identity leaves them out.
 RESUMABLE_FIELDS = ("epochs",)
 # OS errors that mean the workdir's disk cannot take the write, not a bug.
@@ -50,6 +55,21 @@ DISK_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPER
 
 class CheckpointError(ValueError):
   """No checkpoint of the run can be used, or one cannot be written; the message says why."""
+
+
+class Restored(NamedTuple):
+  """A restored checkpoint.
+
+  Attributes:
+    epoch: the epoch it was saved after.
+    state: the saved state.
+    metrics: the run's metrics.jsonl records up to ``epoch``, as saved with it; None for a
+      checkpoint written before checkpoints carried them.
+  """
+
+  epoch: int
+  state: Any
+  metrics: list[dict[str, Any]] | None
 
 
 class Interrupted(KeyboardInterrupt):
@@ -114,6 +134,12 @@ def _host_copy(x: Any) -> np.ndarray:
   from jax.experimental import multihost_utils
 
   return np.asarray(multihost_utils.process_allgather(x, tiled=True))
+
+
+def metrics_checksum(records: Sequence[dict[str, Any]]) -> str:
+  """A hash of metrics records as metrics.jsonl holds them."""
+  text = writers.metrics_lines(records)
+  return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
 
 
 def checksums(state: Any) -> dict[str, str]:
@@ -216,8 +242,11 @@ class Checkpointer:
         ) from None
       raise
 
-  def save(self, epoch: int, state: Any) -> None:
+  def save(self, epoch: int, state: Any, metrics: Sequence[dict[str, Any]]) -> None:
     """Writes ``state`` as the checkpoint of ``epoch`` (blocks until it is complete).
+
+    ``metrics`` are the run's metrics.jsonl records up to ``epoch``, every one of them: a
+    resume from this checkpoint rewrites metrics.jsonl up to ``epoch`` from them.
 
     A SIGINT or SIGTERM during the save is raised as `Interrupted` once it is complete. A
     full or read-only disk raises `CheckpointError` (the unfinished checkpoint is never taken
@@ -231,6 +260,8 @@ class Checkpointer:
       "epoch": int(epoch),
       "config": self._config,
       "checksums": checksums(state),
+      "metrics": list(metrics),
+      "metrics_checksum": metrics_checksum(metrics),
     }
     with signals_deferred(f"the save of the checkpoint of epoch {epoch}"):
       try:
@@ -281,8 +312,8 @@ class Checkpointer:
       raise CheckpointError(f"its record {path} is unreadable ({_first_line(e)})") from None
     return record
 
-  def _restore_one(self, epoch: int, abstract_state: Any) -> tuple[Any, bool]:
-    """``(state, verified)`` of one checkpoint; raises CheckpointError saying what is wrong."""
+  def _restore_one(self, epoch: int, abstract_state: Any) -> tuple[Restored, bool]:
+    """``(restored, verified)`` of one checkpoint; raises CheckpointError saying what is wrong."""
     record = self.read_record(epoch)
     if record is not None and self._identity is not None:
       if record["identity"] != self._identity:
@@ -299,7 +330,10 @@ class Checkpointer:
     except Exception as e:  # Any failure to read means: this checkpoint cannot be used.
       raise CheckpointError(f"it cannot be read ({_first_line(e)})") from None
     if record is None:
-      return state, False
+      return Restored(epoch, state, None), False
+    metrics = record.get("metrics")
+    if metrics is not None and metrics_checksum(metrics) != record.get("metrics_checksum"):
+      raise CheckpointError("its metrics records do not match the checksum written with them")
     found = checksums(state)
     wrong = [path for path, digest in record["checksums"].items() if found.get(path) != digest]
     if wrong or set(found) != set(record["checksums"]):
@@ -308,7 +342,7 @@ class Checkpointer:
         f"its arrays do not match the checksums written when it was saved ({where}"
         f"{f' and {len(wrong) - 1} more' if len(wrong) > 1 else ''})"
       )
-    return state, True
+    return Restored(epoch, state, metrics), True
 
   def _move_aside(self, epoch: int) -> str:
     """Moves a checkpoint that cannot be used to ``workdir/damaged/`` (kept, never deleted),
@@ -324,8 +358,8 @@ class Checkpointer:
     self._manager.reload()
     return target
 
-  def restore_latest(self, abstract_state: Any) -> tuple[int, Any] | None:
-    """The newest usable checkpoint as ``(epoch, state)``, or None when there is none.
+  def restore_latest(self, abstract_state: Any) -> Restored | None:
+    """The newest usable checkpoint, or None when there is none.
 
     Newer checkpoints that cannot be used are moved to ``workdir/damaged/`` with one warning
     line.
@@ -340,7 +374,7 @@ class Checkpointer:
     problems: list[tuple[int, str]] = []
     for epoch in reversed(self.epochs()):
       try:
-        state, verified = self._restore_one(epoch, abstract_state)
+        restored, verified = self._restore_one(epoch, abstract_state)
       except CheckpointError as e:
         problems.append((epoch, str(e)))
         continue
@@ -363,7 +397,7 @@ class Checkpointer:
           epoch,
           self.directory,
         )
-      return epoch, state
+      return restored
     if problems:
       raise CheckpointError(
         f"No checkpoint in {self.directory} can be used: "

@@ -11,13 +11,15 @@ before any array exists:
   the automatic choice.
 - `initialize_distributed` joins a multi-process (multi-host) run.
 - `enable_compilation_cache` keeps compiled programs on disk, so that re-running or resuming a
-  command does not compile again.
+  command does not compile again; `cache_failure` names the cache when a run that loaded
+  programs from it fails.
 - `describe_machine` names the machine (platform, CPU, devices, versions) for the results and
   benchmark reports.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import platform
 import re
@@ -32,6 +34,10 @@ _DEVICE_COUNT_FLAG = "--xla_force_host_platform_device_count"
 # XLA:CPU hands its dots to YNNPACK by default (``individual_dot``), whose kernels run on a
 # thread pool of their own; an empty list gives every dot to XLA's own (Eigen) kernels.
 _YNN_FLAG = "--xla_cpu_experimental_ynn_fusion_type"
+# The event JAX records each time it loads a compiled program from the cache; the count of
+# them in this process.
+_CACHE_HIT_EVENT = "/jax/compilation_cache/cache_hits"
+_cache_hits = 0
 # Where compiled programs are kept unless --compilation_cache says otherwise.
 DEFAULT_CACHE = os.path.join(
   os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
@@ -140,6 +146,7 @@ def enable_compilation_cache(path: str | None) -> str | None:
   jax.config.update("jax_compilation_cache_dir", path)
   jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
   jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+  _listen_for_cache_hits()
   return path
 
 
@@ -163,4 +170,36 @@ def describe_machine() -> str:
   return (
     f"{platform.platform()}; CPU: {cpu}, {os.cpu_count()} cores; devices: {found}; "
     f"jax {jax.__version__}, Python {platform.python_version()}"
+  )
+
+
+@functools.cache  # Once: JAX's event listeners cannot be removed.
+def _listen_for_cache_hits() -> None:
+  jax.monitoring.register_event_listener(_count_cache_hits)
+
+
+def _count_cache_hits(event: str, **kwargs: object) -> None:
+  del kwargs
+  global _cache_hits
+  if event == _CACHE_HIT_EVENT:
+    _cache_hits += 1
+
+
+def cache_failure(error: BaseException) -> str | None:
+  """One line for an unforeseen ``error`` of a process that ran compiled programs loaded from
+  the compilation cache, naming ``--compilation_cache=none``; None when it loaded none.
+
+  JAX keys each cache entry by the program, but does not check that a loaded entry is the
+  program of its key: an entry damaged or swapped on disk fails when it runs, with an error
+  that names neither the cache nor a way around it.
+  """
+  if not _cache_hits:
+    return None
+  text = str(error).strip().splitlines()[0] if str(error).strip() else ""
+  return (
+    f"{type(error).__name__}{f': {text}' if text else ''}. This process ran "
+    f"{_cache_hits} compiled program{'s' * (_cache_hits != 1)} loaded from the "
+    f"compilation cache {jax.config.jax_compilation_cache_dir}, where a damaged or swapped "
+    "entry fails this way: re-run the same command with --compilation_cache=none (or another "
+    "folder) to compile them afresh."
   )

@@ -91,4 +91,5 @@ class Members:
     return [{"seed": seed, "learning_rate": lr} for lr, seed in self]
 
   def describe(self) -> str:
-    return f"lrs={sorted(self.learning_rates, reverse=True)} seeds={sorted(self.seeds)}"
+    """The grid as its flags give it, in member order: ``lrs=[0.001, 0.0001] seeds=[1, 0]``."""
+    return f"lrs={list(self.learning_rates)} seeds={list(self.seeds)}"

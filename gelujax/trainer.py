@@ -737,9 +737,14 @@ def check_run(task: Task, workdir: str, members: Members) -> None:
     if key not in (*_RESUMABLE_FIELDS, "learning_rates", "seeds") and old_spec.get(key) != value
   ]
   if old["members"] != new["members"]:
-    differences.append(
-      f"members {Members.from_json(old['members']).describe()} (now {members.describe()})"
-    )
+    old_members = Members.from_json(old["members"])
+    text = f"members {old_members.describe()} (now {members.describe()})"
+    if sorted(old_members) == sorted(members):
+      text += (
+        " (the same members in another order: members are numbered in the order that "
+        "--learning_rates and --seeds give them)"
+      )
+    differences.append(text)
   if differences:
     raise ValueError(
       f"Workdir {workdir} holds another run (task {old['task']!r}) that differs in: "
@@ -747,6 +752,7 @@ def check_run(task: Task, workdir: str, members: Members) -> None:
       "(only --epochs may change)."
     )
   workdirs.check_epochs(workdir, task.epochs)
+  workdirs.check_resumable(workdir)
 
 
 def fit(
@@ -771,7 +777,8 @@ def fit(
     members: the grid; default: the task's own (`Members.of_task`).
     data_dir: passed to ``task.load_data``.
     progress: show a progress bar.
-    checkpoint_every: save a checkpoint every this many epochs (and after the last one).
+    checkpoint_every: save a checkpoint every this many epochs (and after the first and the
+      last: a workdir with records past epoch 1 and no checkpoint lost its checkpoints).
     keep_checkpoints: how many of the newest checkpoints to keep (>= 2).
     members_axis: devices along the mesh's ``members`` axis (default: `choose_layout`).
 
@@ -804,12 +811,17 @@ def fit(
   program = make_program(
     task.for_data(splits), mesh, splits["train"], len(members), dropout_bits=task.dropout_bits
   )
-  steps = program.steps_per_epoch
-  if program.config.num_items < task.batch_size or not 1 <= task.evals_per_epoch <= steps:
+  steps, items = program.steps_per_epoch, program.config.num_items
+  if items < task.batch_size:
     raise ValueError(
-      f"--batch_size {task.batch_size} with evals_per_epoch {task.evals_per_epoch} does not "
-      f"fit the training split ({program.config.num_items} items, so {steps} steps per epoch); "
-      "use a smaller batch size or fewer evaluations per epoch."
+      f"--batch_size {task.batch_size} is larger than the training split ({items} items); it "
+      f"must be at most {items}."
+    )
+  if not 1 <= task.evals_per_epoch <= steps:
+    raise ValueError(
+      f"evals_per_epoch {task.evals_per_epoch} does not fit an epoch of {steps} "
+      f"step{'s' * (steps != 1)} (--batch_size {task.batch_size}, {items} items); it must lie "
+      f"in [1, {steps}]: use fewer evaluations per epoch or a smaller batch size."
     )
   member = jax.tree.map(
     lambda s: jax.ShapeDtypeStruct(s.shape[1:], s.dtype), program.abstract_state()
@@ -831,14 +843,22 @@ def fit(
     checkpointer = checkpoints.Checkpointer(workdir, keep_checkpoints, config)
     restored = checkpointer.restore_latest(program.abstract_state())
     if restored is None:
-      start, state = 0, program.init(seeds_M, learning_rates_M)
+      start, state, recorded = 0, program.init(seeds_M, learning_rates_M), []
     else:
-      start, state = restored[0], program.pad(restored[1])
+      start, state, recorded = restored.epoch, program.pad(restored.state), restored.metrics
+    bounds = [0, *evaluation_steps(steps, task.evals_per_epoch)]
+    # Every record up to the checkpoint, saved with each checkpoint (process 0 writes it).
+    records = list(recorded or [])
     if lead:
-      writers.truncate_metrics(workdir, start)
+      evaluations = [
+        (member, *_evaluation_point(epoch, last, steps))
+        for epoch in range(1, start + 1)
+        for last in bounds[1:]
+        for member in range(num)
+      ]
+      records = workdirs.resume_metrics(workdir, start, recorded, evaluations)
       workdirs.write_config(workdir, config)
       writer = writers.MetricsWriter(workdir, members_json, purge_step=start * steps + 1)
-    bounds = [round(i * steps / task.evals_per_epoch) for i in range(task.evals_per_epoch + 1)]
     if progress and lead and mesh.size > 1:  # Where the grid lies, and any padding.
       print(f"gelujax: {describe_layout(num, mesh)}.", file=sys.stderr, flush=True)
     bar = writers.progress_bar(task.epochs, start, progress and lead)
@@ -862,11 +882,12 @@ def fit(
             for key, mean in _mean_metrics(program, state, split, sizes[name]).items():
               metrics[f"{name}_{key}"] = mean
           diverged = _diverged(program, state)
+          point = _evaluation_point(epoch, last, steps)
+          records += writers.make_records(members_json, *point, diverged, metrics)
           if lead:
-            epoch_done, step = epoch - 1 + last / steps, (epoch - 1) * steps + last
-            writer.write(writers.make_records(members_json, epoch_done, step, diverged, metrics))
-        if epoch % checkpoint_every == 0 or epoch == task.epochs or diverged.all():
-          checkpointer.save(epoch, program.unpad(state))
+            writer.write(records[-num:])
+        if epoch in (1, task.epochs) or epoch % checkpoint_every == 0 or diverged.all():
+          checkpointer.save(epoch, program.unpad(state), records)
         bar.set_postfix(_describe_progress(metrics, diverged), refresh=False)  # update() draws.
         bar.update(1)
         if diverged.all():
@@ -877,6 +898,16 @@ def fit(
       if lead:
         writer.close()
     return _finish(workdir, config, task, program, state, diverged)
+
+
+def evaluation_steps(steps_per_epoch: int, evals_per_epoch: int) -> list[int]:
+  """The steps of an epoch after which the members are evaluated (the last: the epoch's end)."""
+  return [round(i * steps_per_epoch / evals_per_epoch) for i in range(1, evals_per_epoch + 1)]
+
+
+def _evaluation_point(epoch: int, last: int, steps_per_epoch: int) -> tuple[float, int]:
+  """``(epoch, step)`` of metrics records written after step ``last`` of ``epoch``."""
+  return epoch - 1 + last / steps_per_epoch, (epoch - 1) * steps_per_epoch + last
 
 
 def _diverged(program: Program, state: TrainState) -> np.ndarray:
@@ -961,7 +992,7 @@ def restore(
   checkpointer.close()
   if restored is None:
     raise ValueError(f"Workdir {workdir} holds no readable checkpoint under checkpoints/.")
-  return spec, members, restored[1]
+  return spec, members, restored.state
 
 
 # The program of the last `evaluate_members` call, by the task's repr and the grid's size:

@@ -8,9 +8,15 @@
   ``config.json``, or, when that is missing or not a run's config, the config recorded in its
   newest checkpoint (every checkpoint records it; see `gelujax.checkpoints`). `write_config`
   keeps a config.json that was not a run's config as ``config.json.damaged``.
+* **The run's records.** A resume makes metrics.jsonl hold exactly the records up to the
+  restored checkpoint, which carries them (`resume_metrics`): whatever was cut, deleted or
+  changed before it is rewritten (the file kept as ``metrics.jsonl.damaged``), so the run ends
+  byte-equal to an uninterrupted one.
 * **Refused before any work, in one line:** a ``--workdir`` that is a file, on a read-only
-  disk or not writable; a smaller ``--epochs`` than the run already trained; a grid too big for
-  memory (the grid's own values are checked by `gelujax.trainer.Members`).
+  disk, not writable or not UTF-8; a smaller ``--epochs`` than the run already trained; results
+  with no checkpoint to resume them from (`check_resumable`: training again from epoch 0 would
+  overwrite them); a grid too big for memory (the grid's own values are checked by
+  `gelujax.trainer.Members`).
 * **Disk errors** while the run writes (a full disk) end it with one line naming the file;
   everything written before stays, and the same command resumes once there is space.
 """
@@ -25,7 +31,7 @@ import os
 import socket
 import sys
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import jax
@@ -135,8 +141,18 @@ def disk_errors(workdir: str) -> Iterator[None]:
 
 
 def check_writable(workdir: str) -> None:
-  """Refuses a ``--workdir`` that is a file or cannot be written; touches nothing."""
+  """Refuses a ``--workdir`` that is a file, cannot be written or is not UTF-8 (Orbax, which
+  writes the checkpoints, takes UTF-8 paths only); touches nothing."""
   path = os.path.abspath(workdir)
+  try:
+    path.encode()
+  except UnicodeEncodeError as e:  # Undecodable bytes of argv arrive as lone surrogates.
+    raise WorkdirError(
+      f"--workdir {os.fsencode(workdir)!r} is not UTF-8 (byte "
+      f"0x{os.fsencode(path[e.start])[0]:02x}"
+      f"{f' in its path {os.fsencode(path)!r}' if path != workdir else ''}); checkpoints are "
+      "written by a library that takes UTF-8 paths only: pass a --workdir whose path is UTF-8."
+    ) from None
   if os.path.exists(path) and not os.path.isdir(path):
     raise WorkdirError(
       f"--workdir {workdir} is a file, not a folder; pass a new folder or this run's workdir."
@@ -342,13 +358,24 @@ def write_config(workdir: str, config: dict[str, Any]) -> None:
     except (ValueError, UnicodeDecodeError):
       problem = "unreadable"
     if problem is not None:
-      os.replace(path, path + ".damaged")
+      kept = keep_aside(path)
       print(
-        f"{path} was not a run's config ({problem}); kept as {path}.damaged and rebuilt from "
-        "the run's checkpoint.",
+        f"{path} was not a run's config ({problem}); kept as {kept} and rebuilt from the "
+        "run's checkpoint.",
         file=sys.stderr,
       )
   writers.write_json(path, config)
+
+
+def keep_aside(path: str) -> str:
+  """Renames a file that is about to be rebuilt to ``<path>.damaged`` (``.damaged.2``, ... when
+  taken: nothing is overwritten) and returns its new path."""
+  target, n = f"{path}.damaged", 1
+  while os.path.exists(target):
+    n += 1
+    target = f"{path}.damaged.{n}"
+  os.replace(path, target)
+  return target
 
 
 def trained_epochs(workdir: str) -> int:
@@ -367,3 +394,134 @@ def check_epochs(workdir: str, epochs: int) -> None:
       f"{epochs}; its files are left as they are. Pass --epochs {trained} to report it as it "
       "is, a larger --epochs to train it further, or another --workdir."
     )
+
+
+def check_resumable(workdir: str) -> None:
+  """Refuses a workdir that holds results but no finished checkpoint to resume them from.
+
+  Training again from epoch 0 would overwrite the results, which gelujax never does by itself.
+  A run saves a checkpoint after its first epoch, so records of epoch 1 at most, without a
+  checkpoint, are those of a run stopped before that save: a restart writes them again.
+  """
+  if trained_epochs(workdir):
+    return
+  results = [writers.SUMMARY_FILE] if _has_content(workdir, writers.SUMMARY_FILE) else []
+  last = max((_epoch_of(r) for r in writers.read_metrics(workdir)), default=0.0)
+  if last > 1:
+    results.insert(0, f"{writers.METRICS_FILE} up to epoch {last:g}")
+  if results:
+    raise WorkdirError(
+      f"Workdir {workdir} holds the run's results ({' and '.join(results)}) but no checkpoint "
+      f"to resume them from ({os.path.join(workdir, checkpoints.CHECKPOINT_DIR)} is missing or "
+      "holds no finished checkpoint). Training again from epoch 0 would overwrite them, which "
+      "gelujax never does by itself: put back the run's checkpoints to resume it, or pass another "
+      "--workdir to train the grid again."
+    )
+
+
+def _epoch_of(record: Any) -> float:
+  """A metrics record's epoch (+inf when it has none: a record no run wrote)."""
+  epoch = record.get("epoch") if isinstance(record, dict) else None
+  return float(epoch) if isinstance(epoch, int | float) else float("inf")
+
+
+def resume_metrics(
+  workdir: str,
+  epoch: int,
+  recorded: Sequence[dict[str, Any]] | None,
+  evaluations: Sequence[tuple[int, float, int]],
+) -> list[dict[str, Any]]:
+  """Makes metrics.jsonl hold exactly the run's records up to ``epoch``, that of the checkpoint a
+  run resumes from, and returns them.
+
+  The resumed run writes the records after ``epoch`` again: those (and a last line cut short)
+  are dropped. The records up to ``epoch`` are those its checkpoint holds (``recorded``); where
+  metrics.jsonl lost, cut or changed any of them, it is kept as ``metrics.jsonl.damaged`` and
+  rewritten from them, with one line on stderr. A checkpoint written before checkpoints held
+  the records (``recorded`` None) restores none: metrics.jsonl must then hold one record for
+  each of ``evaluations``, the ``(member, epoch, step)`` of every record up to ``epoch`` in
+  order.
+
+  Raises:
+    WorkdirError: ``recorded`` is None and metrics.jsonl lacks (or repeats) a record.
+  """
+  path = os.path.join(workdir, writers.METRICS_FILE)
+  if recorded is None:
+    kept = [r for r in writers.read_metrics(workdir) if _epoch_of(r) <= epoch]
+    found = [(r.get("member"), r["epoch"], r.get("step")) for r in kept]
+    if found != list(evaluations):
+      detail = _first_difference([_describe_key(k) for k in found], evaluations)
+      raise WorkdirError(
+        f"{path} does not hold the run's records up to epoch {epoch} ({detail}), and its "
+        f"checkpoint of epoch {epoch}, written by an older gelujax, holds none to restore them "
+        "from. The files are left as they are: put back a good copy of metrics.jsonl, or pass "
+        "another --workdir to train the grid again."
+      )
+    writers.write_metrics(workdir, kept)
+    return kept
+  expected = writers.metrics_lines(recorded).encode()
+  data = _read_bytes(path)
+  problem = _metrics_problem(data, expected, epoch, evaluations)
+  if problem is not None:
+    kept = keep_aside(path) if data is not None else None
+    print(
+      f"{path} {problem}; rewritten from the checkpoint of epoch {epoch}, which holds its "
+      f"records{f', and the previous file kept as {kept}' if kept else ''}.",
+      file=sys.stderr,
+    )
+  writers.write_metrics(workdir, recorded)
+  return list(recorded)
+
+
+def _read_bytes(path: str) -> bytes | None:
+  try:
+    with open(path, "rb") as f:
+      return f.read()
+  except FileNotFoundError:
+    return None
+
+
+def _describe_key(key: tuple[Any, Any, Any]) -> str:
+  member, epoch, _ = key
+  return f"the record of member {member} at epoch {epoch:g}"
+
+
+def _first_difference(found: Sequence[str], evaluations: Sequence[tuple[int, float, int]]) -> str:
+  """Where records described by ``found`` first depart from ``evaluations``'."""
+  for i, key in enumerate(evaluations):
+    expected = _describe_key(key)
+    if i >= len(found):
+      return f"it ends before {expected}, record {i + 1}"
+    if found[i] != expected:
+      return f"record {i + 1} is {found[i]}, not {expected}"
+  return f"record {len(evaluations) + 1} is {found[len(evaluations)]}, one more than the run wrote"
+
+
+def _metrics_problem(
+  data: bytes | None, expected: bytes, epoch: int, evaluations: Sequence[tuple[int, float, int]]
+) -> str | None:
+  """What is wrong with metrics.jsonl (``data``) for a resume from ``epoch``, whose records
+  are ``expected``; None when it starts with them and holds nothing after them but records of
+  later epochs and a last line cut short (what a run stopped after the checkpoint leaves)."""
+  if data is None:
+    return "was missing" if expected else None
+  lines = data.split(b"\n")
+  if not data.startswith(expected):
+    for i, line in enumerate(expected.split(b"\n")[:-1]):
+      described = _describe_key(evaluations[i]) if i < len(evaluations) else f"record {i + 1}"
+      if i >= len(lines) - 1:  # The last element of a split is never a whole line.
+        return f"ends before {described}, line {i + 1}"
+      if lines[i] != line:
+        return f"does not hold {described} on line {i + 1}, as the run wrote it"
+  after = lines[expected.count(b"\n") :]
+  for i, line in enumerate(after):
+    number = expected.count(b"\n") + i + 1
+    if not line.strip(b"\0 \t\r") or i == len(after) - 1:
+      continue  # Blank, or the last line: not ended by a newline, an append cut short.
+    try:
+      record = json.loads(line)
+    except ValueError:
+      return f"has a line {number} that is not a JSON record"
+    if _epoch_of(record) <= epoch:
+      return f"has a record of epoch {epoch} or before on line {number}, after the run's records"
+  return None

@@ -119,12 +119,21 @@ def read_metrics(workdir: str | os.PathLike) -> list[dict[str, Any]]:
   return records
 
 
-def truncate_metrics(workdir: str, epoch: int) -> None:
+def metrics_lines(records: Iterable[dict[str, Any]]) -> str:
+  """The text of metrics.jsonl for ``records``: one JSON object a line, as `MetricsWriter` appends
+  them (a record read back with `read_metrics` gives the same line, byte for byte)."""
+  return "".join(json.dumps(record, allow_nan=False) + "\n" for record in records)
+
+
+def write_metrics(workdir: str, records: Iterable[dict[str, Any]]) -> None:
+  """Replaces metrics.jsonl with ``records``, atomically."""
+  _replace_atomically(os.path.join(workdir, METRICS_FILE), metrics_lines(records))
+
+
+def truncate_metrics(workdir: str, epoch: float) -> None:
   """Drops the records after ``epoch`` (those a resumed run will write again) and a last line
   cut short; the file is replaced atomically."""
-  records = [r for r in read_metrics(workdir) if r["epoch"] <= epoch]
-  path = os.path.join(workdir, METRICS_FILE)
-  _replace_atomically(path, "".join(json.dumps(r, allow_nan=False) + "\n" for r in records))
+  write_metrics(workdir, [r for r in read_metrics(workdir) if r["epoch"] <= epoch])
 
 
 class MetricsWriter:
@@ -150,11 +159,10 @@ class MetricsWriter:
       self.close()
       raise
 
-  def write(self, records: Iterable[dict[str, Any]]) -> None:
+  def write(self, records: Sequence[dict[str, Any]]) -> None:
     """Writes one record per member (the dicts of `make_records`)."""
     with _naming(self._file.name):
-      for record in records:
-        self._file.write(json.dumps(record, allow_nan=False) + "\n")
+      self._file.write(metrics_lines(records))
       self._file.flush()
     with _naming(self._boards_dir):
       for record in records:

@@ -28,6 +28,13 @@ CONFIG = {
 }
 
 
+def make_records(epoch: int):
+  """metrics.jsonl records of one member up to ``epoch``, as a run saves them with a checkpoint."""
+  return [
+    {"member": 0, "epoch": float(e), "step": 10 * e, "loss": 1 / e} for e in range(1, epoch + 1)
+  ]
+
+
 def make_state(value: float, size: int = 2):
   return {"w": jnp.full((3, size), value, jnp.float32), "step": jnp.int32(value)}
 
@@ -44,7 +51,7 @@ def assert_state_equal(state, value):
 def save_epochs(workdir, *epochs, config=CONFIG):
   checkpointer = checkpoints.Checkpointer(str(workdir), config=config)
   for epoch in epochs:
-    checkpointer.save(epoch, make_state(epoch))
+    checkpointer.save(epoch, make_state(epoch), make_records(epoch))
   checkpointer.close()
 
 
@@ -73,9 +80,10 @@ def test_restore_returns_none_without_checkpoints(tmp_path):
 def test_saves_keep_the_newest_two_and_restore_the_newest(tmp_path):
   save_epochs(tmp_path, 1, 2, 3)
   assert sorted(os.listdir(tmp_path / "checkpoints")) == ["2", "3"]
-  epoch, state = restore(tmp_path)
+  epoch, state, metrics = restore(tmp_path)
   assert epoch == 3
   assert_state_equal(state, 3)
+  assert metrics == make_records(3)
 
 
 def test_identity_ignores_only_the_resumable_fields():
@@ -99,12 +107,12 @@ def test_flipped_bytes_fall_back_to_the_previous_checkpoint_in_one_line(tmp_path
   states = {e: {"w": jnp.asarray(rng.normal(size=(300, 100)), jnp.float32)} for e in (1, 2)}
   checkpointer = checkpoints.Checkpointer(str(tmp_path), config=CONFIG)
   for epoch, state in states.items():
-    checkpointer.save(epoch, state)
+    checkpointer.save(epoch, state, make_records(epoch))
   checkpointer.close()
   flip_byte_in_array_data(tmp_path, 2)
   checkpointer = checkpoints.Checkpointer(str(tmp_path), config=CONFIG)
   with caplog.at_level(logging.WARNING):
-    epoch, state = checkpointer.restore_latest(abstract(states[1]))
+    epoch, state, _ = checkpointer.restore_latest(abstract(states[1]))
   checkpointer.close()
   assert epoch == 1
   np.testing.assert_array_equal(state["w"], states[1]["w"])
@@ -121,7 +129,7 @@ def test_flipped_bytes_fall_back_to_the_previous_checkpoint_in_one_line(tmp_path
   err = capfd.readouterr().err
   assert "Exception ignored" not in err and "Traceback" not in err
   checkpointer = checkpoints.Checkpointer(str(tmp_path), config=CONFIG)
-  checkpointer.save(2, states[2])
+  checkpointer.save(2, states[2], make_records(2))
   assert checkpointer.restore_latest(abstract(states[2]))[0] == 2
   checkpointer.close()
 
@@ -164,9 +172,10 @@ def test_a_checkpoint_without_record_is_restored_unverified_with_a_warning(tmp_p
   manager.wait_until_finished()
   manager.close()
   with caplog.at_level(logging.WARNING):
-    epoch, state = restore(tmp_path)
+    epoch, state, metrics = restore(tmp_path)
   assert epoch == 4
   assert_state_equal(state, 4)
+  assert metrics is None  # it holds none: metrics.jsonl is checked against the run's evaluations
   assert "has no checksums" in caplog.text and "restored unverified" in caplog.text
 
 
@@ -175,7 +184,7 @@ def test_unfinished_checkpoint_is_ignored_and_removed_by_the_next_save(tmp_path,
   # What a save killed midway leaves: a temporary directory that was never renamed.
   os.makedirs(tmp_path / "checkpoints" / "2.orbax-checkpoint-tmp-123" / "default")
   with caplog.at_level(logging.WARNING):
-    epoch, state = restore(tmp_path)
+    epoch, state, _ = restore(tmp_path)
   assert epoch == 1
   assert_state_equal(state, 1)
   assert not caplog.records  # never taken for a checkpoint
@@ -204,7 +213,7 @@ def test_a_signal_during_a_save_waits_for_the_save(tmp_path, signum):
   try:
     sender.start()
     with pytest.raises(checkpoints.Interrupted) as error:
-      checkpointer.save(1, state)
+      checkpointer.save(1, state, make_records(1))
   finally:
     sender.join()
     signal.signal(signal.SIGTERM, previous)
@@ -215,7 +224,7 @@ def test_a_signal_during_a_save_waits_for_the_save(tmp_path, signum):
     "1, which was completed first"
   )
   assert os.listdir(checkpoints_dir) == ["1"]  # finished, no temporary folder left
-  epoch, restored = checkpoints.Checkpointer(str(tmp_path), config=CONFIG).restore_latest(
+  epoch, restored, _ = checkpoints.Checkpointer(str(tmp_path), config=CONFIG).restore_latest(
     abstract(state)
   )
   assert epoch == 1
@@ -225,3 +234,26 @@ def test_a_signal_during_a_save_waits_for_the_save(tmp_path, signum):
 def test_keep_below_two_is_refused(tmp_path):
   with pytest.raises(ValueError, match="at least 2"):
     checkpoints.Checkpointer(str(tmp_path), keep=1)
+
+
+def test_each_checkpoint_holds_the_records_up_to_its_epoch(tmp_path):
+  save_epochs(tmp_path, 1, 2)
+  checkpointer = checkpoints.Checkpointer(str(tmp_path), config=CONFIG)
+  for epoch in (1, 2):
+    record = checkpointer.read_record(epoch)
+    assert record["format"] == 2 and record["metrics"] == make_records(epoch)
+  checkpointer.close()
+
+
+def test_records_changed_on_disk_fall_back_to_the_previous_checkpoint(tmp_path, caplog):
+  save_epochs(tmp_path, 1, 2)
+  path = tmp_path / "checkpoints" / "2" / "gelujax" / "metadata"
+  text = path.read_text()
+  assert '"loss": 0.5' in text
+  path.write_text(text.replace('"loss": 0.5', '"loss": 0.7'))  # still well-formed JSON
+  with caplog.at_level(logging.WARNING):
+    epoch, state, metrics = restore(tmp_path)
+  assert epoch == 1 and metrics == make_records(1)
+  assert_state_equal(state, 1)
+  assert "its metrics records do not match the checksum written with them" in caplog.text
+  assert os.path.isdir(tmp_path / "damaged" / "checkpoint-2")

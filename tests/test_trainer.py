@@ -48,10 +48,10 @@ def kill_at_save(monkeypatch, epoch: int, *, after_saving: bool) -> None:
   """Makes the run die when it reaches the checkpoint of ``epoch``."""
   save = checkpoints.Checkpointer.save
 
-  def save_then_die(self, saved_epoch, state):
+  def save_then_die(self, saved_epoch, *args):
     if saved_epoch == epoch and not after_saving:
       raise Killed
-    save(self, saved_epoch, state)
+    save(self, saved_epoch, *args)
     if saved_epoch == epoch:
       raise Killed
 

@@ -6,6 +6,7 @@ read-only), and memory estimates against sizes counted by hand.
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -133,7 +134,7 @@ def test_memory_estimate_counts_state_twice_gradients_updates_and_data():
 
 def save_checkpoint(path, config, epoch=1):
   checkpointer = checkpoints.Checkpointer(str(path), config=config)
-  checkpointer.save(epoch, {"w": np.ones(3, np.float32)})
+  checkpointer.save(epoch, {"w": np.ones(3, np.float32)}, [])
   checkpointer.close()
 
 
@@ -180,3 +181,154 @@ def test_check_epochs_refuses_fewer_epochs_than_trained(tmp_path):
   workdir.check_epochs(str(tmp_path), 4)
   with pytest.raises(workdir.WorkdirError, match="trained for 3 epochs, more than --epochs 2"):
     workdir.check_epochs(str(tmp_path), 2)
+
+
+# -------------------------------------------------------------- the run's records on resume
+
+
+def record(member, epoch, loss=0.5):
+  return {"member": member, "epoch": float(epoch), "step": int(4 * epoch), "loss": loss}
+
+
+def lines(records):
+  return "".join(json.dumps(r) + "\n" for r in records)
+
+
+# Two members evaluated twice an epoch: (member, epoch, step) of each record up to epoch 2.
+EVALUATIONS = [(m, e, int(4 * e)) for e in (0.5, 1.0, 1.5, 2.0) for m in (0, 1)]
+UP_TO_2 = [record(m, e, loss=e + m / 10) for _, e, _ in EVALUATIONS[::2] for m in (0, 1)]
+LATER = [record(0, 2.5), record(1, 2.5)]
+
+
+def test_a_resume_drops_the_later_records_and_a_torn_line_silently(tmp_path, capsys):
+  path = tmp_path / "metrics.jsonl"
+  path.write_text(lines(UP_TO_2 + LATER) + '{"member": 0, "epo')  # what a kill -9 leaves
+  assert workdir.resume_metrics(str(tmp_path), 2, UP_TO_2, EVALUATIONS) == UP_TO_2
+  assert path.read_text() == lines(UP_TO_2)
+  assert capsys.readouterr().err == ""
+  assert sorted(os.listdir(tmp_path)) == ["metrics.jsonl"]
+
+
+@pytest.mark.parametrize(
+  ("damage", "said"),
+  [
+    (lambda text: text[:-40], "ends before the record of member 1 at epoch 2, line 8"),
+    (lambda text: "".join(text.splitlines(True)[:2] + text.splitlines(True)[3:]), "line 3"),
+    (lambda text: text.replace('"loss": 1.5', '"loss": 9.5'), "line 5, as the run wrote it"),
+    (lambda text: text + lines([UP_TO_2[0]]), "a record of epoch 2 or before on line 9"),
+    (lambda text: text.replace("}\n", "}\nnot json\n", 1), "line 2"),
+  ],
+  ids=["cut", "deleted", "changed", "repeated", "malformed"],
+)
+def test_records_lost_before_the_checkpoint_are_rewritten_and_the_file_kept(
+  tmp_path, capsys, damage, said
+):
+  path = tmp_path / "metrics.jsonl"
+  damaged = damage(lines(UP_TO_2))
+  path.write_text(damaged)
+  assert workdir.resume_metrics(str(tmp_path), 2, UP_TO_2, EVALUATIONS) == UP_TO_2
+  assert path.read_text() == lines(UP_TO_2)  # byte for byte as the run wrote them
+  assert (tmp_path / "metrics.jsonl.damaged").read_text() == damaged  # nothing lost
+  [line] = capsys.readouterr().err.splitlines()
+  assert said in line and "rewritten from the checkpoint of epoch 2" in line
+  assert f"kept as {tmp_path}/metrics.jsonl.damaged" in line
+
+
+def test_a_deleted_metrics_file_is_rewritten_from_the_checkpoint(tmp_path, capsys):
+  assert workdir.resume_metrics(str(tmp_path), 2, UP_TO_2, EVALUATIONS) == UP_TO_2
+  assert (tmp_path / "metrics.jsonl").read_text() == lines(UP_TO_2)
+  assert "metrics.jsonl was missing; rewritten" in capsys.readouterr().err
+
+
+def test_a_checkpoint_without_records_checks_the_file_against_the_evaluations(tmp_path):
+  # What gelujax wrote before checkpoints carried the records: the file is all there is.
+  path = tmp_path / "metrics.jsonl"
+  path.write_text(lines(UP_TO_2 + LATER))
+  assert workdir.resume_metrics(str(tmp_path), 2, None, EVALUATIONS) == UP_TO_2
+  assert path.read_text() == lines(UP_TO_2)
+  damaged = lines(UP_TO_2[:6] + UP_TO_2[7:])  # the record of member 0 at epoch 2 deleted
+  path.write_text(damaged)
+  with pytest.raises(workdir.WorkdirError) as error:
+    workdir.resume_metrics(str(tmp_path), 2, None, EVALUATIONS)
+  message = str(error.value)
+  assert "record 7 is the record of member 1 at epoch 2, not the record of member 0 at epoch 2" in (
+    message
+  )
+  assert "written by an older gelujax" in message and "\n" not in message
+  assert path.read_text() == damaged and os.listdir(tmp_path) == ["metrics.jsonl"]
+
+
+def test_results_without_a_checkpoint_are_refused_unless_a_restart_writes_them_again(tmp_path):
+  path = tmp_path / "metrics.jsonl"
+  path.write_text(lines([record(0, 0.5), record(0, 1.0)]))  # stopped before the first save
+  workdir.check_resumable(str(tmp_path))
+  path.write_text(lines([record(0, 1.0), record(0, 1.5)]))
+  with pytest.raises(workdir.WorkdirError) as error:
+    workdir.check_resumable(str(tmp_path))
+  assert "holds the run's results (metrics.jsonl up to epoch 1.5) but no checkpoint" in str(
+    error.value
+  )
+  path.write_text(lines([record(0, 1.0)]))
+  (tmp_path / "summary.json").write_text("{}")  # a finished run saved a checkpoint
+  with pytest.raises(workdir.WorkdirError, match=r"results \(summary\.json\) but no checkpoint"):
+    workdir.check_resumable(str(tmp_path))
+  save_checkpoint(tmp_path, CONFIG, epoch=2)
+  workdir.check_resumable(str(tmp_path))
+
+
+def test_a_file_kept_aside_never_overwrites_one_kept_before(tmp_path):
+  path = tmp_path / "metrics.jsonl"
+  for n, expected in enumerate(["metrics.jsonl.damaged", "metrics.jsonl.damaged.2"]):
+    path.write_text(f"version {n}")
+    assert workdir.keep_aside(str(path)) == str(tmp_path / expected)
+  assert (tmp_path / "metrics.jsonl.damaged").read_text() == "version 0"
+  assert (tmp_path / "metrics.jsonl.damaged.2").read_text() == "version 1"
+
+
+def test_a_workdir_that_is_not_utf8_is_refused_before_any_work(tmp_path):
+  path = os.path.join(str(tmp_path), "run-\udcff")  # how Python hands over argv's byte 0xff
+  with pytest.raises(workdir.WorkdirError, match=r"is not UTF-8 \(byte 0xff\)"):
+    workdir.check_writable(path)
+  assert os.listdir(tmp_path) == []
+
+
+def as_written_before_records(workdir) -> None:
+  """Rewrites the records of a workdir's checkpoints as gelujax wrote them before checkpoints
+  carried metrics (format 1: config, identity, epoch and checksums; as in the checkpoints of
+  runs trained before, e.g. those of results/ resumed by this code)."""
+  for path in (workdir / "checkpoints").glob("*/gelujax/metadata"):
+    old = json.loads(path.read_text())
+    keep = ("identity", "epoch", "config", "checksums")
+    path.write_text(json.dumps({"format": 1, **{k: old[k] for k in keep}}))
+
+
+@pytest.mark.slow
+def test_checkpoints_written_before_records_still_resume_to_the_uninterrupted_result(tmp_path):
+  from tiny_task import REFERENCE_MEMBERS, REFERENCE_SPEC
+
+  from gelujax import trainer
+
+  def fit(path, epochs):
+    trainer.fit(REFERENCE_SPEC.replace(epochs=epochs), str(path), REFERENCE_MEMBERS, progress=False)
+
+  fit(tmp_path / "uninterrupted", 3)
+  fit(tmp_path / "old", 2)
+  as_written_before_records(tmp_path / "old")
+  shutil.copytree(tmp_path / "old", tmp_path / "old-deleted-line")
+  fit(tmp_path / "old", 3)
+  old, uninterrupted = tmp_path / "old", tmp_path / "uninterrupted"
+  for name in ("metrics.jsonl", "summary.json"):
+    assert (old / name).read_bytes() == (uninterrupted / name).read_bytes()
+  # The checkpoint saved after the resume holds every record up to it, from the file.
+  record = json.loads((old / "checkpoints" / "3" / "gelujax" / "metadata").read_text())
+  assert record["format"] == 2
+  lines_ = (uninterrupted / "metrics.jsonl").read_text().splitlines()
+  assert record["metrics"] == [json.loads(line) for line in lines_]
+  # With a line gone and no records in the checkpoint to restore it from: refused, untouched.
+  workdir_ = tmp_path / "old-deleted-line"
+  text = (workdir_ / "metrics.jsonl").read_text().splitlines(keepends=True)
+  (workdir_ / "metrics.jsonl").write_text("".join(text[:2] + text[3:]))
+  before = faults.results(workdir_)
+  with pytest.raises(workdir.WorkdirError, match="holds none to restore them from"):
+    fit(workdir_, 3)
+  assert faults.results(workdir_) == before

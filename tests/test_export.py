@@ -1,0 +1,262 @@
+"""Every jitted program of the engine lowers for the accelerators it is written for.
+
+No GPU or TPU is attached here, but JAX lowers a program for a platform it does not have:
+`jax.export` with ``platforms=["cuda"]`` (or ``["tpu"]``) traces and lowers it as that platform
+would, and refuses any custom call without a stable lowering there, such as a host callback
+(``jax.pure_callback``, ``jax.debug.print``). So a program that exports for both holds no
+CPU-only operation and no callback to the host in its hot path. What lowering does not show
+(compiling, running, speed, numerics on those chips) is not verified here; see the README.
+
+The programs are those a run trains with, made by `gelujax.trainer.make_program` from each task's
+real data loaders, models and optimizers (on fixture files in the real formats), for one member
+(a 1 x 4 mesh: each batch split over 4 devices, the gradients all-reduced) and for a grid (6
+members on a 4 x 1 mesh, padded to 8): `init`, `shuffle`, `train_segment` (the loop over steps),
+`evaluate`, and `train_step` alone. They are lowered in a subprocess with 4 CPU devices (this
+process has one), which prints what each export found.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PLATFORMS = ("cuda", "tpu")
+# Each task's hot path: its model, augmentation, loss and metrics (TIMIT: batches of whole
+# utterances; CIFAR: input noise, crops and flips, BatchNorm; mnist: dropout from the hash bits
+# and from threefry bits). Two things only on the host are left out to save time: CIFAR-10's
+# ZCA whitening (NumPy, before any program) and 5 of the 6 blocks of each group of CIFAR-100's
+# wide ResNet (the same block, repeated).
+TASKS = {
+  "mnist": "mnist(dropout=0.5, data_options={'validation_size': 32})",
+  "mnist_threefry": (
+    "mnist(dropout=0.5, dropout_bits='threefry', data_options={'validation_size': 32})"
+  ),
+  "mnist_ae": "mnist_ae(data_options={'validation_size': 32})",
+  "twitter_pos": "twitter_pos",
+  "timit": "timit",
+  "cifar10": "cifar10(preprocessing=(), data_options={'validation_size': 5})",
+  "cifar100": "cifar100(model_options={'depth': 10})",
+}
+LAYOUTS = {"one member": 1, "grid": 6}
+# The programs of each layout: a grid runs all four; one member's layout differs from a grid's
+# in how a batch is split (over 4 devices, the gradients and metrics summed across them), which
+# init and shuffle do not do. train_step is one member's step, with no mesh.
+PROGRAMS = {
+  "grid": ("init", "shuffle", "train_segment", "evaluate", "train_step"),
+  "one member": ("train_segment", "evaluate"),
+}
+
+
+def write_fixtures(folder: Path) -> dict[str, Path]:
+  """Each data set's fixture files in the real formats; the data_dir of each task."""
+  from tests.test_reproduce_paper_tasks import (
+    write_cifar10,
+    write_cifar100,
+    write_timit,
+    write_twitter_pos,
+  )
+  from tests.tiny_task import write_mnist_files
+
+  dirs = {}
+  for name, write in (
+    ("twitter_pos", write_twitter_pos),
+    ("timit", write_timit),
+    ("cifar10", write_cifar10),
+    ("cifar100", write_cifar100),
+  ):
+    dirs[name] = folder / name
+    dirs[name].mkdir()
+    write(dirs[name])
+  write_mnist_files(str(folder / "mnist"), num_train=256, num_test=64)
+  for name in ("mnist", "mnist_threefry", "mnist_ae"):
+    dirs[name] = folder / "mnist"
+  return dirs
+
+
+def custom_calls(exported) -> list[str]:
+  """The custom-call targets of an exported module."""
+  import re
+
+  return sorted(set(re.findall(r"custom_call @(\w+)", exported.mlir_module())))
+
+
+def export_programs(task_name: str, data_dir: Path) -> dict[str, dict[str, object]]:
+  """Exports every program of a task's run for each layout and platform.
+
+  Returns:
+    ``"layout/program/platform"`` -> ``{"error": the export's error or None, "custom_calls":
+    the targets of its custom calls, "devices": how many devices it spans}``.
+  """
+  from gelujax import tasks
+
+  task = tasks.get(TASKS[task_name])
+  splits = task.load_data(str(data_dir))
+  found = {}
+  for layout, num_members in LAYOUTS.items():
+    calls = program_calls(task, splits, num_members)
+    for name in PROGRAMS[layout]:
+      jitted, args, kwargs = calls[name]
+      for platform in PLATFORMS:
+        try:
+          exported = jax.export.export(jitted, platforms=[platform])(*args, **kwargs)
+        except Exception as e:  # Reported, and asserted on by the tests.
+          found[f"{layout}/{name}/{platform}"] = {"error": f"{type(e).__name__}: {e}"}
+        else:
+          found[f"{layout}/{name}/{platform}"] = {
+            "error": None,
+            "custom_calls": custom_calls(exported),
+            "devices": exported.nr_devices,
+          }
+  return found
+
+
+def program_calls(task, splits, num_members: int) -> dict[str, tuple]:
+  """Each jitted program of a run of ``num_members`` and abstract arguments laid out as a run
+  lays them out: ``name -> (jitted, args, kwargs)``."""
+  from jax.sharding import NamedSharding
+  from jax.sharding import PartitionSpec as P
+
+  from gelujax import trainer
+
+  mesh = trainer.make_mesh(num_members)
+  program = trainer.make_program(
+    task, mesh, splits["train"], num_members, dropout_bits=task.dropout_bits
+  )
+  config, padded = program.config, program.padded_members
+  over_members, replicated = NamedSharding(mesh, P("members")), NamedSharding(mesh, P())
+
+  def stacked(s):
+    return jax.ShapeDtypeStruct((padded, *s.shape[1:]), s.dtype, sharding=over_members)
+
+  def one(s):
+    return jax.ShapeDtypeStruct(s.shape[1:], s.dtype)
+
+  seeds = jax.ShapeDtypeStruct((padded,), jnp.int32, sharding=over_members)
+  lrs = jax.ShapeDtypeStruct((padded,), jnp.float32, sharding=over_members)
+  state = jax.tree.map(stacked, program.abstract_state())
+  data = {
+    k: jax.ShapeDtypeStruct(v.shape, v.dtype, sharding=replicated)
+    for k, v in splits["train"].items()
+    if k != "groups"
+  }
+  batches = jax.ShapeDtypeStruct(
+    (config.steps_per_epoch, padded, task.batch_size),
+    jnp.int32,
+    sharding=NamedSharding(mesh, P(None, "members", "data")),
+  )
+  epoch = np.int32(1)
+  # One member's step on one batch: what train_segment scans.
+  size = config.groups.batch_frames if config.groups is not None else task.batch_size
+  batch = {k: jax.ShapeDtypeStruct((size, *v.shape[1:]), v.dtype) for k, v in data.items()}
+  keys = jax.eval_shape(
+    functools.partial(first_step_keys, epoch=epoch, dropout_bits=config.dropout_bits),
+    jax.ShapeDtypeStruct((), jnp.int32),
+  )
+  scalar = functools.partial(jax.ShapeDtypeStruct, ())
+  return {
+    "init": (program.init, (seeds, lrs), {}),
+    "shuffle": (program.shuffle, (seeds, epoch), {}),
+    "train_segment": (
+      program.train_segment,
+      (state, data, batches, seeds, lrs, epoch, np.int32(0)),
+      {"num_steps": config.steps_per_epoch},
+    ),
+    "evaluate": (program.evaluate, (state, program.put_eval_split(splits["test"])), {}),
+    "train_step": (
+      jax.jit(functools.partial(trainer.train_step, config)),
+      (
+        jax.tree.map(one, program.abstract_state()),
+        scalar(jnp.float32),
+        batch,
+        jax.ShapeDtypeStruct((size,), jnp.float32),
+        keys,
+        scalar(jnp.int32),
+      ),
+      {},
+    ),
+  }
+
+
+def first_step_keys(seed, epoch, dropout_bits):
+  """The ``(prepare, dropout)`` keys of an epoch's first step."""
+  from gelujax import trainer
+
+  keys = trainer.step_keys(seed, epoch, jnp.arange(1), dropout_bits)
+  return jax.tree.map(lambda k: k[0], keys)
+
+
+@pytest.fixture(scope="module")
+def exports(tmp_path_factory) -> dict[str, dict[str, dict[str, object]]]:
+  """What each export found, from one subprocess with 4 CPU devices."""
+  out = tmp_path_factory.mktemp("export") / "exports.json"
+  result = subprocess.run(
+    [sys.executable, __file__, str(out)],
+    env=dict(
+      os.environ,
+      PYTHONPATH=str(ROOT),
+      JAX_PLATFORMS="cpu",
+      XLA_FLAGS="--xla_force_host_platform_device_count=4",
+    ),
+    cwd=ROOT,
+    capture_output=True,
+    text=True,
+    timeout=900,
+  )
+  assert result.returncode == 0, result.stderr[-3000:]
+  return json.loads(out.read_text())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("task", TASKS)
+def test_every_program_exports_for_cuda_and_tpu(exports, task):
+  found = exports[task]
+  expected = {f"{l}/{p}/{x}" for l in LAYOUTS for p in PROGRAMS[l] for x in PLATFORMS}  # noqa: E741
+  assert set(found) == expected
+  failed = {case: f["error"] for case, f in found.items() if f["error"]}
+  assert not failed
+  for case, f in found.items():
+    assert not [c for c in f["custom_calls"] if "callback" in c], case  # no host callback
+    program = case.split("/")[1]
+    if program != "train_step":  # the grid's programs span the 4 devices of their mesh
+      assert f["devices"] == 4, case
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_an_export_fails_on_a_host_callback(platform):
+  """The check has teeth: a step that calls back to the host does not export."""
+
+  def step(x):
+    x = jax.pure_callback(np.sin, jax.ShapeDtypeStruct(x.shape, x.dtype), x)
+    return x * 2
+
+  # A host callback has no lowering for a platform without a host runtime for it here.
+  with pytest.raises(ValueError, match=f"different from the lowering platform {platform}"):
+    jax.export.export(jax.jit(step), platforms=[platform])(jax.ShapeDtypeStruct((3,), jnp.float32))
+  # The same step without the callback exports.
+  exported = jax.export.export(jax.jit(lambda x: jnp.sin(x) * 2), platforms=[platform])(
+    jax.ShapeDtypeStruct((3,), jnp.float32)
+  )
+  assert exported.platforms == (platform,)
+
+
+def main(out: str) -> None:
+  import tempfile
+
+  with tempfile.TemporaryDirectory() as folder:
+    dirs = write_fixtures(Path(folder))
+    found = {task: export_programs(task, dirs[task]) for task in TASKS}
+  Path(out).write_text(json.dumps(found, indent=1))
+
+
+if __name__ == "__main__":
+  main(sys.argv[1])
