@@ -28,8 +28,10 @@ _DEVICE_COUNT_FLAG = "--xla_force_host_platform_device_count"
 # XLA:CPU hands its dots to YNNPACK by default (``individual_dot``), whose kernels run on a
 # thread pool of their own; an empty list gives every dot to XLA's own (Eigen) kernels.
 _YNN_FLAG = "--xla_cpu_experimental_ynn_fusion_type"
-# Where compiled programs are kept unless --compilation_cache says otherwise.
-DEFAULT_CACHE = os.path.join(
+# Where compiled programs are kept unless --compilation_cache says otherwise: the folder JAX's
+# own JAX_COMPILATION_CACHE_DIR names when it is set (so that one setting moves every cache, as
+# the tests do with a temporary folder), else the user's cache folder.
+DEFAULT_CACHE = os.environ.get("JAX_COMPILATION_CACHE_DIR") or os.path.join(
   os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
   "gelujax",
   "jax",

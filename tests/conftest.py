@@ -5,11 +5,24 @@ flags it leaves change how some products round; so does, on this jaxlib, whether
 names the device count at all. The tests that compare a run made in their own process with one
 made by train.py in a subprocess give both the same flags: one device, named in ``XLA_FLAGS`` as
 the subprocesses' is (a count already there is kept), then `configure_cpu`'s own.
+
+Compiled programs go to a temporary folder, removed at the end, never to the user's cache: JAX's
+own ``JAX_COMPILATION_CACHE_DIR``, which the scripts' ``--compilation_cache`` default follows and
+which every process a test starts inherits. pytest-xdist's workers inherit the folder of the
+process that started them, so one run shares one cache.
 """
 
+import atexit
 import os
+import shutil
+import tempfile
 
-from gelujax import devices
+if "PYTEST_XDIST_WORKER" not in os.environ:
+  _CACHE = tempfile.mkdtemp(prefix="gelujax-tests-jax-cache-")
+  atexit.register(shutil.rmtree, _CACHE, ignore_errors=True)
+  os.environ["JAX_COMPILATION_CACHE_DIR"] = _CACHE
+
+from gelujax import devices  # After the cache folder is set: it reads it.
 
 if "--xla_force_host_platform_device_count" not in os.environ.get("XLA_FLAGS", ""):
   os.environ["XLA_FLAGS"] = (
