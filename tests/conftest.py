@@ -10,12 +10,17 @@ Compiled programs go to a temporary folder, removed at the end, never to the use
 own ``JAX_COMPILATION_CACHE_DIR``, which the scripts' ``--compilation_cache`` default follows and
 which every process a test starts inherits. pytest-xdist's workers inherit the folder of the
 process that started them, so one run shares one cache.
+
+Tests marked ``mount`` mount tmpfs disks; see `pytest_runtest_setup`.
 """
 
 import atexit
+import functools
 import os
 import shutil
 import tempfile
+
+import pytest
 
 if "PYTEST_XDIST_WORKER" not in os.environ:
   _CACHE = tempfile.mkdtemp(prefix="gelujax-tests-jax-cache-")
@@ -29,3 +34,17 @@ if "--xla_force_host_platform_device_count" not in os.environ.get("XLA_FLAGS", "
     f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count=1".strip()
   )
 devices.configure_cpu("auto", 1)
+
+
+@functools.cache
+def _can_mount() -> bool:
+  from benchmarks import faults
+
+  return faults.can_mount()
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+  """Tests marked ``mount`` mount tmpfs disks: they run as root (as in CI) whether or not the
+  mount works, so that a failing mount fails them; elsewhere, only when this process may mount."""
+  if item.get_closest_marker("mount") and os.geteuid() != 0 and not _can_mount():
+    pytest.skip("mounts a tmpfs: needs root or CAP_SYS_ADMIN (CI runs as root)")

@@ -2,6 +2,7 @@
 
 import gzip
 import importlib.util
+import json
 import os
 import re
 import shutil
@@ -51,19 +52,44 @@ def run_main(script, *args: str) -> SystemExit | None:
   return None
 
 
-def run_command(*args: str, devices: int = 1, **env_vars: str) -> subprocess.CompletedProcess:
-  """train.py in a fresh process of ``devices`` CPU devices, with ``env_vars`` set."""
-  env = dict(
+def command_env(devices: int = 1, **env_vars: str) -> dict[str, str]:
+  """The environment of a fresh process of ``devices`` CPU devices, with ``env_vars`` set."""
+  return dict(
     os.environ,
     PYTHONPATH=ROOT,
     JAX_PLATFORMS="cpu",
     XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}",
     **env_vars,
   )
+
+
+def run_command(*args: str, devices: int = 1, **env_vars: str) -> subprocess.CompletedProcess:
+  """train.py in a fresh process of ``devices`` CPU devices, with ``env_vars`` set."""
   return subprocess.run(
-    [sys.executable, SCRIPT, *args], env=env, cwd=ROOT, capture_output=True, text=True,
-    timeout=300,
+    [sys.executable, SCRIPT, *args], env=command_env(devices, **env_vars), cwd=ROOT,
+    capture_output=True, text=True, timeout=300,
   )  # fmt: skip
+
+
+# train.py's main called with each of several sets of flags in one fresh process (JAX starts
+# once); prints how each call exited (None, or SystemExit's code).
+RUN_MAINS = """
+import importlib.util, json, sys
+from absl import flags
+spec = importlib.util.spec_from_file_location("train", sys.argv[1])
+train = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(train)
+exits = []
+for args in json.loads(sys.argv[2]):
+  flags.FLAGS.unparse_flags()
+  flags.FLAGS(["train.py", *args])
+  try:
+    train.main(["train.py"])
+    exits.append(None)
+  except SystemExit as e:
+    exits.append(e.code)
+print(json.dumps(exits))
+"""
 
 
 def test_help_lists_every_flag_with_its_default():
@@ -218,21 +244,25 @@ def test_a_workdir_of_another_run_is_refused_untouched(script, finished_run):
   assert hash_tree(finished_run) == before
 
 
-@pytest.mark.parametrize(
-  ("args", "message"),
-  [
+def test_batch_size_must_divide_over_the_data_axis(tmp_path):
+  cases = [
     # 2 members on 4 devices: a 2 (members) x 2 (data) mesh; each batch splits over 2 devices.
     (["--batch_size=5"], "--batch_size is 5; it must be a multiple of the 2 devices"),
     (["--members_axis=1", "--batch_size=6"], "--batch_size is 6; it must be a multiple of the 4"),
     (["--members_axis=3"], "--members_axis 3 does not divide the 4 devices; valid: 1, 2, 4."),
-  ],
-)
-def test_batch_size_must_divide_over_the_data_axis(tmp_path, args, message):
-  workdir = str(tmp_path / "run")
-  result = run_command("--task=tiny_mnist", f"--workdir={workdir}", *args, devices=4)
-  assert result.returncode != 0
-  assert result.stderr.strip().splitlines()[-1].startswith(f"train.py: error: {message}")
-  assert not os.path.exists(workdir)
+  ]
+  runs = [
+    ["--task=tiny_mnist", f"--workdir={tmp_path / str(i)}", *a] for i, (a, _) in enumerate(cases)
+  ]
+  done = subprocess.run(
+    [sys.executable, "-c", RUN_MAINS, SCRIPT, json.dumps(runs)], env=command_env(devices=4),
+    cwd=ROOT, capture_output=True, text=True, timeout=300, check=True,
+  )  # fmt: skip
+  exits = json.loads(done.stdout.strip().splitlines()[-1])
+  for i, ((_, message), exit_) in enumerate(zip(cases, exits, strict=True)):
+    assert isinstance(exit_, str) and "\n" not in exit_, exit_
+    assert exit_.startswith(f"train.py: error: {message}")
+    assert not os.path.exists(tmp_path / str(i))
 
 
 def test_more_epochs_continue_a_finished_run(tmp_path, finished_run):
@@ -318,6 +348,7 @@ def test_a_workdir_that_is_a_file_is_refused(script, tmp_path, finished_run):
   assert path.read_text() == "precious\n"
 
 
+@pytest.mark.mount
 def test_a_workdir_on_a_read_only_disk_is_refused(script, tmp_path, finished_run):
   with faults.tmpfs(tmp_path / "disk", "1m", "ro") as disk:
     exit_ = run_main(script, *grid_args(finished_run, disk / "run"))
@@ -400,7 +431,7 @@ def test_every_checkpoint_damaged_is_refused_untouched(script, tmp_path, finishe
   assert faults.results(workdir) == before
 
 
-@pytest.mark.skipif(not faults.can_mount(), reason="mounting a tmpfs needs root (CI has it)")
+@pytest.mark.mount
 def test_a_torn_metrics_line_from_a_full_disk_is_rewritten_on_resume(
   script, tmp_path, finished_run
 ):
@@ -422,7 +453,7 @@ def test_a_torn_metrics_line_from_a_full_disk_is_rewritten_on_resume(
       assert f.read() == g.read()
 
 
-@pytest.mark.skipif(not faults.can_mount(), reason="mounting a tmpfs needs root (CI has it)")
+@pytest.mark.mount
 def test_a_full_disk_ends_the_run_in_one_line_and_it_resumes(script, tmp_path, finished_run):
   with faults.tmpfs(tmp_path / "disk", "700k") as disk:
     workdir = disk / "run"
