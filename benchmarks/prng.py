@@ -48,8 +48,8 @@ from gelujax.devices import describe_machine
 RESULTS = Path(__file__).parent / "results"
 # The MNIST classifier's batches per epoch (55,000 // 128), so epoch e's steps start here.
 STEPS_PER_EPOCH = 429
-# (seeds, epochs, steps per epoch, words per key for the raw bits)
-SIZES = {"full": (32, 2, 16, 1 << 13), "quick": (4, 2, 4, 1 << 10)}
+# (seeds, epochs, steps per epoch, words per key for the raw bits: more than the largest lag)
+SIZES = {"full": (32, 2, 16, 1 << 13), "quick": (4, 2, 4, 1 << 11)}
 # Counter offsets: neighbours, a few powers of two (counters that differ in one higher bit), and
 # 128, the same unit of the next example in a [batch, 128] mask.
 LAGS = (1, 2, 3, 16, 128, 1024)

@@ -38,8 +38,10 @@ _YNN_FLAG = "--xla_cpu_experimental_ynn_fusion_type"
 # them in this process.
 _CACHE_HIT_EVENT = "/jax/compilation_cache/cache_hits"
 _cache_hits = 0
-# Where compiled programs are kept unless --compilation_cache says otherwise.
-DEFAULT_CACHE = os.path.join(
+# Where compiled programs are kept unless --compilation_cache says otherwise: the folder JAX's
+# own JAX_COMPILATION_CACHE_DIR names when it is set (so that one setting moves every cache, as
+# the tests do with a temporary folder), else the user's cache folder.
+DEFAULT_CACHE = os.environ.get("JAX_COMPILATION_CACHE_DIR") or os.path.join(
   os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
   "gelujax",
   "jax",

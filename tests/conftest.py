@@ -7,13 +7,29 @@ made by train.py in a subprocess give both the same flags: one device, named in 
 the subprocesses' is (a count already there is kept), then `configure_cpu`'s own.
 
 No test reaches the network for data (`no_network_data`).
+
+Compiled programs go to a temporary folder, removed at the end, never to the user's cache: JAX's
+own ``JAX_COMPILATION_CACHE_DIR``, which the scripts' ``--compilation_cache`` default follows and
+which every process a test starts inherits. pytest-xdist's workers inherit the folder of the
+process that started them, so one run shares one cache.
+
+Tests marked ``mount`` mount tmpfs disks; see `pytest_runtest_setup`.
 """
 
+import atexit
+import functools
 import os
+import shutil
+import tempfile
 
 import pytest
 
-from gelujax import devices
+if "PYTEST_XDIST_WORKER" not in os.environ:
+  _CACHE = tempfile.mkdtemp(prefix="gelujax-tests-jax-cache-")
+  atexit.register(shutil.rmtree, _CACHE, ignore_errors=True)
+  os.environ["JAX_COMPILATION_CACHE_DIR"] = _CACHE
+
+from gelujax import devices  # After the cache folder is set: it reads it.
 
 if "--xla_force_host_platform_device_count" not in os.environ.get("XLA_FLAGS", ""):
   os.environ["XLA_FLAGS"] = (
@@ -29,3 +45,17 @@ def no_network_data(monkeypatch, tmp_path_factory):
   monkeypatch.setenv("GELUJAX_OFFLINE", "1")
   monkeypatch.setenv("GELUJAX_DATA_DIR", str(tmp_path_factory.mktemp("data_cache")))
   monkeypatch.delenv("GELUJAX_DATA_MIRROR", raising=False)
+
+
+@functools.cache
+def _can_mount() -> bool:
+  from benchmarks import faults
+
+  return faults.can_mount()
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+  """Tests marked ``mount`` mount tmpfs disks: they run as root (as in CI) whether or not the
+  mount works, so that a failing mount fails them; elsewhere, only when this process may mount."""
+  if item.get_closest_marker("mount") and os.geteuid() != 0 and not _can_mount():
+    pytest.skip("mounts a tmpfs: needs root or CAP_SYS_ADMIN (CI runs as root)")

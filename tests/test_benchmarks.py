@@ -1,10 +1,13 @@
 """Smoke tests of the benchmarks: each runs end to end in its --quick mode."""
 
 import json
+import math
+import re
 import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -119,6 +122,11 @@ def test_torch_agreement_names_an_unknown_run(tmp_path):
   assert "--runs names 'swish'" in done.stderr and not list(tmp_path.iterdir())
 
 
+TABLE_ROW = re.compile(
+  r"^\| (\d+) \| (test_\w+) \| (\S+) \((\S+)–(\S+)\) \| (\S+) \((\S+)–(\S+)\) \| (\S+) \|$"
+)
+
+
 def test_torch_agreement_report_is_rendered_from_its_committed_json(tmp_path):
   committed = ROOT / "benchmarks" / "results"
   (tmp_path / "torch_agreement.json").write_bytes((committed / "torch_agreement.json").read_bytes())
@@ -130,3 +138,38 @@ def test_torch_agreement_report_is_rendered_from_its_committed_json(tmp_path):
   report = (tmp_path / "torch_agreement.md").read_text()
   assert report == (committed / "torch_agreement.md").read_text()
   assert "What is compared: epochs 1–10 of the 50 epochs" in report
+  # What the report promises, checked against the committed runs themselves: each table row
+  # holds the median and range over seeds of the gelujax run's metrics.jsonl at the run's
+  # learning rate (test error in %), and the JSON's PyTorch numbers and p-value; the summary
+  # counts the p-values below 0.05.
+  result = json.loads((committed / "torch_agreement.json").read_text())
+  seeds, epochs = result["seeds"], result["epochs"]
+  rows, run = {}, None
+  for line in report.splitlines():
+    if line.startswith("## "):
+      run = line[3:].split(":")[0]
+    elif match := TABLE_ROW.match(line):
+      rows[(run, int(match[1]), match[2])] = [float(v) for v in match.groups()[2:]]
+  assert len(rows) == len(result["runs"]) * epochs * 2
+  p_values = []
+  for name, run in result["runs"].items():
+    records = [json.loads(line) for line in (ROOT / run["workdir"] / "metrics.jsonl").open()]
+    for metric, scale in (("test_error", 100), ("test_loss", 1)):
+      for epoch in range(1, epochs + 1):
+        values = [
+          r[metric] for r in records
+          if r["epoch"] == epoch and r["learning_rate"] == run["learning_rate"]
+          and r["seed"] < seeds
+        ]  # fmt: skip
+        assert len(values) == seeds
+        row, want = rows[(name, epoch, metric)], run[metric][epoch - 1]
+        gelujax = [np.median(values), min(values), max(values)]
+        assert row[:3] == pytest.approx(np.multiply(scale, gelujax), rel=5e-4)
+        torch = [want["torch_median"], *want["torch_range"]]
+        assert row[3:6] == pytest.approx(np.multiply(scale, torch), rel=5e-4)
+        assert row[6] == pytest.approx(want["p"], rel=5e-2)
+        # The exact rank-sum test of 5 seeds a side: p is at least 2 / C(10, 5).
+        assert 2 / math.comb(2 * seeds, seeds) - 1e-12 <= want["p"] <= 1
+        p_values.append(want["p"])
+  below = sum(p < 0.05 for p in p_values)
+  assert f"Summary: {below} of {len(p_values)} epoch-and-metric comparisons" in report

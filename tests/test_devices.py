@@ -1,7 +1,7 @@
 """gelujax.devices: how a fresh process splits the CPU host, as each entry point starts it.
 
-`configure_cpu` must run before JAX starts its backends, so each case runs in a new Python
-process and reports what JAX then sees.
+`configure_cpu` must run before JAX starts its backends, so each case it accepts runs in a new
+Python process and reports what JAX then sees; the values it refuses are checked here.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 
+import jax
 import pytest
 
 from gelujax import devices
@@ -77,29 +78,27 @@ def test_the_users_own_xla_flags_win():
 
 
 @pytest.mark.parametrize("bad", ["0", "-2", "two", "1.5", ""])
-def test_a_bad_device_count_is_refused_in_one_line(bad):
-  seen = configure(bad, 4)
-  assert seen["error"] == (
+def test_a_bad_device_count_is_refused_in_one_line(bad, monkeypatch):
+  # Refused before JAX is asked anything, so this process (whose JAX has started) will do.
+  monkeypatch.setenv("XLA_FLAGS", "")
+  with pytest.raises(ValueError) as error:
+    devices.configure_cpu(bad, 4)
+  assert str(error.value) == (
     f"--cpu_devices {bad!r} is not valid: give 'auto' or a device count >= 1."
   )
+  assert os.environ["XLA_FLAGS"] == ""  # nothing set
 
 
-def test_a_count_after_jax_started_is_refused_in_one_line():
-  script = (
-    "import jax, jax.numpy as jnp; jnp.zeros(1)\n"
-    "from gelujax import devices\n"
-    "try:\n  devices.configure_cpu('2', 4)\n"
-    "except ValueError as error:\n  print(error)\n"
+def test_a_count_after_jax_started_is_refused_in_one_line(monkeypatch):
+  monkeypatch.setenv("XLA_FLAGS", "")
+  started = len(jax.devices("cpu"))  # this process's JAX has started (or starts here)
+  with pytest.raises(ValueError) as error:
+    devices.configure_cpu(str(started + 1), 4)
+  assert str(error.value) == (
+    f"--cpu_devices {started + 1}: JAX has already started with {started} CPU devices, and the "
+    "device count can only be set before the first array is made."
   )
-  env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
-  env.update(PYTHONPATH=ROOT, JAX_PLATFORMS="cpu")
-  done = subprocess.run(
-    [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120
-  )
-  assert done.stdout.strip() == (
-    "--cpu_devices 2: JAX has already started with 1 CPU devices, and the device count can only "
-    "be set before the first array is made."
-  )
+  assert devices.configure_cpu(str(started), 4) == started  # what it has is fine
 
 
 def test_describe_machine_names_the_cpu_devices_and_versions():

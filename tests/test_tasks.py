@@ -10,6 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
+from scipy import special
 
 from gelujax import data, tasks
 
@@ -168,12 +169,47 @@ def test_replace_rejects_bad_values(field, value, valid):
     tasks.get("mnist").replace(**{field: value})
 
 
-@pytest.mark.parametrize(
-  "activation", ["gaussian_gelu(mu=0.5, sigma=2.0)", "learnable_gelu(per_feature=True)", "elu"]
-)
+def numpy_gaussian_gelu(x, mu, sigma):
+  return x * special.ndtr((x - mu) / sigma)
+
+
+# Each spec's activation in float64, given the layer's parameters (learnable_gelu's own).
+ACTIVATION_SPECS = {
+  "gaussian_gelu(mu=0.5, sigma=2.0)": lambda x, p: numpy_gaussian_gelu(x, 0.5, 2.0),
+  "learnable_gelu(per_feature=True)": lambda x, p: numpy_gaussian_gelu(
+    x, p["mu"], np.exp(p["log_sigma"])
+  ),
+  "elu": lambda x, p: np.where(x > 0, x, np.expm1(np.minimum(x, 0))),
+}
+
+
+@pytest.mark.parametrize("activation", list(ACTIVATION_SPECS))
 def test_activation_specs_with_arguments(activation):
+  """The model the task builds applies the spec's activation, arguments included, after each
+  hidden layer: its outputs against a float64 NumPy forward pass of the same parameters."""
   spec = get("mnist", activation=activation)
-  assert spec.build_model().activation == activation
+  model = spec.build_model()
+  assert model.activation == activation
+  rng = np.random.default_rng(0)
+  images = rng.integers(0, 256, (4, 28, 28, 1)).astype(np.uint8)
+  inputs, _ = spec.prepare_batch({"inputs": images, "targets": np.zeros(4, np.int32)}, False, None)
+  params = model.init(jax.random.key(0), inputs, train=False)["params"]
+  # Learnable parameters away from their initial (0, 1), one per feature.
+  params = {
+    k: {"learnable_gelu": {n: rng.normal(size=v.shape).astype(np.float32) * 0.5
+                           for n, v in layer["learnable_gelu"].items()}}
+    if k.startswith("Activation") else layer
+    for k, layer in params.items()
+  }  # fmt: skip
+  outputs = model.apply({"params": params}, inputs, train=False)
+  x = images.reshape(4, -1) / 255.0
+  layers = sorted(k for k in params if k.startswith("Dense"))
+  for i, name in enumerate(layers):
+    x = x @ np.float64(params[name]["kernel"]) + params[name]["bias"]
+    if i < len(layers) - 1:
+      learnable = params.get(f"Activation_{i}", {}).get("learnable_gelu")
+      x = ACTIVATION_SPECS[activation](x, jax.tree.map(np.float64, learnable))
+  chex.assert_trees_all_close(np.asarray(outputs, np.float64), x, rtol=1e-4, atol=1e-5)
 
 
 def test_activation_arguments_are_checked():

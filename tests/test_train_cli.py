@@ -1,18 +1,24 @@
 """Tests for experiments/train.py: flags, clear one-line errors, whole runs of tiny_mnist."""
 
+import gzip
 import importlib.util
+import json
 import os
 import re
 import shutil
+import struct
 import subprocess
 import sys
 
+import jax
+import numpy as np
 import pytest
 from absl import flags
+from scipy import special
 from tiny_task import hash_tree, write_mnist_files
 
 from benchmarks import faults
-from gelujax import data, writers
+from gelujax import data, trainer, writers
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(ROOT, "experiments", "train.py")
@@ -46,17 +52,44 @@ def run_main(script, *args: str) -> SystemExit | None:
   return None
 
 
-def run_command(*args: str, devices: int = 1) -> subprocess.CompletedProcess:
-  env = dict(
+def command_env(devices: int = 1, **env_vars: str) -> dict[str, str]:
+  """The environment of a fresh process of ``devices`` CPU devices, with ``env_vars`` set."""
+  return dict(
     os.environ,
     PYTHONPATH=ROOT,
     JAX_PLATFORMS="cpu",
     XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}",
+    **env_vars,
   )
+
+
+def run_command(*args: str, devices: int = 1, **env_vars: str) -> subprocess.CompletedProcess:
+  """train.py in a fresh process of ``devices`` CPU devices, with ``env_vars`` set."""
   return subprocess.run(
-    [sys.executable, SCRIPT, *args], env=env, cwd=ROOT, capture_output=True, text=True,
-    timeout=300,
+    [sys.executable, SCRIPT, *args], env=command_env(devices, **env_vars), cwd=ROOT,
+    capture_output=True, text=True, timeout=300,
   )  # fmt: skip
+
+
+# train.py's main called with each of several sets of flags in one fresh process (JAX starts
+# once); prints how each call exited (None, or SystemExit's code).
+RUN_MAINS = """
+import importlib.util, json, sys
+from absl import flags
+spec = importlib.util.spec_from_file_location("train", sys.argv[1])
+train = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(train)
+exits = []
+for args in json.loads(sys.argv[2]):
+  flags.FLAGS.unparse_flags()
+  flags.FLAGS(["train.py", *args])
+  try:
+    train.main(["train.py"])
+    exits.append(None)
+  except SystemExit as e:
+    exits.append(e.code)
+print(json.dumps(exits))
+"""
 
 
 def test_help_lists_every_flag_with_its_default():
@@ -109,16 +142,37 @@ def test_bad_values_fail_in_one_line_before_any_work(script, tmp_path, args, mes
 
 @pytest.fixture(scope="module")
 def finished_run(tmp_path_factory) -> str:
-  """A whole tiny_mnist run through the command line, 2 epochs, 2 members."""
+  """A whole tiny_mnist run through the command line, 2 epochs, 2 members, with
+  ``--compilation_cache=cache`` beside it while JAX's own variable names ``jax_cache``."""
   root = tmp_path_factory.mktemp("cli")
   write_mnist_files(str(root / "mnist"))
   workdir = str(root / "run")
   result = run_command(
     TASK, f"--data_dir={root / 'mnist'}", f"--workdir={workdir}", "--epochs=2", "--seeds=2",
-    "--learning_rates=1e-3",
+    "--learning_rates=1e-3", f"--compilation_cache={root / 'cache'}",
+    JAX_COMPILATION_CACHE_DIR=str(root / "jax_cache"),
   )  # fmt: skip
   assert result.returncode == 0, result.stderr
   return workdir
+
+
+def read_idx(path: str) -> np.ndarray:
+  """A gzipped IDX file of unsigned bytes (a second reader: its header holds the rank and dims)."""
+  with gzip.open(path) as f:
+    data = f.read()
+  rank = data[3]
+  shape = struct.unpack(f">{rank}I", data[4 : 4 + 4 * rank])
+  return np.frombuffer(data, np.uint8, offset=4 + 4 * rank).reshape(shape)
+
+
+def numpy_tiny_mnist(params, images: np.ndarray) -> np.ndarray:
+  """The logits of tiny_mnist's 784 -> 16 -> 16 -> 10 gelu_tanh MLP, in float64 NumPy."""
+  x = images.reshape(len(images), -1) / 255.0
+  for i in range(3):
+    x = x @ np.float64(params[f"Dense_{i}"]["kernel"]) + params[f"Dense_{i}"]["bias"]
+    if i < 2:  # the paper's tanh form of GELU
+      x = 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x**3)))
+  return x
 
 
 def test_a_run_writes_its_files_and_learns(finished_run):
@@ -131,9 +185,59 @@ def test_a_run_writes_its_files_and_learns(finished_run):
   assert sorted({r["epoch"] for r in records}) == [1.0, 2.0]
   summary = writers.read_json(os.path.join(finished_run, "summary.json"))
   assert summary["epochs"] == 2 and len(summary["members"]) == 2
+  # The logged test metrics are those of the final parameters, evaluated here in NumPy on the
+  # IDX files' test images; the 64 test images are classified far better than chance (90%
+  # wrong; a binomial standard deviation is 3.75 points), at a loss below chance's ln 10.
+  data_dir = os.path.join(os.path.dirname(finished_run), "mnist")
+  images = read_idx(os.path.join(data_dir, "t10k-images-idx3-ubyte.gz"))
+  labels = read_idx(os.path.join(data_dir, "t10k-labels-idx1-ubyte.gz")).astype(np.int64)
+  _, _, state = trainer.restore(finished_run, data_dir=data_dir)
   for member in range(2):
-    own = [r for r in records if r["member"] == member]
-    assert own[-1]["train_loss"] < own[0]["train_loss"]
+    params = jax.tree.map(lambda leaf, m=member: np.float64(leaf[m]), state.params)
+    logits = numpy_tiny_mnist(params, images)
+    log_probs = logits - special.logsumexp(logits, axis=1, keepdims=True)
+    loss = -log_probs[np.arange(len(labels)), labels].mean()
+    error = (logits.argmax(axis=1) != labels).mean()
+    first, last = (r for r in records if r["member"] == member)
+    np.testing.assert_allclose(last["test_loss"], loss, rtol=1e-5)
+    assert last["test_error"] == error
+    assert error < 0.9 - 3 * 0.0375
+    assert last["test_loss"] < first["test_loss"] < np.log(10)
+    assert last["train_loss"] < 0.95 * first["train_loss"]
+
+
+def test_the_compilation_cache_flag_keeps_programs_where_it_says(finished_run):
+  """``--compilation_cache=DIR`` keeps the run's compiled programs in DIR (and nowhere else,
+  though JAX's own variable names another folder)."""
+  root = os.path.dirname(finished_run)
+  entries = os.listdir(os.path.join(root, "cache"))
+  assert len([e for e in entries if e.startswith("jit_") and e.endswith("-cache")]) >= 4
+  assert not os.path.exists(os.path.join(root, "jax_cache"))
+
+
+def test_a_run_whose_members_all_diverge_exits_non_zero_and_none_keeps_no_program(tmp_path):
+  """A learning rate of 1e30 makes every member's loss non-finite in its first steps: the run
+  stops after epoch 1 with exit status 1 and one line. It runs with ``--compilation_cache=none``,
+  which keeps no compiled program, not even in the folder JAX's own variable names."""
+  write_mnist_files(str(tmp_path / "mnist"))
+  workdir = tmp_path / "run"
+  result = run_command(
+    TASK, f"--data_dir={tmp_path / 'mnist'}", f"--workdir={workdir}", "--epochs=3", "--seeds=2",
+    "--learning_rates=1e30", "--compilation_cache=none",
+    JAX_COMPILATION_CACHE_DIR=str(tmp_path / "jax_cache"),
+    JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0",  # JAX's cache, were it on, would keep all
+    JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES="0",
+  )  # fmt: skip
+  assert result.returncode == 1, result.stderr
+  assert result.stderr.strip().splitlines()[-1] == (
+    "train.py: error: All 2 members diverged (their training loss became non-finite, at epochs "
+    f"[1, 1]); see {workdir}/metrics.jsonl. Lower the learning rates."
+  )
+  summary = writers.read_json(workdir / "summary.json")
+  assert [(m["diverged"], m["diverged_epoch"]) for m in summary["members"]] == [(True, 1)] * 2
+  records = writers.read_metrics(workdir)
+  assert [(r["epoch"], r["diverged"]) for r in records] == [(1.0, True)] * 2
+  assert not os.path.exists(tmp_path / "jax_cache")
 
 
 def test_a_workdir_of_another_run_is_refused_untouched(script, finished_run):
@@ -147,32 +251,38 @@ def test_a_workdir_of_another_run_is_refused_untouched(script, finished_run):
   assert hash_tree(finished_run) == before
 
 
-@pytest.mark.parametrize(
-  ("args", "message"),
-  [
+def test_batch_size_must_divide_over_the_data_axis(tmp_path):
+  cases = [
     # 2 members on 4 devices: a 2 (members) x 2 (data) mesh; each batch splits over 2 devices.
     (["--batch_size=5"], "--batch_size is 5; it must be a multiple of the 2 devices"),
     (["--members_axis=1", "--batch_size=6"], "--batch_size is 6; it must be a multiple of the 4"),
     (["--members_axis=3"], "--members_axis 3 does not divide the 4 devices; valid: 1, 2, 4."),
-  ],
-)
-def test_batch_size_must_divide_over_the_data_axis(tmp_path, args, message):
-  workdir = str(tmp_path / "run")
-  result = run_command("--task=tiny_mnist", f"--workdir={workdir}", *args, devices=4)
-  assert result.returncode != 0
-  assert result.stderr.strip().splitlines()[-1].startswith(f"train.py: error: {message}")
-  assert not os.path.exists(workdir)
+  ]
+  runs = [
+    ["--task=tiny_mnist", f"--workdir={tmp_path / str(i)}", *a] for i, (a, _) in enumerate(cases)
+  ]
+  done = subprocess.run(
+    [sys.executable, "-c", RUN_MAINS, SCRIPT, json.dumps(runs)], env=command_env(devices=4),
+    cwd=ROOT, capture_output=True, text=True, timeout=300, check=True,
+  )  # fmt: skip
+  exits = json.loads(done.stdout.strip().splitlines()[-1])
+  for i, ((_, message), exit_) in enumerate(zip(cases, exits, strict=True)):
+    assert isinstance(exit_, str) and "\n" not in exit_, exit_
+    assert exit_.startswith(f"train.py: error: {message}")
+    assert not os.path.exists(tmp_path / str(i))
 
 
 def test_more_epochs_continue_a_finished_run(tmp_path, finished_run):
   workdir = str(tmp_path / "run")
   shutil.copytree(finished_run, workdir)
   data_dir = os.path.join(os.path.dirname(finished_run), "mnist")
+  cache = tmp_path / "jax_cache"  # without --compilation_cache: where JAX's variable says
   result = run_command(
     TASK, f"--data_dir={data_dir}", f"--workdir={workdir}", "--epochs=3", "--seeds=2",
-    "--learning_rates=1e-3",
+    "--learning_rates=1e-3", JAX_COMPILATION_CACHE_DIR=str(cache),
   )  # fmt: skip
   assert result.returncode == 0, result.stderr
+  assert [e for e in os.listdir(cache) if e.startswith("jit_")]
   records = writers.read_metrics(workdir)
   assert records[:4] == writers.read_metrics(finished_run)  # epochs 1-2 kept, not re-run
   assert [r["epoch"] for r in records] == [1.0, 1.0, 2.0, 2.0, 3.0, 3.0]
@@ -245,6 +355,7 @@ def test_a_workdir_that_is_a_file_is_refused(script, tmp_path, finished_run):
   assert path.read_text() == "precious\n"
 
 
+@pytest.mark.mount
 def test_a_workdir_on_a_read_only_disk_is_refused(script, tmp_path, finished_run):
   with faults.tmpfs(tmp_path / "disk", "1m", "ro") as disk:
     exit_ = run_main(script, *grid_args(finished_run, disk / "run"))
@@ -327,7 +438,7 @@ def test_every_checkpoint_damaged_is_refused_untouched(script, tmp_path, finishe
   assert faults.results(workdir) == before
 
 
-@pytest.mark.skipif(not faults.can_mount(), reason="mounting a tmpfs needs root (CI has it)")
+@pytest.mark.mount
 def test_a_torn_metrics_line_from_a_full_disk_is_rewritten_on_resume(
   script, tmp_path, finished_run
 ):
@@ -349,7 +460,7 @@ def test_a_torn_metrics_line_from_a_full_disk_is_rewritten_on_resume(
       assert f.read() == g.read()
 
 
-@pytest.mark.skipif(not faults.can_mount(), reason="mounting a tmpfs needs root (CI has it)")
+@pytest.mark.mount
 def test_a_full_disk_ends_the_run_in_one_line_and_it_resumes(script, tmp_path, finished_run):
   with faults.tmpfs(tmp_path / "disk", "700k") as disk:
     workdir = disk / "run"

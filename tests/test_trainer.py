@@ -1,5 +1,7 @@
 """Whole-loop tests of gelujax.trainer on the tiny test task (tests/tiny_task.py)."""
 
+import functools
+import itertools
 import os
 import shutil
 import socket
@@ -8,10 +10,20 @@ import sys
 
 import jax
 import numpy as np
+import orbax.checkpoint as ocp
 import pytest
-from tiny_task import REFERENCE_MEMBERS, REFERENCE_SPEC, TinySpec, hash_tree, make_splits
+from tiny_task import (
+  GRIDS,
+  REFERENCE_MEMBERS,
+  REFERENCE_SPEC,
+  TinyMLP,
+  TinySpec,
+  hash_tree,
+  make_splits,
+  shuffled_batches,
+)
 
-from gelujax import checkpoints, trainer, writers
+from gelujax import checkpoints, prng, trainer, writers
 from gelujax.members import Members
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -58,20 +70,107 @@ def kill_at_save(monkeypatch, epoch: int, *, after_saving: bool) -> None:
   monkeypatch.setattr(checkpoints.Checkpointer, "save", save_then_die)
 
 
+def inputs_of(split) -> np.ndarray:
+  """The tiny task's inputs as its prepare_batch scales them, in float64."""
+  return (split["inputs"].astype(np.float64) - 128) / 64
+
+
+def numpy_forward(params, x, keep=None):
+  """The tiny MLP of one member in float64 NumPy: its pre-activations, hidden units (after
+  dropout) and logits. ``keep`` is a dropout mask scaled by 1 / (1 - rate), or None (off)."""
+  h = x @ np.float64(params["Dense_0"]["kernel"]) + params["Dense_0"]["bias"]
+  a = np.maximum(h, 0) * (1.0 if keep is None else keep)
+  return h, a, a @ np.float64(params["Dense_1"]["kernel"]) + params["Dense_1"]["bias"]
+
+
+def numpy_softmax_cross_entropy(logits, targets) -> tuple[np.ndarray, np.ndarray]:
+  """Each example's cross-entropy and the softmax probabilities, in float64."""
+  logits = logits - logits.max(axis=1, keepdims=True)
+  log_probs = logits - np.log(np.exp(logits).sum(axis=1, keepdims=True))
+  return -log_probs[np.arange(len(targets)), targets], np.exp(log_probs)
+
+
+def member_params(params, i: int):
+  """Member ``i``'s parameters of a stacked state, in float64."""
+  return jax.tree.map(lambda leaf: np.float64(leaf[i]), params)
+
+
+def numpy_loss_and_error(params, split) -> tuple[float, float]:
+  """One member's mean cross-entropy and error of the tiny MLP on a split, in float64 NumPy."""
+  logits = numpy_forward(params, inputs_of(split))[2]
+  loss = numpy_softmax_cross_entropy(logits, split["targets"])[0].mean()
+  return loss, (logits.argmax(axis=1) != split["targets"]).mean()
+
+
 def numpy_metrics(params, split) -> tuple[np.ndarray, np.ndarray]:
-  """Per-member mean cross-entropy and error of the tiny MLP, in float64 NumPy."""
-  x = (split["inputs"].astype(np.float64) - 128) / 64
-  dense0, dense1 = params["Dense_0"], params["Dense_1"]
-  losses, errors = [], []
-  for m in range(len(dense0["kernel"])):
-    hidden = np.maximum(x @ np.float64(dense0["kernel"][m]) + dense0["bias"][m], 0)
-    logits = hidden @ np.float64(dense1["kernel"][m]) + dense1["bias"][m]
-    logits -= logits.max(axis=1, keepdims=True)
-    log_probs = logits - np.log(np.exp(logits).sum(axis=1, keepdims=True))
-    targets = split["targets"]
-    losses.append(-log_probs[np.arange(len(targets)), targets].mean())
-    errors.append((logits.argmax(axis=1) != targets).mean())
-  return np.array(losses), np.array(errors)
+  """Per-member mean cross-entropy and error of a stacked state's parameters."""
+  members = range(len(params["Dense_0"]["kernel"]))
+  losses, errors = np.array(
+    [numpy_loss_and_error(member_params(params, m), split) for m in members]
+  ).T
+  return losses, errors
+
+
+def numpy_adam(params, train, batches, learning_rate, masks=None):
+  """One member of the tiny MLP trained in float64 NumPy: hand-written backpropagation of the
+  mean cross-entropy and Adam (b1 0.9, b2 0.999, eps 1e-8, bias-corrected).
+
+  Args:
+    params: the member's initial parameters.
+    train: the training split.
+    batches: each step's example indices (of any length: a batch of whole groups is the frames
+      of its groups).
+    learning_rate: the member's learning rate.
+    masks: each step's dropout mask ([batch, hidden], scaled by 1 / (1 - rate)); None: no
+      dropout.
+
+  Returns:
+    The parameters after each step, and each step's loss before its update with dropout off
+    (the training loss the trainer logs).
+  """
+  params = jax.tree.map(np.float64, params)
+  m = jax.tree.map(np.zeros_like, params)
+  v = jax.tree.map(np.zeros_like, params)
+  x_all, y_all = inputs_of(train), train["targets"]
+  after, losses = [], []
+  for t, items in enumerate(batches, 1):
+    x, y = x_all[items], y_all[items]
+    keep = None if masks is None else masks[t - 1]
+    losses.append(numpy_softmax_cross_entropy(numpy_forward(params, x)[2], y)[0].mean())
+    h, a, logits = numpy_forward(params, x, keep)
+    p = numpy_softmax_cross_entropy(logits, y)[1]
+    d_logits = (p - np.eye(p.shape[1])[y]) / len(y)
+    d_h = (d_logits @ params["Dense_1"]["kernel"].T) * (1.0 if keep is None else keep) * (h > 0)
+    grads = {
+      "Dense_0": {"kernel": x.T @ d_h, "bias": d_h.sum(0)},
+      "Dense_1": {"kernel": a.T @ d_logits, "bias": d_logits.sum(0)},
+    }
+    m = jax.tree.map(lambda m, g: 0.9 * m + 0.1 * g, m, grads)
+    v = jax.tree.map(lambda v, g: 0.999 * v + 0.001 * g**2, v, grads)
+    m_hat = jax.tree.map(lambda m, t=t: m / (1 - 0.9**t), m)
+    v_hat = jax.tree.map(lambda v, t=t: v / (1 - 0.999**t), v)
+    params = jax.tree.map(
+      lambda p, m, v: p - learning_rate * m / (np.sqrt(v) + 1e-8), params, m_hat, v_hat
+    )
+    after.append(params)
+  return after, losses
+
+
+def assert_params_close(state_params, i: int, expected) -> None:
+  """Member ``i`` of a stacked state has the NumPy run's parameters (float32 rounding)."""
+  for path, leaf in jax.tree_util.tree_leaves_with_path(member_params(state_params, i)):
+    want = functools.reduce(lambda tree, key: tree[key.key], path, expected)
+    np.testing.assert_allclose(leaf, want, rtol=1e-4, atol=1e-5, err_msg=str(path))
+
+
+def initial_state_and_batches(spec, members, train, epochs=(1,)):
+  """The run's initial state (unpadded, on the host) and each member's batches of ``epochs``,
+  [epochs, steps, M, B], as the trainer draws them on a one-device mesh."""
+  program = trainer.make_program(spec, trainer.make_mesh(len(members)), train, len(members))
+  seeds_M, learning_rates_M = program.put_members(members)
+  initial = jax.tree.map(np.asarray, program.unpad(program.init(seeds_M, learning_rates_M)))
+  batches = [np.asarray(program.shuffle(seeds_M, np.int32(e)))[:, : len(members)] for e in epochs]
+  return initial, np.stack(batches)
 
 
 def test_training_lowers_the_loss_and_metrics_match_numpy(reference):
@@ -94,80 +193,51 @@ def test_training_lowers_the_loss_and_metrics_match_numpy(reference):
   assert np.all(state.diverged_step == -1)
 
 
-def numpy_adam_epochs(params, splits, batches_ExSxB, learning_rate):
-  """The tiny MLP trained in float64 NumPy: hand-written backpropagation of the mean
-  cross-entropy and Adam (b1 0.9, b2 0.999, eps 1e-8, bias-corrected) over the given batches.
-
-  Returns the final parameters and each epoch's mean of the pre-update batch losses."""
-  params = {k: {n: np.float64(v) for n, v in layer.items()} for k, layer in params.items()}
-  m = jax.tree.map(np.zeros_like, params)
-  v = jax.tree.map(np.zeros_like, params)
-  x_all = (splits["train"]["inputs"].astype(np.float64) - 128) / 64
-  y_all = splits["train"]["targets"]
-  t, epoch_losses = 0, []
-  for batches_SxB in batches_ExSxB:
-    losses = []
-    for items in batches_SxB:
-      x, y = x_all[items], y_all[items]
-      w0, b0 = params["Dense_0"]["kernel"], params["Dense_0"]["bias"]
-      w1, b1 = params["Dense_1"]["kernel"], params["Dense_1"]["bias"]
-      h = x @ w0 + b0
-      a = np.maximum(h, 0)
-      logits = a @ w1 + b1
-      logits -= logits.max(axis=1, keepdims=True)
-      p = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
-      losses.append(-np.log(p[np.arange(len(y)), y]).mean())
-      d_logits = (p - np.eye(p.shape[1])[y]) / len(y)
-      d_h = (d_logits @ w1.T) * (h > 0)
-      grads = {
-        "Dense_0": {"kernel": x.T @ d_h, "bias": d_h.sum(0)},
-        "Dense_1": {"kernel": a.T @ d_logits, "bias": d_logits.sum(0)},
-      }
-      t += 1
-      for layer, names in params.items():
-        for name in names:
-          g = grads[layer][name]
-          m[layer][name] = 0.9 * m[layer][name] + 0.1 * g
-          v[layer][name] = 0.999 * v[layer][name] + 0.001 * g**2
-          m_hat = m[layer][name] / (1 - 0.9**t)
-          v_hat = v[layer][name] / (1 - 0.999**t)
-          params[layer][name] = params[layer][name] - learning_rate * m_hat / (
-            np.sqrt(v_hat) + 1e-8
-          )
-    epoch_losses.append(np.mean(losses))
-  return params, epoch_losses
-
-
 def test_training_follows_a_numpy_adam_on_the_trainers_batches(tmp_path):
   """The whole loop (batch gathering, loss, gradients, Adam, each member's own lr, the logged
   training loss) against float64 NumPy replaying the same initial weights and batch order."""
   spec = TinySpec(epochs=2)
-  trainer.fit(spec, str(tmp_path), Members([1e-2, 3e-3], [0, 1]), progress=False)
-  _, members, state = trainer.restore(str(tmp_path), spec=spec)
-  splits = make_splits()
-  program = trainer.make_program(
-    spec, trainer.make_mesh(len(members)), splits["train"], len(members)
-  )
-  seeds_M, learning_rates_M = program.put_members(members)
-  initial = program.unpad(program.init(seeds_M, learning_rates_M))
-  batches_ExSxMxB = np.stack(
-    [np.asarray(program.shuffle(seeds_M, np.int32(e)))[:, : len(members)] for e in (1, 2)]
-  )
+  members = Members([1e-2, 3e-3], [0, 1])
+  trainer.fit(spec, str(tmp_path), members, progress=False)
+  _, _, state = trainer.restore(str(tmp_path), spec=spec)
+  train = make_splits()["train"]
+  initial, batches_ExSxMxB = initial_state_and_batches(spec, members, train, epochs=(1, 2))
   records = writers.read_metrics(str(tmp_path))
   for i, (learning_rate, _) in enumerate(members):
-    params, losses = numpy_adam_epochs(
-      jax.tree.map(lambda leaf, i=i: np.asarray(leaf[i]), initial.params),
-      splits,
-      batches_ExSxMxB[:, :, i],
-      learning_rate,
-    )
-    for layer, names in params.items():
-      for name, expected in names.items():
-        np.testing.assert_allclose(
-          np.asarray(state.params[layer][name][i]), expected, rtol=1e-4, atol=1e-5
-        )
+    batches = batches_ExSxMxB[:, :, i].reshape(-1, spec.batch_size)
+    after, losses = numpy_adam(member_params(initial.params, i), train, batches, learning_rate)
+    assert_params_close(state.params, i, after[-1])
     logged = [r["train_loss"] for r in records if r["member"] == i]
-    np.testing.assert_allclose(logged, losses, rtol=1e-5)
+    np.testing.assert_allclose(logged, np.reshape(losses, (2, -1)).mean(1), rtol=1e-5)
+
+
+def test_logged_training_loss_is_the_dropout_off_loss_before_each_step(tmp_path):
+  """At dropout 0.5 the logged training loss is each step's loss on its batch with dropout off,
+  with the parameters before the step's update (as the paper logged it): one record per step,
+  against a float64 NumPy forward pass of the same parameters on the same batch."""
+  spec = TinySpec(dropout=0.5, epochs=1, evals_per_epoch=12)
+  members = Members([1e-2, 3e-3], [0])
+  trainer.fit(spec, str(tmp_path), members, progress=False)
+  records = writers.read_metrics(str(tmp_path))
+  train = make_splits()["train"]
+  # The parameters before each step: the trainer's program, one step at a time.
+  program = trainer.make_program(spec, trainer.make_mesh(len(members)), train, len(members))
+  seeds_M, learning_rates_M = program.put_members(members)
+  data, epoch = program.put_data(train), np.int32(1)
+  state = program.init(seeds_M, learning_rates_M)
+  batches = program.shuffle(seeds_M, epoch)
+  assert program.steps_per_epoch == 12
+  for step in range(12):
+    before = jax.tree.map(np.asarray, program.unpad(state).params)  # the state is donated
+    state, _ = program.train_segment(
+      state, data, batches, seeds_M, learning_rates_M, epoch, np.int32(step), num_steps=1
+    )
+    items_MxB = np.asarray(batches)[step]
+    for i in range(len(members)):
+      logits = numpy_forward(member_params(before, i), inputs_of(train)[items_MxB[i]])[2]
+      expected = numpy_softmax_cross_entropy(logits, train["targets"][items_MxB[i]])[0].mean()
+      [record] = [r for r in records if r["member"] == i and r["step"] == step + 1]
+      np.testing.assert_allclose(record["train_loss"], expected, rtol=1e-5, err_msg=f"{step}")
 
 
 def test_batch_norm_statistics_are_kept_and_used_in_evaluation(tmp_path):
@@ -221,18 +291,37 @@ def test_workdir_files_follow_the_formats(reference):
 
 
 def test_grouped_batches_and_several_evaluations_per_epoch(tmp_path):
+  """Batches of whole groups (utterances), evaluated twice an epoch: each half-epoch's logged
+  training loss, its evaluations and the final parameters against float64 NumPy training on the
+  frames of the same groups."""
   spec = TinySpec(
     group_batches=True, data_options={"grouped": True}, batch_size=4, epochs=1,
     evals_per_epoch=2,
   )  # fmt: skip
-  trainer.fit(spec, str(tmp_path), Members([1e-2], [3]), progress=False)
-  groups = make_splits(grouped=True)["train"]["groups"]
-  steps = len(np.unique(groups)) // 4
+  members = Members([1e-2], [3])
+  trainer.fit(spec, str(tmp_path), members, progress=False)
+  splits = make_splits(grouped=True)
+  train, groups = splits["train"], splits["train"]["groups"]
+  # The groups in order of appearance, and the frames of each.
+  order = groups[np.sort(np.unique(groups, return_index=True)[1])]
+  steps, half = len(order) // 4, round(len(order) // 4 / 2)
+  initial, batches_ExSxMxB = initial_state_and_batches(spec, members, train)
+  batch_groups_SxB = batches_ExSxMxB[0, :, 0]
+  assert sorted(batch_groups_SxB.ravel()) == sorted(set(batch_groups_SxB.ravel()))
+  frames = [
+    np.concatenate([np.flatnonzero(groups == order[g]) for g in b]) for b in batch_groups_SxB
+  ]
+  after, losses = numpy_adam(member_params(initial.params, 0), train, frames, 1e-2)
   records = writers.read_metrics(str(tmp_path))
-  assert [(r["epoch"], r["step"]) for r in records] == [
-    (round(steps / 2) / steps, round(steps / 2)), (1.0, steps)
-  ]  # fmt: skip
-  assert all(np.isfinite(r["train_loss"]) for r in records)
+  assert [(r["epoch"], r["step"]) for r in records] == [(half / steps, half), (1.0, steps)]
+  for record, (first, last) in zip(records, [(0, half), (half, steps)], strict=True):
+    np.testing.assert_allclose(record["train_loss"], np.mean(losses[first:last]), rtol=1e-5)
+    for name in ("validation", "test"):
+      loss, error = numpy_loss_and_error(after[last - 1], splits[name])
+      np.testing.assert_allclose(record[f"{name}_loss"], loss, rtol=1e-5)
+      np.testing.assert_allclose(record[f"{name}_error"], error)
+  _, _, state = trainer.restore(str(tmp_path), spec=spec)
+  assert_params_close(state.params, 0, after[-1])
 
 
 def test_expand_groups_matches_a_python_reference():
@@ -331,7 +420,8 @@ def free_port() -> int:
     return s.getsockname()[1]
 
 
-def run_reference(workdir: str, devices: int, *distributed: str) -> subprocess.Popen:
+def run_reference(devices: int, *args: str) -> subprocess.Popen:
+  """tests/tiny_task.py in a fresh process of ``devices`` CPU devices (see its doc)."""
   env = dict(
     os.environ,
     XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}",
@@ -340,7 +430,7 @@ def run_reference(workdir: str, devices: int, *distributed: str) -> subprocess.P
   )
   script = os.path.join(ROOT, "tests", "tiny_task.py")
   return subprocess.Popen(
-    [sys.executable, script, workdir, *distributed], env=env, cwd=ROOT,
+    [sys.executable, script, *args], env=env, cwd=ROOT,
     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
   )  # fmt: skip
 
@@ -354,40 +444,145 @@ def assert_close_metrics(workdir: str, reference: str) -> None:
       np.testing.assert_allclose(record[key], value, rtol=1e-5, atol=1e-6, err_msg=key)
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize(
-  ("devices", "members_axis", "layout"),
-  [
-    (2, None, "2 (members) x 1 (data)"),
-    (4, None, "4 (members) x 1 (data)"),
-    (2, 1, "1 (members) x 2 (data)"),
-    (4, 2, "2 (members) x 2 (data)"),
+# The runs of the layout tests, by device count: (name, grid of tiny_task.GRIDS, --members_axis,
+# the layout line the run prints). Each device count is one process that trains its runs in
+# turn; "three" (3 members) is padded to 4.
+LAYOUT_RUNS = {
+  2: [
+    ("2x1", "reference", None, "4 members on a mesh of 2 (members) x 1 (data) cpu devices"),
+    ("1x2", "reference", 1, "4 members on a mesh of 1 (members) x 2 (data) cpu devices"),
+    ("three_2x1", "three", None, "3 members on a mesh of 2 (members) x 1 (data) cpu devices, "
+     "padded with 1 copy of the last member (discarded)"),
   ],
-)
-def test_each_members_results_do_not_depend_on_the_layout(
-  tmp_path, reference, devices, members_axis, layout
-):
+  4: [
+    ("4x1", "reference", None, "4 members on a mesh of 4 (members) x 1 (data) cpu devices"),
+    ("2x2", "reference", 2, "4 members on a mesh of 2 (members) x 2 (data) cpu devices"),
+    ("three_2x2", "three", None, "3 members on a mesh of 2 (members) x 2 (data) cpu devices, "
+     "padded with 1 copy of the last member (discarded)"),
+  ],
+}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def layouts(tmp_path_factory) -> dict[str, str]:
+  """The workdirs of `LAYOUT_RUNS` by name, trained in two fresh processes (2 and 4 devices)
+  side by side."""
+  root = tmp_path_factory.mktemp("layouts")
+  processes = {
+    devices: run_reference(
+      devices, *[",".join([str(root / name), grid, *([str(axis)] if axis else [])])
+                 for name, grid, axis, _ in runs]
+    )
+    for devices, runs in LAYOUT_RUNS.items()
+  }  # fmt: skip
+  for devices, process in processes.items():
+    output = process.communicate(timeout=600)[0]
+    assert process.returncode == 0, output
+    for name, _, _, layout in LAYOUT_RUNS[devices]:
+      assert f"{layout}\n" in output, name
+  return {name: str(root / name) for runs in LAYOUT_RUNS.values() for name, *_ in runs}
+
+
+@pytest.fixture(scope="module")
+def three_reference(tmp_path_factory) -> str:
+  """The workdir of the 3-member grid trained on one device (unpadded)."""
+  workdir = str(tmp_path_factory.mktemp("three") / "run")
+  trainer.fit(REFERENCE_SPEC, workdir, GRIDS["three"], progress=False)
+  return workdir
+
+
+@pytest.mark.slow
+def test_each_members_results_do_not_depend_on_the_layout(layouts, reference):
   """Every member trains the same whichever devices hold it: to float32 rounding, not bit for
   bit, since XLA compiles a program partitioned over several devices with other fusions (which
   round a multiply-add differently), and a batch split over ``data`` sums its gradient in
   another order. The run's config is the same, so a run can resume on another layout."""
-  workdir = str(tmp_path / "run")
-  axis = [f"--members_axis={members_axis}"] if members_axis else []
-  process = run_reference(workdir, devices, *axis)
-  assert process.wait(timeout=300) == 0, process.stdout.read()
-  assert f"4 members on a mesh of {layout} cpu devices" in process.stdout.read()
-  assert_close_metrics(workdir, reference)
-  assert read_text(workdir, "config.json") == read_text(reference, "config.json")
+  for name in ("2x1", "1x2", "4x1", "2x2"):
+    assert_close_metrics(layouts[name], reference)
+    assert read_text(layouts[name], "config.json") == read_text(reference, "config.json")
+
+
+def checkpoint_shapes(workdir: str, epoch: int) -> dict[str, tuple[int, ...]]:
+  """The shape of every array a checkpoint holds, as Orbax's own metadata records it."""
+  path = os.path.join(workdir, "checkpoints", str(epoch), "default")
+  tree = ocp.StandardCheckpointer().metadata(path).item_metadata.tree
+  leaves = jax.tree_util.tree_leaves_with_path(tree, is_leaf=lambda x: hasattr(x, "shape"))
+  return {jax.tree_util.keystr(path): tuple(leaf.shape) for path, leaf in leaves}
+
+
+@pytest.mark.slow
+def test_a_padded_grid_equals_its_members_unpadded_and_the_pad_is_dropped(layouts, three_reference):
+  """3 members padded to 4 (on 2 or 4 devices) train as the 3 alone on one device, to float32
+  rounding; the pad reaches no file: metrics.jsonl, summary.json, checkpoints, TensorBoard."""
+  expected_summary = writers.read_json(os.path.join(three_reference, "summary.json"))
+  expected_shapes = checkpoint_shapes(three_reference, 3)
+  assert {shape[0] for shape in expected_shapes.values()} == {3}
+  _, _, expected_state = trainer.restore(three_reference, spec=REFERENCE_SPEC)
+  for name in ("three_2x1", "three_2x2"):
+    workdir = layouts[name]
+    assert_close_metrics(workdir, three_reference)  # as many records, members 0-2
+    assert read_text(workdir, "config.json") == read_text(three_reference, "config.json")
+    summary = writers.read_json(os.path.join(workdir, "summary.json"))
+    assert len(summary["members"]) == 3
+    for member, want in zip(summary["members"], expected_summary["members"], strict=True):
+      assert member["best_epoch"] == want["best_epoch"]
+      for key in ("best", "final"):
+        assert member[key] == pytest.approx(want[key], rel=1e-5, abs=1e-6)
+    for epoch in (2, 3):
+      assert checkpoint_shapes(workdir, epoch) == expected_shapes
+    _, _, state = trainer.restore(workdir, spec=REFERENCE_SPEC)
+    for leaf, want in zip(jax.tree.leaves(state), jax.tree.leaves(expected_state), strict=True):
+      np.testing.assert_allclose(np.asarray(leaf), np.asarray(want), rtol=1e-4, atol=1e-5)
+    assert sorted(os.listdir(os.path.join(workdir, "tensorboard"))) == sorted(
+      os.listdir(os.path.join(three_reference, "tensorboard"))
+    )
+
+
+def test_each_epochs_batches_are_a_permutation_drawn_from_seed_and_epoch():
+  """Each epoch, a member's batches hold every training example once, but for the remainder
+  of an epoch that is no whole batch (100 examples, batches of 8: 4 left out); the order comes
+  from the member's seed and the epoch only, not from its learning rate or place in the grid."""
+  spec = TinySpec(data_options={"num_train": 100})
+  members = Members([1e-2, 3e-3], [0, 1])  # members 0 and 2 have seed 0, 1 and 3 seed 1
+  program = trainer.make_program(spec, trainer.make_mesh(4), make_splits(100)["train"], 4)
+  batches_ExSxMxB = shuffled_batches(program, members)
+  assert batches_ExSxMxB.shape == (3, 12, 4, 8)
+  orders = np.moveaxis(batches_ExSxMxB, 2, 0).reshape(4, 3, 96)  # [members, epochs, items]
+  for order in orders.reshape(-1, 96):
+    assert len(set(order)) == 96 and set(order) <= set(range(100))
+  np.testing.assert_array_equal(orders[0], orders[2])  # the same seed: the same batches
+  np.testing.assert_array_equal(orders[1], orders[3])
+  # Every (seed, epoch) its own order: any two agree in about one place of 96, as two
+  # independent permutations do, and leave out other examples.
+  distinct = orders[:2].reshape(6, 96)
+  for a, b in itertools.combinations(range(6), 2):
+    assert np.mean(distinct[a] == distinct[b]) < 0.1, (a, b)
+  left_out = {frozenset(set(range(100)) - set(order)) for order in distinct}
+  assert len(left_out) > 1
+
+
+@pytest.mark.slow
+def test_batches_do_not_depend_on_the_layout(layouts, reference):
+  """The batches each run of `LAYOUT_RUNS` drew (saved beside its workdir) are the ones drawn
+  on one device."""
+  train = make_splits()["train"]
+  for grid in ("reference", "three"):
+    program = trainer.make_program(REFERENCE_SPEC, trainer.make_mesh(1), train, len(GRIDS[grid]))
+    expected = shuffled_batches(program, GRIDS[grid])
+    for name, run_grid, *_ in (run for runs in LAYOUT_RUNS.values() for run in runs):
+      if run_grid == grid:
+        np.testing.assert_array_equal(np.load(f"{layouts[name]}.batches.npy"), expected, name)
 
 
 @pytest.mark.slow
 def test_two_processes_agree_with_one(tmp_path, reference):
-  two_by_two = str(tmp_path / "two_by_two")
+  two_by_two = f"{tmp_path / 'two_by_two'},reference"
   address = f"localhost:{free_port()}"
-  processes = [run_reference(two_by_two, 2, address, "2", str(i)) for i in range(2)]
+  processes = [run_reference(2, two_by_two, f"--process={address},2,{i}") for i in range(2)]
   for process in processes:
-    assert process.wait(timeout=300) == 0, process.stdout.read()
-  assert_close_metrics(two_by_two, reference)
+    output = process.communicate(timeout=300)[0]
+    assert process.returncode == 0, output
+  assert_close_metrics(str(tmp_path / "two_by_two"), reference)
 
 
 def test_training_members_one_at_a_time_or_vmapped_agrees():
@@ -415,18 +610,56 @@ def test_training_members_one_at_a_time_or_vmapped_agrees():
       np.testing.assert_allclose(leaf, expected, rtol=1e-6, atol=1e-6)
 
 
+def dropout_masks(spec, seed: int, epoch: int, steps: int, bits: str) -> list[np.ndarray]:
+  """The tiny MLP's dropout masks ([batch, hidden], scaled by 1 / (1 - rate)) at a member's
+  ``steps`` first steps of ``epoch``, drawn by Flax's own Dropout from the keys the trainer
+  documents: the step's threefry key (seed, step stream, epoch, step) is split, and the second
+  half is the dropout key (``threefry``), or the hash key made from it (``hash``)."""
+  model = TinyMLP(dropout=spec.dropout)
+  # Hidden units all 1, so the Dropout's output is its scaled mask.
+  params = {
+    "Dense_0": {"kernel": np.zeros((6, 16), np.float32), "bias": np.ones(16, np.float32)},
+    "Dense_1": {"kernel": np.zeros((16, 3), np.float32), "bias": np.zeros(3, np.float32)},
+  }
+  masks = []
+  for step in range(steps):
+    key = jax.random.split(prng.fold_key(seed, prng.STEP, epoch, step))[1]
+    key = prng.make_dropout_key(key) if bits == "hash" else key
+    _, captured = model.apply(
+      {"params": params}, np.zeros((spec.batch_size, 6), np.float32), train=True,
+      rngs={"dropout": key}, capture_intermediates=True, mutable=["intermediates"],
+    )  # fmt: skip
+    masks.append(np.float64(captured["intermediates"]["Dropout_0"]["__call__"][0]))
+  return masks
+
+
 def test_threefry_dropout_bits_train_other_masks_and_are_recorded_as_another_run(tmp_path):
-  hashed, threefry = str(tmp_path / "hash"), str(tmp_path / "threefry")
+  """Each setting trains with its own masks: the run's parameters and logged loss against
+  float64 NumPy Adam with the masks Flax draws from that setting's keys."""
   spec = REFERENCE_SPEC.replace(epochs=1)
   members = Members([1e-2], [0])
-  trainer.fit(spec, hashed, members, progress=False)
-  trainer.fit(spec.replace(dropout_bits="threefry"), threefry, members, progress=False)
+  train = make_splits()["train"]
+  initial, batches_ExSxMxB = initial_state_and_batches(spec, members, train)
+  steps = batches_ExSxMxB.shape[1]
+  for bits in prng.DROPOUT_BITS:
+    workdir = str(tmp_path / bits)
+    trainer.fit(spec.replace(dropout_bits=bits), workdir, members, progress=False)
+    masks = dropout_masks(spec, 0, 1, steps, bits)
+    assert 0.6 < np.mean([m > 0 for m in masks]) < 0.9  # a quarter dropped
+    after, losses = numpy_adam(
+      member_params(initial.params, 0), train, batches_ExSxMxB[0, :, 0], 1e-2, masks
+    )
+    _, _, state = trainer.restore(workdir, spec=spec.replace(dropout_bits=bits))
+    assert_params_close(state.params, 0, after[-1])
+    [record] = writers.read_metrics(workdir)
+    np.testing.assert_allclose(record["train_loss"], np.mean(losses), rtol=1e-5)
+  hashed, threefry = (dropout_masks(spec, 0, 1, 1, bits)[0] for bits in ("hash", "threefry"))
+  assert np.mean(hashed != threefry) > 0.2  # other masks
   # The default is left out of config.json, so configs written before the field still match.
+  hashed, threefry = str(tmp_path / "hash"), str(tmp_path / "threefry")
   assert "dropout_bits" not in writers.read_json(os.path.join(hashed, "config.json"))["spec"]
   config = writers.read_json(os.path.join(threefry, "config.json"))
   assert config["spec"]["dropout_bits"] == "threefry"
-  [a], [b] = writers.read_metrics(hashed), writers.read_metrics(threefry)
-  assert a["train_loss"] != b["train_loss"]  # other masks, same initialisation
   with pytest.raises(ValueError, match=r"differs in: dropout_bits 'threefry' \(now 'hash'\)"):
     trainer.fit(spec.replace(epochs=2), threefry, members, progress=False)
 

@@ -52,6 +52,7 @@ def read_events(directory: str) -> list[tuple[int, str, float]]:
 
 
 def test_a_resumed_runs_event_file_purges_the_steps_it_rewrites(tmp_path):
+  written_from = time.time()
   first = writers.EventFile(str(tmp_path))
   first.add_scalar("loss", 0.5, 10)
   first.add_scalar("loss", 0.25, 20)
@@ -59,13 +60,15 @@ def test_a_resumed_runs_event_file_purges_the_steps_it_rewrites(tmp_path):
   resumed = writers.EventFile(str(tmp_path), purge_step=11)
   resumed.add_scalar("loss", 0.375, 20)
   resumed.close()
+  written_until = time.time()
   events = read_event_protos(str(tmp_path))
   assert [e.file_version for e in events if e.file_version] == ["brain.Event:2"] * 3
   start = [e for e in events if e.HasField("session_log")]
   assert len(start) == 1 and start[0].step == 11
   assert start[0].session_log.status == event_pb2.SessionLog.START
   assert read_events(str(tmp_path)) == [(10, "loss", 0.5), (20, "loss", 0.25), (20, "loss", 0.375)]
-  assert all(abs(e.wall_time - time.time()) < 60 for e in events)
+  # Each event is stamped with the wall time it was written at.
+  assert all(written_from <= e.wall_time <= written_until for e in events)
 
 
 def test_write_json_writes_non_finite_as_null_and_numpy_as_python(tmp_path):
@@ -207,7 +210,7 @@ def test_a_malformed_line_inside_metrics_is_named_with_its_line(tmp_path):
   assert "delete" not in str(error.value)
 
 
-@pytest.mark.skipif(not faults.can_mount(), reason="mounting a tmpfs needs root (CI has it)")
+@pytest.mark.mount
 def test_writes_on_a_full_disk_keep_the_old_files_whole(tmp_path):
   with faults.tmpfs(tmp_path / "disk", "64k") as disk:
     path = disk / "summary.json"

@@ -1,10 +1,15 @@
 """A test-only task with the TaskSpec interface (a small ReLU MLP on synthetic data), and
 helpers the trainer and command-line tests share.
 
-Run as a script it trains one grid and prints its layout; the tests use it to train in a fresh
-process with other device counts or as one process of a multi-process run:
+Run as a script it trains grids one after the other in one fresh process, printing each one's
+layout; the tests use it to train with other device counts (one JAX start for several layouts)
+or as one process of a multi-process run:
 
-  python tests/tiny_task.py WORKDIR [--members_axis=N] [COORDINATOR NUM_PROCESSES PROCESS_ID]
+  python tests/tiny_task.py WORKDIR,GRID[,MEMBERS_AXIS] ... [--process=COORDINATOR,COUNT,ID]
+
+GRID names one of `GRIDS`. In a single process, beside each workdir it saves the batches
+`shuffle` gives its members in epochs 1-3, ``WORKDIR.batches.npy``, ``[epochs, steps, members,
+batch]``.
 """
 
 from __future__ import annotations
@@ -149,20 +154,41 @@ def hash_tree(directory: str) -> dict[str, str]:
 # The run most tests compare against.
 REFERENCE_SPEC = TinySpec(dropout=0.25, epochs=3)
 REFERENCE_MEMBERS = Members(learning_rates=(1e-2, 3e-3), seeds=(0, 1))
+# Grids the script trains by name: 3 members pad to 4 on a members axis of 2 or 4 devices.
+GRIDS = {
+  "reference": REFERENCE_MEMBERS,
+  "three": Members(learning_rates=(1e-2, 3e-3, 1e-3), seeds=(1,)),
+}
+SHUFFLED_EPOCHS = (1, 2, 3)
+
+
+def shuffled_batches(program, members: Members) -> np.ndarray:
+  """The item indices of each member's batches in `SHUFFLED_EPOCHS`, as the run draws them,
+  ``[epochs, steps, members, batch]`` (the padding left out)."""
+  seeds, _ = program.put_members(members)
+  return np.stack(
+    [np.asarray(program.shuffle(seeds, np.int32(e)))[:, : len(members)] for e in SHUFFLED_EPOCHS]
+  )
 
 
 def main(argv: list[str]) -> None:
-  """Trains the reference run (see the module doc)."""
+  """Trains the runs named on the command line (see the module doc)."""
   from gelujax import devices, trainer
 
-  options = [a for a in argv[2:] if a.startswith("--members_axis=")]
-  distributed = [a for a in argv[2:] if a not in options]
-  members_axis = int(options[0].split("=")[1]) if options else None
-  if distributed:
-    devices.initialize_distributed(distributed[0], int(distributed[1]), int(distributed[2]))
-  mesh = trainer.make_mesh(len(REFERENCE_MEMBERS), members_axis)
-  print(trainer.describe_layout(len(REFERENCE_MEMBERS), mesh), flush=True)
-  trainer.fit(REFERENCE_SPEC, argv[1], REFERENCE_MEMBERS, progress=False, members_axis=members_axis)
+  runs = [a.split(",") for a in argv[1:] if not a.startswith("--process=")]
+  process = [a.removeprefix("--process=") for a in argv[1:] if a.startswith("--process=")]
+  if process:
+    coordinator, count, index = process[0].split(",")
+    devices.initialize_distributed(coordinator, int(count), int(index))
+  for workdir, grid, *axis in runs:
+    members, members_axis = GRIDS[grid], int(axis[0]) if axis else None
+    mesh = trainer.make_mesh(len(members), members_axis)
+    print(trainer.describe_layout(len(members), mesh), flush=True)
+    trainer.fit(REFERENCE_SPEC, workdir, members, progress=False, members_axis=members_axis)
+    train = REFERENCE_SPEC.load_data()["train"]
+    program = trainer.make_program(REFERENCE_SPEC, mesh, train, len(members))
+    if jax.process_count() == 1:  # Another process's batches are not addressable here.
+      np.save(f"{workdir}.batches.npy", shuffled_batches(program, members))
 
 
 if __name__ == "__main__":
