@@ -22,28 +22,54 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROBE = """
 import json, os, sys
 from gelujax import devices
-try:
-  count = devices.configure_cpu(sys.argv[1], int(sys.argv[2]))
-except ValueError as error:
-  print(json.dumps({"error": str(error)}))
-  raise SystemExit(0)
+count = devices.configure_cpu(sys.argv[1], int(sys.argv[2]))
 import jax
 print(json.dumps({
-  "returned": count, "devices": jax.device_count(), "xla_flags": os.environ.get("XLA_FLAGS", "")
+  "returned": count, "devices": jax.device_count(), "xla_flags": os.environ.get("XLA_FLAGS", ""),
+  "default_cache": devices.DEFAULT_CACHE,
 }))
 """
+USERS_FLAGS = (
+  "--xla_force_host_platform_device_count=3 --xla_cpu_experimental_ynn_fusion_type=individual_dot"
+)
+# The probes: (--cpu_devices, grid size, the environment's changes: None unsets a variable).
+# XLA_FLAGS is unset unless given.
+PROBES = {
+  "3 devices": ("3", 15, {}),
+  "1 device": ("1", 1, {"JAX_COMPILATION_CACHE_DIR": None, "XDG_CACHE_HOME": "/xdg"}),
+  "user": ("auto", 1, {"XLA_FLAGS": USERS_FLAGS}),
+}
 
 
-def configure(cpu_devices: str, members: int, xla_flags: str | None = None) -> dict:
+def start_probe(cpu_devices: str, members: int, changes: dict[str, str | None]):
   env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
   env.update(PYTHONPATH=ROOT, JAX_PLATFORMS="cpu")
-  if xla_flags is not None:
-    env["XLA_FLAGS"] = xla_flags
-  done = subprocess.run(
+  env.update(changes)
+  return subprocess.Popen(
     [sys.executable, "-c", PROBE, cpu_devices, str(members)],
-    env=env, capture_output=True, text=True, timeout=120, check=True,
+    env={k: v for k, v in env.items() if v is not None},
+    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
   )  # fmt: skip
-  return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def seen() -> dict[str, dict]:
+  """What each of `PROBES` saw, each in its own fresh process, the processes side by side."""
+  processes = {name: start_probe(*probe) for name, probe in PROBES.items()}
+  results = {}
+  for name, process in processes.items():
+    out, err = process.communicate(timeout=120)
+    assert process.returncode == 0, err
+    results[name] = json.loads(out.strip().splitlines()[-1])
+  return results
+
+
+def test_compiled_programs_go_where_jaxs_variable_says_else_to_the_users_cache(seen):
+  # The tests' own processes keep theirs in a temporary folder (tests/conftest.py).
+  assert devices.DEFAULT_CACHE == os.environ["JAX_COMPILATION_CACHE_DIR"]
+  assert not devices.DEFAULT_CACHE.startswith(os.path.expanduser("~"))
+  assert seen["3 devices"]["default_cache"] == devices.DEFAULT_CACHE
+  assert seen["1 device"]["default_cache"] == "/xdg/gelujax/jax"
 
 
 @pytest.mark.parametrize(
@@ -53,28 +79,25 @@ def test_auto_gives_a_grid_one_device_per_core_and_a_member_one_device(members, 
   assert devices.choose_cpu_devices(members, cores) == expected
 
 
-def test_several_devices_run_single_threaded_kernels_on_xlas_own_dots():
-  seen = configure("3", 15)
-  assert seen["returned"] == seen["devices"] == 3
-  assert seen["xla_flags"].split() == [
+def test_several_devices_run_single_threaded_kernels_on_xlas_own_dots(seen):
+  assert seen["3 devices"]["returned"] == seen["3 devices"]["devices"] == 3
+  assert seen["3 devices"]["xla_flags"].split() == [
     "--xla_cpu_multi_thread_eigen=false",
     "--xla_cpu_experimental_ynn_fusion_type=",
   ]
 
 
-def test_one_device_keeps_multithreaded_kernels():
-  seen = configure("1", 1)
-  assert seen["devices"] == 1
-  assert seen["xla_flags"].split() == ["--xla_cpu_experimental_ynn_fusion_type="]
+def test_one_device_keeps_multithreaded_kernels(seen):
+  assert seen["1 device"]["devices"] == 1
+  assert seen["1 device"]["xla_flags"].split() == ["--xla_cpu_experimental_ynn_fusion_type="]
 
 
-def test_the_users_own_xla_flags_win():
-  mine = (
-    "--xla_force_host_platform_device_count=3 --xla_cpu_experimental_ynn_fusion_type=individual_dot"
-  )
-  seen = configure("auto", 1, mine)
-  assert seen["returned"] == seen["devices"] == 3
-  assert seen["xla_flags"].split() == [*mine.split(), "--xla_cpu_multi_thread_eigen=false"]
+def test_the_users_own_xla_flags_win(seen):
+  assert seen["user"]["returned"] == seen["user"]["devices"] == 3
+  assert seen["user"]["xla_flags"].split() == [
+    *USERS_FLAGS.split(),
+    "--xla_cpu_multi_thread_eigen=false",
+  ]
 
 
 @pytest.mark.parametrize("bad", ["0", "-2", "two", "1.5", ""])

@@ -214,30 +214,21 @@ def test_training_follows_a_numpy_adam_on_the_trainers_batches(tmp_path):
 def test_logged_training_loss_is_the_dropout_off_loss_before_each_step(tmp_path):
   """At dropout 0.5 the logged training loss is each step's loss on its batch with dropout off,
   with the parameters before the step's update (as the paper logged it): one record per step,
-  against a float64 NumPy forward pass of the same parameters on the same batch."""
+  against float64 NumPy Adam trained with the same batches and dropout masks."""
   spec = TinySpec(dropout=0.5, epochs=1, evals_per_epoch=12)
   members = Members([1e-2, 3e-3], [0])
   trainer.fit(spec, str(tmp_path), members, progress=False)
   records = writers.read_metrics(str(tmp_path))
   train = make_splits()["train"]
-  # The parameters before each step: the trainer's program, one step at a time.
-  program = trainer.make_program(spec, trainer.make_mesh(len(members)), train, len(members))
-  seeds_M, learning_rates_M = program.put_members(members)
-  data, epoch = program.put_data(train), np.int32(1)
-  state = program.init(seeds_M, learning_rates_M)
-  batches = program.shuffle(seeds_M, epoch)
-  assert program.steps_per_epoch == 12
-  for step in range(12):
-    before = jax.tree.map(np.asarray, program.unpad(state).params)  # the state is donated
-    state, _ = program.train_segment(
-      state, data, batches, seeds_M, learning_rates_M, epoch, np.int32(step), num_steps=1
-    )
-    items_MxB = np.asarray(batches)[step]
-    for i in range(len(members)):
-      logits = numpy_forward(member_params(before, i), inputs_of(train)[items_MxB[i]])[2]
-      expected = numpy_softmax_cross_entropy(logits, train["targets"][items_MxB[i]])[0].mean()
-      [record] = [r for r in records if r["member"] == i and r["step"] == step + 1]
-      np.testing.assert_allclose(record["train_loss"], expected, rtol=1e-5, err_msg=f"{step}")
+  initial, batches_ExSxMxB = initial_state_and_batches(spec, members, train)
+  assert batches_ExSxMxB.shape[1] == 12
+  masks = dropout_masks(spec, 0, 1, 12, "hash")  # both members have seed 0
+  for i, (learning_rate, _) in enumerate(members):
+    batches = batches_ExSxMxB[0, :, i]
+    _, losses = numpy_adam(member_params(initial.params, i), train, batches, learning_rate, masks)
+    logged = [r["train_loss"] for r in records if r["member"] == i]
+    assert [r["step"] for r in records if r["member"] == i] == list(range(1, 13))
+    np.testing.assert_allclose(logged, losses, rtol=1e-5)
 
 
 def test_batch_norm_statistics_are_kept_and_used_in_evaluation(tmp_path):
@@ -466,7 +457,8 @@ LAYOUT_RUNS = {
 @pytest.fixture(scope="module")
 def layouts(tmp_path_factory) -> dict[str, str]:
   """The workdirs of `LAYOUT_RUNS` by name, trained in two fresh processes (2 and 4 devices)
-  side by side."""
+  side by side, and, meanwhile, "three_1x1": the 3-member grid on this process's one device
+  (unpadded)."""
   root = tmp_path_factory.mktemp("layouts")
   processes = {
     devices: run_reference(
@@ -475,20 +467,14 @@ def layouts(tmp_path_factory) -> dict[str, str]:
     )
     for devices, runs in LAYOUT_RUNS.items()
   }  # fmt: skip
+  trainer.fit(REFERENCE_SPEC, str(root / "three_1x1"), GRIDS["three"], progress=False)
   for devices, process in processes.items():
     output = process.communicate(timeout=600)[0]
     assert process.returncode == 0, output
     for name, _, _, layout in LAYOUT_RUNS[devices]:
       assert f"{layout}\n" in output, name
-  return {name: str(root / name) for runs in LAYOUT_RUNS.values() for name, *_ in runs}
-
-
-@pytest.fixture(scope="module")
-def three_reference(tmp_path_factory) -> str:
-  """The workdir of the 3-member grid trained on one device (unpadded)."""
-  workdir = str(tmp_path_factory.mktemp("three") / "run")
-  trainer.fit(REFERENCE_SPEC, workdir, GRIDS["three"], progress=False)
-  return workdir
+  names = [name for runs in LAYOUT_RUNS.values() for name, *_ in runs]
+  return {name: str(root / name) for name in [*names, "three_1x1"]}
 
 
 @pytest.mark.slow
@@ -511,9 +497,10 @@ def checkpoint_shapes(workdir: str, epoch: int) -> dict[str, tuple[int, ...]]:
 
 
 @pytest.mark.slow
-def test_a_padded_grid_equals_its_members_unpadded_and_the_pad_is_dropped(layouts, three_reference):
+def test_a_padded_grid_equals_its_members_unpadded_and_the_pad_is_dropped(layouts):
   """3 members padded to 4 (on 2 or 4 devices) train as the 3 alone on one device, to float32
   rounding; the pad reaches no file: metrics.jsonl, summary.json, checkpoints, TensorBoard."""
+  three_reference = layouts["three_1x1"]
   expected_summary = writers.read_json(os.path.join(three_reference, "summary.json"))
   expected_shapes = checkpoint_shapes(three_reference, 3)
   assert {shape[0] for shape in expected_shapes.values()} == {3}
