@@ -4,18 +4,19 @@ own folder is first on its path, and pytest puts experiments/ there too).
 The scripts own their absl flags; these functions apply them to a task's spec
 (:func:`make_spec`, the one way both scripts override a task's fields) and turn the raw values
 of ``flags.DEFINE_list`` into the values ``gelujax`` takes, with one-line errors that name the
-flag; `describe_interrupt` is the line both scripts end with on Ctrl-C or ``kill``. Nothing in
-``gelujax`` parses a flag.
+flag; `exit_stopped` is how both end when their run is stopped. Nothing in ``gelujax`` parses a
+flag.
 """
 
 from __future__ import annotations
 
 import os
 import signal
+import sys
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NoReturn
 
-from gelujax import tasks, workdir
+from gelujax import devices, tasks, workdir
 from gelujax.registry import parse_name, sentences
 from gelujax.tasks import SpecError, TaskSpec
 
@@ -135,3 +136,18 @@ def describe_interrupt(error: KeyboardInterrupt) -> tuple[str, int]:
   ``"interrupted by SIGINT"`` and 130 for Python's own KeyboardInterrupt."""
   signum = getattr(error, "signum", signal.SIGINT)
   return str(error) or f"interrupted by {signal.Signals(signum).name}", 128 + signum
+
+
+def exit_stopped(script: str, error: BaseException) -> NoReturn:
+  """Ends ``script`` with one line on stderr for what stopped its run: Ctrl-C or ``kill``
+  (`describe_interrupt`; exit 128 + the signal's number; no checkpoint is left half-written), or
+  a failure of programs loaded from the compilation cache (`gelujax.devices.cache_failure`;
+  exit 1). Any other error is raised again, with its traceback: it is a bug."""
+  if isinstance(error, KeyboardInterrupt):
+    what, status = describe_interrupt(error)
+    print(f"{script}: {what}; re-run the same command to resume.", file=sys.stderr)
+    sys.exit(status)
+  line = devices.cache_failure(error)
+  if line is None:
+    raise error
+  sys.exit(f"{script}: error: {' '.join(line.split())}")

@@ -154,14 +154,8 @@ def main(argv: list[str]) -> None:
     out = run()
   except ValueError as e:  # Bad flag values; a diverged run is reported in the table instead.
     sys.exit(f"reproduce.py: error: {' '.join(str(e).split())}")
-  except KeyboardInterrupt as e:  # Ctrl-C or kill: no checkpoint is left half-written.
-    what, status = _flags.describe_interrupt(e)
-    print(f"reproduce.py: {what}; re-run the same command to resume.", file=sys.stderr)
-    sys.exit(status)
-  except Exception as e:  # A program loaded from the compilation cache may be a damaged entry.
-    if (line := devices.cache_failure(e)) is None:
-      raise
-    sys.exit(f"reproduce.py: error: {' '.join(line.split())}")
+  except (KeyboardInterrupt, Exception) as e:  # Ctrl-C or kill, or a damaged compiled program.
+    _flags.exit_stopped("reproduce.py", e)
   print(f"Wrote {out}/README.md, table.md, summary.json and figures.", flush=True)
 
 

@@ -108,14 +108,8 @@ def main(argv: list[str]) -> None:
     )
   except (ValueError, trainer.DivergedError) as e:
     sys.exit(f"train.py: error: {' '.join(str(e).split())}")
-  except KeyboardInterrupt as e:  # Ctrl-C or kill: no checkpoint is left half-written.
-    what, status = _flags.describe_interrupt(e)
-    print(f"train.py: {what}; re-run the same command to resume.", file=sys.stderr)
-    sys.exit(status)
-  except Exception as e:  # A program loaded from the compilation cache may be a damaged entry.
-    if (line := devices.cache_failure(e)) is None:
-      raise
-    sys.exit(f"train.py: error: {' '.join(line.split())}")
+  except (KeyboardInterrupt, Exception) as e:  # Ctrl-C or kill, or a damaged compiled program.
+    _flags.exit_stopped("train.py", e)
 
 
 if __name__ == "__main__":
