@@ -34,7 +34,6 @@ from gelujax.members import Members
 
 ROOT = Path(__file__).resolve().parent.parent
 TAGS = data.TWITTER_TAGS
-SHARED_TWITTER = Path("/work/shared/data/twpos")
 DEBIAN = data.DEBIAN_FASHION_MNIST
 
 
@@ -671,28 +670,6 @@ def test_real_fashion_mnist_downloads_from_a_mirror_verified_with_the_paper_spli
   np.testing.assert_array_equal(splits["test"]["inputs"].ravel(), images)
 
 
-def test_real_twitter_files_download_from_a_mirror_with_the_paper_split(
-  server, online, cache, monkeypatch
-):
-  if not SHARED_TWITTER.is_dir():
-    pytest.skip(f"the real ARK files are not on this machine ({SHARED_TWITTER})")
-  for file in download.PUBLISHED["twitter_pos"].files:
-    server.files[f"/mirror/twitter_pos/{file.name}"] = (SHARED_TWITTER / file.name).read_bytes()
-  monkeypatch.setenv("GELUJAX_DATA_MIRROR", server.url("mirror"))
-  splits = data.load("twitter_pos")  # The real table: the published checksums.
-  assert {k: len(v["targets"]) for k, v in splits.items()} == {
-    "train": 14_619, "validation": 4_823, "test": 7_152
-  }  # fmt: skip
-  tweets = [tokens_and_tweets((cache / "twitter_pos" / f"oct27.{s}").read_bytes())[1]
-            for s in ("train", "dev", "test")]  # fmt: skip
-  assert tweets == [1000, 327, 500]
-  assert splits.info["record"]["verified"].startswith("each of the 3 files matches its published")
-
-
-# ------------------------------------------------------------------------ the run's record
-
-
-@pytest.mark.slow
 def test_a_run_records_its_data_source_and_an_old_config_without_it_resumes(tmp_path, capfd):
   write_mnist_files(str(tmp_path / "mnist"), num_train=96, num_test=32)
   spec = tasks.get("tiny_mnist(data_options={'validation_size': 32}, epochs=1)")
