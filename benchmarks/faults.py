@@ -4,15 +4,17 @@ r"""Fault injection: every way found to lose or mix a workdir's results, caused 
 
 Each fault is done to real `experiments/train.py` processes training ``tiny_mnist`` on MNIST
 files in the real IDX format that this script writes: a second process on the same workdir,
-``kill -9``, real signals sent while a checkpoint is being saved, bytes flipped in the files on
-disk, a full disk (a small tmpfs, mounted for the purpose: needs root, as CI has), a read-only
-disk, a folder the process may not write (root without its capabilities, through
-``setpriv``), and malformed input files. For each, the table gives what the user sees (the
-command's stderr less its progress bar, and its exit status) and whether that is the promised
-behaviour (checked by the code below, never by hand). Writes ``faults.md`` and ``faults.json``
-to ``benchmarks/results/`` (or ``--output-dir``).
+``kill -9`` during a checkpoint's save and during an epoch, real signals sent during a save
+and outside one, bytes flipped, cut or deleted in the files on disk (metrics.jsonl's records,
+the checkpoints, the compilation cache's entries), a full disk (a small tmpfs, mounted for the
+purpose: needs root, as CI has), a read-only disk, a folder the process may not write (root
+without its capabilities, through ``setpriv``), flags that cannot be used and malformed input
+files. For each, the table gives what the user sees (the command's stderr less its progress
+bar, and its exit status) and whether that is the promised behaviour (checked by the code
+below, never by hand; where a run goes on, against the bytes of an uninterrupted run). Writes
+``faults.md`` and ``faults.json`` to ``benchmarks/results/`` (or ``--output-dir``).
 
-`tests/test_faults.py` runs the same faults and asserts what the user sees.
+`tests/test_faults.py` runs the same faults and checks each promise again on its own.
 """
 
 from __future__ import annotations
