@@ -52,6 +52,8 @@ RESULTS = Path(__file__).parent / "results"
 
 
 _PROGRESS = re.compile(r"^\s*\d+%\|")  # tqdm's lines: " 50%|#####     | 1/2 [...]"
+# The line every run starts with, naming its data's source: the same whatever the fault.
+_DATA_SOURCE = re.compile(r"^gelujax: data ")
 
 
 @dataclasses.dataclass
@@ -65,8 +67,12 @@ class Run:
 
   @property
   def seen(self) -> list[str]:
-    """The stderr lines a user reads, less the progress bar's."""
-    return [line for line in self.stderr.splitlines() if line.strip() and not _PROGRESS.match(line)]
+    """The stderr lines a user reads, less the progress bar's and the data source's."""
+    return [
+      line
+      for line in self.stderr.splitlines()
+      if line.strip() and not _PROGRESS.match(line) and not _DATA_SOURCE.match(line)
+    ]
 
 
 @dataclasses.dataclass

@@ -74,8 +74,9 @@ def run_command(*args: str, devices: int = 1, **env_vars: str) -> subprocess.Com
 # train.py's main called with each of several sets of flags in one fresh process (JAX starts
 # once); prints how each call exited (None, or SystemExit's code).
 RUN_MAINS = """
-import importlib.util, json, sys
+import importlib.util, json, os, sys
 from absl import flags
+sys.path.insert(0, os.path.dirname(sys.argv[1]))  # as `python train.py` does: its _flags beside it
 spec = importlib.util.spec_from_file_location("train", sys.argv[1])
 train = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(train)
