@@ -604,12 +604,7 @@ def reproduce(
     data_dir=data_dir,
     train=True,
   )
-  if noise_task:
-    result = write_noise(base, stages, out, root=root, data_dir=data_dir, evaluate=True)
-  else:
-    result = write_runs(base, stages, out)
-  write_result(task, result, out=out, root=root, trained=True)
-  return out
+  return write(task, stages, out=out, root=root, data_dir=data_dir, trained=True)
 
 
 def render(task: str, *, out: Path, root: Path) -> Path:
@@ -625,11 +620,20 @@ def render(task: str, *, out: Path, root: Path) -> Path:
   found = find_noise_grids(out, spec, root) if noise_task else grids.find_grids(out, spec)
   options = {"seeds": [], "evaluation_seeds": [], "data_dir": None, "train": False}
   stages = run_stages(base, found, out, **options)
-  if noise_task:
-    result = write_noise(base, stages, out, root=root, data_dir=None, evaluate=False)
+  return write(task, stages, out=out, root=root, data_dir=None, trained=False)
+
+
+def write(
+  task: str, stages: Stages, *, out: Path, root: Path, data_dir: str | None, trained: bool
+) -> Path:
+  """Writes the result of ``stages`` under ``out`` (a noise task evaluates its classifiers
+  first, where ``trained``), then its README; returns ``out``."""
+  base = task.removesuffix(NOISE_SUFFIX)
+  if task.endswith(NOISE_SUFFIX):
+    result = write_noise(base, stages, out, root=root, data_dir=data_dir, evaluate=trained)
   else:
     result = write_runs(base, stages, out)
-  write_result(task, result, out=out, root=root, trained=False)
+  write_result(task, result, out=out, root=root, trained=trained)
   return out
 
 
