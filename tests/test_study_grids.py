@@ -149,8 +149,11 @@ def test_a_grid_stopped_by_sigint_keeps_its_training_time(tmp_path):
     time.sleep(0.2)
   process.send_signal(signal.SIGINT)
   _, stderr = process.communicate(timeout=120)
-  # Python turns SIGINT into KeyboardInterrupt (or, mid-save, its subclass Interrupted).
-  assert process.returncode != 0 and re.search(r"(KeyboardInterrupt|Interrupted): ", stderr)
+  # Python turns SIGINT into KeyboardInterrupt (or, mid-save, its subclass Interrupted); its
+  # message is empty when the signal lands inside JAX (e.g. computing a compilation-cache key).
+  assert process.returncode != 0 and re.search(
+    r"^[\w.]*(KeyboardInterrupt|Interrupted)\b", stderr, re.M
+  )
   timing = grids.read_timings(tmp_path)["gelu"]
   # The 65 s of the earlier invocation (written before machines were recorded), plus this one's.
   assert timing["seconds"] > 65.0
