@@ -29,6 +29,7 @@ from gelujax.paper import (
   PAPER_TASKS,
   design,
 )
+from gelujax.registry import parse_name
 from gelujax.study.grids import DEFAULT_ACTIVATIONS
 
 _TASK = flags.DEFINE_string(
@@ -97,6 +98,10 @@ def run() -> Path:
   _, spec = _flags.make_spec(
     base, dataset=_DATASET.value, epochs=_EPOCHS.value, embeddings=_EMBEDDINGS.value
   )
+  # The registered task names the result, its hypotheses and the paper's numbers; field
+  # overrides in --task (``twitter_pos(model=...)``) are the spec's, recorded in every run.
+  name = parse_name(base)[0]
+  task = name + (NOISE_SUFFIX if noise else "")
   out = Path(_OUT.value or ROOT / "results" / spec.dataset / task)
   if _RENDER.value:
     given = [f"--{flag.name}" for flag in _SETTINGS if flag.value is not None]
@@ -109,12 +114,12 @@ def run() -> Path:
   seeds = _flags.parse_seeds(_SEEDS.value, spec.seeds)
   evaluation_seeds = _flags.parse_seeds(
     _EVALUATION_SEEDS.value,
-    design(base, len(seeds)).evaluation_seeds,
+    design(name, len(seeds)).evaluation_seeds,
     "evaluation_seeds",
     EVALUATION_SEED_START,
   )
   learning_rates = _flags.parse_floats("learning_rates", _LEARNING_RATES.value, spec.learning_rates)
-  default_rates = (0.0,) if noise else PAPER_DROPOUT_RATES.get(base, (spec.dropout,))
+  default_rates = (0.0,) if noise else PAPER_DROPOUT_RATES.get(name, (spec.dropout,))
   dropout_rates = _flags.parse_floats("dropout_rates", _DROPOUT_RATES.value, default_rates)
   if noise and dropout_rates != [0.0]:
     raise ValueError(

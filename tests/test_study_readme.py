@@ -2,6 +2,7 @@
 
 import dataclasses
 import json
+import shlex
 
 from gelujax import devices, tasks, writers
 from gelujax.study import grids, readme
@@ -80,6 +81,34 @@ def test_reproduce_command_leaves_defaults_out(tmp_path):
   settings |= {"evaluation_seeds": []}  # None trained yet: the default is left out.
   command = readme.reproduce_command(settings, paper, out=out, root=tmp_path)
   assert "--seeds=3 " in command and "--evaluation_seeds" not in command
+
+
+def test_reproduce_command_names_spec_overrides_no_flag_sets(tmp_path):
+  # Twitter POS with trainable embeddings: the runs' spec differs from the paper's in two fields
+  # that only the task's name can set; the command must train that spec again.
+  import _flags
+
+  paper = tasks.get("twitter_pos")
+  ours = paper.replace(model="embedding_mlp_twitter_pos", preprocessing=())
+  settings = {
+    "task": "twitter_pos",
+    "dataset": "twitter_pos",
+    "epochs": 30,
+    "activations": list(grids.DEFAULT_ACTIVATIONS),
+    "seeds": [0, 1, 2, 3, 4],
+    "evaluation_seeds": list(range(100, 110)),
+    "learning_rates": [1e-3, 1e-4, 1e-5],
+    "dropout_rates": [0.2],
+    "spec": writers.jsonable(dataclasses.asdict(ours)),
+  }
+  out = tmp_path / "results" / "twitter_pos" / "twitter_pos"
+  command = readme.reproduce_command(settings, paper, out=out, root=tmp_path)
+  assert command == (
+    "python experiments/reproduce.py "
+    "'--task=twitter_pos(model=\"embedding_mlp_twitter_pos\", preprocessing=())'"
+  )
+  task = shlex.split(command)[2].removeprefix("--task=")
+  assert _flags.make_spec(task)[1] == ours
 
 
 def test_readme_records_what_ran(tmp_path):

@@ -10,6 +10,7 @@ tables.
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 import shlex
 import time
@@ -41,12 +42,37 @@ OVERVIEW_BEGIN = (
 OVERVIEW_END = "<!-- end of the results overview -->"
 
 
+# TaskSpec fields that reproduce.py's own flags set (or that each run varies).
+_FLAG_FIELDS = frozenset(
+  {"name", "dataset", "epochs", "activation", "dropout", "learning_rates", "seeds", "data_options"}
+)
+
+
+def _literal(value: Any) -> str:
+  """``value`` (as config.json holds it) as a Python literal a task's name can take, strings
+  double-quoted so that the shell command needs one pair of single quotes."""
+  if isinstance(value, str):
+    return json.dumps(value)
+  if isinstance(value, list):
+    items = [_literal(v) for v in value]
+    return f"({', '.join(items)}{',' if len(items) == 1 else ''})"
+  return repr(value)
+
+
 def reproduce_command(settings: Mapping[str, Any], paper: Any, *, out: Path, root: Path) -> str:
   """The command that reproduces a result from scratch, from its settings (flags left at their
   defaults are left out). Re-running it skips what is finished."""
   task, noise = settings["task"], settings["task"].endswith(NOISE_SUFFIX)
   base = task.removesuffix(NOISE_SUFFIX)
-  flags = [f"--task={task}"]
+  # Spec fields no flag of reproduce.py sets go into the task's name as field overrides.
+  theirs = writers.jsonable(dataclasses.asdict(paper))
+  overrides = [
+    f"{field}={_literal(ours)}"
+    for field, ours in settings["spec"].items()
+    if field not in _FLAG_FIELDS and ours != theirs.get(field, ours)
+  ]
+  name = f"{base}({', '.join(overrides)})" if overrides else base
+  flags = [f"--task={name}{NOISE_SUFFIX if noise else ''}"]
   if settings["dataset"] != paper.dataset:
     flags.append(f"--dataset={settings['dataset']}")
   if settings["epochs"] != paper.epochs:
