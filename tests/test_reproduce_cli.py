@@ -157,6 +157,16 @@ def test_tiny_mnist_end_to_end_evaluation_seeds_and_noise(tmp_path):
   assert "[1/1]" not in stdout and (out / "table.md").read_text() == table
   assert (read_metrics(workdir), read_metrics(evaluation)) == before
 
+  # A later invocation for another activation trains only its runs, and its result covers every
+  # run under --out, as a --render does (not only the runs it was asked for).
+  relu_flags = [f if f != "--activations=gelu" else "--activations=relu" for f in flags]
+  stdout = run_reproduce(*relu_flags, f"--out={out}", cache=tmp_path / "cache")
+  assert "[1/1] relu: trained in" in stdout and "gelu" not in stdout.split("Wrote")[0]
+  both = (out / "table.md").read_text()
+  assert "| gelu | " in both and "| relu | " in both and "| gelu_eval | " in both
+  run_reproduce("--task=tiny_mnist", f"--out={out}", "--render", cache=tmp_path / "cache")
+  assert (out / "table.md").read_text() == both
+
   # The noise experiment re-uses the finished no-dropout classifiers beside it.
   noise_out = tmp_path / "results" / "tiny_mnist_noise"
   stdout = run_reproduce(

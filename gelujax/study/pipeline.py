@@ -604,7 +604,11 @@ def reproduce(
     data_dir=data_dir,
     train=True,
   )
-  return write(task, stages, out=out, root=root, data_dir=data_dir, trained=True)
+  if noise_task:  # Noise evaluations of these classifiers, kept in out/noise/ for the result.
+    write_noise(base, stages, out, root=root, data_dir=data_dir, evaluate=True)
+  # The result is every run under out, not only this invocation's (--activations may be a
+  # subset of what an earlier one trained): the same files a --render reads.
+  return write(task, find_stages(task, out, root), out=out, root=root, trained=True)
 
 
 def render(task: str, *, out: Path, root: Path) -> Path:
@@ -614,23 +618,27 @@ def render(task: str, *, out: Path, root: Path) -> Path:
   Raises:
     ValueError: ``out`` holds no runs (or, for a noise task, no noise evaluations) to render.
   """
-  noise_task = task.endswith(NOISE_SUFFIX)
+  return write(task, find_stages(task, out, root), out=out, root=root, trained=False)
+
+
+def find_stages(task: str, out: Path, root: Path) -> Stages:
+  """The stages of every finished run under ``out`` (for a noise task: every classifier with
+  noise evaluations in ``out/noise/``), read from their files; nothing is trained."""
   base = task.removesuffix(NOISE_SUFFIX)
   spec = tasks.get(base)
+  noise_task = task.endswith(NOISE_SUFFIX)
   found = find_noise_grids(out, spec, root) if noise_task else grids.find_grids(out, spec)
   options = {"seeds": [], "evaluation_seeds": [], "data_dir": None, "train": False}
-  stages = run_stages(base, found, out, **options)
-  return write(task, stages, out=out, root=root, data_dir=None, trained=False)
+  return run_stages(base, found, out, **options)
 
 
-def write(
-  task: str, stages: Stages, *, out: Path, root: Path, data_dir: str | None, trained: bool
-) -> Path:
-  """Writes the result of ``stages`` under ``out`` (a noise task evaluates its classifiers
-  first, where ``trained``), then its README; returns ``out``."""
+def write(task: str, stages: Stages, *, out: Path, root: Path, trained: bool) -> Path:
+  """Writes the result of ``stages`` under ``out`` from the runs' files (and, for a noise task,
+  the evaluations kept in ``out/noise/``), then its README; returns ``out``. ``trained`` says
+  whether this invocation trained (the README says which)."""
   base = task.removesuffix(NOISE_SUFFIX)
   if task.endswith(NOISE_SUFFIX):
-    result = write_noise(base, stages, out, root=root, data_dir=data_dir, evaluate=trained)
+    result = write_noise(base, stages, out, root=root, data_dir=None, evaluate=False)
   else:
     result = write_runs(base, stages, out)
   write_result(task, result, out=out, root=root, trained=trained)
