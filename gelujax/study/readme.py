@@ -162,7 +162,10 @@ def list_deviations(
   if task == "twitter_pos" and not spec["data_options"].get("embeddings"):
     deviations.append(
       "Twitter POS without the paper's pretrained 50-d tweet embeddings (not publicly "
-      "retrievable): the task's substitute embeddings are used (see gelujax.tasks)."
+      "retrievable): a substitute is used, frozen random (the task's `embed_words` step) or "
+      "trainable random (`model='embedding_mlp_twitter_pos'`; see gelujax.tasks), as the "
+      "fields above say; `scripts/twitter_trial.py` chose between them on validation error "
+      "(`results/twitter_pos/trial/README.md`)."
     )
   if noise:
     deviations.append(
