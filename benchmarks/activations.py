@@ -31,7 +31,7 @@ from scipy import special
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import gelujax
-from gelujax.devices import describe_machine
+from gelujax.host import describe_machine
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 F32_TINY = float(np.finfo(np.float32).smallest_normal)

@@ -43,7 +43,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 from tiny_task import hash_tree, write_mnist_files  # noqa: E402
 
-from gelujax.devices import describe_machine  # noqa: E402
+from gelujax.host import describe_machine  # noqa: E402
 
 TRAIN = ROOT / "experiments" / "train.py"
 TASK = "--task=tiny_mnist(data_options={'validation_size': 32})"

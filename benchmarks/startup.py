@@ -78,7 +78,7 @@ def main() -> None:
   parser.add_argument("--rounds", type=int, default=3)
   parser.add_argument("--output-dir", type=Path, default=RESULTS_DIR)
   args = parser.parse_args()
-  from gelujax.devices import describe_machine
+  from gelujax.host import describe_machine
 
   scratch = Path(tempfile.mkdtemp(prefix="gelujax-startup-"))
   cache = scratch / "cache"
