@@ -73,10 +73,8 @@ _NUM_PROCESSES = flags.DEFINE_integer("num_processes", 1, "Multi-host runs: how 
 _PROCESS_ID = flags.DEFINE_integer("process_id", 0, "Multi-host runs: this process's index.")
 
 
-def make_spec():
-  """The task's spec with the flags' overrides, checked; raises ValueError on a bad value."""
-  overrides = (_ACTIVATION, _DATASET, _EPOCHS, _BATCH_SIZE, _DROPOUT)
-  return _flags.make_spec(_TASK.value, **{flag.name: flag.value for flag in overrides})[1]
+# The flags that set a field of the task's spec, each of its own name.
+_SPEC_FLAGS = (_ACTIVATION, _DATASET, _EPOCHS, _BATCH_SIZE, _DROPOUT)
 
 
 def main(argv: list[str]) -> None:
@@ -88,7 +86,8 @@ def main(argv: list[str]) -> None:
   try:
     text_flags = (_TASK, _ACTIVATION, _DATASET, _LEARNING_RATES, _SEEDS, _CPU_DEVICES, _COORDINATOR)
     _flags.check_utf8(**{flag.name: flag.value for flag in text_flags})
-    spec = make_spec()
+    # Each value parsed once, here; the library takes values (a TaskSpec, Members).
+    _, spec = _flags.make_spec(_TASK.value, **{flag.name: flag.value for flag in _SPEC_FLAGS})
     members = Members(
       _flags.parse_floats("learning_rates", _LEARNING_RATES.value, spec.learning_rates),
       _flags.parse_seeds(_SEEDS.value, spec.seeds),

@@ -129,9 +129,7 @@ def program_calls(task, splits, num_members: int) -> dict[str, tuple]:
   from gelujax import engine
 
   mesh = engine.make_mesh(num_members)
-  program = engine.make_program(
-    task, mesh, splits["train"], num_members, dropout_bits=task.dropout_bits
-  )
+  program = engine.make_program(task, mesh, splits["train"], num_members)
   config, padded = program.config, program.padded_members
   over_members, replicated = NamedSharding(mesh, P("members")), NamedSharding(mesh, P())
 

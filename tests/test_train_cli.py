@@ -18,7 +18,7 @@ from scipy import special
 from tiny_task import hash_tree, write_mnist_files
 
 from benchmarks import faults
-from gelujax import data, engine
+from gelujax import engine, host
 from gelujax import workdir as workdirs
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -338,7 +338,7 @@ def test_a_grid_too_big_for_memory_is_refused_before_any_work(script, tmp_path, 
   # bytes of state a member, held twice during a step with gradients and updates, plus 128 KiB
   # of host memory a member. 100,000 seeds (the issue's) or more, if this machine has the room.
   per_member = 2 * 13_002 * 3 * 4 + 2 * 13_002 * 4 + 128 * 1024
-  seeds = max(100_000, 2 * data.available_memory() // per_member)
+  seeds = max(100_000, 2 * host.available_memory() // per_member)
   workdir = str(tmp_path / "run")
   args = grid_args(finished_run, workdir)
   exit_ = run_main(script, *[a for a in args if not a.startswith("--seeds")], f"--seeds={seeds}")
