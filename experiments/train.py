@@ -53,6 +53,11 @@ _SEEDS = flags.DEFINE_list(
 _DROPOUT = flags.DEFINE_float(
   "dropout", None, "Dropout drop rate in [0, 1); 0 disables it; default: the task's."
 )
+_DTYPE = flags.DEFINE_string(
+  "dtype", None, "What the model's layers and activations compute in: float32 or bfloat16 "
+  "(mixed precision: parameters, optimizer state, losses and metrics stay float32); default: "
+  "the task's (float32)."
+)  # fmt: skip
 _CHECKPOINT_EVERY = flags.DEFINE_integer("checkpoint_every", 1, "Save a checkpoint every N epochs.")
 _CPU_DEVICES = flags.DEFINE_string(
   "cpu_devices", "auto", "CPU hosts: the devices to split this host into, or 'auto' (one per "
@@ -74,7 +79,7 @@ _PROCESS_ID = flags.DEFINE_integer("process_id", 0, "Multi-host runs: this proce
 
 
 # The flags that set a field of the task's spec, each of its own name.
-_SPEC_FLAGS = (_ACTIVATION, _DATASET, _EPOCHS, _BATCH_SIZE, _DROPOUT)
+_SPEC_FLAGS = (_ACTIVATION, _DATASET, _EPOCHS, _BATCH_SIZE, _DROPOUT, _DTYPE)
 
 
 def main(argv: list[str]) -> None:
@@ -84,7 +89,9 @@ def main(argv: list[str]) -> None:
     logging.set_verbosity(logging.WARNING)
   signal.signal(signal.SIGTERM, host.interrupt)  # `kill` unwinds like Ctrl-C.
   try:
-    text_flags = (_TASK, _ACTIVATION, _DATASET, _LEARNING_RATES, _SEEDS, _CPU_DEVICES, _COORDINATOR)
+    text_flags = (
+      _TASK, _ACTIVATION, _DATASET, _DTYPE, _LEARNING_RATES, _SEEDS, _CPU_DEVICES, _COORDINATOR
+    )  # fmt: skip
     _flags.check_utf8(**{flag.name: flag.value for flag in text_flags})
     # Each value parsed once, here; the library takes values (a TaskSpec, Members).
     _, spec = _flags.make_spec(_TASK.value, **{flag.name: flag.value for flag in _SPEC_FLAGS})
@@ -97,7 +104,9 @@ def main(argv: list[str]) -> None:
     host.enable_compilation_cache(_COMPILATION_CACHE.value)
     if _COORDINATOR.value:
       host.initialize_distributed(_COORDINATOR.value, _NUM_PROCESSES.value, _PROCESS_ID.value)
-    name = re.sub(r"[^\w.=-]+", "_", f"{spec.name}_{spec.dataset}_{spec.activation}")
+    default = f"{spec.name}_{spec.dataset}_{spec.activation}"
+    default += f"_{spec.dtype}" if spec.dtype != "float32" else ""
+    name = re.sub(r"[^\w.=-]+", "_", default)
     engine.fit(
       spec,
       _WORKDIR.value or f"workdirs/{name}",

@@ -31,6 +31,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import flax.linen as nn
+import jax.numpy as jnp
 import numpy as np
 
 from gelujax.activations import ACTIVATIONS, activation_names, get_activation
@@ -44,6 +45,8 @@ from gelujax.registry import Registry, close_names, did_you_mean, parse_name, se
 TASKS: Registry = Registry("task")
 
 SPLITS = ("train", "validation", "test")
+# What a model may compute in (TaskSpec.dtype); parameters are float32 either way.
+DTYPES = ("float32", "bfloat16")
 
 # Host-side preprocessing steps, applied in order by TaskSpec.load_data; each edits the Splits.
 PREPROCESSING: Registry = Registry("preprocessing step")
@@ -65,6 +68,9 @@ class TaskSpec:
     dropout_bits: where dropout masks come from: ``"hash"`` (the trainer's counter hash, the
       default) or ``"threefry"`` (JAX's default generator); see `gelujax.prng`. config.json
       records it only when it is not the default, so earlier runs' configs are unchanged.
+    dtype: the type the model's layers and activations compute in: ``"float32"`` or
+      ``"bfloat16"`` (mixed precision: parameters, optimizer state, losses and metrics stay
+      float32). config.json records it only when it is not the default.
     learning_rates: the grid of peak learning rates the paper selects from.
     seeds: number of runs per learning rate.
     batch_size: examples per step (TIMIT: whole utterances per step).
@@ -94,6 +100,7 @@ class TaskSpec:
   activation: str = "gelu_tanh"
   dropout: float = 0.0
   dropout_bits: str = "hash"
+  dtype: str = "float32"
   learning_rates: tuple[float, ...] = (1e-3, 1e-4, 1e-5)
   seeds: int = 5
   batch_size: int = 128
@@ -164,9 +171,12 @@ class TaskSpec:
     return splits
 
   def build_model(self) -> nn.Module:
-    """The model, with this spec's activation, dropout and model options."""
+    """The model, with this spec's activation, dropout, compute dtype and model options."""
     return MODELS.get(self.model)(
-      activation=self.activation, dropout=self.dropout, **self.model_options
+      activation=self.activation,
+      dropout=self.dropout,
+      dtype=jnp.dtype(self.dtype),
+      **self.model_options,
     )
 
   def for_data(self, splits) -> TaskSpec:
@@ -278,6 +288,7 @@ _CHECKS: dict[str, tuple[Callable[[TaskSpec, Any], bool], Callable[[TaskSpec], s
     lambda s: "a drop rate in [0, 1) (0 disables dropout)",
   ),
   "dropout_bits": (lambda s, v: v in DROPOUT_BITS, lambda s: ", ".join(DROPOUT_BITS)),
+  "dtype": (lambda s, v: v in DTYPES, lambda s: ", ".join(DTYPES)),
   "learning_rates": (
     lambda s, v: isinstance(v, tuple) and learning_rates_problem(v) is None,
     lambda s: "a non-empty tuple of distinct learning rates, each > 0 and normal in float32",

@@ -18,8 +18,6 @@ lock, the records, and the errors of its disk.
   restored checkpoint, which carries them (`resume_metrics`): whatever was cut, deleted or
   changed before it is rewritten (the file kept as ``metrics.jsonl.damaged``), so the run ends
   byte-equal to an uninterrupted one.
-
-Nothing here imports JAX: reading results needs only these files.
 """
 
 from __future__ import annotations
@@ -61,7 +59,7 @@ RECORD_FILE = "metadata"
 RESUMABLE_FIELDS = ("epochs",)
 # Spec fields added after runs were committed: config.json leaves each out at its default, so
 # the configs (and identities) of runs written before it stay the same.
-OMITTED_AT_DEFAULT = {"dropout_bits": "hash"}
+OMITTED_AT_DEFAULT = {"dropout_bits": "hash", "dtype": "float32"}
 # OS errors that mean the workdir's disk cannot take the write, not a bug.
 DISK_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EIO)
 

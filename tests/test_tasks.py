@@ -141,6 +141,8 @@ def test_build_model_uses_activation_dropout_and_options():
   wrn = get("cifar100", model_options={"width": 2}).build_model()
   assert (wrn.depth, wrn.width, wrn.dropout) == (40, 2, 0.3)
   assert tasks.get("timit").build_model().num_outputs == 39
+  assert get("mnist").build_model().dtype == jnp.float32
+  assert get("cifar10", dtype="bfloat16").build_model().dtype == jnp.bfloat16
 
 
 # ---------------------------------------------------------------------------- validation
@@ -172,6 +174,7 @@ def test_build_model_uses_activation_dropout_and_options():
     ("group_batches", 1, "True or False"),
     ("data_options", None, "dict"),
     ("dropout_bits", "mt19937", "hash, threefry"),
+    ("dtype", "float16", "float32, bfloat16"),
   ],
 )
 def test_replace_rejects_bad_values(field, value, valid):

@@ -357,6 +357,22 @@ def test_a_workdir_that_is_a_file_is_refused(script, tmp_path, finished_run):
   assert path.read_text() == "precious\n"
 
 
+def test_dtype_bfloat16_trains_is_recorded_and_checked_on_resume(script, tmp_path, finished_run):
+  workdir = str(tmp_path / "run")
+  args = grid_args(finished_run, workdir, "--dtype=bfloat16", "--epochs=1")
+  assert run_main(script, *args) is None
+  assert workdirs.read_json(os.path.join(workdir, "config.json"))["spec"]["dtype"] == "bfloat16"
+  [first, second] = workdirs.read_metrics(workdir)  # one epoch, two members
+  assert first["train_loss"] > 0 and second["train_loss"] > 0
+  before = faults.results(workdir)
+  exit_ = run_main(script, *grid_args(finished_run, workdir, "--epochs=2"))  # float32, default
+  assert_one_line_error(exit_, "holds another run", "dtype 'bfloat16' (now 'float32')")
+  assert faults.results(workdir) == before
+  exit_ = run_main(script, *grid_args(finished_run, str(tmp_path / "new"), "--dtype=float16"))
+  assert_one_line_error(exit_, "--dtype 'float16' is not valid", "expected float32, bfloat16")
+  assert not os.path.exists(tmp_path / "new")
+
+
 @pytest.mark.mount
 def test_a_workdir_on_a_read_only_disk_is_refused(script, tmp_path, finished_run):
   with faults.tmpfs(tmp_path / "disk", "1m", "ro") as disk:

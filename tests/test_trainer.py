@@ -693,3 +693,105 @@ def test_config_json_names_one_grid(tmp_path):
   config = workdirs.read_json(tmp_path / "config.json")
   assert config["spec"]["learning_rates"] == [5e-3] and config["spec"]["seeds"] == 1
   assert config["members"] == [{"seed": 4, "learning_rate": 5e-3}]
+
+
+# ------------------------------------------------------------------- bfloat16 computation
+
+# Closeness of a bfloat16 run to the float32 run of the same grid: bfloat16 keeps 8 significant
+# bits (unit roundoff 2^-8, 0.39%). A loss averages 32 to 64 examples whose rounding errors
+# largely cancel, and tiny_mnist's 3 epochs are 21 steps, so the curves agree to well under one
+# roundoff where rounding only perturbs them (measured: at most 0.15%); 2% leaves room for the
+# trajectories to drift apart by rounding without letting a wrong computation (a loss off by a
+# factor, a layer in the wrong type) pass. A classification error may flip the examples that
+# lie on the decision boundary: up to 4 of the 64 test images.
+BF16_LOSS_RTOL = 0.02
+BF16_ERROR_ATOL = 4 / 64
+
+
+def tiny_mnist(tmp_path, dtype: str, epochs: int = 3):
+  from tiny_task import write_mnist_files
+
+  from gelujax import tasks
+
+  data_dir = tmp_path / "mnist"
+  if not data_dir.exists():
+    write_mnist_files(str(data_dir))
+  spec = tasks.get("tiny_mnist(data_options={'validation_size': 32})")
+  return spec.replace(dtype=dtype, epochs=epochs), str(data_dir)
+
+
+def test_bfloat16_trains_close_to_float32_with_float32_state(tmp_path):
+  members = Members((1e-3,), (0, 1))
+  runs = {}
+  for dtype in ("float32", "bfloat16"):
+    spec, data_dir = tiny_mnist(tmp_path, dtype)
+    engine.fit(spec, str(tmp_path / dtype), members, data_dir=data_dir, progress=False)
+    runs[dtype] = workdirs.read_metrics(tmp_path / dtype)
+  low, full = runs["bfloat16"], runs["float32"]
+  first, last = low[:2], low[-2:]
+  assert all(b["train_loss"] < 0.8 * a["train_loss"] for a, b in zip(first, last, strict=True))
+  for a, b in zip(low, full, strict=True):
+    assert (a["member"], a["epoch"]) == (b["member"], b["epoch"])
+    for key in ("train_loss", "validation_loss", "test_loss"):
+      assert abs(a[key] - b[key]) <= BF16_LOSS_RTOL * b[key], (key, a, b)
+    assert abs(a["test_error"] - b["test_error"]) <= BF16_ERROR_ATOL, (a, b)
+  assert low != full  # computed in another type: not the float32 numbers
+  # Parameters, optimizer state and batch statistics are float32 in the checkpoint.
+  spec, data_dir = tiny_mnist(tmp_path, "bfloat16")
+  _, _, state = engine.restore(str(tmp_path / "bfloat16"), data_dir=data_dir)
+  assert {leaf.dtype for leaf in jax.tree.leaves(state.params)} == {np.dtype(np.float32)}
+  floats = [leaf for leaf in jax.tree.leaves(state.opt_state) if leaf.dtype.kind == "f"]
+  assert floats and {leaf.dtype for leaf in floats} == {np.dtype(np.float32)}
+  # config.json records the dtype only when it is not float32 (runs before it keep their
+  # identity), and a resume with another dtype is refused like any other field, untouched.
+  configs = {d: workdirs.read_json(tmp_path / d / "config.json")["spec"] for d in runs}
+  assert configs["bfloat16"]["dtype"] == "bfloat16" and "dtype" not in configs["float32"]
+  before = hash_tree(str(tmp_path / "bfloat16"))
+  other, _ = tiny_mnist(tmp_path, "float32", epochs=4)
+  with pytest.raises(ValueError, match=r"dtype 'bfloat16' \(now 'float32'\)"):
+    engine.fit(other, str(tmp_path / "bfloat16"), members, data_dir=data_dir, progress=False)
+  assert hash_tree(str(tmp_path / "bfloat16")) == before
+
+
+def jaxpr_equations(jaxpr):
+  """Every equation of a jaxpr and of the jaxprs inside it (scan, shard_map, jit, ...)."""
+  for eqn in jaxpr.eqns:
+    yield eqn
+    for param in eqn.params.values():
+      for sub in param if isinstance(param, list | tuple) else [param]:
+        if isinstance(sub, jax.extend.core.ClosedJaxpr):
+          yield from jaxpr_equations(sub.jaxpr)
+        elif isinstance(sub, jax.extend.core.Jaxpr):
+          yield from jaxpr_equations(sub)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_bfloat16_programs_compute_products_and_activations_in_bfloat16(tmp_path, dtype):
+  spec, data_dir = tiny_mnist(tmp_path, dtype)
+  splits = spec.load_data(data_dir)
+  members = Members((1e-3,), (0, 1))
+  program = engine.make_program(spec, engine.make_mesh(2), splits["train"], 2)
+  seeds, lrs = program.put_members(members)
+  state = program.init(seeds, lrs)
+  args = (state, program.put_data(splits["train"]), program.shuffle(seeds, np.int32(1)), seeds)
+  train = jax.make_jaxpr(functools.partial(program.train_segment, num_steps=2))(
+    *args, lrs, np.int32(1), np.int32(0)
+  )
+  evaluate = jax.make_jaxpr(program.evaluate)(state, program.put_eval_split(splits["test"]))
+  expected = np.dtype(getattr(jax.numpy, dtype))
+  # Every matrix product, forward and backward (3 layers: 3 forward, 5 backward, 3 more for the
+  # dropout-off loss when the model draws randomness; tiny_mnist has none).
+  products = [e for e in jaxpr_equations(train.jaxpr) if e.primitive.name == "dot_general"]
+  assert len(products) >= 8
+  assert {e.outvars[0].aval.dtype for e in products} == {expected}
+  # Each hidden activation (gelu_tanh, a jitted function) takes and returns the compute type:
+  # 2 layers, traced twice (the first evaluation batch, then the scan over the others).
+  evaluated = jaxpr_equations(evaluate.jaxpr)
+  activations = [e for e in evaluated if e.params.get("name") == "gelu_tanh"]
+  assert len(activations) == 4
+  for eqn in activations:
+    assert eqn.invars[0].aval.dtype == eqn.outvars[0].aval.dtype == expected
+  # Parameters and the state stay float32 in either case; losses and metrics are float32.
+  assert {leaf.dtype for leaf in jax.tree.leaves(state.params)} == {np.dtype(np.float32)}
+  assert {v.aval.dtype for v in evaluate.jaxpr.outvars} == {np.dtype(np.float32)}
+  assert train.jaxpr.outvars[-1].aval.dtype == np.float32  # the training loss

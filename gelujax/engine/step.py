@@ -190,7 +190,11 @@ def _draws_randomness(config: StepConfig) -> bool:
 
 
 def apply_model(config: StepConfig, params, batch_stats, inputs, *, train: bool, rng=None):
-  """The model's outputs, and its batch statistics (updated in training)."""
+  """The model's outputs in float32, and its batch statistics (updated in training).
+
+  A model that computes in bfloat16 returns bfloat16 outputs; losses and metrics are computed
+  from their float32 values (a no-op for a float32 model).
+  """
   variables = {"params": params}
   if config.has_batch_stats:
     variables["batch_stats"] = batch_stats
@@ -198,9 +202,10 @@ def apply_model(config: StepConfig, params, batch_stats, inputs, *, train: bool,
     outputs, updates = config.model.apply(
       variables, inputs, train=True, rngs={"dropout": rng}, mutable=["batch_stats"]
     )
-    return outputs, updates["batch_stats"]
+    return outputs.astype(jnp.float32), updates["batch_stats"]
   rngs = {"dropout": rng} if train else {}
-  return config.model.apply(variables, inputs, train=train, rngs=rngs), batch_stats
+  outputs = config.model.apply(variables, inputs, train=train, rngs=rngs)
+  return outputs.astype(jnp.float32), batch_stats
 
 
 def init_member(config: StepConfig, seed: jax.Array, learning_rate: jax.Array) -> TrainState:
