@@ -6,7 +6,8 @@ one jitted program) throughput on float32 and bfloat16 arrays, for every gelujax
 kernel (``x * 2``, the memory-bandwidth reference). All cells are timed in interleaved rounds
 (every cell once per round) so that load from other processes hits them alike; the report gives
 medians, GB/s (bytes read + written) and the time relative to the copy kernel. The accuracy
-table compares float32 values and derivatives with float64 references (max ulp, abs, rel error).
+tables compare float32 and bfloat16 values and derivatives with float64 references (max ulp in
+the dtype's own spacing, abs, rel error); bfloat16 over every finite bfloat16 number.
 
 Run: python benchmarks/activations.py            (16M elements, 15 rounds; writes the report)
      python benchmarks/activations.py --quick    (a tiny smoke run)
@@ -26,12 +27,13 @@ from pathlib import Path
 
 import jax
 import jax.numpy as jnp
+import ml_dtypes
 import numpy as np
 from scipy import special
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import gelujax
-from gelujax.devices import describe_machine
+from gelujax.host import describe_machine
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 F32_TINY = float(np.finfo(np.float32).smallest_normal)
@@ -150,16 +152,26 @@ def accuracy_grid(points: int) -> np.ndarray:
   return np.unique(grid.astype(np.float32))
 
 
-def error_stats(x: np.ndarray, y: np.ndarray, ref: np.ndarray) -> dict:
-  """Max ulp, abs and rel error of float32 ``y`` against float64 ``ref``.
+def bfloat16_grid() -> np.ndarray:
+  """Every finite bfloat16 number (as float32; 65,280 of them with both zeros)."""
+  bits = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16)
+  values = bits.view(ml_dtypes.bfloat16).astype(np.float32)
+  return np.unique(values[np.isfinite(values)])
 
-  ulp and relative errors count only where ``ref`` is a normal float32, over the whole range
-  and over |x| <= 10 (where underflow in intermediates does not enter yet).
+
+def error_stats(x: np.ndarray, y: np.ndarray, ref: np.ndarray, dtype=np.float32) -> dict:
+  """Max ulp, abs and rel error of ``y`` (computed in ``dtype``) against float64 ``ref``.
+
+  An ulp is the spacing of ``dtype`` at the reference rounded to ``dtype`` (float32: 2^-23
+  relative, bfloat16: 2^-7). ulp and relative errors count only where ``ref`` is a normal
+  number (bfloat16 has float32's exponent range), over the whole range and over |x| <= 10
+  (where underflow in intermediates does not enter yet).
   """
   y = np.asarray(y, np.float64)
   normal = np.abs(ref) >= F32_TINY
   err = np.abs(y - ref)
-  ulp = np.where(normal, err / np.spacing(np.abs(ref.astype(np.float32))).astype(np.float64), 0)
+  spacing = np.spacing(np.abs(ref).astype(dtype)).astype(np.float64)
+  ulp = np.where(normal, err / np.where(normal, spacing, 1.0), 0)
   core = np.abs(x) <= 10
   return dict(
     max_ulp=float(ulp.max()),
@@ -172,17 +184,25 @@ def error_stats(x: np.ndarray, y: np.ndarray, ref: np.ndarray) -> dict:
 
 
 def measure_accuracy(points: int) -> list[dict]:
-  x = accuracy_grid(points)
-  x64 = x.astype(np.float64)
+  """Each variant's value and derivative in float32 (on `accuracy_grid`) and in bfloat16 (on
+  every finite bfloat16 number; inputs, computation and outputs in bfloat16) against float64
+  references at the same inputs."""
+  grids = {"float32": accuracy_grid(points), "bfloat16": bfloat16_grid()}
+  numpy_dtypes = {"float32": np.float32, "bfloat16": ml_dtypes.bfloat16}
   rows = []
-  for name, (ref, label) in ACCURACY.items():
-    y, dy = jax.jit(jax.vmap(jax.value_and_grad(VARIANTS[name])))(x)
-    ref_y, ref_dy = ref(x64)
-    row = dict(variant=name, reference=label)
-    for part, value, expected in [("value", y, ref_y), ("derivative", dy, ref_dy)]:
-      row[part] = error_stats(x, np.asarray(value), expected)
-    row["max_abs_vs_exact_gelu"] = float(np.abs(np.asarray(y, np.float64) - ref_gelu(x64)[0]).max())
-    rows.append(row)
+  for dtype, x in grids.items():
+    x64 = x.astype(np.float64)
+    for name, (ref, label) in ACCURACY.items():
+      inputs = jnp.asarray(x, DTYPES[dtype])
+      y, dy = jax.jit(jax.vmap(jax.value_and_grad(VARIANTS[name])))(inputs)
+      assert y.dtype == dy.dtype == DTYPES[dtype], (name, dtype, y.dtype, dy.dtype)
+      ref_y, ref_dy = ref(x64)
+      row = dict(variant=name, reference=label, dtype=dtype, points=len(x))
+      for part, value, expected in [("value", y, ref_y), ("derivative", dy, ref_dy)]:
+        row[part] = error_stats(x, np.asarray(value, np.float64), expected, numpy_dtypes[dtype])
+      exact = ref_gelu(x64)[0]
+      row["max_abs_vs_exact_gelu"] = float(np.abs(np.asarray(y, np.float64) - exact).max())
+      rows.append(row)
   return rows
 
 
@@ -236,19 +256,23 @@ def write_report(result: dict, output_dir: Path) -> None:
       )
   lines += [
     "",
-    "## float32 accuracy vs float64",
+    "## Accuracy vs float64, float32 and bfloat16",
     "",
-    f"{result['accuracy_points']:,} float32 points: dense in [-14, 14] plus log-spaced magnitudes "
-    "up to 3e38. ulp and relative errors are taken where the reference is a normal float32 "
-    "(XLA flushes subnormals to zero on CPU, so an intermediate that underflows early shows up "
-    "in the 'all x' columns); 'vs exact' is the max abs difference from x Phi(x).",
+    f"float32: {result['accuracy_points']:,} points, dense in [-14, 14] plus log-spaced "
+    "magnitudes up to 3e38. bfloat16: every finite bfloat16 number, each variant computed on "
+    "bfloat16 arrays (its value and derivative in bfloat16, as a bfloat16 model computes them). "
+    "An ulp is the dtype's own spacing at the reference (bfloat16 keeps 8 significant bits: "
+    "2^-7 relative, against 2^-23 for float32). ulp and relative errors are taken where the "
+    "reference is a normal number (XLA flushes subnormals to zero on CPU, so an intermediate "
+    "that underflows early shows up in the 'all x' columns); 'vs exact' is the max abs "
+    "difference from x Phi(x) (float64).",
     "",
-    "| variant | reference | value max ulp, abs(x) <= 10 (at x) | all x (at x) | abs | rel "
+    "| dtype | variant | reference | value max ulp, abs(x) <= 10 (at x) | all x (at x) | abs | rel "
     "| derivative max ulp, abs(x) <= 10 (at x) | all x (at x) | abs | rel | value abs vs exact |",
-    "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
   ]
   for row in result["accuracy"]:
-    cells = [row["variant"], row["reference"]]
+    cells = [row["dtype"], row["variant"], row["reference"]]
     for stats in (row["value"], row["derivative"]):
       cells += [
         f"{stats['max_ulp_within_10']:.1f} ({stats['worst_x_within_10']:.4g})",

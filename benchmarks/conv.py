@@ -25,7 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from gelujax.devices import describe_machine
+from gelujax.host import describe_machine
 from gelujax.models import conv_general_dilated
 
 RESULTS = Path(__file__).parent / "results"

@@ -43,7 +43,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 from tiny_task import hash_tree, write_mnist_files  # noqa: E402
 
-from gelujax.devices import describe_machine  # noqa: E402
+from gelujax.host import describe_machine  # noqa: E402
 
 TRAIN = ROOT / "experiments" / "train.py"
 TASK = "--task=tiny_mnist(data_options={'validation_size': 32})"
@@ -918,12 +918,12 @@ def bad_workdirs(lab: Lab) -> list[Outcome]:
 
 
 def too_big(lab: Lab) -> list[Outcome]:
-  from gelujax import data
+  from gelujax import host
 
   outcomes = []
   # The 100,000 seeds, or more where this machine has room for them (tiny_mnist: 13,002
   # parameters, about 0.63 MB a member with Adam and the host's share).
-  many = max(100_000, data.available_memory() // 600_000)
+  many = max(100_000, host.available_memory() // 600_000)
   for seeds, needle in (
     (str(many), f"A grid of {2 * many:,} members needs about"),
     ("99999999999999", "--seeds 99999999999999 asks for"),

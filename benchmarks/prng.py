@@ -42,8 +42,8 @@ import numpy as np
 import scipy.stats
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from gelujax import prng, tasks, trainer
-from gelujax.devices import describe_machine
+from gelujax import engine, prng, tasks
+from gelujax.host import describe_machine
 
 RESULTS = Path(__file__).parent / "results"
 # The MNIST classifier's batches per epoch (55,000 // 128), so epoch e's steps start here.
@@ -57,11 +57,11 @@ LAGS = (1, 2, 3, 16, 128, 1024)
 
 def dropout_keys(seeds: int, epochs: int, steps: int) -> jax.Array:
   """The trainer's threefry dropout keys, [seeds, epochs, steps], at the first ``steps`` steps
-  of each epoch: `gelujax.trainer.step_keys` itself, before they become hash keys."""
+  of each epoch: `gelujax.engine.step_keys` itself, before they become hash keys."""
 
   def keys(seed, epoch):
     first = (epoch - 1) * STEPS_PER_EPOCH
-    return trainer.step_keys(seed, epoch, first + jnp.arange(steps), "threefry")[1]
+    return engine.step_keys(seed, epoch, first + jnp.arange(steps), "threefry")[1]
 
   seed_grid, epoch_grid = jnp.meshgrid(jnp.arange(seeds), jnp.arange(1, epochs + 1), indexing="ij")
   flat = jax.vmap(keys)(seed_grid.reshape(-1), epoch_grid.reshape(-1))
@@ -275,7 +275,7 @@ def write_report(result: dict, out: Path) -> None:
     "",
     f"Keys: the trainer's dropout keys of seeds 0..{seeds - 1}, epochs 1..{epochs} and the "
     f"first {steps} steps of each epoch ({first['keys']} keys), derived as the trainer derives "
-    "them (`gelujax.trainer.step_keys`: `prng.fold_key(seed, prng.STEP, epoch, step)`, split, "
+    "them (`gelujax.engine.step_keys`: `prng.fold_key(seed, prng.STEP, epoch, step)`, split, "
     "second half) and used as they are "
     "(threefry) or wrapped by `prng.make_dropout_key` (hash). Bits: "
     f"{first['words_per_key']} words of `jax.random.bits` per key. Masks: flax's `nn.Dropout` "

@@ -30,7 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from gelujax import devices  # noqa: E402
+from gelujax import host  # noqa: E402
 from gelujax.study import runs, stats  # noqa: E402
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
@@ -141,7 +141,7 @@ def write_report(output_dir: Path, result: dict) -> None:
     "# Dropout bits: the trainer's hash against threefry, trained",
     "",
     "Command: `python benchmarks/prng_training.py`  ",
-    f"Machine (threefry runs): {devices.describe_machine()}  ",
+    f"Machine (threefry runs): {host.describe_machine()}  ",
     f"Date: {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC",
     "",
     "Task `mnist` on Fashion-MNIST (Debian's `dataset-fashion-mnist`), dropout 0.5, 3 learning "

@@ -104,7 +104,7 @@ def main() -> None:
     "--render", action="store_true", help="rewrite protocols.md from protocols.json, timing nothing"
   )
   args = parser.parse_args()
-  from gelujax import devices
+  from gelujax import host
 
   if not args.render:
     names = args.only or list(CONTENDERS)
@@ -117,7 +117,7 @@ def main() -> None:
         print(f"  {seconds:.0f} s ({layout})", flush=True)
     record = {
       "command": " ".join(["python benchmarks/protocols.py", *sys.argv[1:]]),
-      "machine": devices.describe_machine(),
+      "machine": host.describe_machine(),
       "date": f"{datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC",
       "grids": measured,
     }

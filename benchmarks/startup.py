@@ -58,7 +58,15 @@ def run(tree: Path, workdir: Path, extra: list[str]) -> float:
 def import_seconds(tree: Path) -> dict[str, float]:
   """``python -X importtime`` of what train.py imports: the total and the largest packages."""
   env = dict(os.environ, PYTHONPATH=str(tree))
-  code = "from gelujax import checkpoints, data, devices, tasks, trainer, workdir, writers"
+  # The modules train.py imports in this tree or in the revision compared (which may name
+  # them differently: engine and host were trainer and devices).
+  code = (
+    "import importlib, importlib.util\n"
+    "for m in ('checkpoints', 'data', 'engine', 'host', 'tasks', 'workdir', 'writers', "
+    "'trainer', 'devices'):\n"
+    "  if importlib.util.find_spec('gelujax.' + m):\n"
+    "    importlib.import_module('gelujax.' + m)\n"
+  )
   result = subprocess.run(
     [sys.executable, "-X", "importtime", "-c", code], cwd=tree, env=env,
     capture_output=True, text=True, timeout=300,
@@ -78,7 +86,7 @@ def main() -> None:
   parser.add_argument("--rounds", type=int, default=3)
   parser.add_argument("--output-dir", type=Path, default=RESULTS_DIR)
   args = parser.parse_args()
-  from gelujax.devices import describe_machine
+  from gelujax.host import describe_machine
 
   scratch = Path(tempfile.mkdtemp(prefix="gelujax-startup-"))
   cache = scratch / "cache"

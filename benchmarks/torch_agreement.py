@@ -38,8 +38,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import torch_reference
 
-from gelujax import data, writers
-from gelujax.devices import describe_machine
+from gelujax import data
+from gelujax import workdir as workdirs
+from gelujax.host import describe_machine
 from gelujax.study import runs, stats
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -53,12 +54,12 @@ METRICS = ("test_error", "test_loss")
 
 def read_gelujax(workdir: Path, epochs: int, seeds: int) -> dict:
   """The run's config, its selected learning rate and per-seed test metrics for epochs 1..E."""
-  config = writers.read_json(workdir / writers.CONFIG_FILE)
+  config = workdirs.read_json(workdir / workdirs.CONFIG_FILE)
   if config["task"] != "mnist":
     raise ValueError(f"{workdir} is a {config['task']!r} run; this check trains mnist runs only.")
   lr = runs.select_learning_rate(runs.load_run(workdir))
   records = [
-    r for r in writers.read_metrics(workdir)
+    r for r in workdirs.read_metrics(workdir)
     if r["learning_rate"] == lr and r["seed"] < seeds and r["epoch"] <= epochs
   ]  # fmt: skip
   curves = {m: np.full((epochs, seeds), np.nan) for m in METRICS}
@@ -114,7 +115,7 @@ def compare(ours: np.ndarray, theirs: np.ndarray) -> list[dict]:
 
 def run_epochs(run: dict) -> int:
   """How many epochs the gelujax run trained (its summary.json, as committed)."""
-  return writers.read_json(ROOT / run["workdir"] / writers.SUMMARY_FILE)["epochs"]
+  return workdirs.read_json(ROOT / run["workdir"] / workdirs.SUMMARY_FILE)["epochs"]
 
 
 def format_report(result: dict, *, rendered: bool = False) -> str:
@@ -201,7 +202,7 @@ def main() -> None:
   )
   args = parser.parse_args()
   if args.render:
-    result = writers.read_json(args.output_dir / "torch_agreement.json")
+    result = workdirs.read_json(args.output_dir / "torch_agreement.json")
     (args.output_dir / "torch_agreement.md").write_text(format_report(result, rendered=True))
     return
   if args.epochs < 1 or args.seeds < 1:

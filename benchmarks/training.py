@@ -2,7 +2,7 @@
 
 The ``mnist`` task (784 -> 8x[128, GELU, dropout 0.5] -> 10, Adam, batch 128) on Fashion-MNIST's
 55,000 training images. Each gelujax contender is the trainer's public program
-(`gelujax.trainer.make_program`) for one layout, timed for whole epochs (the on-device shuffle
+(`gelujax.engine.make_program`) for one layout, timed for whole epochs (the on-device shuffle
 and the compiled `lax.scan` over the epoch's steps; evaluation is a contender of its own) after a
 warm-up epoch that compiles:
 
@@ -71,7 +71,7 @@ def grid(members: int, layout: str) -> str:
 
 ONE_DEVICE = "1 device (kernels on every core)"
 ONE_DEVICE_YNN = "1 device (kernels on every core), XLA's default YNNPACK dots"
-# XLA:CPU's default for the flag that gelujax.devices.configure_cpu empties.
+# XLA:CPU's default for the flag that gelujax.host.configure_cpu empties.
 YNN_DEFAULT = "--xla_cpu_experimental_ynn_fusion_type=individual_dot"
 DATA_PARALLEL = "1 device per core, batch split over them (data)"
 PER_CORE = "1 device per core (members axis)"
@@ -102,9 +102,9 @@ def gelujax_contenders(
 
 def auto_settings(members: int) -> dict:
   """What train.py's ``--cpu_devices=auto`` picks for a grid of ``members``."""
-  from gelujax import devices
+  from gelujax import host
 
-  return {"cpu_devices": devices.choose_cpu_devices(members, devices.host_cores())}
+  return {"cpu_devices": host.choose_cpu_devices(members, host.host_cores())}
 
 
 # ------------------------------------------------------------------------------- the workers
@@ -112,19 +112,21 @@ def auto_settings(members: int) -> dict:
 
 def worker(settings: dict) -> None:
   """A gelujax contender's process: builds its program, then times what stdin asks for."""
-  from gelujax import devices
+  from gelujax import host
 
   if settings.get("xla_flags"):
     os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {settings['xla_flags']}".strip()
-  devices.configure_cpu(settings["cpu_devices"], settings["members"])
+  host.configure_cpu(settings["cpu_devices"], settings["members"])
   import jax
 
-  from gelujax import tasks, trainer
+  from gelujax import engine, tasks
+  from gelujax.members import Members
 
   spec = tasks.get(settings["task"]).replace(
     dataset="fashion_mnist",
     dropout=settings.get("dropout", 0.5),
     activation=settings.get("activation", "gelu"),
+    dropout_bits=settings.get("dropout_bits", "hash"),
   )
   splits = spec.load_data(settings.get("data_dir"))
   limit = settings.get("examples") or None
@@ -134,12 +136,11 @@ def worker(settings: dict) -> None:
     for name in ("validation", "test")
   }
   lrs = spec.learning_rates[: max(1, min(3, settings["members"]))]
-  members = trainer.Members(lrs, range(-(-settings["members"] // len(lrs))))
+  members = Members(lrs, range(-(-settings["members"] // len(lrs))))
   num = len(members)
-  mesh = trainer.make_mesh(num, settings.get("members_axis"))
-  program = trainer.make_program(
+  mesh = engine.make_mesh(num, settings.get("members_axis"))
+  program = engine.make_program(
     spec, mesh, train, num,
-    dropout_bits=settings.get("dropout_bits", "hash"),
     train_loss=settings.get("train_loss", "dropout_off"),
     member_chunk=settings.get("member_chunk", 0),
   )  # fmt: skip
@@ -170,7 +171,7 @@ def worker(settings: dict) -> None:
     {
       "ready": True,
       "members": num,
-      "layout": trainer.describe_layout(num, mesh),
+      "layout": engine.describe_layout(num, mesh),
       "devices": jax.device_count(),
       "xla_flags": os.environ.get("XLA_FLAGS", ""),
       "steps_per_epoch": program.steps_per_epoch,
@@ -291,10 +292,10 @@ def median_ratio(numerator: list[float], denominator: list[float], scale: float 
 
 
 def measure(args) -> dict:
-  from gelujax import devices, tasks
+  from gelujax import host, tasks
 
   spec = tasks.get(args.task).replace(dataset="fashion_mnist", dropout=0.5, activation="gelu")
-  cores = devices.host_cores()
+  cores = host.host_cores()
   auto = {m: auto_settings(m) for m in (1, args.members)}
   common = {"task": args.task, "examples": args.examples, "data_dir": args.data_dir}
   workers = {}
@@ -555,7 +556,7 @@ def main(argv: list[str] | None = None) -> None:
       f"--rounds ({args.rounds}) and --matmul-size ({args.matmul_size}) must be positive, "
       f"--members ({args.members}) at least 2 and --examples ({args.examples}) non-negative."
     )
-  from gelujax.devices import describe_machine
+  from gelujax.host import describe_machine
 
   command = "python benchmarks/training.py" + (" " + " ".join(sys.argv[1:]) if argv is None else "")
   result = {

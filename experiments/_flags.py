@@ -16,7 +16,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any, NoReturn
 
-from gelujax import devices, tasks, workdir
+from gelujax import host, tasks
 from gelujax.registry import parse_name, sentences
 from gelujax.tasks import SpecError, TaskSpec
 
@@ -99,7 +99,7 @@ def parse_seeds(
     return seeds
   if seeds[0] < 1:
     raise ValueError(f"--{flag} {text!r} is a count of seeds; it must be at least 1.")
-  workdir.check_member_count(seeds[0])  # Before the list is made: 99999999999999 fails here.
+  host.check_member_count(seeds[0])  # Before the list is made: 99999999999999 fails here.
   return list(range(start, start + seeds[0]))
 
 
@@ -132,7 +132,7 @@ def check_utf8(**flag_values: str | Sequence[str] | None) -> None:
 
 def describe_interrupt(error: KeyboardInterrupt) -> tuple[str, int]:
   """``(what happened, exit status)`` of a run stopped by Ctrl-C or ``kill``: e.g. ``"interrupted
-  by SIGTERM during the save of ..."`` (`gelujax.checkpoints.Interrupted`'s words) and 143, or
+  by SIGTERM during the save of ..."`` (`gelujax.host.Interrupted`'s words) and 143, or
   ``"interrupted by SIGINT"`` and 130 for Python's own KeyboardInterrupt."""
   signum = getattr(error, "signum", signal.SIGINT)
   return str(error) or f"interrupted by {signal.Signals(signum).name}", 128 + signum
@@ -141,13 +141,13 @@ def describe_interrupt(error: KeyboardInterrupt) -> tuple[str, int]:
 def exit_stopped(script: str, error: BaseException) -> NoReturn:
   """Ends ``script`` with one line on stderr for what stopped its run: Ctrl-C or ``kill``
   (`describe_interrupt`; exit 128 + the signal's number; no checkpoint is left half-written), or
-  a failure of programs loaded from the compilation cache (`gelujax.devices.cache_failure`;
+  a failure of programs loaded from the compilation cache (`gelujax.host.cache_failure`;
   exit 1). Any other error is raised again, with its traceback: it is a bug."""
   if isinstance(error, KeyboardInterrupt):
     what, status = describe_interrupt(error)
     print(f"{script}: {what}; re-run the same command to resume.", file=sys.stderr)
     sys.exit(status)
-  line = devices.cache_failure(error)
+  line = host.cache_failure(error)
   if line is None:
     raise error
   sys.exit(f"{script}: error: {' '.join(line.split())}")

@@ -21,7 +21,7 @@ from pathlib import Path
 import _flags
 from absl import app, flags, logging
 
-from gelujax import checkpoints, devices, study
+from gelujax import host, study
 from gelujax.paper import (
   EVALUATION_SEED_START,
   NOISE_SUFFIX,
@@ -74,7 +74,7 @@ _CPU_DEVICES = flags.DEFINE_string(
   "experiments/train.py --help)."
 )  # fmt: skip
 _COMPILATION_CACHE = flags.DEFINE_string(
-  "compilation_cache", devices.DEFAULT_CACHE, "Folder that keeps compiled programs between "
+  "compilation_cache", host.DEFAULT_CACHE, "Folder that keeps compiled programs between "
   "runs; 'none' disables it."
 )  # fmt: skip
 _RENDER = flags.DEFINE_bool(
@@ -132,7 +132,7 @@ def run() -> Path:
       _flags.replace_spec(
         spec, {"activation": ("activations", activation), "dropout": ("dropout_rates", rate)}
       )
-  devices.configure_cpu(_CPU_DEVICES.value, len(learning_rates) * len(seeds))
+  host.configure_cpu(_CPU_DEVICES.value, len(learning_rates) * len(seeds))
   return study.reproduce(
     task,
     spec,
@@ -151,11 +151,11 @@ def main(argv: list[str]) -> None:
   if len(argv) > 1:
     raise app.UsageError(f"Unexpected arguments: {' '.join(argv[1:])}")
   # `kill` unwinds like Ctrl-C: a checkpoint being written is finished, training time is kept.
-  signal.signal(signal.SIGTERM, checkpoints.interrupt)
+  signal.signal(signal.SIGTERM, host.interrupt)
   if not flags.FLAGS["verbosity"].present:  # Orbax logs every checkpoint step at INFO.
     logging.set_verbosity(logging.WARNING)
   try:
-    devices.enable_compilation_cache(_COMPILATION_CACHE.value)
+    host.enable_compilation_cache(_COMPILATION_CACHE.value)
     out = run()
   except ValueError as e:  # Bad flag values; a diverged run is reported in the table instead.
     sys.exit(f"reproduce.py: error: {' '.join(str(e).split())}")

@@ -17,7 +17,8 @@ import sys
 import _flags
 from absl import app, flags, logging
 
-from gelujax import checkpoints, devices, trainer
+from gelujax import engine, host
+from gelujax.members import Members
 
 _TASK = flags.DEFINE_string(
   "task", None, "The experiment, one of gelujax.tasks.task_names(), optionally with field "
@@ -52,17 +53,22 @@ _SEEDS = flags.DEFINE_list(
 _DROPOUT = flags.DEFINE_float(
   "dropout", None, "Dropout drop rate in [0, 1); 0 disables it; default: the task's."
 )
+_DTYPE = flags.DEFINE_string(
+  "dtype", None, "What the model's layers and activations compute in: float32 or bfloat16 "
+  "(mixed precision: parameters, optimizer state, losses and metrics stay float32); default: "
+  "the task's (float32)."
+)  # fmt: skip
 _CHECKPOINT_EVERY = flags.DEFINE_integer("checkpoint_every", 1, "Save a checkpoint every N epochs.")
 _CPU_DEVICES = flags.DEFINE_string(
   "cpu_devices", "auto", "CPU hosts: the devices to split this host into, or 'auto' (one per "
-  "core for a grid, one using every core for a single member; see gelujax.devices)."
+  "core for a grid, one using every core for a single member; see gelujax.host)."
 )  # fmt: skip
 _MEMBERS_AXIS = flags.DEFINE_integer(
   "members_axis", None, "Devices along the mesh's members axis (a divisor of the device count; "
   "the rest split each batch); default: every device when the grid has as many members."
 )  # fmt: skip
 _COMPILATION_CACHE = flags.DEFINE_string(
-  "compilation_cache", devices.DEFAULT_CACHE, "Folder that keeps compiled programs between runs "
+  "compilation_cache", host.DEFAULT_CACHE, "Folder that keeps compiled programs between runs "
   "(a re-run or resume does not compile again); 'none' disables it."
 )  # fmt: skip
 _COORDINATOR = flags.DEFINE_string(
@@ -72,10 +78,8 @@ _NUM_PROCESSES = flags.DEFINE_integer("num_processes", 1, "Multi-host runs: how 
 _PROCESS_ID = flags.DEFINE_integer("process_id", 0, "Multi-host runs: this process's index.")
 
 
-def make_spec():
-  """The task's spec with the flags' overrides, checked; raises ValueError on a bad value."""
-  overrides = (_ACTIVATION, _DATASET, _EPOCHS, _BATCH_SIZE, _DROPOUT)
-  return _flags.make_spec(_TASK.value, **{flag.name: flag.value for flag in overrides})[1]
+# The flags that set a field of the task's spec, each of its own name.
+_SPEC_FLAGS = (_ACTIVATION, _DATASET, _EPOCHS, _BATCH_SIZE, _DROPOUT, _DTYPE)
 
 
 def main(argv: list[str]) -> None:
@@ -83,22 +87,27 @@ def main(argv: list[str]) -> None:
     raise app.UsageError(f"Unexpected arguments: {' '.join(argv[1:])}.")
   if not flags.FLAGS["verbosity"].present:  # Orbax logs every save at INFO.
     logging.set_verbosity(logging.WARNING)
-  signal.signal(signal.SIGTERM, checkpoints.interrupt)  # `kill` unwinds like Ctrl-C.
+  signal.signal(signal.SIGTERM, host.interrupt)  # `kill` unwinds like Ctrl-C.
   try:
-    text_flags = (_TASK, _ACTIVATION, _DATASET, _LEARNING_RATES, _SEEDS, _CPU_DEVICES, _COORDINATOR)
+    text_flags = (
+      _TASK, _ACTIVATION, _DATASET, _DTYPE, _LEARNING_RATES, _SEEDS, _CPU_DEVICES, _COORDINATOR
+    )  # fmt: skip
     _flags.check_utf8(**{flag.name: flag.value for flag in text_flags})
-    spec = make_spec()
-    members = trainer.Members(
+    # Each value parsed once, here; the library takes values (a TaskSpec, Members).
+    _, spec = _flags.make_spec(_TASK.value, **{flag.name: flag.value for flag in _SPEC_FLAGS})
+    members = Members(
       _flags.parse_floats("learning_rates", _LEARNING_RATES.value, spec.learning_rates),
       _flags.parse_seeds(_SEEDS.value, spec.seeds),
     )
     # Before JAX starts: how the host is split into devices, and where compiled programs go.
-    devices.configure_cpu(_CPU_DEVICES.value, len(members))
-    devices.enable_compilation_cache(_COMPILATION_CACHE.value)
+    host.configure_cpu(_CPU_DEVICES.value, len(members))
+    host.enable_compilation_cache(_COMPILATION_CACHE.value)
     if _COORDINATOR.value:
-      devices.initialize_distributed(_COORDINATOR.value, _NUM_PROCESSES.value, _PROCESS_ID.value)
-    name = re.sub(r"[^\w.=-]+", "_", f"{spec.name}_{spec.dataset}_{spec.activation}")
-    trainer.fit(
+      host.initialize_distributed(_COORDINATOR.value, _NUM_PROCESSES.value, _PROCESS_ID.value)
+    default = f"{spec.name}_{spec.dataset}_{spec.activation}"
+    default += f"_{spec.dtype}" if spec.dtype != "float32" else ""
+    name = re.sub(r"[^\w.=-]+", "_", default)
+    engine.fit(
       spec,
       _WORKDIR.value or f"workdirs/{name}",
       members,
@@ -106,7 +115,7 @@ def main(argv: list[str]) -> None:
       checkpoint_every=_CHECKPOINT_EVERY.value,
       members_axis=_MEMBERS_AXIS.value,
     )
-  except (ValueError, trainer.DivergedError) as e:
+  except (ValueError, engine.DivergedError) as e:
     sys.exit(f"train.py: error: {' '.join(str(e).split())}")
   except (KeyboardInterrupt, Exception) as e:  # Ctrl-C or kill, or a damaged compiled program.
     _flags.exit_stopped("train.py", e)

@@ -1,6 +1,6 @@
 """gelujax: GELU-family activations, Flax models and a training engine for the GELU paper.
 
-The activations are imported eagerly (``gelujax.gelu``); the other submodules (``trainer``,
+The activations are imported eagerly (``gelujax.gelu``); the other submodules (``engine``,
 ``study``, ``data``, ...) load on first use, so ``import gelujax`` stays cheap for model code.
 """
 
@@ -49,8 +49,9 @@ __version__ = "0.1.0"
 
 _SUBMODULES = frozenset(
   {
-    "checkpoints", "data", "devices", "download", "members", "models", "nnx", "optimizers",
-    "paper", "prng", "registry", "study", "tasks", "trainer", "workdir", "writers",
+    "checkpoints", "data", "download", "engine", "host", "members", "models", "nnx",
+    "objectives", "optimizers", "paper", "prng", "registry", "study", "tasks", "workdir",
+    "writers",
   }
 )  # fmt: skip
 

@@ -454,7 +454,8 @@ class LearnableGELU(nn.Module):
     log_sigma = self.param(
       "log_sigma", nn.initializers.constant(np.log(self.sigma_init)), shape, jnp.float32
     )
-    return gaussian_gelu(x, mu, jnp.exp(log_sigma))
+    # Computed in x's type (bfloat16 in a mixed-precision model), the parameters float32.
+    return gaussian_gelu(x, mu.astype(x.dtype), jnp.exp(log_sigma).astype(x.dtype))
 
 
 # Other frameworks' GELUs by the names their users meet, each mapped to the gelujax function

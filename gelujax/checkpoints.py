@@ -15,20 +15,18 @@ When no checkpoint of the run can be used, the restore refuses in one line
 (`CheckpointError`) rather than restart from epoch 0 over the run's results.
 
 A SIGINT or SIGTERM that arrives during a save is held until the save is complete, then
-raised as `Interrupted`.
+raised as `gelujax.host.Interrupted`; a full disk is one `gelujax.workdir.WorkdirError` line.
 """
 
 from __future__ import annotations
 
 import contextlib
-import errno
 import gc
 import hashlib
 import json
 import logging
 import os
 import shutil
-import signal
 import sys
 import threading
 from collections.abc import Iterator, Sequence
@@ -38,23 +36,15 @@ import jax
 import numpy as np
 import orbax.checkpoint as ocp
 
-from gelujax import writers
+from gelujax import host
+from gelujax import workdir as workdirs
 
-CHECKPOINT_DIR = "checkpoints"
-DAMAGED_DIR = "damaged"
-# The item beside the state ("default") that records the run and the arrays' checksums.
-RECORD_ITEM = "gelujax"
-_RECORD_FILE = "metadata"  # The file Orbax's JSON handler writes inside an item's folder.
 # 1: config, identity and checksums; 2: also the metrics records up to the checkpoint's epoch.
 _FORMAT = 2
-# Fields of a run's spec that may change when it is resumed; the identity leaves them out.
-RESUMABLE_FIELDS = ("epochs",)
-# OS errors that mean the workdir's disk cannot take the write, not a bug.
-DISK_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EIO)
 
 
 class CheckpointError(ValueError):
-  """No checkpoint of the run can be used, or one cannot be written; the message says why."""
+  """No checkpoint of the run can be used; the message says why."""
 
 
 class Restored(NamedTuple):
@@ -72,59 +62,6 @@ class Restored(NamedTuple):
   metrics: list[dict[str, Any]] | None
 
 
-class Interrupted(KeyboardInterrupt):
-  """SIGINT or SIGTERM, raised where it is safe: never in the middle of a save."""
-
-  def __init__(self, signum: int, during: str | None = None):
-    self.signum = signum
-    name = signal.Signals(signum).name
-    text = f"interrupted by {name}"
-    if during:
-      text += f" during {during}, which was completed first"
-    super().__init__(text)
-
-
-def interrupt(signum: int, frame: Any = None) -> None:
-  """A signal handler that raises `Interrupted` (install it for SIGTERM so that ``kill``
-  unwinds like Ctrl-C: files are closed, the workdir's lock is released)."""
-  del frame
-  raise Interrupted(signum)
-
-
-@contextlib.contextmanager
-def signals_deferred(during: str) -> Iterator[None]:
-  """Holds SIGINT and SIGTERM while the block runs; raises `Interrupted` after it if one came.
-
-  Only the main thread receives signals; elsewhere this does nothing.
-  """
-  if threading.current_thread() is not threading.main_thread():
-    yield
-    return
-  received: list[int] = []
-
-  def hold(signum, frame):
-    del frame
-    received.append(signum)
-
-  previous = {s: signal.signal(s, hold) for s in (signal.SIGINT, signal.SIGTERM)}
-  try:
-    yield
-  finally:
-    for s, handler in previous.items():
-      signal.signal(s, signal.SIG_DFL if handler is None else handler)
-  if received:
-    raise Interrupted(received[0], during)
-
-
-def identity(config: dict[str, Any]) -> str:
-  """The run's identity: a hash of its config (task, spec, members) less `RESUMABLE_FIELDS`."""
-  spec = {k: v for k, v in config["spec"].items() if k not in RESUMABLE_FIELDS}
-  text = json.dumps(
-    {"task": config["task"], "spec": spec, "members": config["members"]}, sort_keys=True
-  )
-  return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
 def _host_copy(x: Any) -> np.ndarray:
   """An array's whole value on this host."""
   if not isinstance(x, jax.Array) or x.is_fully_addressable:
@@ -138,7 +75,7 @@ def _host_copy(x: Any) -> np.ndarray:
 
 def metrics_checksum(records: Sequence[dict[str, Any]]) -> str:
   """A hash of metrics records as metrics.jsonl holds them."""
-  text = writers.metrics_lines(records)
+  text = workdirs.metrics_lines(records)
   return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
 
 
@@ -151,31 +88,6 @@ def checksums(state: Any) -> dict[str, str]:
     digest.update(array.view(np.uint8).reshape(-1).data)
     sums[jax.tree_util.keystr(path)] = digest.hexdigest()
   return sums
-
-
-def is_disk_error(error: BaseException) -> bool:
-  """Whether ``error`` (or what it wraps; TensorStore reports OS errors in its message) says
-  the disk cannot take a write: full, read-only, not permitted."""
-  while error is not None:
-    if isinstance(error, OSError) and error.errno in DISK_ERRNOS:
-      return True
-    text = str(error)
-    if any(os.strerror(e) in text for e in DISK_ERRNOS):
-      return True
-    error = error.__cause__ or error.__context__
-  return False
-
-
-def disk_error_reason(error: BaseException) -> str:
-  """The OS's words for a disk error (e.g. 'No space left on device')."""
-  while error is not None:
-    if isinstance(error, OSError) and error.errno in DISK_ERRNOS:
-      return os.strerror(error.errno)
-    for e in DISK_ERRNOS:
-      if os.strerror(e) in str(error):
-        return os.strerror(e)
-    error = error.__cause__ or error.__context__
-  return "write failed"
 
 
 @contextlib.contextmanager
@@ -222,25 +134,18 @@ class Checkpointer:
       )
     self._workdir = workdir
     self._config = config
-    self._identity = None if config is None else identity(config)
-    self.directory = os.path.abspath(os.path.join(workdir, CHECKPOINT_DIR))
-    try:
+    self._identity = None if config is None else workdirs.identity(config)
+    self.directory = os.path.abspath(os.path.join(workdir, workdirs.CHECKPOINT_DIR))
+    with workdirs.disk_errors(workdir, what=self.directory):
       self._manager = ocp.CheckpointManager(
         self.directory,
-        item_names=("default", RECORD_ITEM),
+        item_names=("default", workdirs.RECORD_ITEM),
         options=ocp.CheckpointManagerOptions(
           max_to_keep=keep,
           enable_async_checkpointing=False,
           create=True,
         ),
       )
-    except Exception as e:
-      if is_disk_error(e):
-        raise CheckpointError(
-          f"Cannot create {self.directory} ({disk_error_reason(e)}); --workdir must be on a "
-          "writable disk with free space."
-        ) from None
-      raise
 
   def save(self, epoch: int, state: Any, metrics: Sequence[dict[str, Any]]) -> None:
     """Writes ``state`` as the checkpoint of ``epoch`` (blocks until it is complete).
@@ -248,9 +153,9 @@ class Checkpointer:
     ``metrics`` are the run's metrics.jsonl records up to ``epoch``, every one of them: a
     resume from this checkpoint rewrites metrics.jsonl up to ``epoch`` from them.
 
-    A SIGINT or SIGTERM during the save is raised as `Interrupted` once it is complete. A
-    full or read-only disk raises `CheckpointError` (the unfinished checkpoint is never taken
-    for one).
+    A SIGINT or SIGTERM during the save is raised as `gelujax.host.Interrupted` once it is
+    complete. A full or read-only disk raises `gelujax.workdir.WorkdirError` (the unfinished
+    checkpoint is never taken for one).
     """
     if self._config is None:
       raise ValueError("A Checkpointer made without the run's config cannot save.")
@@ -263,26 +168,20 @@ class Checkpointer:
       "metrics": list(metrics),
       "metrics_checksum": metrics_checksum(metrics),
     }
-    with signals_deferred(f"the save of the checkpoint of epoch {epoch}"):
-      try:
+    what = f"the checkpoint of epoch {epoch}"
+    with host.signals_deferred(f"the save of {what}"):
+      with workdirs.disk_errors(self._workdir, what=f"{what} in {self.directory}"):
         self._remove_unfinished()
         with _quiet():
           self._manager.save(
             epoch,
             args=ocp.args.Composite(
-              default=ocp.args.StandardSave(state), **{RECORD_ITEM: ocp.args.JsonSave(record)}
+              default=ocp.args.StandardSave(state),
+              **{workdirs.RECORD_ITEM: ocp.args.JsonSave(record)},
             ),
             force=True,
           )
           self._manager.wait_until_finished()
-      except Exception as e:
-        if is_disk_error(e):
-          raise CheckpointError(
-            f"Cannot write the checkpoint of epoch {epoch} in {self.directory} "
-            f"({disk_error_reason(e)}). Everything saved before it is intact: free space on "
-            "that disk and re-run the same command to resume."
-          ) from None
-        raise
 
   def _remove_unfinished(self) -> None:
     """Removes what saves of killed runs left: Orbax's temporary folders, never renamed into
@@ -295,13 +194,14 @@ class Checkpointer:
 
   def epochs(self) -> list[int]:
     """The epochs of the finished checkpoints, oldest first."""
-    return sorted(self._manager.all_steps())
+    return workdirs.checkpoint_epochs(self._workdir)
 
   def read_record(self, epoch: int) -> dict[str, Any] | None:
     """The checkpoint's record (config, identity, checksums); None for a checkpoint written
     before gelujax recorded them. Raises `CheckpointError` if the record is unreadable."""
-    path = os.path.join(self.directory, str(epoch), RECORD_ITEM, _RECORD_FILE)
-    if not os.path.exists(os.path.join(self.directory, str(epoch), RECORD_ITEM)):
+    item = os.path.join(self.directory, str(epoch), workdirs.RECORD_ITEM)
+    path = os.path.join(item, workdirs.RECORD_FILE)
+    if not os.path.exists(item):
       return None
     try:
       with open(path) as f:
@@ -347,7 +247,7 @@ class Checkpointer:
   def _move_aside(self, epoch: int) -> str:
     """Moves a checkpoint that cannot be used to ``workdir/damaged/`` (kept, never deleted),
     so that its epoch can be saved again."""
-    target_dir = os.path.join(self._workdir, DAMAGED_DIR)
+    target_dir = os.path.join(self._workdir, workdirs.DAMAGED_DIR)
     os.makedirs(target_dir, exist_ok=True)
     target = os.path.join(target_dir, f"checkpoint-{epoch}")
     n = 1

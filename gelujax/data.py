@@ -441,7 +441,9 @@ def _read_idx(path: Path, shape: tuple[int, ...]) -> np.ndarray:
         f"{path}: IDX header says shape {list(dims)}; expected shape "
         f"[N, {', '.join(map(str, shape))}]."
       )
-    available = available_memory()
+    from gelujax import host  # Here only: host imports JAX, which reading files does not need.
+
+    available = host.available_memory()
     if expected > available:
       raise ValueError(
         f"{path}: IDX header says shape {list(dims)}, {expected / 1e9:.1f} GB of data, more than "
@@ -457,28 +459,6 @@ def _read_idx(path: Path, shape: tuple[int, ...]) -> np.ndarray:
     )
   # A writable copy: read-only arrays surprise callers that normalise in place.
   return np.frombuffer(bytearray(data), np.uint8).reshape(dims)
-
-
-def available_memory() -> int:
-  """Bytes the host can still give this process: MemAvailable, or the cgroup's limit when it
-  is lower."""
-  available = sys.maxsize
-  try:
-    with open("/proc/meminfo") as f:
-      for line in f:
-        if line.startswith("MemAvailable:"):
-          available = int(line.split()[1]) * 1024
-  except OSError:
-    pass
-  for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
-    try:
-      with open(path) as f:
-        limit = f.read().strip()
-    except OSError:
-      continue
-    if limit.isdigit():
-      available = min(available, int(limit))
-  return available
 
 
 def _read_idx_dir(folder: Path):

@@ -16,6 +16,31 @@ from typing import Any
 import numpy as np
 
 
+def learning_rates_problem(learning_rates: Sequence[Any]) -> str | None:
+  """What is wrong with a grid's learning rates (None when nothing is): the one check of a
+  learning rate, for `Members` and for ``TaskSpec.learning_rates`` alike.
+
+  Each must be a finite number > 0 and a normal float32 (the members train in float32), and
+  none may repeat.
+  """
+  if not learning_rates:
+    return "is empty; give one or more, e.g. 1e-3,1e-4"
+  tiny, largest = float(np.finfo(np.float32).tiny), float(np.finfo(np.float32).max)
+  for lr in learning_rates:
+    if not isinstance(lr, int | float | np.floating) or isinstance(lr, bool):
+      return f"has {lr!r}, which is not a number"
+    if not (math.isfinite(lr) and lr > 0):
+      return f"has {lr}; every learning rate must be finite and > 0"
+    if not tiny <= lr <= largest:
+      return (
+        f"has {lr:g}, which is {'0' if lr < tiny else 'infinite'} in float32 (members train "
+        f"in float32); every learning rate must lie in [{tiny:.3g}, {largest:.3g}]"
+      )
+  if len(set(learning_rates)) != len(learning_rates):
+    return f"{list(learning_rates)} repeats a value"
+  return None
+
+
 @dataclasses.dataclass(frozen=True)
 class Members:
   """A run's grid: every (learning rate, seed) pair, learning-rate major.
@@ -45,20 +70,9 @@ class Members:
     for seed in seeds:
       if not info.min <= seed <= info.max:
         raise ValueError(f"--seeds has {seed}; seeds are int32, from {info.min} to {info.max}.")
-    if not lrs:
-      raise ValueError("--learning_rates is empty; give one or more, e.g. 1e-3,1e-4.")
-    tiny, largest = float(np.finfo(np.float32).tiny), float(np.finfo(np.float32).max)
-    for lr in lrs:
-      if not (math.isfinite(lr) and lr > 0):
-        raise ValueError(f"--learning_rates has {lr}; every learning rate must be finite and > 0.")
-      if not tiny <= lr <= largest:
-        raise ValueError(
-          f"--learning_rates has {lr:g}, which is {'0' if lr < tiny else 'infinite'} in float32 "
-          f"(members train in float32); every learning rate must lie in [{tiny:.3g}, "
-          f"{largest:.3g}]."
-        )
-    if len(set(lrs)) != len(lrs):
-      raise ValueError(f"--learning_rates {list(lrs)} repeats a value.")
+    problem = learning_rates_problem(lrs)
+    if problem is not None:
+      raise ValueError(f"--learning_rates {problem}.")
 
   @classmethod
   def of_task(cls, task: Any) -> Members:

@@ -1,8 +1,10 @@
 """Flax Linen models of the GELU paper, each taking its activation by name.
 
 Every model is ``__call__(x, train: bool)`` and has the fields ``activation`` (a spec for
-:class:`gelujax.activations.Activation`, e.g. ``"gelu_tanh"`` or ``"gaussian_gelu(sigma=0.5)"``)
-and ``dropout`` (the drop rate; 0 disables it). Dropout draws from the ``'dropout'`` rng and is
+:class:`gelujax.activations.Activation`, e.g. ``"gelu_tanh"`` or ``"gaussian_gelu(sigma=0.5)"``),
+``dropout`` (the drop rate; 0 disables it) and ``dtype``, the type its layers and activations
+compute in (``jnp.bfloat16`` for mixed precision; parameters and batch statistics stay float32,
+as Flax's ``param_dtype`` default keeps them). Dropout draws from the ``'dropout'`` rng and is
 active only when ``train=True``; batch-norm statistics live in the ``'batch_stats'`` collection.
 
 ``MODELS`` holds the paper's presets (``functools.partial`` of the general modules) and tiny
@@ -29,6 +31,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
+from typing import Any
 
 import flax.linen as nn
 import jax
@@ -142,10 +145,10 @@ def conv_general_dilated(
 Conv = functools.partial(nn.Conv, conv_general_dilated=conv_general_dilated)
 
 
-def _batch_norm(train: bool) -> nn.BatchNorm:
+def _batch_norm(train: bool, dtype: Any) -> nn.BatchNorm:
   # Lasagne's defaults in the authors' CIFAR code: epsilon 1e-4, running averages updated with
-  # alpha = 0.1, i.e. Flax momentum 0.9.
-  return nn.BatchNorm(use_running_average=not train, momentum=0.9, epsilon=1e-4)
+  # alpha = 0.1, i.e. Flax momentum 0.9. Flax reduces in float32 whatever ``dtype`` is.
+  return nn.BatchNorm(use_running_average=not train, momentum=0.9, epsilon=1e-4, dtype=dtype)
 
 
 class MLP(nn.Module):
@@ -160,21 +163,23 @@ class MLP(nn.Module):
     num_outputs: width of the linear output layer.
     activation: activation spec, applied after every hidden dense layer.
     dropout: drop rate after every hidden activation.
+    dtype: the type the layers and activations compute in (parameters stay float32).
   """
 
   features: Sequence[int]
   num_outputs: int
   activation: str = "gelu_tanh"
   dropout: float = 0.0
+  dtype: Any = jnp.float32
 
   @nn.compact
   def __call__(self, x: jax.Array, train: bool) -> jax.Array:
     x = x.reshape(x.shape[0], -1)
     for width in self.features:
-      x = nn.Dense(width, kernel_init=unit_norm_init)(x)
+      x = nn.Dense(width, kernel_init=unit_norm_init, dtype=self.dtype)(x)
       x = Activation(self.activation)(x, deterministic=not train)
       x = nn.Dropout(self.dropout)(x, deterministic=not train)
-    return nn.Dense(self.num_outputs, kernel_init=unit_norm_init)(x)
+    return nn.Dense(self.num_outputs, kernel_init=unit_norm_init, dtype=self.dtype)(x)
 
 
 class EmbeddingMLP(nn.Module):
@@ -194,6 +199,7 @@ class EmbeddingMLP(nn.Module):
     embed_dim: width of a word's vector.
     activation: activation spec, applied after every hidden dense layer.
     dropout: drop rate after every hidden activation (never on the embeddings).
+    dtype: the type the layers and activations compute in (parameters stay float32).
   """
 
   features: Sequence[int]
@@ -202,6 +208,7 @@ class EmbeddingMLP(nn.Module):
   embed_dim: int = 50
   activation: str = "gelu_tanh"
   dropout: float = 0.0
+  dtype: Any = jnp.float32
 
   @nn.compact
   def __call__(self, ids_BxW: jax.Array, train: bool) -> jax.Array:
@@ -221,7 +228,8 @@ class EmbeddingMLP(nn.Module):
     inside = (ids_BxW >= 0) & (ids_BxW < self.vocab_size)
     rows = jnp.where(inside[..., None], jnp.take(table, ids_BxW, axis=0, mode="clip"), jnp.nan)
     x = rows.reshape(ids_BxW.shape[0], -1)
-    return MLP(self.features, self.num_outputs, self.activation, self.dropout)(x, train)
+    mlp = MLP(self.features, self.num_outputs, self.activation, self.dropout, self.dtype)
+    return mlp(x, train)
 
 
 class Autoencoder(nn.Module):
@@ -235,18 +243,21 @@ class Autoencoder(nn.Module):
     encoder_features: widths of the encoder's layers, the last one being the code.
     activation: activation spec.
     dropout: drop rate after every hidden activation (the paper uses none).
+    dtype: the type the layers and activations compute in (parameters stay float32).
   """
 
   encoder_features: Sequence[int] = (1000, 500, 250, 30)
   activation: str = "gelu_tanh"
   dropout: float = 0.0
+  dtype: Any = jnp.float32
 
   @nn.compact
   def __call__(self, x: jax.Array, train: bool) -> jax.Array:
     encoder = tuple(self.encoder_features)
     decoder = encoder[-2::-1]
     num_pixels = x[0].size
-    reconstruction = MLP(encoder + decoder, num_pixels, self.activation, self.dropout)(x, train)
+    mlp = MLP(encoder + decoder, num_pixels, self.activation, self.dropout, self.dtype)
+    reconstruction = mlp(x, train)
     return reconstruction.reshape(x.shape)
 
 
@@ -264,12 +275,14 @@ class CifarCNN(nn.Module):
     widths: channels of the first and of the second/third groups of convolutions.
     activation: activation spec, after every batch norm but the last.
     dropout: drop rate after each max pool.
+    dtype: the type the layers and activations compute in (parameters stay float32).
   """
 
   num_classes: int = 10
   widths: tuple[int, int] = (96, 192)
   activation: str = "gelu_tanh"
   dropout: float = 0.5
+  dtype: Any = jnp.float32
 
   @nn.compact
   def __call__(self, x: jax.Array, train: bool) -> jax.Array:
@@ -280,8 +293,9 @@ class CifarCNN(nn.Module):
         padding=padding,
         use_bias=False,
         kernel_init=nn.initializers.glorot_uniform(),
+        dtype=self.dtype,
       )(x)
-      x = _batch_norm(train)(x)
+      x = _batch_norm(train, self.dtype)(x)
       return Activation(self.activation)(x, deterministic=not train)
 
     for width in self.widths:
@@ -293,8 +307,13 @@ class CifarCNN(nn.Module):
     for _ in range(2):
       x = conv_bn_act(x, self.widths[1], 1, padding="VALID")
     x = jnp.mean(x, axis=(1, 2))
-    x = nn.Dense(self.num_classes, use_bias=False, kernel_init=nn.initializers.glorot_uniform())(x)
-    return _batch_norm(train)(x)
+    x = nn.Dense(
+      self.num_classes,
+      use_bias=False,
+      kernel_init=nn.initializers.glorot_uniform(),
+      dtype=self.dtype,
+    )(x)
+    return _batch_norm(train, self.dtype)(x)
 
 
 class WideResNetBlock(nn.Module):
@@ -311,6 +330,7 @@ class WideResNetBlock(nn.Module):
     project: whether the shortcut is a 1x1 projection.
     activation: activation spec.
     dropout: drop rate between the two convs.
+    dtype: the type the layers and activations compute in (parameters stay float32).
   """
 
   features: int
@@ -318,16 +338,19 @@ class WideResNetBlock(nn.Module):
   project: bool = False
   activation: str = "gelu_tanh"
   dropout: float = 0.0
+  dtype: Any = jnp.float32
 
   @nn.compact
   def __call__(self, x: jax.Array, train: bool) -> jax.Array:
-    conv = functools.partial(Conv, self.features, (3, 3), padding=1, kernel_init=_he_normal_relu)
+    conv = functools.partial(
+      Conv, self.features, (3, 3), padding=1, kernel_init=_he_normal_relu, dtype=self.dtype
+    )
     y = conv(strides=self.strides)(x)
     y = Activation(self.activation)(y, deterministic=not train)
     y = nn.Dropout(self.dropout)(y, deterministic=not train)
     y = conv()(y)
     y = Activation(self.activation)(y, deterministic=not train)
-    y = _batch_norm(train)(y)
+    y = _batch_norm(train, self.dtype)(y)
     if self.project:
       x = Conv(
         self.features,
@@ -335,6 +358,7 @@ class WideResNetBlock(nn.Module):
         strides=self.strides,
         use_bias=False,
         kernel_init=nn.initializers.glorot_uniform(),
+        dtype=self.dtype,
       )(x)
     return x + y
 
@@ -353,6 +377,7 @@ class WideResNet(nn.Module):
     num_classes: number of logits.
     activation: activation spec.
     dropout: drop rate inside every block (0.3 in the paper).
+    dtype: the type the layers and activations compute in (parameters stay float32).
   """
 
   depth: int = 40
@@ -360,6 +385,7 @@ class WideResNet(nn.Module):
   num_classes: int = 100
   activation: str = "gelu_tanh"
   dropout: float = 0.3
+  dtype: Any = jnp.float32
 
   @nn.compact
   def __call__(self, x: jax.Array, train: bool) -> jax.Array:
@@ -369,10 +395,12 @@ class WideResNet(nn.Module):
         "of 6 (e.g. 10, 16, 28, 40)."
       )
     blocks_per_stage = (self.depth - 4) // 6
-    x = Conv(16, (3, 3), padding=1, use_bias=False, kernel_init=_he_normal_relu)(x)
-    x = _batch_norm(train)(x)
+    x = Conv(16, (3, 3), padding=1, use_bias=False, kernel_init=_he_normal_relu, dtype=self.dtype)(
+      x
+    )
+    x = _batch_norm(train, self.dtype)(x)
     x = Activation(self.activation)(x, deterministic=not train)
-    x = _batch_norm(train)(x)
+    x = _batch_norm(train, self.dtype)(x)
     for stage, channels in enumerate((16, 32, 64)):
       for block in range(blocks_per_stage):
         x = WideResNetBlock(
@@ -381,11 +409,12 @@ class WideResNet(nn.Module):
           project=block == 0,
           activation=self.activation,
           dropout=self.dropout,
+          dtype=self.dtype,
         )(x, train)
-    x = _batch_norm(train)(x)
+    x = _batch_norm(train, self.dtype)(x)
     x = Activation(self.activation)(x, deterministic=not train)
     x = jnp.mean(x, axis=(1, 2))
-    return nn.Dense(self.num_classes, kernel_init=_he_normal)(x)
+    return nn.Dense(self.num_classes, kernel_init=_he_normal, dtype=self.dtype)(x)
 
 
 MODELS.register("mlp_mnist", functools.partial(MLP, features=(128,) * 8, num_outputs=10))

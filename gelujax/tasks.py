@@ -1,12 +1,13 @@
 """The GELU paper's experiments as task specifications: data, model, loss, optimizer, schedule.
 
-A :class:`TaskSpec` is a frozen dataclass of plain values (it is written to ``config.json``);
-its methods turn those values into what the trainer needs: the data with host-side
-preprocessing done (:meth:`TaskSpec.load_data`) and the model options those data decide
-(:meth:`TaskSpec.for_data`), the model, the optimizer, the device-side
-batch preparation, the loss, the metrics and the regulariser. ``TASKS`` holds one spec per
-experiment; ``get("mnist(dropout=0.5)")`` returns a spec with fields overridden, each value
-checked.
+A :class:`TaskSpec` is a frozen dataclass of plain values (it is written to ``config.json``),
+each checked once, when the spec is made. Its few methods turn values into what they name: the
+data with host-side preprocessing done (:meth:`TaskSpec.load_data`), the model options those
+data decide (:meth:`TaskSpec.for_data`) and the model (:meth:`TaskSpec.build_model`). The
+optimizer (`gelujax.optimizers.build`) and the objective, i.e. batch preparation, loss,
+metrics, regularizer (`gelujax.objectives.make`), are built by the engine from the values
+named here. ``TASKS`` holds one spec per experiment; ``get("mnist(dropout=0.5)")`` returns a
+spec with fields overridden.
 
 - ``mnist``: 784 -> 8x128 -> 10 MLP, Adam, batch 128, 50 epochs (Fig. 2).
 - ``mnist_ae``: the 784-1000-500-250-30-... autoencoder, MSE, batch 64, 250 epochs (Fig. 4).
@@ -30,13 +31,13 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import flax.linen as nn
-import jax
 import jax.numpy as jnp
 import numpy as np
-import optax
 
 from gelujax.activations import ACTIVATIONS, activation_names, get_activation
+from gelujax.members import learning_rates_problem
 from gelujax.models import MODELS
+from gelujax.objectives import OBJECTIVES
 from gelujax.optimizers import OPTIMIZERS
 from gelujax.prng import DROPOUT_BITS
 from gelujax.registry import Registry, close_names, did_you_mean, parse_name, sentences
@@ -44,7 +45,8 @@ from gelujax.registry import Registry, close_names, did_you_mean, parse_name, se
 TASKS: Registry = Registry("task")
 
 SPLITS = ("train", "validation", "test")
-OBJECTIVES = {"classification": ("loss", "error"), "reconstruction": ("loss",)}
+# What a model may compute in (TaskSpec.dtype); parameters are float32 either way.
+DTYPES = ("float32", "bfloat16")
 
 # Host-side preprocessing steps, applied in order by TaskSpec.load_data; each edits the Splits.
 PREPROCESSING: Registry = Registry("preprocessing step")
@@ -66,6 +68,9 @@ class TaskSpec:
     dropout_bits: where dropout masks come from: ``"hash"`` (the trainer's counter hash, the
       default) or ``"threefry"`` (JAX's default generator); see `gelujax.prng`. config.json
       records it only when it is not the default, so earlier runs' configs are unchanged.
+    dtype: the type the model's layers and activations compute in: ``"float32"`` or
+      ``"bfloat16"`` (mixed precision: parameters, optimizer state, losses and metrics stay
+      float32). config.json records it only when it is not the default.
     learning_rates: the grid of peak learning rates the paper selects from.
     seeds: number of runs per learning rate.
     batch_size: examples per step (TIMIT: whole utterances per step).
@@ -74,8 +79,9 @@ class TaskSpec:
     group_batches: batches are ``batch_size`` whole groups of ``split["groups"]``, padded with a
       mask to a fixed size by the trainer.
     select_metric: the metric whose lowest value picks the best evaluation.
-    objective: ``"classification"`` (softmax cross-entropy, metrics loss and error) or
-      ``"reconstruction"`` (per-example mean squared error, targets are the inputs).
+    objective: an ``OBJECTIVES`` name: ``"classification"`` (softmax cross-entropy, metrics
+      loss and error) or ``"reconstruction"`` (per-example mean squared error, targets are the
+      inputs); see `gelujax.objectives`.
     optimizer: an ``OPTIMIZERS`` name: ``"adam"``, ``"adam_anneal"`` or ``"nesterov_cosine"``.
     weight_decay: coefficient of the L2 penalty ``weight_decay * Σθ²`` over the conv/dense
       kernels and batch-norm scales, added to the training loss.
@@ -94,6 +100,7 @@ class TaskSpec:
   activation: str = "gelu_tanh"
   dropout: float = 0.0
   dropout_bits: str = "hash"
+  dtype: str = "float32"
   learning_rates: tuple[float, ...] = (1e-3, 1e-4, 1e-5)
   seeds: int = 5
   batch_size: int = 128
@@ -151,8 +158,8 @@ class TaskSpec:
 
   @property
   def metric_names(self) -> tuple[str, ...]:
-    """The keys of :meth:`metrics`: ``("loss", "error")`` or ``("loss",)``."""
-    return OBJECTIVES[self.objective]
+    """The metrics of the objective: ``("loss", "error")`` or ``("loss",)``."""
+    return OBJECTIVES.lookup(self.objective).metric_names
 
   def load_data(self, data_dir: str | None = None):
     """``gelujax.data.load`` of this dataset, then the host-side ``preprocessing`` steps."""
@@ -164,9 +171,12 @@ class TaskSpec:
     return splits
 
   def build_model(self) -> nn.Module:
-    """The model, with this spec's activation, dropout and model options."""
+    """The model, with this spec's activation, dropout, compute dtype and model options."""
     return MODELS.get(self.model)(
-      activation=self.activation, dropout=self.dropout, **self.model_options
+      activation=self.activation,
+      dropout=self.dropout,
+      dtype=jnp.dtype(self.dtype),
+      **self.model_options,
     )
 
   def for_data(self, splits) -> TaskSpec:
@@ -225,104 +235,6 @@ class TaskSpec:
       )
     return self.replace(model_options={**self.model_options, "vocab_size": size})
 
-  def build_optimizer(
-    self, learning_rate: float | jax.Array, steps_per_epoch: int
-  ) -> optax.GradientTransformation:
-    """This task's optimizer and schedule for a peak ``learning_rate``.
-
-    Args:
-      learning_rate: the peak learning rate; may be a traced scalar (one per vmapped member).
-      steps_per_epoch: optimizer steps per epoch, for schedules defined in epochs.
-    """
-    if not _is_int(steps_per_epoch, 1):
-      raise ValueError(
-        f"steps_per_epoch={steps_per_epoch!r} is not valid: it must be an integer >= 1."
-      )
-    return OPTIMIZERS.lookup(self.optimizer)(self, learning_rate, steps_per_epoch)
-
-  def prepare_batch(
-    self, batch: Mapping[str, jax.Array], train: bool, key: jax.Array | None
-  ) -> tuple[jax.Array, jax.Array]:
-    """Device-side, jittable batch preparation: ``(inputs, targets)`` for the model and loss.
-
-    uint8 inputs are scaled to [0, 1]; floating inputs are taken as already scaled. In training,
-    inputs are randomly cropped (``crop_padding``) and get Gaussian noise (``input_noise``), each
-    example with its own draw from ``key``. Reconstruction targets are the clean inputs.
-
-    Args:
-      batch: at least ``"inputs"`` and, for classification, ``"targets"``.
-      train: whether to apply the training-time augmentation (a Python bool).
-      key: PRNG key of this batch; unused when ``train`` is False.
-    """
-    inputs = batch["inputs"]
-    if inputs.dtype == jnp.uint8:
-      inputs = inputs.astype(jnp.float32) / 255.0
-    targets = inputs if self.objective == "reconstruction" else batch["targets"]
-    if train and (self.crop_padding or self.input_noise):
-      crop_key, noise_key = jax.random.split(key)
-      if self.crop_padding:
-        inputs = random_crop(inputs, self.crop_padding, crop_key)
-      if self.input_noise:
-        inputs = inputs + self.input_noise * jax.random.normal(
-          noise_key, inputs.shape, inputs.dtype
-        )
-    return inputs, targets
-
-  def per_example_loss(self, outputs: jax.Array, targets: jax.Array) -> jax.Array:
-    """Softmax cross-entropy with integer targets, or the mean squared error per example."""
-    if self.objective == "classification":
-      return optax.softmax_cross_entropy_with_integer_labels(outputs, targets)
-    squared = jnp.square(outputs - targets)
-    return jnp.mean(squared.reshape(squared.shape[0], -1), axis=1)
-
-  def loss(self, outputs: jax.Array, targets: jax.Array, mask: jax.Array) -> jax.Array:
-    """The mean per-example loss over the examples with ``mask == 1`` (0 if there are none)."""
-    mask = mask.astype(jnp.float32)
-    total = jnp.sum(self.per_example_loss(outputs, targets) * mask)
-    return total / jnp.maximum(jnp.sum(mask), 1.0)
-
-  def metrics(
-    self, outputs: jax.Array, targets: jax.Array, mask: jax.Array
-  ) -> dict[str, jax.Array]:
-    """Sums over the examples with ``mask == 1``: ``loss`` and, for classification, ``error``.
-
-    The trainer divides the sums by the number of examples of the split.
-    """
-    mask = mask.astype(jnp.float32)
-    sums = {"loss": jnp.sum(self.per_example_loss(outputs, targets) * mask)}
-    if self.objective == "classification":
-      wrong = jnp.argmax(outputs, axis=-1) != targets
-      sums["error"] = jnp.sum(wrong * mask)
-    return sums
-
-  def regularizer(self, params: Any) -> jax.Array:
-    """``weight_decay * Σθ²`` over every ``kernel`` (conv, dense) and ``scale`` (batch norm)."""
-    if not self.weight_decay:
-      return jnp.zeros((), jnp.float32)
-    decayed = [
-      leaf
-      for path, leaf in jax.tree_util.tree_leaves_with_path(params)
-      if getattr(path[-1], "key", None) in ("kernel", "scale")
-    ]
-    return self.weight_decay * sum(jnp.sum(jnp.square(leaf)) for leaf in decayed)
-
-
-def random_crop(images_BxHxWxC: jax.Array, padding: int, key: jax.Array) -> jax.Array:
-  """Per-example random ``H x W`` crops of the images zero-padded by ``padding`` pixels.
-
-  Offsets are uniform over the ``(2·padding + 1)²`` positions, as in the authors' WRN code.
-  """
-  _, height, width, channels = images_BxHxWxC.shape
-  pad = ((0, 0), (padding, padding), (padding, padding), (0, 0))
-  padded = jnp.pad(images_BxHxWxC, pad)
-  offsets = jax.random.randint(key, (images_BxHxWxC.shape[0], 2), 0, 2 * padding + 1)
-
-  def crop(image: jax.Array, offset: jax.Array) -> jax.Array:
-    start = (offset[0], offset[1], 0)
-    return jax.lax.dynamic_slice(image, start, (height, width, channels))
-
-  return jax.vmap(crop)(padded, offsets)
-
 
 # ----------------------------------------------------------------------------- validation
 
@@ -335,8 +247,12 @@ def _is_real(value: Any) -> bool:
   return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
+def _metric_names(spec: TaskSpec) -> tuple[str, ...]:
+  return spec.metric_names if spec.objective in OBJECTIVES else ()
+
+
 def _valid_select_metric(spec: TaskSpec, value: Any) -> bool:
-  names = OBJECTIVES.get(spec.objective, ())
+  names = _metric_names(spec)
   return value in {f"{split}_{metric}" for split in SPLITS for metric in names}
 
 
@@ -372,23 +288,27 @@ _CHECKS: dict[str, tuple[Callable[[TaskSpec, Any], bool], Callable[[TaskSpec], s
     lambda s: "a drop rate in [0, 1) (0 disables dropout)",
   ),
   "dropout_bits": (lambda s, v: v in DROPOUT_BITS, lambda s: ", ".join(DROPOUT_BITS)),
+  "dtype": (lambda s, v: v in DTYPES, lambda s: ", ".join(DTYPES)),
   "learning_rates": (
-    lambda s, v: isinstance(v, tuple) and bool(v) and all(_is_real(x) and x > 0 for x in v),
-    lambda s: "a non-empty tuple of learning rates > 0",
+    lambda s, v: isinstance(v, tuple) and learning_rates_problem(v) is None,
+    lambda s: "a non-empty tuple of distinct learning rates, each > 0 and normal in float32",
   ),
   "seeds": (lambda s, v: _is_int(v, 1), lambda s: "an integer >= 1 (runs per learning rate)"),
   "batch_size": (lambda s, v: _is_int(v, 1), lambda s: "an integer >= 1"),
   "epochs": (lambda s, v: _is_int(v, 1), lambda s: "an integer >= 1"),
   "evals_per_epoch": (lambda s, v: _is_int(v, 1), lambda s: "an integer >= 1"),
   "group_batches": (lambda s, v: isinstance(v, bool), lambda s: "True or False"),
-  "objective": (lambda s, v: v in OBJECTIVES, lambda s: ", ".join(OBJECTIVES)),
+  "objective": (
+    lambda s, v: isinstance(v, str) and v in OBJECTIVES.names(),
+    lambda s: ", ".join(OBJECTIVES.names()),
+  ),
   "select_metric": (
     _valid_select_metric,
     lambda s: (
       "<split>_<metric> with split in "
       + ", ".join(SPLITS)
       + " and metric in "
-      + ", ".join(OBJECTIVES.get(s.objective, ()))
+      + ", ".join(_metric_names(s))
     ),
   ),
   "optimizer": (
@@ -410,6 +330,7 @@ _HINTS: dict[str, Callable[[TaskSpec, str], str]] = {
   "activation": lambda s, v: ACTIVATIONS.hint(v),
   "dataset": lambda s, v: did_you_mean(close_names(v, s.datasets)),
   "model": lambda s, v: MODELS.hint(v),
+  "objective": lambda s, v: OBJECTIVES.hint(v),
   "optimizer": lambda s, v: OPTIMIZERS.hint(v),
 }
 
@@ -692,6 +613,18 @@ def get(name: str) -> TaskSpec:
   base, overrides = parse_name(name)
   spec = TASKS.lookup(base)
   return spec.replace(**overrides) if overrides else spec
+
+
+def from_config(config: Mapping[str, Any]) -> TaskSpec:
+  """The task a run's config.json records: its registered task with the recorded fields (JSON
+  lists back to tuples)."""
+  base = TASKS.lookup(config["task"])
+  overrides = {
+    k: tuple(v) if isinstance(getattr(base, k), tuple) else v
+    for k, v in config["spec"].items()
+    if getattr(base, k) != v
+  }
+  return base.replace(**overrides)
 
 
 def task_names() -> list[str]:

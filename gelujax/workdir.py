@@ -1,54 +1,260 @@
-"""A run's workdir stays whole: one writer, the run's config kept or rebuilt, bounds checked first.
+"""Everything about a run's folder: its file names, config.json and the run's identity, the
+lock, the records, and the errors of its disk.
 
-* **One writer.** `writing` holds an OS lock (``fcntl.flock`` on ``workdir/lock``) for the
-  whole run; a second process is refused in one line that names the holder's pid and host.
-  The kernel releases the lock when its process dies, however it dies, so a lock left by a
-  killed run never blocks the next one.
-* **The run's config.** `read_config` returns the run that a workdir holds: its
-  ``config.json``, or, when that is missing or not a run's config, the config recorded in its
-  newest checkpoint (every checkpoint records it; see `gelujax.checkpoints`). `write_config`
-  keeps a config.json that was not a run's config as ``config.json.damaged``.
+* **Files.** Every name inside a workdir is here (`CONFIG_FILE`, `METRICS_FILE`, ...), and so is
+  reading and writing its JSON files (`read_json`, `write_json`: atomic) and metrics.jsonl
+  (`read_metrics` tolerates a last line cut short; `metrics_lines` is the one text of records).
+* **The run.** `make_config` is the config.json object of a run; its `identity` (a hash less
+  `RESUMABLE_FIELDS`) is what every checkpoint records. `check_run` refuses, before any work, a
+  workdir that holds another run, a smaller ``--epochs`` than it trained, or results with no
+  checkpoint to resume them from. `read_config` returns the run a workdir holds: its
+  config.json, or, when that is missing or not a run's config, the config recorded in its
+  newest checkpoint; `write_config` keeps a broken config.json as ``config.json.damaged``.
+* **One writer.** `writing` holds an OS lock (``fcntl.flock`` on ``workdir/lock``) for the whole
+  run, checks that the workdir still holds what `check_run` saw, and maps every disk error
+  (`disk_errors`) into one `WorkdirError` line naming the file. The kernel releases the lock when
+  its process dies, however it dies, so a lock left by a killed run never blocks the next one.
 * **The run's records.** A resume makes metrics.jsonl hold exactly the records up to the
   restored checkpoint, which carries them (`resume_metrics`): whatever was cut, deleted or
   changed before it is rewritten (the file kept as ``metrics.jsonl.damaged``), so the run ends
   byte-equal to an uninterrupted one.
-* **Refused before any work, in one line:** a ``--workdir`` that is a file, on a read-only
-  disk, not writable or not UTF-8; a smaller ``--epochs`` than the run already trained; results
-  with no checkpoint to resume them from (`check_resumable`: training again from epoch 0 would
-  overwrite them); a grid too big for memory (the grid's own values are checked by
-  `gelujax.trainer.Members`).
-* **Disk errors** while the run writes (a full disk) end it with one line naming the file;
-  everything written before stays, and the same command resumes once there is space.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime
+import errno
 import fcntl
+import hashlib
 import json
+import math
 import os
 import socket
 import sys
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-import jax
 import numpy as np
 
-from gelujax import checkpoints, data, writers
+from gelujax.members import Members
 
+# ------------------------------------------------------------------------------ file names
+
+CONFIG_FILE = "config.json"
+METRICS_FILE = "metrics.jsonl"
+SUMMARY_FILE = "summary.json"
+TENSORBOARD_DIR = "tensorboard"
+CHECKPOINT_DIR = "checkpoints"
+DAMAGED_DIR = "damaged"  # Checkpoints that cannot be used, moved aside (never deleted).
 LOCK_FILE = "lock"
-RESUMABLE_FIELDS = checkpoints.RESUMABLE_FIELDS
-# Host memory each member needs outside the device state: its TensorBoard event file and its
-# config, metrics and summary records (measured as 125 KiB for tensorboardX's SummaryWriter,
-# which gelujax used before it wrote event files itself; a bound for them now).
-HOST_BYTES_PER_MEMBER = 128 * 1024
+# The item beside a checkpoint's state that records the run, and the file Orbax's JSON handler
+# writes inside it: ``checkpoints/<epoch>/gelujax/metadata``.
+RECORD_ITEM = "gelujax"
+RECORD_FILE = "metadata"
+
+# Fields of a run's spec that may change when it is resumed; the identity leaves them out.
+RESUMABLE_FIELDS = ("epochs",)
+# Spec fields added after runs were committed: config.json leaves each out at its default, so
+# the configs (and identities) of runs written before it stay the same.
+OMITTED_AT_DEFAULT = {"dropout_bits": "hash", "dtype": "float32"}
+# OS errors that mean the workdir's disk cannot take the write, not a bug.
+DISK_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EIO)
 
 
 class WorkdirError(ValueError):
   """A workdir that cannot be used as asked; the message names it and what to do."""
+
+
+def checkpoint_epochs(workdir: str) -> list[int]:
+  """The epochs of the finished checkpoints of ``workdir``, oldest first (Orbax's unfinished
+  ones carry a suffix and are left out)."""
+  directory = os.path.join(workdir, CHECKPOINT_DIR)
+  if not os.path.isdir(directory):
+    return []
+  return sorted(int(name) for name in os.listdir(directory) if name.isdigit())
+
+
+# ------------------------------------------------------------------------ JSON and records
+
+
+def to_json_number(value: Any) -> float | None:
+  """A float for JSON, or None where it is not finite (JSON has no NaN or Infinity)."""
+  value = float(value)
+  return value if math.isfinite(value) else None
+
+
+def jsonable(obj: Any) -> Any:
+  """``obj`` with non-finite floats as None and NumPy scalars and arrays as Python values."""
+  if isinstance(obj, Mapping):
+    return {str(k): jsonable(v) for k, v in obj.items()}
+  if isinstance(obj, list | tuple | np.ndarray):
+    return [jsonable(v) for v in obj]
+  if isinstance(obj, float | np.floating):
+    return to_json_number(obj)
+  if isinstance(obj, np.integer | np.bool_):
+    return obj.item()
+  return obj
+
+
+def write_json(path: str | os.PathLike, obj: Any) -> None:
+  """Writes ``jsonable(obj)`` atomically (readers, and a run killed at any moment, see the old
+  file or the new one, never a part), creating the parent directory."""
+  text = json.dumps(jsonable(obj), indent=1, allow_nan=False) + "\n"  # Fails before writing.
+  os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+  _replace_atomically(path, text)
+
+
+def _replace_atomically(path: str | os.PathLike, text: str) -> None:
+  """Writes ``text`` to a temporary file beside ``path``, then renames it over ``path``; a
+  failed write (a full disk) removes the temporary file and leaves ``path`` as it was."""
+  tmp = f"{path}.tmp"
+  try:
+    with open(tmp, "w") as f:
+      f.write(text)
+      f.flush()
+      os.fsync(f.fileno())
+    os.replace(tmp, path)
+  except BaseException as e:
+    with contextlib.suppress(OSError):
+      os.remove(tmp)
+    if isinstance(e, OSError) and e.filename is None:
+      e.filename = str(path)  # Name the file in the error, not its temporary twin.
+    raise
+
+
+def read_json(path: str | os.PathLike) -> Any:
+  """Reads one JSON file, naming the file and the line when it is malformed."""
+  try:
+    with open(path) as f:
+      return json.load(f)
+  except json.JSONDecodeError as e:
+    raise ValueError(
+      f"{path}, line {e.lineno}: not valid JSON ({e.msg}, column {e.colno}); the file is left "
+      "as it is: fix it, or put back a good copy."
+    ) from None
+
+
+def read_metrics(workdir: str | os.PathLike) -> list[dict[str, Any]]:
+  """The records of ``workdir/metrics.jsonl`` in file order ([] when there is none).
+
+  A last line that is cut short (the append of a run killed or out of disk space mid-write) is
+  left out: the run rewrites it when resumed. Any other line that is not a JSON record raises
+  a ValueError naming the file and the line.
+  """
+  path = os.path.join(workdir, METRICS_FILE)
+  if not os.path.exists(path):
+    return []
+  with open(path, "rb") as f:
+    data = f.read()
+  lines = data.split(b"\n")
+  records = []
+  for number, line in enumerate(lines, 1):
+    if not line.strip(b"\0 \t\r"):
+      continue
+    try:
+      record = json.loads(line)
+      if not isinstance(record, dict):
+        raise ValueError(f"a JSON {type(record).__name__}, not an object")
+    except ValueError as e:  # json.JSONDecodeError and UnicodeDecodeError are ValueErrors.
+      if number == len(lines):  # Not ended by a newline: an append that was cut short.
+        break
+      raise ValueError(
+        f"{path}, line {number}: not a JSON record ({e}); the file is left as it is: fix or "
+        "remove that line, or put back a good copy."
+      ) from None
+    records.append(record)
+  return records
+
+
+def metrics_lines(records: Iterable[dict[str, Any]]) -> str:
+  """The text of metrics.jsonl for ``records``: one JSON object a line, as the run appends them
+  (a record read back with `read_metrics` gives the same line, byte for byte)."""
+  return "".join(json.dumps(record, allow_nan=False) + "\n" for record in records)
+
+
+def write_metrics(workdir: str, records: Iterable[dict[str, Any]]) -> None:
+  """Replaces metrics.jsonl with ``records``, atomically."""
+  _replace_atomically(os.path.join(workdir, METRICS_FILE), metrics_lines(records))
+
+
+# -------------------------------------------------------------------------- the run's identity
+
+
+def make_config(task: Any, members: Members) -> dict[str, Any]:
+  """The config.json object of a run of ``task`` (a `gelujax.tasks.TaskSpec`) over ``members``
+  (JSON types only); its spec holds the grid's learning rates and seed count, so config.json
+  names one grid only. A field of `OMITTED_AT_DEFAULT` is left out at its default."""
+  spec = dataclasses.asdict(task)
+  spec.update(learning_rates=members.learning_rates, seeds=len(members.seeds))
+  spec = {
+    k: v for k, v in spec.items() if k not in OMITTED_AT_DEFAULT or v != OMITTED_AT_DEFAULT[k]
+  }
+  return json.loads(
+    json.dumps(
+      {
+        "task": task.name,
+        "dataset": task.dataset,
+        "activation": task.activation,
+        "spec": spec,
+        "members": members.to_json(),
+      }
+    )
+  )
+
+
+def identity(config: Mapping[str, Any]) -> str:
+  """The run's identity: a hash of its config (task, spec, members) less `RESUMABLE_FIELDS`."""
+  spec = {k: v for k, v in config["spec"].items() if k not in RESUMABLE_FIELDS}
+  text = json.dumps(
+    {"task": config["task"], "spec": spec, "members": config["members"]}, sort_keys=True
+  )
+  return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def check_run(task: Any, workdir: str, members: Members) -> dict[str, Any] | None:
+  """Checks that ``workdir`` can take the run: free, or holding this same run to resume.
+
+  Touches nothing. `gelujax.engine.fit` calls it once, before any work, and passes what it
+  returns to `writing`, which refuses the workdir if another process changed it since.
+
+  Returns:
+    The config of the run the workdir holds (`read_config`), None for a new workdir.
+
+  Raises:
+    WorkdirError: naming what differs or what is wrong, and what to do.
+  """
+  check_writable(workdir)
+  old = read_config(workdir)
+  if old is None:
+    return None
+  new = make_config(task, members)
+  old_spec, new_spec = ({**OMITTED_AT_DEFAULT, **c["spec"]} for c in (old, new))
+  differences = [
+    f"{key} {old_spec.get(key)!r} (now {value!r})"
+    for key, value in new_spec.items()
+    if key not in (*RESUMABLE_FIELDS, "learning_rates", "seeds") and old_spec.get(key) != value
+  ]
+  if old["members"] != new["members"]:
+    old_members = Members.from_json(old["members"])
+    text = f"members {old_members.describe()} (now {members.describe()})"
+    if sorted(old_members) == sorted(members):
+      text += (
+        " (the same members in another order: members are numbered in the order that "
+        "--learning_rates and --seeds give them)"
+      )
+    differences.append(text)
+  if differences:
+    raise WorkdirError(
+      f"Workdir {workdir} holds another run (task {old['task']!r}) that differs in: "
+      f"{'; '.join(differences)}. Pass another --workdir, or the same settings to resume it "
+      "(only --epochs may change)."
+    )
+  check_epochs(workdir, task.epochs)
+  check_resumable(workdir)
+  return old
 
 
 # ------------------------------------------------------------------------ one writer
@@ -94,13 +300,25 @@ class Lock:
 
 
 @contextlib.contextmanager
-def writing(workdir: str, lead: bool = True) -> Iterator[None]:
+def writing(
+  workdir: str, lead: bool = True, checked: dict[str, Any] | None = None
+) -> Iterator[None]:
   """The block writes ``workdir``: holds its lock (process 0 of a run, ``lead``, only) and turns
-  a disk error into one `WorkdirError` line naming the file."""
+  a disk error into one `WorkdirError` line naming the file.
+
+  ``checked`` is what `check_run` returned: a workdir that holds another run now (a process
+  that wrote it between the check and the lock) is refused, untouched.
+  """
   lock = Lock(workdir) if lead else None
   hook = threading.excepthook
   threading.excepthook = _quiet_disk_errors(hook)
   try:
+    if lead and read_config(workdir) != checked:
+      raise WorkdirError(
+        f"Workdir {workdir} was written by another process after this run checked it; its "
+        "files are left as they are. Re-run the same command to check it again, or pass "
+        "another --workdir."
+      )
     with disk_errors(workdir):
       yield
   finally:
@@ -114,7 +332,7 @@ def _quiet_disk_errors(hook):
   quiet: the run reports the full disk in one line when it next writes."""
 
   def excepthook(args):
-    if isinstance(args.exc_value, OSError) and args.exc_value.errno in checkpoints.DISK_ERRNOS:
+    if isinstance(args.exc_value, OSError) and args.exc_value.errno in DISK_ERRNOS:
       return
     hook(args)
 
@@ -122,19 +340,39 @@ def _quiet_disk_errors(hook):
 
 
 @contextlib.contextmanager
-def disk_errors(workdir: str) -> Iterator[None]:
-  """Turns an OSError of a full, read-only or forbidden disk into a one-line `WorkdirError`."""
+def disk_errors(workdir: str, what: str | None = None) -> Iterator[None]:
+  """Turns an error of a full, read-only or forbidden disk into a one-line `WorkdirError`: an
+  OSError, or one that a library (Orbax, TensorStore) wraps or names in its message.
+
+  Args:
+    workdir: the run's folder.
+    what: what was being written (default: the file the error names).
+  """
   try:
     yield
-  except OSError as e:
-    if e.errno not in checkpoints.DISK_ERRNOS:
+  except Exception as e:
+    reason = disk_error_reason(e)
+    if reason is None:
       raise
-    where = e.filename or f"a file in {workdir}"
+    where = what or getattr(e, "filename", None) or f"a file in {workdir}"
     raise WorkdirError(
-      f"Cannot write {where} ({os.strerror(e.errno)}). Everything written before is intact: "
+      f"Cannot write {where} ({reason}). Everything written before is intact: "
       "make room or give write access on that disk and re-run the same command to resume, "
       "or pass another --workdir."
     ) from None
+
+
+def disk_error_reason(error: BaseException | None) -> str | None:
+  """The OS's words when ``error`` (or what it wraps; TensorStore reports OS errors in its
+  message) says the disk cannot take a write: full, read-only, not permitted; else None."""
+  while error is not None:
+    if isinstance(error, OSError) and error.errno in DISK_ERRNOS:
+      return os.strerror(error.errno)
+    for e in DISK_ERRNOS:
+      if os.strerror(e) in str(error):
+        return os.strerror(e)
+    error = error.__cause__ or error.__context__
+  return None
 
 
 # ------------------------------------------------------------------ before any work
@@ -174,85 +412,6 @@ def check_writable(workdir: str) -> None:
     )
 
 
-def check_member_count(count: int, flag: str = "--seeds") -> None:
-  """Refuses a grid of ``count`` members that the host cannot even keep the records of
-  (before the members are listed, so that a count like 99999999999999 fails at once)."""
-  needed = count * HOST_BYTES_PER_MEMBER
-  available = data.available_memory()
-  if needed > available:
-    raise WorkdirError(
-      f"{flag} {count} asks for {count:,} members per learning rate; each needs at least "
-      f"{HOST_BYTES_PER_MEMBER // 1024} KiB of host memory (its TensorBoard writer and "
-      f"records) before any training, {_gb(needed)} in all, but {_gb(available)} is "
-      "available. Train fewer seeds per run."
-    )
-
-
-def check_memory(
-  member_state: Any,
-  member_params: Any,
-  members_per_device: int,
-  members: int,
-  splits: Mapping[str, Any],
-) -> None:
-  """Refuses a grid whose training cannot fit in memory, before any work.
-
-  The estimate, a lower bound: every member holds its state (parameters and optimizer state)
-  twice during a step (before and after), plus its gradients and updates; each device holds
-  the states of its members (the mesh's ``members`` axis divides them) and the data (which
-  every device holds whole); each member also needs `HOST_BYTES_PER_MEMBER` of host memory.
-  Devices of the CPU platform share the host's memory.
-
-  Args:
-    member_state: one member's state (a pytree of arrays or `jax.ShapeDtypeStruct`).
-    member_params: its parameters.
-    members_per_device: the members each device holds.
-    members: the number of members.
-    splits: the arrays every device holds (the data set's splits).
-  """
-  state_bytes, param_bytes = _nbytes(member_state), _nbytes(member_params)
-  data_bytes = _data_bytes(splits)
-  per_device = members_per_device * (2 * state_bytes + 2 * param_bytes) + data_bytes
-  host = members * HOST_BYTES_PER_MEMBER
-  devices = jax.local_devices()
-  if devices[0].platform == "cpu":
-    needed, available = per_device * len(devices) + host, data.available_memory()
-    where = f"host memory ({len(devices)} CPU device{'s' * (len(devices) > 1)})"
-  else:
-    limits = [(d.memory_stats() or {}).get("bytes_limit") for d in devices]
-    if None in limits:
-      return  # The device does not say its memory; nothing to check against.
-    needed, available = per_device, min(limits)
-    where = f"memory of each {devices[0].device_kind}"
-  if needed > available:
-    raise WorkdirError(
-      f"A grid of {members:,} members needs about {_gb(needed)} of {where} to train, but "
-      f"{_gb(available)} is available: each member holds {_count(member_params)} parameters "
-      f"and {_gb(state_bytes)} of state (twice during a step, plus gradients and updates), "
-      f"and the data take {_gb(data_bytes)}. Train fewer members per run (fewer --seeds or "
-      "--learning_rates, split over several --workdir)."
-    )
-
-
-def _nbytes(tree: Any) -> int:
-  return sum(int(np.prod(x.shape)) * np.dtype(x.dtype).itemsize for x in jax.tree.leaves(tree))
-
-
-def _data_bytes(data: Any) -> int:
-  """Bytes of the arrays in nested mappings (`gelujax.data.Splits` is no registered pytree)."""
-  if isinstance(data, Mapping):
-    return sum(_data_bytes(v) for v in data.values())
-  return int(getattr(data, "nbytes", 0))
-
-
-def _count(tree: Any) -> str:
-  return f"{sum(int(np.prod(x.shape)) for x in jax.tree.leaves(tree)):,}"
-
-
-def _gb(n: int) -> str:
-  return f"{n / 1e9:,.1f} GB" if n >= 1e8 else f"{n / 1e6:.2f} MB"
-
-
 # ------------------------------------------------------------------------- the run
 
 
@@ -286,11 +445,11 @@ def read_config(workdir: str) -> dict[str, Any] | None:
     WorkdirError: config.json is not a run's config and no checkpoint records the run, or the
       workdir holds results (metrics, summary) but no record of the run that wrote them.
   """
-  path = os.path.join(workdir, writers.CONFIG_FILE)
+  path = os.path.join(workdir, CONFIG_FILE)
   problem = None
   if os.path.exists(path):
     try:
-      config = writers.read_json(path)
+      config = read_json(path)
     except (ValueError, UnicodeDecodeError) as e:
       problem = str(e)
     else:
@@ -307,9 +466,7 @@ def read_config(workdir: str) -> dict[str, Any] | None:
       "it from: put back the run's config.json (e.g. from version control), or pass another "
       "--workdir."
     )
-  results = [
-    name for name in (writers.METRICS_FILE, writers.SUMMARY_FILE) if _has_content(workdir, name)
-  ]
+  results = [name for name in (METRICS_FILE, SUMMARY_FILE) if _has_content(workdir, name)]
   if results:
     raise WorkdirError(
       f"Workdir {workdir} holds {' and '.join(results)} but no config.json and no checkpoint "
@@ -326,11 +483,8 @@ def _has_content(workdir: str, name: str) -> bool:
 
 def recorded_config(workdir: str) -> dict[str, Any] | None:
   """The config recorded in the newest checkpoint whose record can be read (None if none)."""
-  directory = os.path.join(workdir, checkpoints.CHECKPOINT_DIR)
-  if not os.path.isdir(directory):
-    return None
-  for epoch in sorted(_finished_epochs(directory), reverse=True):
-    path = os.path.join(directory, str(epoch), checkpoints.RECORD_ITEM, "metadata")
+  for epoch in reversed(checkpoint_epochs(workdir)):
+    path = os.path.join(workdir, CHECKPOINT_DIR, str(epoch), RECORD_ITEM, RECORD_FILE)
     try:
       with open(path) as f:
         config = json.load(f).get("config")
@@ -341,20 +495,15 @@ def recorded_config(workdir: str) -> dict[str, Any] | None:
   return None
 
 
-def _finished_epochs(directory: str) -> list[int]:
-  """The epochs of finished checkpoints (Orbax's unfinished ones carry a suffix)."""
-  return [int(name) for name in os.listdir(directory) if name.isdigit()]
-
-
 def write_config(workdir: str, config: dict[str, Any]) -> None:
   """Writes config.json, first keeping one that is not a run's config as
   ``config.json.damaged`` (nothing already written is lost)."""
-  path = os.path.join(workdir, writers.CONFIG_FILE)
+  path = os.path.join(workdir, CONFIG_FILE)
   if not os.path.exists(path) and trained_epochs(workdir):
     print(f"{path} was missing; rebuilt from the run's checkpoint.", file=sys.stderr)
   if os.path.exists(path):
     try:
-      problem = config_problem(writers.read_json(path))
+      problem = config_problem(read_json(path))
     except (ValueError, UnicodeDecodeError):
       problem = "unreadable"
     if problem is not None:
@@ -364,7 +513,7 @@ def write_config(workdir: str, config: dict[str, Any]) -> None:
         "run's checkpoint.",
         file=sys.stderr,
       )
-  writers.write_json(path, config)
+  write_json(path, config)
 
 
 def keep_aside(path: str) -> str:
@@ -380,9 +529,7 @@ def keep_aside(path: str) -> str:
 
 def trained_epochs(workdir: str) -> int:
   """The newest epoch a finished checkpoint of ``workdir`` holds (0 without one)."""
-  directory = os.path.join(workdir, checkpoints.CHECKPOINT_DIR)
-  epochs = _finished_epochs(directory) if os.path.isdir(directory) else []
-  return max(epochs, default=0)
+  return max(checkpoint_epochs(workdir), default=0)
 
 
 def check_epochs(workdir: str, epochs: int) -> None:
@@ -405,14 +552,14 @@ def check_resumable(workdir: str) -> None:
   """
   if trained_epochs(workdir):
     return
-  results = [writers.SUMMARY_FILE] if _has_content(workdir, writers.SUMMARY_FILE) else []
-  last = max((_epoch_of(r) for r in writers.read_metrics(workdir)), default=0.0)
+  results = [SUMMARY_FILE] if _has_content(workdir, SUMMARY_FILE) else []
+  last = max((_epoch_of(r) for r in read_metrics(workdir)), default=0.0)
   if last > 1:
-    results.insert(0, f"{writers.METRICS_FILE} up to epoch {last:g}")
+    results.insert(0, f"{METRICS_FILE} up to epoch {last:g}")
   if results:
     raise WorkdirError(
       f"Workdir {workdir} holds the run's results ({' and '.join(results)}) but no checkpoint "
-      f"to resume them from ({os.path.join(workdir, checkpoints.CHECKPOINT_DIR)} is missing or "
+      f"to resume them from ({os.path.join(workdir, CHECKPOINT_DIR)} is missing or "
       "holds no finished checkpoint). Training again from epoch 0 would overwrite them, which "
       "gelujax never does by itself: put back the run's checkpoints to resume it, or pass another "
       "--workdir to train the grid again."
@@ -445,9 +592,9 @@ def resume_metrics(
   Raises:
     WorkdirError: ``recorded`` is None and metrics.jsonl lacks (or repeats) a record.
   """
-  path = os.path.join(workdir, writers.METRICS_FILE)
+  path = os.path.join(workdir, METRICS_FILE)
   if recorded is None:
-    kept = [r for r in writers.read_metrics(workdir) if _epoch_of(r) <= epoch]
+    kept = [r for r in read_metrics(workdir) if _epoch_of(r) <= epoch]
     found = [(r.get("member"), r["epoch"], r.get("step")) for r in kept]
     if found != list(evaluations):
       detail = _first_difference([_describe_key(k) for k in found], evaluations)
@@ -457,9 +604,9 @@ def resume_metrics(
         "from. The files are left as they are: put back a good copy of metrics.jsonl, or pass "
         "another --workdir to train the grid again."
       )
-    writers.write_metrics(workdir, kept)
+    write_metrics(workdir, kept)
     return kept
-  expected = writers.metrics_lines(recorded).encode()
+  expected = metrics_lines(recorded).encode()
   data = _read_bytes(path)
   problem = _metrics_problem(data, expected, epoch, evaluations)
   if problem is not None:
@@ -469,7 +616,7 @@ def resume_metrics(
       f"records{f', and the previous file kept as {kept}' if kept else ''}.",
       file=sys.stderr,
     )
-  writers.write_metrics(workdir, recorded)
+  write_metrics(workdir, recorded)
   return list(recorded)
 
 

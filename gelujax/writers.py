@@ -1,139 +1,28 @@
-"""The plain files a run leaves in its workdir: JSON, metrics.jsonl, TensorBoard, progress.
+"""What a run writes as it trains: metrics.jsonl records and TensorBoard event files, the
+summary, and the progress bar.
 
-Every file here is written by process 0 only. The formats are documented in WORKSPACE.md ("A
-run's workdir") and must stay as they are: `sweep` and `plots` rebuild tables and figures from
-these files alone.
+Every file here is written by process 0 only, under the names of `gelujax.workdir` (which also
+reads them back). The formats are documented in WORKSPACE.md ("A run's workdir") and must stay
+as they are: `gelujax.study` rebuilds tables and figures from these files alone.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
-import math
 import os
 import socket
 import struct
 import sys
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
 import tqdm
 
-METRICS_FILE = "metrics.jsonl"
-CONFIG_FILE = "config.json"
-SUMMARY_FILE = "summary.json"
-TENSORBOARD_DIR = "tensorboard"
+from gelujax import workdir as workdirs
 
 # Keys of a metrics.jsonl record that describe the evaluation, not a measured value.
 RECORD_KEYS = ("member", "seed", "learning_rate", "epoch", "step", "diverged")
-
-
-def to_json_number(value: Any) -> float | None:
-  """A float for JSON, or None where it is not finite (JSON has no NaN or Infinity)."""
-  value = float(value)
-  return value if math.isfinite(value) else None
-
-
-def jsonable(obj: Any) -> Any:
-  """``obj`` with non-finite floats as None and NumPy scalars and arrays as Python values."""
-  if isinstance(obj, Mapping):
-    return {str(k): jsonable(v) for k, v in obj.items()}
-  if isinstance(obj, list | tuple | np.ndarray):
-    return [jsonable(v) for v in obj]
-  if isinstance(obj, float | np.floating):
-    return to_json_number(obj)
-  if isinstance(obj, np.integer | np.bool_):
-    return obj.item()
-  return obj
-
-
-def write_json(path: str | os.PathLike, obj: Any) -> None:
-  """Writes ``jsonable(obj)`` atomically (readers, and a run killed at any moment, see the old
-  file or the new one, never a part), creating the parent directory."""
-  text = json.dumps(jsonable(obj), indent=1, allow_nan=False) + "\n"  # Fails before writing.
-  os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-  _replace_atomically(path, text)
-
-
-def _replace_atomically(path: str | os.PathLike, text: str) -> None:
-  """Writes ``text`` to a temporary file beside ``path``, then renames it over ``path``; a
-  failed write (a full disk) removes the temporary file and leaves ``path`` as it was."""
-  tmp = f"{path}.tmp"
-  try:
-    with open(tmp, "w") as f:
-      f.write(text)
-      f.flush()
-      os.fsync(f.fileno())
-    os.replace(tmp, path)
-  except BaseException as e:
-    with contextlib.suppress(OSError):
-      os.remove(tmp)
-    if isinstance(e, OSError) and e.filename is None:
-      e.filename = str(path)  # Name the file in the error, not its temporary twin.
-    raise
-
-
-def read_json(path: str | os.PathLike) -> Any:
-  """Reads one JSON file, naming the file and the line when it is malformed."""
-  try:
-    with open(path) as f:
-      return json.load(f)
-  except json.JSONDecodeError as e:
-    raise ValueError(
-      f"{path}, line {e.lineno}: not valid JSON ({e.msg}, column {e.colno}); the file is left "
-      "as it is: fix it, or put back a good copy."
-    ) from None
-
-
-def read_metrics(workdir: str | os.PathLike) -> list[dict[str, Any]]:
-  """The records of ``workdir/metrics.jsonl`` in file order ([] when there is none).
-
-  A last line that is cut short (the append of a run killed or out of disk space mid-write) is
-  left out: the run rewrites it when resumed. Any other line that is not a JSON record raises
-  a ValueError naming the file and the line.
-  """
-  path = os.path.join(workdir, METRICS_FILE)
-  if not os.path.exists(path):
-    return []
-  with open(path, "rb") as f:
-    data = f.read()
-  lines = data.split(b"\n")
-  records = []
-  for number, line in enumerate(lines, 1):
-    if not line.strip(b"\0 \t\r"):
-      continue
-    try:
-      record = json.loads(line)
-      if not isinstance(record, dict):
-        raise ValueError(f"a JSON {type(record).__name__}, not an object")
-    except ValueError as e:  # json.JSONDecodeError and UnicodeDecodeError are ValueErrors.
-      if number == len(lines):  # Not ended by a newline: an append that was cut short.
-        break
-      raise ValueError(
-        f"{path}, line {number}: not a JSON record ({e}); the file is left as it is: fix or "
-        "remove that line, or put back a good copy."
-      ) from None
-    records.append(record)
-  return records
-
-
-def metrics_lines(records: Iterable[dict[str, Any]]) -> str:
-  """The text of metrics.jsonl for ``records``: one JSON object a line, as `MetricsWriter` appends
-  them (a record read back with `read_metrics` gives the same line, byte for byte)."""
-  return "".join(json.dumps(record, allow_nan=False) + "\n" for record in records)
-
-
-def write_metrics(workdir: str, records: Iterable[dict[str, Any]]) -> None:
-  """Replaces metrics.jsonl with ``records``, atomically."""
-  _replace_atomically(os.path.join(workdir, METRICS_FILE), metrics_lines(records))
-
-
-def truncate_metrics(workdir: str, epoch: float) -> None:
-  """Drops the records after ``epoch`` (those a resumed run will write again) and a last line
-  cut short; the file is replaced atomically."""
-  write_metrics(workdir, [r for r in read_metrics(workdir) if r["epoch"] <= epoch])
 
 
 class MetricsWriter:
@@ -147,8 +36,8 @@ class MetricsWriter:
   """
 
   def __init__(self, workdir: str, members: Sequence[dict[str, Any]], purge_step: int):
-    self._file = open(os.path.join(workdir, METRICS_FILE), "a")
-    self._boards_dir = os.path.join(workdir, TENSORBOARD_DIR)
+    self._file = open(os.path.join(workdir, workdirs.METRICS_FILE), "a")
+    self._boards_dir = os.path.join(workdir, workdirs.TENSORBOARD_DIR)
     self._boards: list[EventFile] = []
     try:
       with _naming(self._boards_dir):
@@ -162,7 +51,7 @@ class MetricsWriter:
   def write(self, records: Sequence[dict[str, Any]]) -> None:
     """Writes one record per member (the dicts of `make_records`)."""
     with _naming(self._file.name):
-      self._file.write(metrics_lines(records))
+      self._file.write(workdirs.metrics_lines(records))
       self._file.flush()
     with _naming(self._boards_dir):
       for record in records:
@@ -311,7 +200,7 @@ def make_records(
       "epoch": float(epoch),
       "step": int(step),
       "diverged": bool(diverged[i]),
-      **{name: to_json_number(values[i]) for name, values in metrics.items()},
+      **{name: workdirs.to_json_number(values[i]) for name, values in metrics.items()},
     }
     for i, member in enumerate(members)
   ]

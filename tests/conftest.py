@@ -1,6 +1,6 @@
 """The test processes run JAX as the entry points configure it, before any test starts it.
 
-`experiments/train.py` calls `gelujax.devices.configure_cpu` before JAX starts, and the XLA
+`experiments/train.py` calls `gelujax.host.configure_cpu` before JAX starts, and the XLA
 flags it leaves change how some products round; so does, on this jaxlib, whether ``XLA_FLAGS``
 names the device count at all. The tests that compare a run made in their own process with one
 made by train.py in a subprocess give both the same flags: one device, named in ``XLA_FLAGS`` as
@@ -29,13 +29,13 @@ if "PYTEST_XDIST_WORKER" not in os.environ:
   atexit.register(shutil.rmtree, _CACHE, ignore_errors=True)
   os.environ["JAX_COMPILATION_CACHE_DIR"] = _CACHE
 
-from gelujax import devices  # After the cache folder is set: it reads it.
+from gelujax import host  # After the cache folder is set: it reads it.
 
 if "--xla_force_host_platform_device_count" not in os.environ.get("XLA_FLAGS", ""):
   os.environ["XLA_FLAGS"] = (
     f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count=1".strip()
   )
-devices.configure_cpu("auto", 1)
+host.configure_cpu("auto", 1)
 
 
 @pytest.fixture(autouse=True)

@@ -8,7 +8,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from gelujax import tasks, writers
+from gelujax import tasks
+from gelujax import workdir as workdirs
 
 
 def member(
@@ -38,7 +39,7 @@ def write_workdir(
   epochs = max(len(v) for m in members for k, v in m.items() if k.endswith(("_loss", "_error")))
   # The task's full spec, as the trainer writes it, with this run's fields.
   spec = {
-    **writers.jsonable(dataclasses.asdict(tasks.get(task))),
+    **workdirs.jsonable(dataclasses.asdict(tasks.get(task))),
     "dataset": dataset,
     "activation": activation,
     "dropout": dropout,

@@ -17,7 +17,8 @@ import numpy as np
 import orbax.checkpoint as ocp
 import pytest
 
-from gelujax import checkpoints
+from gelujax import checkpoints, host
+from gelujax import workdir as workdirs
 
 CONFIG = {
   "task": "t",
@@ -90,15 +91,15 @@ def test_identity_ignores_only_the_resumable_fields():
   longer = {**CONFIG, "spec": {**CONFIG["spec"], "epochs": 50}}
   other_batch = {**CONFIG, "spec": {**CONFIG["spec"], "batch_size": 16}}
   other_members = {**CONFIG, "members": [{"seed": 1, "learning_rate": 0.1}]}
-  assert checkpoints.identity(longer) == checkpoints.identity(CONFIG)
-  assert checkpoints.identity(other_batch) != checkpoints.identity(CONFIG)
-  assert checkpoints.identity(other_members) != checkpoints.identity(CONFIG)
+  assert workdirs.identity(longer) == workdirs.identity(CONFIG)
+  assert workdirs.identity(other_batch) != workdirs.identity(CONFIG)
+  assert workdirs.identity(other_members) != workdirs.identity(CONFIG)
 
 
 def test_every_checkpoint_records_the_run_and_checksums(tmp_path):
   save_epochs(tmp_path, 1)
   record = checkpoints.Checkpointer(str(tmp_path), config=CONFIG).read_record(1)
-  assert record["config"] == CONFIG and record["identity"] == checkpoints.identity(CONFIG)
+  assert record["config"] == CONFIG and record["identity"] == workdirs.identity(CONFIG)
   assert set(record["checksums"]) == {"['step']", "['w']"}
 
 
@@ -209,10 +210,10 @@ def test_a_signal_during_a_save_waits_for_the_save(tmp_path, signum):
       time.sleep(0.0005)
 
   sender = threading.Thread(target=send_when_the_save_starts)
-  previous = signal.signal(signal.SIGTERM, checkpoints.interrupt)
+  previous = signal.signal(signal.SIGTERM, host.interrupt)
   try:
     sender.start()
-    with pytest.raises(checkpoints.Interrupted) as error:
+    with pytest.raises(host.Interrupted) as error:
       checkpointer.save(1, state, make_records(1))
   finally:
     sender.join()

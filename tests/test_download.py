@@ -29,7 +29,8 @@ import numpy as np
 import pytest
 from tiny_task import write_mnist_files
 
-from gelujax import checkpoints, data, download, tasks, trainer, writers
+from gelujax import data, download, engine, tasks
+from gelujax import workdir as workdirs
 from gelujax.members import Members
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -675,10 +676,10 @@ def test_a_run_records_its_data_source_and_an_old_config_without_it_resumes(tmp_
   spec = tasks.get("tiny_mnist(data_options={'validation_size': 32}, epochs=1)")
   members = Members((1e-3,), (0,))
   workdir = str(tmp_path / "run")
-  trainer.fit(spec, workdir, members, data_dir=str(tmp_path / "mnist"))
+  engine.fit(spec, workdir, members, data_dir=str(tmp_path / "mnist"))
   first_line = capfd.readouterr().err.splitlines()[0]
   assert first_line.startswith(f"gelujax: data mnist: IDX files in {tmp_path / 'mnist'}; ")
-  config = writers.read_json(os.path.join(workdir, "config.json"))
+  config = workdirs.read_json(os.path.join(workdir, "config.json"))
   expected = {
     name: hashlib.sha256((tmp_path / "mnist" / name).read_bytes()).hexdigest()
     for name in ("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz",
@@ -690,11 +691,11 @@ def test_a_run_records_its_data_source_and_an_old_config_without_it_resumes(tmp_
     assert digest[:12] in first_line
   # A config.json written before runs recorded their data resumes: the record is not identity.
   del config["data"]
-  writers.write_json(os.path.join(workdir, "config.json"), config)
-  identity = checkpoints.identity(config)
-  trainer.fit(spec.replace(epochs=2), workdir, members, data_dir=str(tmp_path / "mnist"))
-  records = writers.read_metrics(workdir)
+  workdirs.write_json(os.path.join(workdir, "config.json"), config)
+  identity = workdirs.identity(config)
+  engine.fit(spec.replace(epochs=2), workdir, members, data_dir=str(tmp_path / "mnist"))
+  records = workdirs.read_metrics(workdir)
   assert [r["epoch"] for r in records] == [1.0, 2.0]
-  resumed = writers.read_json(os.path.join(workdir, "config.json"))
+  resumed = workdirs.read_json(os.path.join(workdir, "config.json"))
   assert resumed["data"]["sha256"] == expected
-  assert checkpoints.identity(resumed) == identity
+  assert workdirs.identity(resumed) == identity

@@ -7,7 +7,7 @@ would, and refuses any custom call without a stable lowering there, such as a ho
 CPU-only operation and no callback to the host in its hot path. What lowering does not show
 (compiling, running, speed, numerics on those chips) is not verified here; see the README.
 
-The programs are those a run trains with, made by `gelujax.trainer.make_program` from each task's
+The programs are those a run trains with, made by `gelujax.engine.make_program` from each task's
 real data loaders, models and optimizers (on fixture files in the real formats), for one member
 (a 1 x 4 mesh: each batch split over 4 devices, the gradients all-reduced) and for a grid (6
 members on a 4 x 1 mesh, padded to 8): `init`, `shuffle`, `train_segment` (the loop over steps),
@@ -126,12 +126,10 @@ def program_calls(task, splits, num_members: int) -> dict[str, tuple]:
   from jax.sharding import NamedSharding
   from jax.sharding import PartitionSpec as P
 
-  from gelujax import trainer
+  from gelujax import engine
 
-  mesh = trainer.make_mesh(num_members)
-  program = trainer.make_program(
-    task, mesh, splits["train"], num_members, dropout_bits=task.dropout_bits
-  )
+  mesh = engine.make_mesh(num_members)
+  program = engine.make_program(task, mesh, splits["train"], num_members)
   config, padded = program.config, program.padded_members
   over_members, replicated = NamedSharding(mesh, P("members")), NamedSharding(mesh, P())
 
@@ -173,7 +171,7 @@ def program_calls(task, splits, num_members: int) -> dict[str, tuple]:
     ),
     "evaluate": (program.evaluate, (state, program.put_eval_split(splits["test"])), {}),
     "train_step": (
-      jax.jit(functools.partial(trainer.train_step, config)),
+      jax.jit(functools.partial(engine.train_step, config)),
       (
         jax.tree.map(one, program.abstract_state()),
         scalar(jnp.float32),
@@ -189,9 +187,9 @@ def program_calls(task, splits, num_members: int) -> dict[str, tuple]:
 
 def first_step_keys(seed, epoch, dropout_bits):
   """The ``(prepare, dropout)`` keys of an epoch's first step."""
-  from gelujax import trainer
+  from gelujax import engine
 
-  keys = trainer.step_keys(seed, epoch, jnp.arange(1), dropout_bits)
+  keys = engine.step_keys(seed, epoch, jnp.arange(1), dropout_bits)
   return jax.tree.map(lambda k: k[0], keys)
 
 

@@ -72,7 +72,9 @@ def run_updates(optimizer, grads_by_step):
 def test_adam_matches_numpy():
   grads = [GRADS, GRADS * -0.5 + 0.1]
   spec = tasks.get("mnist")
-  got = run_updates(spec.build_optimizer(1e-3, steps_per_epoch=10), grads)
+  got = run_updates(
+    optimizers.build(spec.optimizer, 1e-3, epochs=spec.epochs, steps_per_epoch=10), grads
+  )
   expected = np_adam(grads, [1e-3] * 2, [0.9] * 2, eps=1e-8)
   for g, e in zip(got, expected, strict=True):
     np.testing.assert_allclose(g, e, rtol=1e-4)
@@ -86,7 +88,9 @@ def test_adam_anneal_matches_numpy_through_the_switch():
   grads = [rng.normal(size=4).astype(np.float32) for _ in range(8)]
   factors = [1, 1, 1, 1, 1, 1, 0.5, 0.5]
   b1s = [0.9, 0.9, 0.9, 0.9, 0.5, 0.5, 0.5, 0.5]
-  got = run_updates(spec.build_optimizer(2e-3, steps_per_epoch=2), grads)
+  got = run_updates(
+    optimizers.build(spec.optimizer, 2e-3, epochs=spec.epochs, steps_per_epoch=2), grads
+  )
   expected = np_adam(grads, [2e-3 * f for f in factors], b1s, eps_root=1e-8)
   for g, e in zip(got, expected, strict=True):
     np.testing.assert_allclose(g, e, rtol=1e-5)
@@ -101,7 +105,11 @@ def test_cifar10_schedule_at_epochs(epoch, factor, b1):
   # 7 steps. With zero moments the update is -lr·(1-b1)g/(1-b1^t) / sqrt((1-b2)g²/(1-b2^t) + 1e-8).
   spec = tasks.get("cifar10")
   count = epoch * 500 + 7
-  got = one_update(spec.build_optimizer(1e-3, steps_per_epoch=500), jnp.asarray(GRADS), count)
+  got = one_update(
+    optimizers.build(spec.optimizer, 1e-3, epochs=spec.epochs, steps_per_epoch=500),
+    jnp.asarray(GRADS),
+    count,
+  )
   t, g = count + 1, GRADS.astype(np.float64)
   m_hat = (1 - b1) * g / (1 - b1**t)
   v_hat = (1 - 0.999) * g**2 / (1 - 0.999**t)
@@ -116,7 +124,11 @@ def test_cifar100_cosine_schedule(fraction, factor):
   count = int(fraction * total)
   if factor is None:  # a point off the easy values: 0.5·(1 + cos(π/4))
     factor = 0.5 * (1 + math.cos(math.pi * count / total))
-  got = one_update(spec.build_optimizer(0.1, steps_per_epoch), jnp.asarray(GRADS), count)
+  got = one_update(
+    optimizers.build(spec.optimizer, 0.1, epochs=spec.epochs, steps_per_epoch=steps_per_epoch),
+    jnp.asarray(GRADS),
+    count,
+  )
   # Nesterov from a zero trace: update = -lr·(g + 0.9·g).
   np.testing.assert_allclose(got, -0.1 * factor * 1.9 * GRADS, rtol=1e-5, atol=1e-9)
 
@@ -124,7 +136,9 @@ def test_cifar100_cosine_schedule(fraction, factor):
 def test_nesterov_matches_numpy_over_steps():
   spec = get("cifar100", epochs=1)
   g1, g2 = GRADS, GRADS[::-1].copy()
-  got = run_updates(spec.build_optimizer(0.1, steps_per_epoch=4), [g1, g2])
+  got = run_updates(
+    optimizers.build(spec.optimizer, 0.1, epochs=spec.epochs, steps_per_epoch=4), [g1, g2]
+  )
   rate = [0.1 * 0.5 * (1 + math.cos(math.pi * t / 4)) for t in range(2)]
   trace1 = g1
   trace2 = g2 + 0.9 * trace1
@@ -137,7 +151,9 @@ def test_learning_rate_may_be_traced_per_member(name):
   spec = tasks.get(name)
 
   def member_update(lr):
-    return jnp.asarray(one_update_traced(spec.build_optimizer(lr, steps_per_epoch=3)))
+    return jnp.asarray(
+      one_update_traced(optimizers.build(spec.optimizer, lr, epochs=spec.epochs, steps_per_epoch=3))
+    )
 
   lrs = jnp.array([1e-2, 1e-3], jnp.float32)
   updates = jax.jit(jax.vmap(member_update))(lrs)
@@ -150,6 +166,8 @@ def one_update_traced(optimizer):
   return updates
 
 
-def test_build_optimizer_rejects_bad_steps_per_epoch():
+def test_build_rejects_bad_epochs_and_steps_per_epoch():
   with pytest.raises(ValueError, match=r"steps_per_epoch=0 .* integer >= 1"):
-    tasks.get("cifar10").build_optimizer(1e-3, steps_per_epoch=0)
+    optimizers.build("adam_anneal", 1e-3, epochs=200, steps_per_epoch=0)
+  with pytest.raises(ValueError, match=r"epochs=2.5 .* integer >= 1"):
+    optimizers.build("adam_anneal", 1e-3, epochs=2.5, steps_per_epoch=10)

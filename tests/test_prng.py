@@ -1,4 +1,4 @@
-"""Decisive checks of the dropout PRNG (gelujax.trainer's hash) on the trainer's own key path.
+"""Decisive checks of the dropout PRNG (gelujax.engine's hash) on the trainer's own key path.
 
 The keys and the masks of the MNIST classifier's Dropout layers are drawn as benchmarks/prng.py
 draws them (``dropout_keys``, ``draw_masks``). Each statistic is computed here in NumPy from the

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 from tiny_task import TinySpec
 
-from gelujax import devices, tasks, trainer
+from gelujax import host, tasks
+from gelujax import workdir as workdirs
 from gelujax.members import Members
 from gelujax.paper import Design, design
 from gelujax.study import grids, runs
@@ -51,7 +52,7 @@ def test_evaluation_grids_train_fresh_seeds_at_the_selected_lr():
     "gelu_tanh_eval", Path("/o/runs/gelu_tanh_eval"), (1e-4,)
   )  # fmt: skip
   # Its config.json: the selection grid's spec, one lr, the design's 10 evaluation seeds.
-  config = trainer.make_config(grid.spec, Members(grid.learning_rates, plan.evaluation_seeds))
+  config = workdirs.make_config(grid.spec, Members(grid.learning_rates, plan.evaluation_seeds))
   assert (
     config["spec"]["activation"] == "gelu_tanh" and config["spec"]["dataset"] == "fashion_mnist"
   )
@@ -168,4 +169,4 @@ def test_a_grid_that_fails_before_training_adds_no_time(tmp_path):
   with pytest.raises(ValueError, match="different grid"):
     grids.train_grids([grid], seeds=[0], data_dir=None, out=tmp_path)
   assert grids.read_timings(tmp_path) == {"gelu": {"seconds": 3.0, "machines": []}}
-  assert devices.describe_machine()  # The machine every recorded training names.
+  assert host.describe_machine()  # The machine every recorded training names.

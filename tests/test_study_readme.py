@@ -4,13 +4,14 @@ import dataclasses
 import json
 import shlex
 
-from gelujax import devices, tasks, writers
+from gelujax import host, tasks
+from gelujax import workdir as workdirs
 from gelujax.study import grids, readme
 
 
 def test_deviations_compare_the_runs_spec_with_the_paper_spec():
   paper = tasks.get("mnist")
-  ours = writers.jsonable(
+  ours = workdirs.jsonable(
     dataclasses.asdict(paper.replace(dataset="fashion_mnist", epochs=2, batch_size=64))
   )
   del ours["dropout_bits"]  # config.json leaves it out at its default.
@@ -40,7 +41,7 @@ def test_deviations_compare_the_runs_spec_with_the_paper_spec():
   same = readme.list_deviations(
     "mnist",
     paper,
-    writers.jsonable(dataclasses.asdict(paper.replace(evals_per_epoch=3))),
+    workdirs.jsonable(dataclasses.asdict(paper.replace(evals_per_epoch=3))),
     seeds=range(5),
     learning_rates=paper.learning_rates,
     activations=["gelu_tanh", "relu", "elu"],
@@ -140,7 +141,7 @@ def test_readme_records_what_ran(tmp_path):
   assert "python experiments/reproduce.py --task=mnist --dataset=fashion_mnist --render" in lines
   assert "- Seeds: 0, 1" in lines
   written = next(line for line in lines if line.startswith("- Written "))
-  assert written.endswith(f"rendered without training, on {devices.describe_machine()}.")
+  assert written.endswith(f"rendered without training, on {host.describe_machine()}.")
   assert (
     "- Training time per run (summed over the invocations that trained it): gelu 65 s, "
     "relu 12 s, elu 3 s." in lines

@@ -1,4 +1,5 @@
-"""Tests for gelujax.tasks: the paper's settings, validation, losses, optimizers, batches, data."""
+"""Tests for gelujax.tasks, and the objectives and optimizers its values name: the paper's
+settings, validation, losses, optimizers, batches, data."""
 
 import dataclasses
 import json
@@ -12,11 +13,21 @@ import optax
 import pytest
 from scipy import special
 
-from gelujax import data, tasks
+from gelujax import data, objectives, optimizers, tasks
 
 
 def get(name, **overrides):
   return tasks.get(name).replace(**overrides)
+
+
+def objective_of(spec):
+  """The objective the engine builds from a task's values."""
+  return objectives.make(
+    spec.objective,
+    weight_decay=spec.weight_decay,
+    input_noise=spec.input_noise,
+    crop_padding=spec.crop_padding,
+  )
 
 
 # --------------------------------------------------------------------------- the registry
@@ -130,6 +141,8 @@ def test_build_model_uses_activation_dropout_and_options():
   wrn = get("cifar100", model_options={"width": 2}).build_model()
   assert (wrn.depth, wrn.width, wrn.dropout) == (40, 2, 0.3)
   assert tasks.get("timit").build_model().num_outputs == 39
+  assert get("mnist").build_model().dtype == jnp.float32
+  assert get("cifar10", dtype="bfloat16").build_model().dtype == jnp.bfloat16
 
 
 # ---------------------------------------------------------------------------- validation
@@ -138,8 +151,8 @@ def test_build_model_uses_activation_dropout_and_options():
 @pytest.mark.parametrize(
   ("field", "value", "valid"),
   [
-    ("learning_rates", (1e-3, 0.0), "learning rates > 0"),
-    ("learning_rates", (), "learning rates > 0"),
+    ("learning_rates", (1e-3, 0.0), "each > 0 and normal in float32"),
+    ("learning_rates", (), "each > 0 and normal in float32"),
     ("batch_size", 0, "integer >= 1"),
     ("batch_size", 1.5, "integer >= 1"),
     ("epochs", 0, "integer >= 1"),
@@ -161,6 +174,7 @@ def test_build_model_uses_activation_dropout_and_options():
     ("group_batches", 1, "True or False"),
     ("data_options", None, "dict"),
     ("dropout_bits", "mt19937", "hash, threefry"),
+    ("dtype", "float16", "float32, bfloat16"),
   ],
 )
 def test_replace_rejects_bad_values(field, value, valid):
@@ -192,7 +206,9 @@ def test_activation_specs_with_arguments(activation):
   assert model.activation == activation
   rng = np.random.default_rng(0)
   images = rng.integers(0, 256, (4, 28, 28, 1)).astype(np.uint8)
-  inputs, _ = spec.prepare_batch({"inputs": images, "targets": np.zeros(4, np.int32)}, False, None)
+  inputs, _ = objective_of(spec).prepare_batch(
+    {"inputs": images, "targets": np.zeros(4, np.int32)}, False, None
+  )
   params = model.init(jax.random.key(0), inputs, train=False)["params"]
   # Learnable parameters away from their initial (0, 1), one per feature.
   params = {
@@ -264,14 +280,18 @@ def test_classification_loss_and_metrics_with_mask():
   spec = tasks.get("mnist")
   ce = np_cross_entropy(logits, targets)
   wrong = logits.argmax(axis=1) != targets
-  np.testing.assert_allclose(spec.loss(logits, targets, mask), (ce * mask).sum() / 5, rtol=1e-5)
-  metrics = spec.metrics(logits, targets, mask)
+  np.testing.assert_allclose(
+    objective_of(spec).loss(logits, targets, mask), (ce * mask).sum() / 5, rtol=1e-5
+  )
+  metrics = objective_of(spec).metrics(logits, targets, mask)
   assert set(metrics) == {"loss", "error"}
   np.testing.assert_allclose(metrics["loss"], (ce * mask).sum(), rtol=1e-5)
   assert float(metrics["error"]) == float((wrong * mask).sum())
   # A boolean mask means the same; an empty mask gives 0, not NaN.
-  np.testing.assert_allclose(spec.loss(logits, targets, mask > 0), (ce * mask).sum() / 5, rtol=1e-5)
-  assert float(spec.loss(logits, targets, np.zeros(7, np.float32))) == 0.0
+  np.testing.assert_allclose(
+    objective_of(spec).loss(logits, targets, mask > 0), (ce * mask).sum() / 5, rtol=1e-5
+  )
+  assert float(objective_of(spec).loss(logits, targets, np.zeros(7, np.float32))) == 0.0
 
 
 def test_reconstruction_loss_is_per_example_mse():
@@ -281,8 +301,10 @@ def test_reconstruction_loss_is_per_example_mse():
   mask = np.array([1, 0, 1, 1], np.float32)
   spec = tasks.get("mnist_ae")
   per_example = ((outputs.astype(np.float64) - targets) ** 2).reshape(4, -1).mean(axis=1)
-  np.testing.assert_allclose(spec.loss(outputs, targets, mask), per_example[[0, 2, 3]].mean(), 1e-5)
-  metrics = spec.metrics(outputs, targets, mask)
+  np.testing.assert_allclose(
+    objective_of(spec).loss(outputs, targets, mask), per_example[[0, 2, 3]].mean(), 1e-5
+  )
+  metrics = objective_of(spec).metrics(outputs, targets, mask)
   assert set(metrics) == {"loss"}
   np.testing.assert_allclose(metrics["loss"], per_example[[0, 2, 3]].sum(), rtol=1e-5)
 
@@ -295,18 +317,20 @@ def test_prepare_batch_scales_uint8_and_keeps_float():
   batch = {"inputs": jnp.asarray(images, jnp.uint8), "targets": jnp.array([3, 7], jnp.int32)}
   spec = tasks.get("mnist")
   for train in (False, True):
-    inputs, targets = spec.prepare_batch(batch, train, jax.random.key(0))
+    inputs, targets = objective_of(spec).prepare_batch(batch, train, jax.random.key(0))
     assert inputs.dtype == jnp.float32
     np.testing.assert_allclose(inputs, images / 255.0, rtol=1e-6)
     np.testing.assert_array_equal(targets, [3, 7])
   floats = {"inputs": jnp.full((3, 286), 2.5), "targets": jnp.zeros(3, jnp.int32)}
-  inputs, _ = tasks.get("timit").prepare_batch(floats, True, jax.random.key(0))
+  inputs, _ = objective_of(tasks.get("timit")).prepare_batch(floats, True, jax.random.key(0))
   np.testing.assert_array_equal(inputs, floats["inputs"])
 
 
 def test_prepare_batch_autoencoder_targets_are_inputs():
   images = jnp.asarray(np.random.default_rng(3).integers(0, 256, (4, 28, 28, 1)), jnp.uint8)
-  inputs, targets = tasks.get("mnist_ae").prepare_batch({"inputs": images}, True, jax.random.key(0))
+  inputs, targets = objective_of(tasks.get("mnist_ae")).prepare_batch(
+    {"inputs": images}, True, jax.random.key(0)
+  )
   np.testing.assert_array_equal(inputs, targets)
   np.testing.assert_allclose(targets, np.asarray(images) / 255.0, rtol=1e-6)
 
@@ -315,7 +339,7 @@ def test_prepare_batch_gaussian_noise_statistics():
   spec = tasks.get("cifar10")
   clean = jnp.zeros((64, 32, 32, 3), jnp.float32)
   batch = {"inputs": clean, "targets": jnp.zeros(64, jnp.int32)}
-  prepare = jax.jit(spec.prepare_batch, static_argnums=1)
+  prepare = jax.jit(objective_of(spec).prepare_batch, static_argnums=1)
   noisy, _ = prepare(batch, True, jax.random.key(1))
   noise = np.asarray(noisy, np.float64)
   assert abs(noise.mean()) < 3 * 0.15 / math.sqrt(noise.size)  # ~0.0012
@@ -335,7 +359,7 @@ def test_prepare_batch_random_crops_are_shifts_of_the_padded_image():
   rng = np.random.default_rng(4)
   images = rng.normal(size=(32, 32, 32, 3)).astype(np.float32)
   batch = {"inputs": jnp.asarray(images), "targets": jnp.zeros(32, jnp.int32)}
-  prepare = jax.jit(spec.prepare_batch, static_argnums=1)
+  prepare = jax.jit(objective_of(spec).prepare_batch, static_argnums=1)
   crops, _ = prepare(batch, True, jax.random.key(5))
   chex.assert_shape(crops, (32, 32, 32, 3))
   padded = np.pad(images, ((0, 0), (4, 4), (4, 4), (0, 0)))
@@ -377,13 +401,13 @@ def test_regularizer_sums_kernels_and_bn_scales_only():
   # wrn_tiny: stem conv + 3 blocks x (2 convs + projection) + dense = 11 kernels; BN scales:
   # 2 in the stem, 1 per block, 1 in the head = 6.
   assert decayed == 11 + 6
-  np.testing.assert_allclose(spec.regularizer(params), 5e-4 * expected, rtol=1e-5)
+  np.testing.assert_allclose(objective_of(spec).regularizer(params), 5e-4 * expected, rtol=1e-5)
   # Biases and BN offsets do not count.
   shifted = jax.tree_util.tree_map_with_path(
     lambda path, x: x + 1.0 if path[-1].key == "bias" else x, params
   )
-  np.testing.assert_allclose(spec.regularizer(shifted), 5e-4 * expected, rtol=1e-5)
-  assert float(tasks.get("mnist").regularizer(params)) == 0.0
+  np.testing.assert_allclose(objective_of(spec).regularizer(shifted), 5e-4 * expected, rtol=1e-5)
+  assert float(objective_of(tasks.get("mnist")).regularizer(params)) == 0.0
 
 
 # ------------------------------------------------------------------ host-side preprocessing
@@ -533,9 +557,11 @@ def train_step(spec, batch, key):
   """A trainer-like step: prepare, forward (BN state mutable), loss + L2, grads, update."""
   model = spec.build_model()
   init_key, dropout_key, batch_key = jax.random.split(key, 3)
-  inputs, targets = spec.prepare_batch(batch, True, batch_key)
+  inputs, targets = objective_of(spec).prepare_batch(batch, True, batch_key)
   variables = model.init(init_key, inputs, train=False)
-  optimizer = spec.build_optimizer(jnp.float32(1e-3), steps_per_epoch=7)
+  optimizer = optimizers.build(
+    spec.optimizer, jnp.float32(1e-3), epochs=spec.epochs, steps_per_epoch=7
+  )
 
   def objective(params):
     outputs, _ = model.apply(
@@ -546,7 +572,9 @@ def train_step(spec, batch, key):
       mutable=["batch_stats"],
     )
     mask = jnp.ones(len(outputs))
-    return spec.loss(outputs, targets, mask) + spec.regularizer(params), outputs
+    return objective_of(spec).loss(outputs, targets, mask) + objective_of(spec).regularizer(
+      params
+    ), outputs
 
   (loss, outputs), grads = jax.value_and_grad(objective, has_aux=True)(variables["params"])
   updates, _ = optimizer.update(grads, optimizer.init(variables["params"]), variables["params"])
@@ -578,6 +606,6 @@ def test_tiny_mnist_step_lowers_the_loss():
     "targets": jnp.asarray(rng.integers(0, 10, 16), jnp.int32),
   }
   loss, _, params = jax.jit(lambda b: train_step(spec, b, jax.random.key(0)))(batch)
-  inputs, targets = spec.prepare_batch(batch, False, None)
+  inputs, targets = objective_of(spec).prepare_batch(batch, False, None)
   after = spec.build_model().apply({"params": params}, inputs, train=False)
-  assert float(spec.loss(after, targets, jnp.ones(16))) < float(loss)
+  assert float(objective_of(spec).loss(after, targets, jnp.ones(16))) < float(loss)

@@ -18,7 +18,8 @@ from scipy import special
 from tiny_task import hash_tree, write_mnist_files
 
 from benchmarks import faults
-from gelujax import data, trainer, writers
+from gelujax import engine, host
+from gelujax import workdir as workdirs
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(ROOT, "experiments", "train.py")
@@ -177,14 +178,14 @@ def numpy_tiny_mnist(params, images: np.ndarray) -> np.ndarray:
 
 
 def test_a_run_writes_its_files_and_learns(finished_run):
-  config = writers.read_json(os.path.join(finished_run, "config.json"))
+  config = workdirs.read_json(os.path.join(finished_run, "config.json"))
   assert config["task"] == "tiny_mnist"
   assert config["members"] == [
     {"seed": 0, "learning_rate": 1e-3}, {"seed": 1, "learning_rate": 1e-3}
   ]  # fmt: skip
-  records = writers.read_metrics(finished_run)
+  records = workdirs.read_metrics(finished_run)
   assert sorted({r["epoch"] for r in records}) == [1.0, 2.0]
-  summary = writers.read_json(os.path.join(finished_run, "summary.json"))
+  summary = workdirs.read_json(os.path.join(finished_run, "summary.json"))
   assert summary["epochs"] == 2 and len(summary["members"]) == 2
   # The logged test metrics are those of the final parameters, evaluated here in NumPy on the
   # IDX files' test images; the 64 test images are classified far better than chance (90%
@@ -192,7 +193,7 @@ def test_a_run_writes_its_files_and_learns(finished_run):
   data_dir = os.path.join(os.path.dirname(finished_run), "mnist")
   images = read_idx(os.path.join(data_dir, "t10k-images-idx3-ubyte.gz"))
   labels = read_idx(os.path.join(data_dir, "t10k-labels-idx1-ubyte.gz")).astype(np.int64)
-  _, _, state = trainer.restore(finished_run, data_dir=data_dir)
+  _, _, state = engine.restore(finished_run, data_dir=data_dir)
   for member in range(2):
     params = jax.tree.map(lambda leaf, m=member: np.float64(leaf[m]), state.params)
     logits = numpy_tiny_mnist(params, images)
@@ -234,9 +235,9 @@ def test_a_run_whose_members_all_diverge_exits_non_zero_and_none_keeps_no_progra
     "train.py: error: All 2 members diverged (their training loss became non-finite, at epochs "
     f"[1, 1]); see {workdir}/metrics.jsonl. Lower the learning rates."
   )
-  summary = writers.read_json(workdir / "summary.json")
+  summary = workdirs.read_json(workdir / "summary.json")
   assert [(m["diverged"], m["diverged_epoch"]) for m in summary["members"]] == [(True, 1)] * 2
-  records = writers.read_metrics(workdir)
+  records = workdirs.read_metrics(workdir)
   assert [(r["epoch"], r["diverged"]) for r in records] == [(1.0, True)] * 2
   assert not os.path.exists(tmp_path / "jax_cache")
 
@@ -284,10 +285,10 @@ def test_more_epochs_continue_a_finished_run(tmp_path, finished_run):
   )  # fmt: skip
   assert result.returncode == 0, result.stderr
   assert [e for e in os.listdir(cache) if e.startswith("jit_")]
-  records = writers.read_metrics(workdir)
-  assert records[:4] == writers.read_metrics(finished_run)  # epochs 1-2 kept, not re-run
+  records = workdirs.read_metrics(workdir)
+  assert records[:4] == workdirs.read_metrics(finished_run)  # epochs 1-2 kept, not re-run
   assert [r["epoch"] for r in records] == [1.0, 1.0, 2.0, 2.0, 3.0, 3.0]
-  assert writers.read_json(os.path.join(workdir, "summary.json"))["epochs"] == 3
+  assert workdirs.read_json(os.path.join(workdir, "summary.json"))["epochs"] == 3
 
 
 # ---------------------------------------------------------------------------- workdir faults
@@ -337,7 +338,7 @@ def test_a_grid_too_big_for_memory_is_refused_before_any_work(script, tmp_path, 
   # bytes of state a member, held twice during a step with gradients and updates, plus 128 KiB
   # of host memory a member. 100,000 seeds (the issue's) or more, if this machine has the room.
   per_member = 2 * 13_002 * 3 * 4 + 2 * 13_002 * 4 + 128 * 1024
-  seeds = max(100_000, 2 * data.available_memory() // per_member)
+  seeds = max(100_000, 2 * host.available_memory() // per_member)
   workdir = str(tmp_path / "run")
   args = grid_args(finished_run, workdir)
   exit_ = run_main(script, *[a for a in args if not a.startswith("--seeds")], f"--seeds={seeds}")
@@ -354,6 +355,22 @@ def test_a_workdir_that_is_a_file_is_refused(script, tmp_path, finished_run):
     run_main(script, *grid_args(finished_run, path)), f"--workdir {path} is a file, not a folder"
   )
   assert path.read_text() == "precious\n"
+
+
+def test_dtype_bfloat16_trains_is_recorded_and_checked_on_resume(script, tmp_path, finished_run):
+  workdir = str(tmp_path / "run")
+  args = grid_args(finished_run, workdir, "--dtype=bfloat16", "--epochs=1")
+  assert run_main(script, *args) is None
+  assert workdirs.read_json(os.path.join(workdir, "config.json"))["spec"]["dtype"] == "bfloat16"
+  [first, second] = workdirs.read_metrics(workdir)  # one epoch, two members
+  assert first["train_loss"] > 0 and second["train_loss"] > 0
+  before = faults.results(workdir)
+  exit_ = run_main(script, *grid_args(finished_run, workdir, "--epochs=2"))  # float32, default
+  assert_one_line_error(exit_, "holds another run", "dtype 'bfloat16' (now 'float32')")
+  assert faults.results(workdir) == before
+  exit_ = run_main(script, *grid_args(finished_run, str(tmp_path / "new"), "--dtype=float16"))
+  assert_one_line_error(exit_, "--dtype 'float16' is not valid", "expected float32, bfloat16")
+  assert not os.path.exists(tmp_path / "new")
 
 
 @pytest.mark.mount
@@ -399,8 +416,8 @@ def test_a_deleted_config_lets_no_other_grid_resume(script, tmp_path, finished_r
   assert faults.results(workdir) == before
   # The run's own grid resumes, and config.json is rebuilt from the checkpoint.
   assert run_main(script, *grid_args(finished_run, workdir, "--epochs=2")) is None
-  rebuilt = writers.read_json(os.path.join(workdir, "config.json"))
-  assert rebuilt == writers.read_json(os.path.join(finished_run, "config.json"))
+  rebuilt = workdirs.read_json(os.path.join(workdir, "config.json"))
+  assert rebuilt == workdirs.read_json(os.path.join(finished_run, "config.json"))
 
 
 def test_a_smaller_epochs_on_a_finished_run_is_refused_untouched(script, tmp_path, finished_run):
@@ -409,7 +426,7 @@ def test_a_smaller_epochs_on_a_finished_run_is_refused_untouched(script, tmp_pat
   exit_ = run_main(script, *grid_args(finished_run, workdir, "--epochs=1"))
   assert_one_line_error(exit_, "trained for 2 epochs, more than --epochs 1", "--epochs 2")
   assert faults.results(workdir) == before
-  assert writers.read_json(os.path.join(workdir, "summary.json"))["epochs"] == 2
+  assert workdirs.read_json(os.path.join(workdir, "summary.json"))["epochs"] == 2
 
 
 def test_flipped_bytes_in_the_newest_checkpoint_retrain_its_epoch(

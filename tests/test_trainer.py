@@ -1,4 +1,4 @@
-"""Whole-loop tests of gelujax.trainer on the tiny test task (tests/tiny_task.py)."""
+"""Whole-loop tests of gelujax.engine on the tiny test task (tests/tiny_task.py)."""
 
 import functools
 import itertools
@@ -23,7 +23,8 @@ from tiny_task import (
   shuffled_batches,
 )
 
-from gelujax import checkpoints, prng, trainer, writers
+from gelujax import checkpoints, engine, prng
+from gelujax import workdir as workdirs
 from gelujax.members import Members
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -37,7 +38,7 @@ class Killed(Exception):
 def reference(tmp_path_factory) -> str:
   """The workdir of the uninterrupted reference run."""
   workdir = str(tmp_path_factory.mktemp("reference") / "run")
-  trainer.fit(REFERENCE_SPEC, workdir, REFERENCE_MEMBERS, progress=False)
+  engine.fit(REFERENCE_SPEC, workdir, REFERENCE_MEMBERS, progress=False)
   return workdir
 
 
@@ -50,8 +51,8 @@ def assert_same_run(workdir: str, reference: str, spec=REFERENCE_SPEC) -> None:
   """Bitwise equal final states and identical metrics.jsonl and summary.json."""
   assert read_text(workdir, "metrics.jsonl") == read_text(reference, "metrics.jsonl")
   assert read_text(workdir, "summary.json") == read_text(reference, "summary.json")
-  _, _, state = trainer.restore(workdir, spec=spec)
-  _, _, expected = trainer.restore(reference, spec=spec)
+  _, _, state = engine.restore(workdir, spec=spec)
+  _, _, expected = engine.restore(reference, spec=spec)
   for leaf, expected_leaf in zip(jax.tree.leaves(state), jax.tree.leaves(expected), strict=True):
     np.testing.assert_array_equal(np.asarray(leaf), np.asarray(expected_leaf))
 
@@ -166,7 +167,7 @@ def assert_params_close(state_params, i: int, expected) -> None:
 def initial_state_and_batches(spec, members, train, epochs=(1,)):
   """The run's initial state (unpadded, on the host) and each member's batches of ``epochs``,
   [epochs, steps, M, B], as the trainer draws them on a one-device mesh."""
-  program = trainer.make_program(spec, trainer.make_mesh(len(members)), train, len(members))
+  program = engine.make_program(spec, engine.make_mesh(len(members)), train, len(members))
   seeds_M, learning_rates_M = program.put_members(members)
   initial = jax.tree.map(np.asarray, program.unpad(program.init(seeds_M, learning_rates_M)))
   batches = [np.asarray(program.shuffle(seeds_M, np.int32(e)))[:, : len(members)] for e in epochs]
@@ -174,17 +175,17 @@ def initial_state_and_batches(spec, members, train, epochs=(1,)):
 
 
 def test_training_lowers_the_loss_and_metrics_match_numpy(reference):
-  records = writers.read_metrics(reference)
+  records = workdirs.read_metrics(reference)
   first = [r["train_loss"] for r in records if r["epoch"] == 1.0]
   last = [r["train_loss"] for r in records if r["epoch"] == 3.0]
   assert all(b < 0.8 * a for a, b in zip(first, last, strict=True))
-  spec, members, state = trainer.restore(reference, spec=REFERENCE_SPEC)
+  spec, members, state = engine.restore(reference, spec=REFERENCE_SPEC)
   assert list(members) == [(1e-2, 0), (1e-2, 1), (3e-3, 0), (3e-3, 1)]
   params = jax.tree.map(np.asarray, state.params)
   for name in ("validation", "test"):
     split = make_splits()[name]
     loss, error = numpy_metrics(params, split)
-    evaluated = trainer.evaluate_members(spec, state, split)
+    evaluated = engine.evaluate_members(spec, state, split)
     np.testing.assert_allclose(evaluated["loss"], loss, rtol=1e-5)
     np.testing.assert_allclose(evaluated["error"], error)
     logged = [r for r in records if r["epoch"] == 3.0]
@@ -198,11 +199,11 @@ def test_training_follows_a_numpy_adam_on_the_trainers_batches(tmp_path):
   training loss) against float64 NumPy replaying the same initial weights and batch order."""
   spec = TinySpec(epochs=2)
   members = Members([1e-2, 3e-3], [0, 1])
-  trainer.fit(spec, str(tmp_path), members, progress=False)
-  _, _, state = trainer.restore(str(tmp_path), spec=spec)
+  engine.fit(spec, str(tmp_path), members, progress=False)
+  _, _, state = engine.restore(str(tmp_path), spec=spec)
   train = make_splits()["train"]
   initial, batches_ExSxMxB = initial_state_and_batches(spec, members, train, epochs=(1, 2))
-  records = writers.read_metrics(str(tmp_path))
+  records = workdirs.read_metrics(str(tmp_path))
   for i, (learning_rate, _) in enumerate(members):
     batches = batches_ExSxMxB[:, :, i].reshape(-1, spec.batch_size)
     after, losses = numpy_adam(member_params(initial.params, i), train, batches, learning_rate)
@@ -217,8 +218,8 @@ def test_logged_training_loss_is_the_dropout_off_loss_before_each_step(tmp_path)
   against float64 NumPy Adam trained with the same batches and dropout masks."""
   spec = TinySpec(dropout=0.5, epochs=1, evals_per_epoch=12)
   members = Members([1e-2, 3e-3], [0])
-  trainer.fit(spec, str(tmp_path), members, progress=False)
-  records = writers.read_metrics(str(tmp_path))
+  engine.fit(spec, str(tmp_path), members, progress=False)
+  records = workdirs.read_metrics(str(tmp_path))
   train = make_splits()["train"]
   initial, batches_ExSxMxB = initial_state_and_batches(spec, members, train)
   assert batches_ExSxMxB.shape[1] == 12
@@ -233,8 +234,8 @@ def test_logged_training_loss_is_the_dropout_off_loss_before_each_step(tmp_path)
 
 def test_batch_norm_statistics_are_kept_and_used_in_evaluation(tmp_path):
   spec = TinySpec(model_options={"batch_norm": True}, epochs=2)
-  trainer.fit(spec, str(tmp_path), Members([1e-2], [0, 1]), progress=False)
-  _, _, state = trainer.restore(str(tmp_path), spec=spec)
+  engine.fit(spec, str(tmp_path), Members([1e-2], [0, 1]), progress=False)
+  _, _, state = engine.restore(str(tmp_path), spec=spec)
   stats = jax.tree.map(np.float64, state.batch_stats["BatchNorm_0"])
   assert np.all(stats["var"] != 1) and np.all(stats["mean"] != 0)  # updated by training
   # Evaluation normalises with the running statistics: fold them into the first layer.
@@ -249,17 +250,17 @@ def test_batch_norm_statistics_are_kept_and_used_in_evaluation(tmp_path):
   }
   test = make_splits()["test"]
   loss, error = numpy_metrics(folded, test)
-  logged = [r for r in writers.read_metrics(str(tmp_path)) if r["epoch"] == 2.0]
+  logged = [r for r in workdirs.read_metrics(str(tmp_path)) if r["epoch"] == 2.0]
   np.testing.assert_allclose([r["test_loss"] for r in logged], loss, rtol=1e-5)
   np.testing.assert_allclose([r["test_error"] for r in logged], error)
 
 
 def test_workdir_files_follow_the_formats(reference):
-  config = writers.read_json(os.path.join(reference, "config.json"))
+  config = workdirs.read_json(os.path.join(reference, "config.json"))
   assert config["task"] == "tiny" and config["dataset"] == "blobs"
   assert config["activation"] == "relu" and config["spec"]["dropout"] == 0.25
   assert config["members"][1] == {"seed": 1, "learning_rate": 1e-2}
-  records = writers.read_metrics(reference)
+  records = workdirs.read_metrics(reference)
   assert len(records) == 4 * 3
   assert set(records[0]) == {
     "member", "seed", "learning_rate", "epoch", "step", "diverged", "train_loss",
@@ -268,7 +269,7 @@ def test_workdir_files_follow_the_formats(reference):
   assert [(r["member"], r["epoch"], r["step"]) for r in records[:5]] == [
     (0, 1.0, 12), (1, 1.0, 12), (2, 1.0, 12), (3, 1.0, 12), (0, 2.0, 24)
   ]  # fmt: skip
-  summary = writers.read_json(os.path.join(reference, "summary.json"))
+  summary = workdirs.read_json(os.path.join(reference, "summary.json"))
   assert summary["epochs"] == 3 and len(summary["members"]) == 4
   for i, member in enumerate(summary["members"]):
     own = [r for r in records if r["member"] == i]
@@ -290,7 +291,7 @@ def test_grouped_batches_and_several_evaluations_per_epoch(tmp_path):
     evals_per_epoch=2,
   )  # fmt: skip
   members = Members([1e-2], [3])
-  trainer.fit(spec, str(tmp_path), members, progress=False)
+  engine.fit(spec, str(tmp_path), members, progress=False)
   splits = make_splits(grouped=True)
   train, groups = splits["train"], splits["train"]["groups"]
   # The groups in order of appearance, and the frames of each.
@@ -303,7 +304,7 @@ def test_grouped_batches_and_several_evaluations_per_epoch(tmp_path):
     np.concatenate([np.flatnonzero(groups == order[g]) for g in b]) for b in batch_groups_SxB
   ]
   after, losses = numpy_adam(member_params(initial.params, 0), train, frames, 1e-2)
-  records = writers.read_metrics(str(tmp_path))
+  records = workdirs.read_metrics(str(tmp_path))
   assert [(r["epoch"], r["step"]) for r in records] == [(half / steps, half), (1.0, steps)]
   for record, (first, last) in zip(records, [(0, half), (half, steps)], strict=True):
     np.testing.assert_allclose(record["train_loss"], np.mean(losses[first:last]), rtol=1e-5)
@@ -311,16 +312,16 @@ def test_grouped_batches_and_several_evaluations_per_epoch(tmp_path):
       loss, error = numpy_loss_and_error(after[last - 1], splits[name])
       np.testing.assert_allclose(record[f"{name}_loss"], loss, rtol=1e-5)
       np.testing.assert_allclose(record[f"{name}_error"], error)
-  _, _, state = trainer.restore(str(tmp_path), spec=spec)
+  _, _, state = engine.restore(str(tmp_path), spec=spec)
   assert_params_close(state.params, 0, after[-1])
 
 
 def test_expand_groups_matches_a_python_reference():
   groups = np.repeat(np.arange(6), [3, 1, 2, 4, 1, 2]).astype(np.int32)
-  found = trainer._find_groups(groups, batch_size=3, num_devices=4)
+  found = engine.step.find_groups(groups, batch_size=3, num_devices=4)
   np.testing.assert_array_equal(found.starts, [0, 3, 4, 6, 10, 11])
   assert found.batch_frames == 12  # the 3 longest groups hold 9 frames; 4 devices -> 12
-  frames, mask = trainer._expand_groups(np.array([3, 1, 5], np.int32), found)
+  frames, mask = engine.step.expand_groups(np.array([3, 1, 5], np.int32), found)
   expected = [6, 7, 8, 9, 3, 11, 12]
   np.testing.assert_array_equal(np.asarray(frames)[:7], expected)
   np.testing.assert_array_equal(np.asarray(mask), [1] * 7 + [0] * 5)
@@ -331,12 +332,12 @@ def test_killed_run_resumes_to_the_same_result(tmp_path, monkeypatch, reference,
   workdir = str(tmp_path / "run")
   kill_at_save(monkeypatch, 2, after_saving=after_saving)
   with pytest.raises(Killed):
-    trainer.fit(REFERENCE_SPEC, workdir, REFERENCE_MEMBERS, progress=False)
+    engine.fit(REFERENCE_SPEC, workdir, REFERENCE_MEMBERS, progress=False)
   # Killed before saving epoch 2, the log already holds epoch 2; resuming from epoch 1 must
   # not write it twice.
-  assert max(r["epoch"] for r in writers.read_metrics(workdir)) == 2.0
+  assert max(r["epoch"] for r in workdirs.read_metrics(workdir)) == 2.0
   monkeypatch.undo()
-  trainer.fit(REFERENCE_SPEC, workdir, REFERENCE_MEMBERS, progress=False)
+  engine.fit(REFERENCE_SPEC, workdir, REFERENCE_MEMBERS, progress=False)
   assert_same_run(workdir, reference)
 
 
@@ -350,16 +351,16 @@ def test_damaged_newest_checkpoint_falls_back_to_the_one_before(tmp_path, refere
     with open(os.path.join(data, name), "wb") as f:
       f.write(b"not an array")
   os.remove(os.path.join(workdir, "summary.json"))
-  trainer.fit(REFERENCE_SPEC, workdir, REFERENCE_MEMBERS, progress=False)
+  engine.fit(REFERENCE_SPEC, workdir, REFERENCE_MEMBERS, progress=False)
   assert "Skipping checkpoint" in caplog.text
   assert_same_run(workdir, reference)
 
 
 def test_more_epochs_continue_the_run(tmp_path, reference):
   workdir = str(tmp_path / "run")
-  trainer.fit(REFERENCE_SPEC.replace(epochs=2), workdir, REFERENCE_MEMBERS, progress=False)
-  assert writers.read_json(os.path.join(workdir, "summary.json"))["epochs"] == 2
-  trainer.fit(REFERENCE_SPEC, workdir, REFERENCE_MEMBERS, progress=False)
+  engine.fit(REFERENCE_SPEC.replace(epochs=2), workdir, REFERENCE_MEMBERS, progress=False)
+  assert workdirs.read_json(os.path.join(workdir, "summary.json"))["epochs"] == 2
+  engine.fit(REFERENCE_SPEC, workdir, REFERENCE_MEMBERS, progress=False)
   assert_same_run(workdir, reference)
 
 
@@ -375,34 +376,34 @@ def test_more_epochs_continue_the_run(tmp_path, reference):
 def test_incompatible_resume_is_refused_untouched(reference, change, grid, message):
   before = hash_tree(reference)
   with pytest.raises(ValueError, match=message.replace("[", r"\[")) as error:
-    trainer.fit(REFERENCE_SPEC.replace(**change), reference, grid, progress=False)
+    engine.fit(REFERENCE_SPEC.replace(**change), reference, grid, progress=False)
   assert "another --workdir" in str(error.value)
   assert hash_tree(reference) == before
 
 
 def test_a_diverging_member_leaves_the_others_unchanged(tmp_path):
   workdir, without = str(tmp_path / "run"), str(tmp_path / "without")
-  summary = trainer.fit(REFERENCE_SPEC, workdir, Members([1e-2, 1e30], [0, 1]), progress=False)
-  trainer.fit(REFERENCE_SPEC, without, Members([1e-2], [0, 1]), progress=False)
-  records = writers.read_metrics(workdir)
-  assert [r for r in records if r["member"] < 2] == writers.read_metrics(without)
+  summary = engine.fit(REFERENCE_SPEC, workdir, Members([1e-2, 1e30], [0, 1]), progress=False)
+  engine.fit(REFERENCE_SPEC, without, Members([1e-2], [0, 1]), progress=False)
+  records = workdirs.read_metrics(workdir)
+  assert [r for r in records if r["member"] < 2] == workdirs.read_metrics(without)
   assert [m["diverged"] for m in summary["members"]] == [False, False, True, True]
   assert [m["diverged_epoch"] for m in summary["members"]] == [None, None, 1, 1]
   diverged = [r for r in records if r["member"] >= 2]
   assert all(r["diverged"] for r in diverged)
   # Frozen before the non-finite step: its parameters stay finite and unchanged.
-  _, _, state = trainer.restore(workdir, spec=REFERENCE_SPEC)
+  _, _, state = engine.restore(workdir, spec=REFERENCE_SPEC)
   assert all(np.isfinite(leaf).all() for leaf in jax.tree.leaves(state.params))
   assert diverged[-1]["validation_loss"] == diverged[-3]["validation_loss"]
 
 
 def test_every_member_diverging_stops_with_an_error(tmp_path):
   workdir = str(tmp_path / "run")
-  with pytest.raises(trainer.DivergedError, match="All 2 members diverged"):
-    trainer.fit(REFERENCE_SPEC, workdir, Members([1e30], [0, 1]), progress=False)
-  summary = writers.read_json(os.path.join(workdir, "summary.json"))
+  with pytest.raises(engine.DivergedError, match="All 2 members diverged"):
+    engine.fit(REFERENCE_SPEC, workdir, Members([1e30], [0, 1]), progress=False)
+  summary = workdirs.read_json(os.path.join(workdir, "summary.json"))
   assert [m["diverged"] for m in summary["members"]] == [True, True]
-  assert {r["epoch"] for r in writers.read_metrics(workdir)} == {1.0}  # stopped at once
+  assert {r["epoch"] for r in workdirs.read_metrics(workdir)} == {1.0}  # stopped at once
 
 
 def free_port() -> int:
@@ -427,7 +428,7 @@ def run_reference(devices: int, *args: str) -> subprocess.Popen:
 
 
 def assert_close_metrics(workdir: str, reference: str) -> None:
-  records, expected = writers.read_metrics(workdir), writers.read_metrics(reference)
+  records, expected = workdirs.read_metrics(workdir), workdirs.read_metrics(reference)
   assert len(records) == len(expected)
   for record, want in zip(records, expected, strict=True):
     assert record.keys() == want.keys()
@@ -467,7 +468,7 @@ def layouts(tmp_path_factory) -> dict[str, str]:
     )
     for devices, runs in LAYOUT_RUNS.items()
   }  # fmt: skip
-  trainer.fit(REFERENCE_SPEC, str(root / "three_1x1"), GRIDS["three"], progress=False)
+  engine.fit(REFERENCE_SPEC, str(root / "three_1x1"), GRIDS["three"], progress=False)
   for devices, process in processes.items():
     output = process.communicate(timeout=600)[0]
     assert process.returncode == 0, output
@@ -501,15 +502,15 @@ def test_a_padded_grid_equals_its_members_unpadded_and_the_pad_is_dropped(layout
   """3 members padded to 4 (on 2 or 4 devices) train as the 3 alone on one device, to float32
   rounding; the pad reaches no file: metrics.jsonl, summary.json, checkpoints, TensorBoard."""
   three_reference = layouts["three_1x1"]
-  expected_summary = writers.read_json(os.path.join(three_reference, "summary.json"))
+  expected_summary = workdirs.read_json(os.path.join(three_reference, "summary.json"))
   expected_shapes = checkpoint_shapes(three_reference, 3)
   assert {shape[0] for shape in expected_shapes.values()} == {3}
-  _, _, expected_state = trainer.restore(three_reference, spec=REFERENCE_SPEC)
+  _, _, expected_state = engine.restore(three_reference, spec=REFERENCE_SPEC)
   for name in ("three_2x1", "three_2x2"):
     workdir = layouts[name]
     assert_close_metrics(workdir, three_reference)  # as many records, members 0-2
     assert read_text(workdir, "config.json") == read_text(three_reference, "config.json")
-    summary = writers.read_json(os.path.join(workdir, "summary.json"))
+    summary = workdirs.read_json(os.path.join(workdir, "summary.json"))
     assert len(summary["members"]) == 3
     for member, want in zip(summary["members"], expected_summary["members"], strict=True):
       assert member["best_epoch"] == want["best_epoch"]
@@ -517,7 +518,7 @@ def test_a_padded_grid_equals_its_members_unpadded_and_the_pad_is_dropped(layout
         assert member[key] == pytest.approx(want[key], rel=1e-5, abs=1e-6)
     for epoch in (2, 3):
       assert checkpoint_shapes(workdir, epoch) == expected_shapes
-    _, _, state = trainer.restore(workdir, spec=REFERENCE_SPEC)
+    _, _, state = engine.restore(workdir, spec=REFERENCE_SPEC)
     for leaf, want in zip(jax.tree.leaves(state), jax.tree.leaves(expected_state), strict=True):
       np.testing.assert_allclose(np.asarray(leaf), np.asarray(want), rtol=1e-4, atol=1e-5)
     assert sorted(os.listdir(os.path.join(workdir, "tensorboard"))) == sorted(
@@ -531,7 +532,7 @@ def test_each_epochs_batches_are_a_permutation_drawn_from_seed_and_epoch():
   from the member's seed and the epoch only, not from its learning rate or place in the grid."""
   spec = TinySpec(data_options={"num_train": 100})
   members = Members([1e-2, 3e-3], [0, 1])  # members 0 and 2 have seed 0, 1 and 3 seed 1
-  program = trainer.make_program(spec, trainer.make_mesh(4), make_splits(100)["train"], 4)
+  program = engine.make_program(spec, engine.make_mesh(4), make_splits(100)["train"], 4)
   batches_ExSxMxB = shuffled_batches(program, members)
   assert batches_ExSxMxB.shape == (3, 12, 4, 8)
   orders = np.moveaxis(batches_ExSxMxB, 2, 0).reshape(4, 3, 96)  # [members, epochs, items]
@@ -554,7 +555,7 @@ def test_batches_do_not_depend_on_the_layout(layouts, reference):
   on one device."""
   train = make_splits()["train"]
   for grid in ("reference", "three"):
-    program = trainer.make_program(REFERENCE_SPEC, trainer.make_mesh(1), train, len(GRIDS[grid]))
+    program = engine.make_program(REFERENCE_SPEC, engine.make_mesh(1), train, len(GRIDS[grid]))
     expected = shuffled_batches(program, GRIDS[grid])
     for name, run_grid, *_ in (run for runs in LAYOUT_RUNS.values() for run in runs):
       if run_grid == grid:
@@ -578,10 +579,10 @@ def test_training_members_one_at_a_time_or_vmapped_agrees():
   epochs), not bit for bit."""
   splits = make_splits()
   num = len(REFERENCE_MEMBERS)
-  mesh = trainer.make_mesh(num)
+  mesh = engine.make_mesh(num)
   states = []
   for chunk in (0, 1, 3):
-    program = trainer.make_program(REFERENCE_SPEC, mesh, splits["train"], num, member_chunk=chunk)
+    program = engine.make_program(REFERENCE_SPEC, mesh, splits["train"], num, member_chunk=chunk)
     seeds, learning_rates = program.put_members(REFERENCE_MEMBERS)
     data = program.put_data(splits["train"])
     state = program.init(seeds, learning_rates)
@@ -630,25 +631,25 @@ def test_threefry_dropout_bits_train_other_masks_and_are_recorded_as_another_run
   steps = batches_ExSxMxB.shape[1]
   for bits in prng.DROPOUT_BITS:
     workdir = str(tmp_path / bits)
-    trainer.fit(spec.replace(dropout_bits=bits), workdir, members, progress=False)
+    engine.fit(spec.replace(dropout_bits=bits), workdir, members, progress=False)
     masks = dropout_masks(spec, 0, 1, steps, bits)
     assert 0.6 < np.mean([m > 0 for m in masks]) < 0.9  # a quarter dropped
     after, losses = numpy_adam(
       member_params(initial.params, 0), train, batches_ExSxMxB[0, :, 0], 1e-2, masks
     )
-    _, _, state = trainer.restore(workdir, spec=spec.replace(dropout_bits=bits))
+    _, _, state = engine.restore(workdir, spec=spec.replace(dropout_bits=bits))
     assert_params_close(state.params, 0, after[-1])
-    [record] = writers.read_metrics(workdir)
+    [record] = workdirs.read_metrics(workdir)
     np.testing.assert_allclose(record["train_loss"], np.mean(losses), rtol=1e-5)
   hashed, threefry = (dropout_masks(spec, 0, 1, 1, bits)[0] for bits in ("hash", "threefry"))
   assert np.mean(hashed != threefry) > 0.2  # other masks
   # The default is left out of config.json, so configs written before the field still match.
   hashed, threefry = str(tmp_path / "hash"), str(tmp_path / "threefry")
-  assert "dropout_bits" not in writers.read_json(os.path.join(hashed, "config.json"))["spec"]
-  config = writers.read_json(os.path.join(threefry, "config.json"))
+  assert "dropout_bits" not in workdirs.read_json(os.path.join(hashed, "config.json"))["spec"]
+  config = workdirs.read_json(os.path.join(threefry, "config.json"))
   assert config["spec"]["dropout_bits"] == "threefry"
   with pytest.raises(ValueError, match=r"differs in: dropout_bits 'threefry' \(now 'hash'\)"):
-    trainer.fit(spec.replace(epochs=2), threefry, members, progress=False)
+    engine.fit(spec.replace(epochs=2), threefry, members, progress=False)
 
 
 def test_members_hold_what_int32_seeds_and_float32_rates_hold():
@@ -688,7 +689,109 @@ def test_members_round_trip_through_config_json_and_refuse_a_partial_grid():
 
 def test_config_json_names_one_grid(tmp_path):
   """The spec written to config.json holds the grid that trained, not the task's default."""
-  trainer.fit(REFERENCE_SPEC.replace(epochs=1), str(tmp_path), Members([5e-3], [4]), progress=False)
-  config = writers.read_json(tmp_path / "config.json")
+  engine.fit(REFERENCE_SPEC.replace(epochs=1), str(tmp_path), Members([5e-3], [4]), progress=False)
+  config = workdirs.read_json(tmp_path / "config.json")
   assert config["spec"]["learning_rates"] == [5e-3] and config["spec"]["seeds"] == 1
   assert config["members"] == [{"seed": 4, "learning_rate": 5e-3}]
+
+
+# ------------------------------------------------------------------- bfloat16 computation
+
+# Closeness of a bfloat16 run to the float32 run of the same grid: bfloat16 keeps 8 significant
+# bits (unit roundoff 2^-8, 0.39%). A loss averages 32 to 64 examples whose rounding errors
+# largely cancel, and tiny_mnist's 3 epochs are 21 steps, so the curves agree to well under one
+# roundoff where rounding only perturbs them (measured: at most 0.15%); 2% leaves room for the
+# trajectories to drift apart by rounding without letting a wrong computation (a loss off by a
+# factor, a layer in the wrong type) pass. A classification error may flip the examples that
+# lie on the decision boundary: up to 4 of the 64 test images.
+BF16_LOSS_RTOL = 0.02
+BF16_ERROR_ATOL = 4 / 64
+
+
+def tiny_mnist(tmp_path, dtype: str, epochs: int = 3):
+  from tiny_task import write_mnist_files
+
+  from gelujax import tasks
+
+  data_dir = tmp_path / "mnist"
+  if not data_dir.exists():
+    write_mnist_files(str(data_dir))
+  spec = tasks.get("tiny_mnist(data_options={'validation_size': 32})")
+  return spec.replace(dtype=dtype, epochs=epochs), str(data_dir)
+
+
+def test_bfloat16_trains_close_to_float32_with_float32_state(tmp_path):
+  members = Members((1e-3,), (0, 1))
+  runs = {}
+  for dtype in ("float32", "bfloat16"):
+    spec, data_dir = tiny_mnist(tmp_path, dtype)
+    engine.fit(spec, str(tmp_path / dtype), members, data_dir=data_dir, progress=False)
+    runs[dtype] = workdirs.read_metrics(tmp_path / dtype)
+  low, full = runs["bfloat16"], runs["float32"]
+  first, last = low[:2], low[-2:]
+  assert all(b["train_loss"] < 0.8 * a["train_loss"] for a, b in zip(first, last, strict=True))
+  for a, b in zip(low, full, strict=True):
+    assert (a["member"], a["epoch"]) == (b["member"], b["epoch"])
+    for key in ("train_loss", "validation_loss", "test_loss"):
+      assert abs(a[key] - b[key]) <= BF16_LOSS_RTOL * b[key], (key, a, b)
+    assert abs(a["test_error"] - b["test_error"]) <= BF16_ERROR_ATOL, (a, b)
+  assert low != full  # computed in another type: not the float32 numbers
+  # Parameters, optimizer state and batch statistics are float32 in the checkpoint.
+  spec, data_dir = tiny_mnist(tmp_path, "bfloat16")
+  _, _, state = engine.restore(str(tmp_path / "bfloat16"), data_dir=data_dir)
+  assert {leaf.dtype for leaf in jax.tree.leaves(state.params)} == {np.dtype(np.float32)}
+  floats = [leaf for leaf in jax.tree.leaves(state.opt_state) if leaf.dtype.kind == "f"]
+  assert floats and {leaf.dtype for leaf in floats} == {np.dtype(np.float32)}
+  # config.json records the dtype only when it is not float32 (runs before it keep their
+  # identity), and a resume with another dtype is refused like any other field, untouched.
+  configs = {d: workdirs.read_json(tmp_path / d / "config.json")["spec"] for d in runs}
+  assert configs["bfloat16"]["dtype"] == "bfloat16" and "dtype" not in configs["float32"]
+  before = hash_tree(str(tmp_path / "bfloat16"))
+  other, _ = tiny_mnist(tmp_path, "float32", epochs=4)
+  with pytest.raises(ValueError, match=r"dtype 'bfloat16' \(now 'float32'\)"):
+    engine.fit(other, str(tmp_path / "bfloat16"), members, data_dir=data_dir, progress=False)
+  assert hash_tree(str(tmp_path / "bfloat16")) == before
+
+
+def jaxpr_equations(jaxpr):
+  """Every equation of a jaxpr and of the jaxprs inside it (scan, shard_map, jit, ...)."""
+  for eqn in jaxpr.eqns:
+    yield eqn
+    for param in eqn.params.values():
+      for sub in param if isinstance(param, list | tuple) else [param]:
+        if isinstance(sub, jax.extend.core.ClosedJaxpr):
+          yield from jaxpr_equations(sub.jaxpr)
+        elif isinstance(sub, jax.extend.core.Jaxpr):
+          yield from jaxpr_equations(sub)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_bfloat16_programs_compute_products_and_activations_in_bfloat16(tmp_path, dtype):
+  spec, data_dir = tiny_mnist(tmp_path, dtype)
+  splits = spec.load_data(data_dir)
+  members = Members((1e-3,), (0, 1))
+  program = engine.make_program(spec, engine.make_mesh(2), splits["train"], 2)
+  seeds, lrs = program.put_members(members)
+  state = program.init(seeds, lrs)
+  args = (state, program.put_data(splits["train"]), program.shuffle(seeds, np.int32(1)), seeds)
+  train = jax.make_jaxpr(functools.partial(program.train_segment, num_steps=2))(
+    *args, lrs, np.int32(1), np.int32(0)
+  )
+  evaluate = jax.make_jaxpr(program.evaluate)(state, program.put_eval_split(splits["test"]))
+  expected = np.dtype(getattr(jax.numpy, dtype))
+  # Every matrix product, forward and backward (3 layers: 3 forward, 5 backward, 3 more for the
+  # dropout-off loss when the model draws randomness; tiny_mnist has none).
+  products = [e for e in jaxpr_equations(train.jaxpr) if e.primitive.name == "dot_general"]
+  assert len(products) >= 8
+  assert {e.outvars[0].aval.dtype for e in products} == {expected}
+  # Each hidden activation (gelu_tanh, a jitted function) takes and returns the compute type:
+  # 2 layers, traced twice (the first evaluation batch, then the scan over the others).
+  evaluated = jaxpr_equations(evaluate.jaxpr)
+  activations = [e for e in evaluated if e.params.get("name") == "gelu_tanh"]
+  assert len(activations) == 4
+  for eqn in activations:
+    assert eqn.invars[0].aval.dtype == eqn.outvars[0].aval.dtype == expected
+  # Parameters and the state stay float32 in either case; losses and metrics are float32.
+  assert {leaf.dtype for leaf in jax.tree.leaves(state.params)} == {np.dtype(np.float32)}
+  assert {v.aval.dtype for v in evaluate.jaxpr.outvars} == {np.dtype(np.float32)}
+  assert train.jaxpr.outvars[-1].aval.dtype == np.float32  # the training loss

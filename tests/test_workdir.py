@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from benchmarks import faults
-from gelujax import checkpoints, workdir, writers
+from gelujax import checkpoints, host, workdir, writers
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CONFIG = {
@@ -110,9 +110,9 @@ def test_a_full_disk_is_one_line_naming_the_file(tmp_path):
 
 
 def test_a_member_count_beyond_host_memory_is_refused_without_listing_it():
-  workdir.check_member_count(1000)
-  with pytest.raises(workdir.WorkdirError) as error:
-    workdir.check_member_count(99_999_999_999_999)
+  host.check_member_count(1000)
+  with pytest.raises(ValueError) as error:
+    host.check_member_count(99_999_999_999_999)
   assert "99,999,999,999,999 members" in str(error.value)
   assert "13,107,200,000.0 GB in all" in str(error.value)  # 1e14 x 128 KiB, by hand
 
@@ -121,10 +121,10 @@ def test_memory_estimate_counts_state_twice_gradients_updates_and_data():
   params = {"w": jax.ShapeDtypeStruct((100, 10), np.float32)}  # 4,000 bytes
   state = {"params": params, "mu": params, "nu": params}  # 12,000 bytes
   splits = {"train": {"inputs": np.zeros((1000, 8), np.uint8)}}  # 8,000 bytes
-  workdir.check_memory(state, params, 10, 10, splits)
+  host.check_memory(state, params, 10, 10, splits)
   members = 2_000_000
-  with pytest.raises(workdir.WorkdirError) as error:
-    workdir.check_memory(state, params, members, members, splits)
+  with pytest.raises(ValueError) as error:
+    host.check_memory(state, params, members, members, splits)
   # 2 x 12,000 + 2 x 4,000 bytes a member on the device, 128 KiB on the host, plus the data.
   expected = members * (32_000 * jax.local_device_count() + 131_072) + 8_000
   message = str(error.value)
@@ -306,10 +306,10 @@ def as_written_before_records(workdir) -> None:
 def test_checkpoints_written_before_records_still_resume_to_the_uninterrupted_result(tmp_path):
   from tiny_task import REFERENCE_MEMBERS, REFERENCE_SPEC
 
-  from gelujax import trainer
+  from gelujax import engine
 
   def fit(path, epochs):
-    trainer.fit(REFERENCE_SPEC.replace(epochs=epochs), str(path), REFERENCE_MEMBERS, progress=False)
+    engine.fit(REFERENCE_SPEC.replace(epochs=epochs), str(path), REFERENCE_MEMBERS, progress=False)
 
   fit(tmp_path / "uninterrupted", 3)
   fit(tmp_path / "old", 2)

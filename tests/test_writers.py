@@ -13,6 +13,7 @@ from tensorboardX.crc32c import crc32c
 from tensorboardX.proto import event_pb2
 
 from benchmarks import faults
+from gelujax import workdir as workdirs
 from gelujax import writers
 
 MEMBERS = [{"seed": 0, "learning_rate": 1e-3}, {"seed": 1, "learning_rate": 1e-3}]
@@ -74,15 +75,15 @@ def test_a_resumed_runs_event_file_purges_the_steps_it_rewrites(tmp_path):
 def test_write_json_writes_non_finite_as_null_and_numpy_as_python(tmp_path):
   path = tmp_path / "new" / "x.json"  # The parent is created.
   obj = {"a": (1, np.float32(2.5), math.nan), "b": None, 3: np.array([np.inf, -1.0])}
-  writers.write_json(path, obj | {"c": np.int64(7), "d": np.bool_(True)})
+  workdirs.write_json(path, obj | {"c": np.int64(7), "d": np.bool_(True)})
   text = path.read_text()
   assert "NaN" not in text and "Infinity" not in text
   expected = {"a": [1, 2.5, None], "b": None, "3": [None, -1.0], "c": 7, "d": True}
   assert json.loads(text) == expected
   assert os.listdir(path.parent) == ["x.json"]  # No temporary file left behind.
   with pytest.raises(TypeError):
-    writers.write_json(path, {"a": object()})
-  assert writers.read_json(path) == expected  # The old file survives a failed write...
+    workdirs.write_json(path, {"a": object()})
+  assert workdirs.read_json(path) == expected  # The old file survives a failed write...
   assert os.listdir(path.parent) == ["x.json"]  # ... which leaves nothing behind.
 
 
@@ -90,7 +91,7 @@ def test_read_json_names_a_malformed_file(tmp_path):
   path = tmp_path / "summary.json"
   path.write_text('{"epochs": 3')
   with pytest.raises(ValueError, match=r"summary\.json, line 1: not valid JSON") as error:
-    writers.read_json(path)
+    workdirs.read_json(path)
   assert "delete" not in str(error.value)  # Never advises deleting a file of results.
 
 
@@ -119,7 +120,7 @@ def test_metrics_writer_appends_lines_and_tensorboard_scalars(tmp_path):
       {"train_loss": np.array([1.0 / epoch, 2.0 / epoch]), "validation_loss": np.array([3, 4])},
     ))  # fmt: skip
   writer.close()
-  records = writers.read_metrics(workdir)
+  records = workdirs.read_metrics(workdir)
   assert [(r["member"], r["epoch"], r["train_loss"]) for r in records] == [
     (0, 1.0, 1.0), (1, 1.0, 2.0), (0, 2.0, 0.5), (1, 2.0, 1.0)
   ]  # fmt: skip
@@ -128,17 +129,6 @@ def test_metrics_writer_appends_lines_and_tensorboard_scalars(tmp_path):
     (10, "train_loss", 2.0), (10, "validation_loss", 4.0),
     (20, "train_loss", 1.0), (20, "validation_loss", 4.0),
   ]  # fmt: skip
-
-
-def test_truncate_metrics_keeps_records_up_to_the_epoch(tmp_path):
-  workdir = str(tmp_path)
-  lines = [{"member": 0, "epoch": e, "step": int(4 * e)} for e in (0.5, 1.0, 1.5, 2.0)]
-  with open(tmp_path / "metrics.jsonl", "w") as f:
-    f.writelines(json.dumps(r) + "\n" for r in lines)
-  writers.truncate_metrics(workdir, 1)
-  assert writers.read_metrics(workdir) == lines[:2]
-  writers.truncate_metrics(workdir, 0)
-  assert writers.read_metrics(workdir) == []
 
 
 def make_record(member, epoch, **values):
@@ -198,15 +188,15 @@ def test_a_torn_last_line_is_left_out_and_a_resume_rewrites_it(tmp_path):
   records = [{"member": 0, "epoch": e, "step": e} for e in (1.0, 2.0)]
   text = "".join(json.dumps(r) + "\n" for r in records)
   (tmp_path / "metrics.jsonl").write_text(text + '{"member": 0, "epo')  # an append cut short
-  assert writers.read_metrics(str(tmp_path)) == records
-  writers.truncate_metrics(str(tmp_path), 2)
+  assert workdirs.read_metrics(str(tmp_path)) == records
+  workdirs.write_metrics(str(tmp_path), workdirs.read_metrics(str(tmp_path)))
   assert (tmp_path / "metrics.jsonl").read_text() == text
 
 
 def test_a_malformed_line_inside_metrics_is_named_with_its_line(tmp_path):
   (tmp_path / "metrics.jsonl").write_text('{"epoch": 1.0}\n{"epoch": \n{"epoch": 2.0}\n')
   with pytest.raises(ValueError, match=r"metrics\.jsonl, line 2: not a JSON record") as error:
-    writers.read_metrics(str(tmp_path))
+    workdirs.read_metrics(str(tmp_path))
   assert "delete" not in str(error.value)
 
 
@@ -214,15 +204,16 @@ def test_a_malformed_line_inside_metrics_is_named_with_its_line(tmp_path):
 def test_writes_on_a_full_disk_keep_the_old_files_whole(tmp_path):
   with faults.tmpfs(tmp_path / "disk", "64k") as disk:
     path = disk / "summary.json"
-    writers.write_json(path, {"epochs": 2})
+    workdirs.write_json(path, {"epochs": 2})
     (disk / "metrics.jsonl").write_text('{"member": 0, "epoch": 1.0}\n' * 20)
     filler = faults.fill_disk(disk)
     with pytest.raises(OSError, match="No space left on device") as error:
-      writers.write_json(path, {"epochs": 3, "members": ["x" * 100] * 200})
+      workdirs.write_json(path, {"epochs": 3, "members": ["x" * 100] * 200})
     assert error.value.filename == str(path)  # the file, not its temporary twin
-    assert writers.read_json(path) == {"epochs": 2}  # the old file, whole
+    assert workdirs.read_json(path) == {"epochs": 2}  # the old file, whole
     with pytest.raises(OSError, match="No space left on device"):
-      writers.truncate_metrics(str(disk), 1)  # rewrites all 20: needs a page of disk
-    assert len(writers.read_metrics(str(disk))) == 20  # untouched
+      records = workdirs.read_metrics(str(disk))  # rewriting 10 of 20 needs a page of disk
+      workdirs.write_metrics(str(disk), records[:10])
+    assert len(workdirs.read_metrics(str(disk))) == 20  # untouched
     assert sorted(os.listdir(disk)) == ["filler", "metrics.jsonl", "summary.json"]
     os.remove(filler)

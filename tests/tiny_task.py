@@ -1,4 +1,4 @@
-"""A test-only task with the TaskSpec interface (a small ReLU MLP on synthetic data), and
+"""A test-only task with the TaskSpec fields (a small ReLU MLP on synthetic data), and
 helpers the trainer and command-line tests share.
 
 Run as a script it trains grids one after the other in one fresh process, printing each one's
@@ -29,9 +29,11 @@ import numpy as np
 import optax
 
 from gelujax.members import Members
+from gelujax.objectives import OBJECTIVES, Objective
 
 
 class TinyMLP(nn.Module):
+  activation: str = "relu"  # Unused: a ReLU, as the NumPy references compute it.
   hidden: int = 16
   num_classes: int = 3
   dropout: float = 0.0
@@ -88,6 +90,11 @@ class TinySpec:
   evals_per_epoch: int = 1
   group_batches: bool = False
   select_metric: str = "validation_loss"
+  objective: str = "tiny"
+  optimizer: str = "adam"
+  weight_decay: float = 0.0
+  input_noise: float = 0.0
+  crop_padding: int = 0
 
   def replace(self, **overrides: Any) -> TinySpec:
     return dataclasses.replace(self, **overrides)
@@ -103,9 +110,12 @@ class TinySpec:
   def build_model(self) -> nn.Module:
     return TinyMLP(dropout=self.dropout, **self.model_options)
 
-  def build_optimizer(self, learning_rate, steps_per_epoch: int) -> optax.GradientTransformation:
-    del steps_per_epoch
-    return optax.adam(learning_rate)
+
+@dataclasses.dataclass(frozen=True)
+class TinyObjective(Objective):
+  """The tiny task's objective: inputs centred at 128 and scaled by 64, no augmentation."""
+
+  metric_names = ("loss", "error")
 
   def prepare_batch(self, batch, train: bool, key):
     del train, key
@@ -123,6 +133,10 @@ class TinySpec:
   def regularizer(self, params):
     del params
     return 0.0
+
+
+if "tiny" not in OBJECTIVES.names():  # Once, however this file is imported or run.
+  OBJECTIVES.register("tiny", TinyObjective)
 
 
 def write_mnist_files(folder: str, num_train: int = 256, num_test: int = 64) -> None:
@@ -173,20 +187,20 @@ def shuffled_batches(program, members: Members) -> np.ndarray:
 
 def main(argv: list[str]) -> None:
   """Trains the runs named on the command line (see the module doc)."""
-  from gelujax import devices, trainer
+  from gelujax import engine, host
 
   runs = [a.split(",") for a in argv[1:] if not a.startswith("--process=")]
   process = [a.removeprefix("--process=") for a in argv[1:] if a.startswith("--process=")]
   if process:
     coordinator, count, index = process[0].split(",")
-    devices.initialize_distributed(coordinator, int(count), int(index))
+    host.initialize_distributed(coordinator, int(count), int(index))
   for workdir, grid, *axis in runs:
     members, members_axis = GRIDS[grid], int(axis[0]) if axis else None
-    mesh = trainer.make_mesh(len(members), members_axis)
-    print(trainer.describe_layout(len(members), mesh), flush=True)
-    trainer.fit(REFERENCE_SPEC, workdir, members, progress=False, members_axis=members_axis)
+    mesh = engine.make_mesh(len(members), members_axis)
+    print(engine.describe_layout(len(members), mesh), flush=True)
+    engine.fit(REFERENCE_SPEC, workdir, members, progress=False, members_axis=members_axis)
     train = REFERENCE_SPEC.load_data()["train"]
-    program = trainer.make_program(REFERENCE_SPEC, mesh, train, len(members))
+    program = engine.make_program(REFERENCE_SPEC, mesh, train, len(members))
     if jax.process_count() == 1:  # Another process's batches are not addressable here.
       np.save(f"{workdir}.batches.npy", shuffled_batches(program, members))
 

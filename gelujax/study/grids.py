@@ -1,7 +1,7 @@
 """The runs a study trains, and training them: selection grids, then evaluation runs.
 
 Each activation (and, for MNIST, each dropout rate) is one run: its learning-rate x seed grid is
-trained as members by :func:`gelujax.trainer.fit` into ``<out>/runs/<run>/`` (the *selection*
+trained as members by :func:`gelujax.engine.fit` into ``<out>/runs/<run>/`` (the *selection*
 grid; its seeds are the selection seeds). Each run's *evaluation* run, ``<out>/runs/<run>_eval/``,
 holds fresh seeds trained at the lr selected on the selection seeds (or, for a task that selects
 nothing, at every lr). Finished runs (their summary.json) are skipped and partial ones resume
@@ -17,12 +17,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from gelujax import devices, writers
+from gelujax import host
+from gelujax import workdir as workdirs
 from gelujax.members import Members
 from gelujax.paper import RETRAIN_TASKS, Design
 from gelujax.study import runs
 from gelujax.study.runs import EVAL_SUFFIX
-from gelujax.writers import CONFIG_FILE, SUMMARY_FILE, read_json
+from gelujax.workdir import CONFIG_FILE, SUMMARY_FILE, read_json
 
 TIMINGS_FILE = "timings.json"
 DEFAULT_ACTIVATIONS = ("gelu", "gelu_tanh", "relu", "elu", "silu")
@@ -160,11 +161,11 @@ def run_grid(
   if summary is not None:
     return summary, False
   # Imported here so that reading results and drawing tables needs no accelerator stack.
-  from gelujax import trainer
+  from gelujax import engine
 
   try:
-    summary = trainer.fit(spec, str(workdir), members, data_dir=data_dir, progress=progress)
-  except trainer.DivergedError:
+    summary = engine.fit(spec, str(workdir), members, data_dir=data_dir, progress=progress)
+  except engine.DivergedError:
     summary = read_json(Path(workdir) / SUMMARY_FILE)
   return summary, True
 
@@ -175,7 +176,7 @@ def train_grids(
   """Trains (or skips, or resumes) every grid, one progress line each; records training time
   in ``out/timings.json``, also for a grid interrupted by Ctrl-C or SIGTERM."""
   timings = read_timings(out)
-  machine = devices.describe_machine()
+  machine = host.describe_machine()
   for i, grid in enumerate(grids, 1):
     start = time.time()
     lrs = ", ".join(f"{lr:g}" for lr in grid.learning_rates)
@@ -199,7 +200,7 @@ def train_grids(
         timing["seconds"] += elapsed
         if machine not in timing["machines"]:
           timing["machines"].append(machine)
-        writers.write_json(out / TIMINGS_FILE, timings)
+        workdirs.write_json(out / TIMINGS_FILE, timings)
     done = f"trained in {elapsed:.1f} s" if trained else "finished earlier: skipped"
     print(f"[{i}/{len(grids)}] {grid.name}: {done} ({grid.workdir})", flush=True)
 
@@ -209,7 +210,7 @@ def read_timings(out: Path) -> dict[str, dict[str, Any]]:
   (``seconds``) and the machines they ran on (``machines``, in order). A file written before
   machines were recorded holds bare seconds; their machines read as unknown ([])."""
   path = out / TIMINGS_FILE
-  timings = writers.read_json(path) if path.exists() else {}
+  timings = workdirs.read_json(path) if path.exists() else {}
   return {
     name: t if isinstance(t, dict) else {"seconds": t, "machines": []}
     for name, t in timings.items()

@@ -16,11 +16,11 @@ from typing import Any
 
 import numpy as np
 
-from gelujax import writers
+from gelujax import workdir as workdirs
 from gelujax.paper import NOISE_LEVELS
 from gelujax.study import grids, runs
 from gelujax.study.runs import Curve
-from gelujax.writers import SUMMARY_FILE, read_json
+from gelujax.workdir import SUMMARY_FILE, read_json
 
 
 def evaluate_noise(
@@ -44,7 +44,7 @@ def evaluate_noise(
     "loss": [S][A]}`` over the S non-diverged members.
   """
   # Imported here so that reading results and drawing tables needs no accelerator stack.
-  from gelujax import data, trainer
+  from gelujax import data, engine
 
   workdir = Path(workdir)
   members = read_json(workdir / SUMMARY_FILE)["members"]
@@ -55,7 +55,7 @@ def evaluate_noise(
       f"are {sorted({m['learning_rate'] for m in members})}."
     )
   index = [i for i in at_lr if not members[i]["diverged"]]
-  spec, _, state = trainer.restore(str(workdir), data_dir=data_dir)
+  spec, _, state = engine.restore(str(workdir), data_dir=data_dir)
   test = spec.load_data(data_dir)["test"]
   if test["inputs"].dtype != np.uint8:
     raise ValueError(
@@ -66,7 +66,7 @@ def evaluate_noise(
   rng = np.random.default_rng(noise_seed)
   accuracy, loss = [], []
   for a in levels:
-    metrics = trainer.evaluate_members(
+    metrics = engine.evaluate_members(
       spec, state, {**test, "inputs": data.add_uniform_noise(clean, float(a), rng)}
     )
     if "error" not in metrics:
@@ -109,19 +109,19 @@ def cached_noise(
   """
   path = noise_path(out, workdir, learning_rate)
   if path.exists():
-    cached = writers.read_json(path)
+    cached = workdirs.read_json(path)
     if runs.same_lr(cached["learning_rate"], learning_rate) and np.allclose(
       cached["levels"], NOISE_LEVELS
     ):
       return cached
-  if not evaluate or not (workdir / "checkpoints").is_dir():
+  if not evaluate or not (workdir / workdirs.CHECKPOINT_DIR).is_dir():
     return None
   start = time.time()
   result = evaluate_noise(
     workdir, learning_rate=learning_rate, levels=NOISE_LEVELS, data_dir=data_dir
   )
   result["workdir"] = grids.repo_relative(workdir, root)
-  writers.write_json(path, result)
+  workdirs.write_json(path, result)
   print(f"{workdir.name} at lr {learning_rate:g}: noise evaluation in {time.time() - start:.1f} s")
   return result
 

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from gelujax import tasks, writers
+from gelujax import tasks
 from gelujax.paper import (
   NOISE_SUFFIX,
   PAPER_NOISE_ACCURACY,
@@ -34,6 +34,7 @@ from gelujax.study import analysis, curves, findings, grids, noise, plots, readm
 from gelujax.study.analysis import Analysis, RunValues
 from gelujax.study.grids import Grid
 from gelujax.study.runs import EVAL_SUFFIX, Run
+from gelujax.workdir import SUMMARY_FILE, read_json, write_json
 
 # Noise levels the noise table shows.
 NOISE_TABLE_LEVELS = (0.0, 1.0, 3.0)
@@ -117,7 +118,7 @@ def curve_facts(rows: Sequence[dict[str, Any]]) -> list[tuple[str, float | None,
 def load_evaluation(grid: Grid, row: dict[str, Any], plan: Design) -> Run | str:
   """A selection grid's evaluation run (``grid`` is the evaluation grid), or why it cannot be
   used (``"pending: ..."``)."""
-  if not (grid.workdir / writers.SUMMARY_FILE).exists():
+  if not (grid.workdir / SUMMARY_FILE).exists():
     return analysis.PENDING_EVALUATION
   run = runs.load_run(grid.workdir)
   found = run.learning_rates()
@@ -291,7 +292,7 @@ def write_summary(
       name: found if isinstance(found, str | dict) else found.name
       for name, found in extra["evaluated"].items()
     }
-  writers.write_json(
+  write_json(
     out / "summary.json",
     {
       "task": task,
@@ -426,7 +427,7 @@ def find_noise_grids(out: Path, spec: Any, root: Path) -> list[Grid]:
   paths = sorted((out / "noise").glob("*.json")) if (out / "noise").is_dir() else []
   workdirs = {}
   for path in paths:
-    workdir = root / writers.read_json(path)["workdir"]
+    workdir = root / read_json(path)["workdir"]
     # An evaluation run's classifiers stand for the selection grid beside them.
     workdir = workdir.parent / workdir.name.removesuffix(EVAL_SUFFIX)
     workdirs[workdir.name] = workdir

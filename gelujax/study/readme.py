@@ -18,7 +18,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from gelujax import devices, tasks, writers
+from gelujax import host, tasks
+from gelujax import workdir as workdirs
 from gelujax.paper import (
   AUTHORS_EVALS_PER_EPOCH,
   CLAIM_TEXT,
@@ -123,7 +124,7 @@ def list_deviations(
 ) -> list[str]:
   """Every way a reproduction's protocol differs from the paper's: the runs' spec (as their
   config.json holds it) against the task's paper defaults, and the grid against the paper's."""
-  theirs_spec = writers.jsonable(dataclasses.asdict(paper))
+  theirs_spec = workdirs.jsonable(dataclasses.asdict(paper))
   deviations = []
   if spec["dataset"] != paper.dataset:
     deviations.append(f"Dataset: {spec['dataset']} instead of the paper's {paper.dataset}.")
@@ -309,7 +310,7 @@ def write_readme(
     *describe_training(grids.read_timings(out)),
     f"- Written {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} by an invocation that "
     + ("trained or evaluated what was missing" if trained else "rendered without training")
-    + f", on {devices.describe_machine()}.",
+    + f", on {host.describe_machine()}.",
     "",
     "## Deviations from the paper's protocol",
     "",
@@ -367,7 +368,7 @@ def results_overview(root: Path) -> str:
   )
   lines = [OVERVIEW_BEGIN]
   for path in summaries:
-    summary = writers.read_json(path)
+    summary = workdirs.read_json(path)
     where = grids.repo_relative(path.parent, root)
     if "verdicts" not in summary:  # Written before verdicts were generated.
       lines.append(f"- [`{where}/`]({where}/README.md): no generated verdicts; re-render it.")

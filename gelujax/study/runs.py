@@ -1,6 +1,6 @@
 """A study's runs, read back from the files the trainer writes, and their learning rates.
 
-A *run* is one call of :func:`gelujax.trainer.fit`: one activation (and dropout setting) with
+A *run* is one call of :func:`gelujax.engine.fit`: one activation (and dropout setting) with
 its whole learning-rate x seed grid trained as members. Everything here reads only the files the
 trainer writes (``config.json``, ``metrics.jsonl``, ``summary.json``), so a result can be
 rebuilt on a machine that never trained.
@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from gelujax.study.stats import Stats
-from gelujax.writers import CONFIG_FILE, SUMMARY_FILE, read_json, read_metrics
+from gelujax.workdir import CONFIG_FILE, SUMMARY_FILE, read_json, read_metrics
 
 # A run trained on evaluation seeds at the lr selected on another run's (selection) seeds is
 # named like that run, with this suffix.

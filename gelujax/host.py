@@ -1,4 +1,5 @@
-"""How a run uses the machine: CPU devices and threads, processes, and the compilation cache.
+"""How a run uses the machine: CPU devices and threads, processes, memory, signals, the
+compilation cache.
 
 Everything here configures JAX before it starts its backends, so the entry points call it first,
 before any array exists:
@@ -15,17 +16,28 @@ before any array exists:
   programs from it fails.
 - `describe_machine` names the machine (platform, CPU, devices, versions) for the results and
   benchmark reports.
+- `available_memory`, `check_member_count` and `check_memory` refuse a grid too big for the
+  host (or device) memory before any work.
+- `interrupt` and `signals_deferred`: SIGINT and SIGTERM unwind the process as `Interrupted`,
+  never in the middle of a checkpoint's save.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import platform
 import re
+import signal
+import sys
+import threading
+from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 import jax
+import numpy as np
 
 # The environment variable XLA reads its flags from, when its backends start.
 _XLA_FLAGS = "XLA_FLAGS"
@@ -205,3 +217,159 @@ def cache_failure(error: BaseException) -> str | None:
     "entry fails this way: re-run the same command with --compilation_cache=none (or another "
     "folder) to compile them afresh."
   )
+
+
+# ---------------------------------------------------------------------------------- memory
+
+# Host memory each member needs outside the device state: its TensorBoard event file and its
+# config, metrics and summary records (measured as 125 KiB for tensorboardX's SummaryWriter,
+# which gelujax used before it wrote event files itself; a bound for them now).
+HOST_BYTES_PER_MEMBER = 128 * 1024
+
+
+def available_memory() -> int:
+  """Bytes the host can still give this process: MemAvailable, or the cgroup's limit when it
+  is lower."""
+  available = sys.maxsize
+  try:
+    with open("/proc/meminfo") as f:
+      for line in f:
+        if line.startswith("MemAvailable:"):
+          available = int(line.split()[1]) * 1024
+  except OSError:
+    pass
+  for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+    try:
+      with open(path) as f:
+        limit = f.read().strip()
+    except OSError:
+      continue
+    if limit.isdigit():
+      available = min(available, int(limit))
+  return available
+
+
+def check_member_count(count: int, flag: str = "--seeds") -> None:
+  """Refuses a grid of ``count`` members that the host cannot even keep the records of
+  (before the members are listed, so that a count like 99999999999999 fails at once)."""
+  needed = count * HOST_BYTES_PER_MEMBER
+  available = available_memory()
+  if needed > available:
+    raise ValueError(
+      f"{flag} {count} asks for {count:,} members per learning rate; each needs at least "
+      f"{HOST_BYTES_PER_MEMBER // 1024} KiB of host memory (its TensorBoard writer and "
+      f"records) before any training, {_gb(needed)} in all, but {_gb(available)} is "
+      "available. Train fewer seeds per run."
+    )
+
+
+def check_memory(
+  member_state: Any,
+  member_params: Any,
+  members_per_device: int,
+  members: int,
+  splits: Mapping[str, Any],
+) -> None:
+  """Refuses a grid whose training cannot fit in memory, before any work.
+
+  The estimate, a lower bound: every member holds its state (parameters and optimizer state)
+  twice during a step (before and after), plus its gradients and updates; each device holds
+  the states of its members (the mesh's ``members`` axis divides them) and the data (which
+  every device holds whole); each member also needs `HOST_BYTES_PER_MEMBER` of host memory.
+  Devices of the CPU platform share the host's memory.
+
+  Args:
+    member_state: one member's state (a pytree of arrays or `jax.ShapeDtypeStruct`).
+    member_params: its parameters.
+    members_per_device: the members each device holds.
+    members: the number of members.
+    splits: the arrays every device holds (the data set's splits).
+  """
+  state_bytes, param_bytes = _nbytes(member_state), _nbytes(member_params)
+  data_bytes = _data_bytes(splits)
+  per_device = members_per_device * (2 * state_bytes + 2 * param_bytes) + data_bytes
+  host = members * HOST_BYTES_PER_MEMBER
+  devices = jax.local_devices()
+  if devices[0].platform == "cpu":
+    needed, available = per_device * len(devices) + host, available_memory()
+    where = f"host memory ({len(devices)} CPU device{'s' * (len(devices) > 1)})"
+  else:
+    limits = [(d.memory_stats() or {}).get("bytes_limit") for d in devices]
+    if None in limits:
+      return  # The device does not say its memory; nothing to check against.
+    needed, available = per_device, min(limits)
+    where = f"memory of each {devices[0].device_kind}"
+  if needed > available:
+    raise ValueError(
+      f"A grid of {members:,} members needs about {_gb(needed)} of {where} to train, but "
+      f"{_gb(available)} is available: each member holds {_count(member_params)} parameters "
+      f"and {_gb(state_bytes)} of state (twice during a step, plus gradients and updates), "
+      f"and the data take {_gb(data_bytes)}. Train fewer members per run (fewer --seeds or "
+      "--learning_rates, split over several --workdir)."
+    )
+
+
+def _nbytes(tree: Any) -> int:
+  return sum(int(np.prod(x.shape)) * np.dtype(x.dtype).itemsize for x in jax.tree.leaves(tree))
+
+
+def _data_bytes(data: Any) -> int:
+  """Bytes of the arrays in nested mappings (`gelujax.data.Splits` is no registered pytree)."""
+  if isinstance(data, Mapping):
+    return sum(_data_bytes(v) for v in data.values())
+  return int(getattr(data, "nbytes", 0))
+
+
+def _count(tree: Any) -> str:
+  return f"{sum(int(np.prod(x.shape)) for x in jax.tree.leaves(tree)):,}"
+
+
+def _gb(n: int) -> str:
+  return f"{n / 1e9:,.1f} GB" if n >= 1e8 else f"{n / 1e6:.2f} MB"
+
+
+# --------------------------------------------------------------------------------- signals
+
+
+class Interrupted(KeyboardInterrupt):
+  """SIGINT or SIGTERM, raised where it is safe: never in the middle of a save."""
+
+  def __init__(self, signum: int, during: str | None = None):
+    self.signum = signum
+    name = signal.Signals(signum).name
+    text = f"interrupted by {name}"
+    if during:
+      text += f" during {during}, which was completed first"
+    super().__init__(text)
+
+
+def interrupt(signum: int, frame: Any = None) -> None:
+  """A signal handler that raises `Interrupted` (install it for SIGTERM so that ``kill``
+  unwinds like Ctrl-C: files are closed, the workdir's lock is released)."""
+  del frame
+  raise Interrupted(signum)
+
+
+@contextlib.contextmanager
+def signals_deferred(during: str) -> Iterator[None]:
+  """Holds SIGINT and SIGTERM while the block runs; raises `Interrupted` after it if one came.
+
+  Only the main thread receives signals; elsewhere this does nothing.
+  """
+  if threading.current_thread() is not threading.main_thread():
+    yield
+    return
+  received: list[int] = []
+
+  def hold(signum, frame):
+    del frame
+    received.append(signum)
+
+  previous = {s: signal.signal(s, hold) for s in (signal.SIGINT, signal.SIGTERM)}
+  try:
+    yield
+  finally:
+    for s, handler in previous.items():
+      signal.signal(s, signal.SIG_DFL if handler is None else handler)
+  if received:
+    raise Interrupted(received[0], during)

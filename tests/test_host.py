@@ -1,4 +1,4 @@
-"""gelujax.devices: how a fresh process splits the CPU host, as each entry point starts it.
+"""gelujax.host: how a fresh process splits the CPU host, as each entry point starts it.
 
 `configure_cpu` must run before JAX starts its backends, so each case it accepts runs in a new
 Python process and reports what JAX then sees; the values it refuses are checked here.
@@ -15,18 +15,18 @@ import sys
 import jax
 import pytest
 
-from gelujax import devices
+from gelujax import host
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 PROBE = """
 import json, os, sys
-from gelujax import devices
-count = devices.configure_cpu(sys.argv[1], int(sys.argv[2]))
+from gelujax import host
+count = host.configure_cpu(sys.argv[1], int(sys.argv[2]))
 import jax
 print(json.dumps({
   "returned": count, "devices": jax.device_count(), "xla_flags": os.environ.get("XLA_FLAGS", ""),
-  "default_cache": devices.DEFAULT_CACHE,
+  "default_cache": host.DEFAULT_CACHE,
 }))
 """
 USERS_FLAGS = (
@@ -66,9 +66,9 @@ def seen() -> dict[str, dict]:
 
 def test_compiled_programs_go_where_jaxs_variable_says_else_to_the_users_cache(seen):
   # The tests' own processes keep theirs in a temporary folder (tests/conftest.py).
-  assert devices.DEFAULT_CACHE == os.environ["JAX_COMPILATION_CACHE_DIR"]
-  assert not devices.DEFAULT_CACHE.startswith(os.path.expanduser("~"))
-  assert seen["3 devices"]["default_cache"] == devices.DEFAULT_CACHE
+  assert host.DEFAULT_CACHE == os.environ["JAX_COMPILATION_CACHE_DIR"]
+  assert not host.DEFAULT_CACHE.startswith(os.path.expanduser("~"))
+  assert seen["3 devices"]["default_cache"] == host.DEFAULT_CACHE
   assert seen["1 device"]["default_cache"] == "/xdg/gelujax/jax"
 
 
@@ -76,7 +76,7 @@ def test_compiled_programs_go_where_jaxs_variable_says_else_to_the_users_cache(s
   ("members", "cores", "expected"), [(1, 2, 1), (15, 2, 2), (3, 8, 3), (0, 4, 1), (100, 1, 1)]
 )
 def test_auto_gives_a_grid_one_device_per_core_and_a_member_one_device(members, cores, expected):
-  assert devices.choose_cpu_devices(members, cores) == expected
+  assert host.choose_cpu_devices(members, cores) == expected
 
 
 def test_several_devices_run_single_threaded_kernels_on_xlas_own_dots(seen):
@@ -105,7 +105,7 @@ def test_a_bad_device_count_is_refused_in_one_line(bad, monkeypatch):
   # Refused before JAX is asked anything, so this process (whose JAX has started) will do.
   monkeypatch.setenv("XLA_FLAGS", "")
   with pytest.raises(ValueError) as error:
-    devices.configure_cpu(bad, 4)
+    host.configure_cpu(bad, 4)
   assert str(error.value) == (
     f"--cpu_devices {bad!r} is not valid: give 'auto' or a device count >= 1."
   )
@@ -116,12 +116,12 @@ def test_a_count_after_jax_started_is_refused_in_one_line(monkeypatch):
   monkeypatch.setenv("XLA_FLAGS", "")
   started = len(jax.devices("cpu"))  # this process's JAX has started (or starts here)
   with pytest.raises(ValueError) as error:
-    devices.configure_cpu(str(started + 1), 4)
+    host.configure_cpu(str(started + 1), 4)
   assert str(error.value) == (
     f"--cpu_devices {started + 1}: JAX has already started with {started} CPU devices, and the "
     "device count can only be set before the first array is made."
   )
-  assert devices.configure_cpu(str(started), 4) == started  # what it has is fine
+  assert host.configure_cpu(str(started), 4) == started  # what it has is fine
 
 
 def test_describe_machine_names_the_cpu_devices_and_versions():
@@ -129,7 +129,7 @@ def test_describe_machine_names_the_cpu_devices_and_versions():
 
   import jax
 
-  line = devices.describe_machine()
+  line = host.describe_machine()
   kinds = collections.Counter(f"{d.device_kind} ({d.platform})" for d in jax.devices())
   assert line.startswith(platform.platform() + "; CPU: ")
   assert f", {os.cpu_count()} cores; " in line

@@ -1,0 +1,35 @@
+"""The training engine: a grid of members trained as one compiled program on a device mesh.
+
+Three modules, each one job, importing only downwards:
+
+- `gelujax.engine.step`: one member, pure functions of arrays (`init_member`, `train_step`, its
+  scan over a segment, its evaluation, batch gathering incl. TIMIT's groups).
+- `gelujax.engine.mesh`: the ``("members", "data")`` mesh, everything mapped over members,
+  placement and padding, and `jit_program`, the one place the programs are jitted.
+- `gelujax.engine.fit`: the loop (`fit`, `restore`, `evaluate_members`) and `make_program`,
+  where a task's values become the model, optimizer and objective the step receives.
+
+Vocabulary (see DESIGN.md): a **member** is one (learning rate, seed) pair of a run's grid,
+`gelujax.members.Members`; the members' states are stacked on a leading axis and every step is
+`jax.vmap`ped over them. All randomness comes from keys folded from (seed, stream, epoch, step)
+(`gelujax.prng`), so a resumed run is bitwise equal to an uninterrupted one.
+"""
+
+from gelujax.engine.fit import DivergedError, evaluate_members, fit, make_program, restore
+from gelujax.engine.mesh import Program, describe_layout, make_mesh
+from gelujax.engine.step import StepConfig, TrainState, step_keys, train_step
+
+__all__ = [
+  "DivergedError",
+  "Program",
+  "StepConfig",
+  "TrainState",
+  "describe_layout",
+  "evaluate_members",
+  "fit",
+  "make_mesh",
+  "make_program",
+  "restore",
+  "step_keys",
+  "train_step",
+]

@@ -1,0 +1,310 @@
+"""The training loop: `fit` trains a task's grid into a workdir, `restore` reads it back.
+
+`fit` takes plain values (a `gelujax.tasks.TaskSpec`, a workdir, `Members`), checks the workdir
+once (`gelujax.workdir.check_run`), turns the spec's values into the model, the optimizer and
+the objective (`make_program`), and runs the jitted programs of `gelujax.engine.mesh` epoch by
+epoch, writing records (`gelujax.writers`) and checkpoints (`gelujax.checkpoints`).
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import os
+import sys
+from collections.abc import Mapping
+from typing import Any
+
+import jax
+import numpy as np
+
+from gelujax import checkpoints, data, host, objectives, optimizers, writers
+from gelujax import workdir as workdirs
+from gelujax.engine import step
+from gelujax.engine.mesh import Program, describe_layout, jit_program, make_mesh, to_host
+from gelujax.engine.step import TrainState
+from gelujax.members import Members
+
+_EVAL_SPLITS = ("validation", "test")
+
+
+class DivergedError(RuntimeError):
+  """Every member of a run diverged (its training loss became non-finite)."""
+
+
+def make_program(
+  task: Any,
+  mesh: Any,
+  train: Mapping[str, np.ndarray],
+  num_members: int,
+  *,
+  train_loss: str = "dropout_off",
+  member_chunk: int = 0,
+) -> Program:
+  """The jitted programs of ``num_members`` members of ``task`` on ``mesh``: the task's values
+  made into the model, the optimizer and the objective the step receives.
+
+  Args:
+    task: a `gelujax.tasks.TaskSpec` (after ``for_data``).
+    mesh: a ``("members", "data")`` mesh (`gelujax.engine.mesh.make_mesh`).
+    train: the training split (its shapes, sizes and groups; the arrays are placed separately).
+    num_members: the grid's size; padded to a multiple of the ``members`` axis.
+    train_loss: ``"dropout_off"`` (the paper's logged training loss) or ``"training_pass"``.
+    member_chunk: members trained at once by each device's loop over steps (0: all of them).
+  """
+  groups = None
+  if task.group_batches:
+    groups = step.find_groups(train["groups"], task.batch_size, mesh.shape["data"])
+  config = step.make_config(
+    task.build_model(),
+    functools.partial(optimizers.build, task.optimizer, epochs=task.epochs),
+    objectives.make(
+      task.objective,
+      weight_decay=task.weight_decay,
+      input_noise=task.input_noise,
+      crop_padding=task.crop_padding,
+    ),
+    train,
+    batch_size=task.batch_size,
+    groups=groups,
+    dropout_bits=task.dropout_bits,
+    train_loss=train_loss,
+  )
+  return jit_program(config, mesh, num_members, member_chunk=member_chunk)
+
+
+def fit(
+  task: Any,
+  workdir: str,
+  members: Members | None = None,
+  *,
+  data_dir: str | None = None,
+  progress: bool = True,
+  checkpoint_every: int = 1,
+  keep_checkpoints: int = 2,
+  members_axis: int | None = None,
+) -> dict[str, Any]:
+  """Trains the grid ``members`` of ``task`` into ``workdir``.
+
+  A workdir that holds a checkpoint of this run resumes from its newest readable checkpoint
+  (``task.epochs`` may have grown); results are bitwise equal to an uninterrupted run.
+
+  Args:
+    task: a `gelujax.tasks.TaskSpec`.
+    workdir: where config.json, metrics.jsonl, tensorboard/, checkpoints/ and summary.json go.
+    members: the grid; default: the task's own (`Members.of_task`).
+    data_dir: passed to ``task.load_data``.
+    progress: show a progress bar.
+    checkpoint_every: save a checkpoint every this many epochs (and after the first and the
+      last: a workdir with records past epoch 1 and no checkpoint lost its checkpoints).
+    keep_checkpoints: how many of the newest checkpoints to keep (>= 2).
+    members_axis: devices along the mesh's ``members`` axis (default: `choose_layout`).
+
+  Returns:
+    The summary.json object.
+
+  Raises:
+    ValueError: bad settings, or a workdir that holds another run (nothing is written).
+    DivergedError: every member diverged (summary.json is written first).
+  """
+  members = members or Members.of_task(task)
+  checked = workdirs.check_run(task, workdir, members)
+  if checkpoint_every < 1:
+    raise ValueError(f"checkpoint_every is {checkpoint_every}; it must be at least 1.")
+  mesh = make_mesh(len(members), members_axis)
+  if task.batch_size % mesh.shape["data"]:
+    raise ValueError(
+      f"--batch_size is {task.batch_size}; it must be a multiple of the {mesh.shape['data']} "
+      "devices of the mesh's data axis, since every batch is split evenly over them."
+    )
+  config = workdirs.make_config(task, members)
+  splits = task.load_data(data_dir)
+  # Where the data came from and what was verified: recorded, never part of the run's identity
+  # (`workdir.identity` and `check_run` read task, spec and members only).
+  record = getattr(splits, "info", {}).get("record")
+  if record is not None:
+    config["data"] = record
+    if progress and jax.process_index() == 0:
+      print(f"gelujax: {data.describe_record(record)}", file=sys.stderr, flush=True)
+  program = make_program(task.for_data(splits), mesh, splits["train"], len(members))
+  steps, items = program.steps_per_epoch, program.config.num_items
+  if items < task.batch_size:
+    raise ValueError(
+      f"--batch_size {task.batch_size} is larger than the training split ({items} items); it "
+      f"must be at most {items}."
+    )
+  if not 1 <= task.evals_per_epoch <= steps:
+    raise ValueError(
+      f"evals_per_epoch {task.evals_per_epoch} does not fit an epoch of {steps} "
+      f"step{'s' * (steps != 1)} (--batch_size {task.batch_size}, {items} items); it must lie "
+      f"in [1, {steps}]: use fewer evaluations per epoch or a smaller batch size."
+    )
+  member = jax.tree.map(
+    lambda s: jax.ShapeDtypeStruct(s.shape[1:], s.dtype), program.abstract_state()
+  )
+  per_device = program.padded_members // mesh.shape["members"]
+  host.check_memory(member, member.params, per_device, len(members), splits)
+  seeds_M, learning_rates_M = program.put_members(members)
+  train = program.put_data(splits["train"])
+  eval_splits = {
+    name: program.put_eval_split(splits[name]) for name in _EVAL_SPLITS if name in splits
+  }
+  sizes = {name: len(splits[name]["targets"]) for name in eval_splits}
+  members_json = members.to_json()
+  num = len(members)
+
+  lead = jax.process_index() == 0
+  # One writer, holding the workdir as checked; a full disk is one line naming the file.
+  with workdirs.writing(workdir, lead, checked):
+    checkpointer = checkpoints.Checkpointer(workdir, keep_checkpoints, config)
+    restored = checkpointer.restore_latest(program.abstract_state())
+    if restored is None:
+      start, state, recorded = 0, program.init(seeds_M, learning_rates_M), []
+    else:
+      start, state, recorded = restored.epoch, program.pad(restored.state), restored.metrics
+    bounds = [0, *evaluation_steps(steps, task.evals_per_epoch)]
+    # Every record up to the checkpoint, saved with each checkpoint (process 0 writes it).
+    records = list(recorded or [])
+    if lead:
+      evaluations = [
+        (member, *_evaluation_point(epoch, last, steps))
+        for epoch in range(1, start + 1)
+        for last in bounds[1:]
+        for member in range(num)
+      ]
+      records = workdirs.resume_metrics(workdir, start, recorded, evaluations)
+      workdirs.write_config(workdir, config)
+      writer = writers.MetricsWriter(workdir, members_json, purge_step=start * steps + 1)
+    if progress and lead and mesh.size > 1:  # Where the grid lies, and any padding.
+      print(f"gelujax: {describe_layout(num, mesh)}.", file=sys.stderr, flush=True)
+    bar = writers.progress_bar(task.epochs, start, progress and lead)
+    diverged = program.diverged_steps(state) >= 0
+    try:
+      for epoch in range(start + 1, task.epochs + 1):
+        batches = program.shuffle(seeds_M, np.int32(epoch))
+        for first, last in itertools.pairwise(bounds):
+          state, train_loss = program.train_segment(
+            state,
+            train,
+            batches,
+            seeds_M,
+            learning_rates_M,
+            np.int32(epoch),
+            np.int32(first),
+            num_steps=last - first,
+          )
+          metrics = {"train_loss": to_host(train_loss)[:num]}
+          for name, split in eval_splits.items():
+            for key, mean in program.mean_metrics(state, split, sizes[name]).items():
+              metrics[f"{name}_{key}"] = mean
+          diverged = program.diverged_steps(state) >= 0
+          point = _evaluation_point(epoch, last, steps)
+          records += writers.make_records(members_json, *point, diverged, metrics)
+          if lead:
+            writer.write(records[-num:])
+        if epoch in (1, task.epochs) or epoch % checkpoint_every == 0 or diverged.all():
+          checkpointer.save(epoch, program.unpad(state), records)
+        bar.set_postfix(_describe_progress(metrics, diverged), refresh=False)  # update() draws.
+        bar.update(1)
+        if diverged.all():
+          break
+    finally:
+      bar.close()
+      checkpointer.close()
+      if lead:
+        writer.close()
+    return _finish(workdir, config, task, program, state, diverged)
+
+
+def evaluation_steps(steps_per_epoch: int, evals_per_epoch: int) -> list[int]:
+  """The steps of an epoch after which the members are evaluated (the last: the epoch's end)."""
+  return [round(i * steps_per_epoch / evals_per_epoch) for i in range(1, evals_per_epoch + 1)]
+
+
+def _evaluation_point(epoch: int, last: int, steps_per_epoch: int) -> tuple[float, int]:
+  """``(epoch, step)`` of metrics records written after step ``last`` of ``epoch``."""
+  return epoch - 1 + last / steps_per_epoch, (epoch - 1) * steps_per_epoch + last
+
+
+def _describe_progress(metrics: dict[str, np.ndarray], diverged: np.ndarray) -> dict[str, str]:
+  """The progress bar's note: each loss of the best member still training."""
+  if diverged.all():
+    return {"diverged": "all"}
+  return {k: f"{v[~diverged].min():.4g}" for k, v in metrics.items() if "loss" in k}
+
+
+def _finish(workdir, config, task, program, state, diverged) -> dict[str, Any]:
+  """Writes summary.json; raises DivergedError when no member is left."""
+  if jax.process_count() > 1:
+    from jax.experimental import multihost_utils
+
+    multihost_utils.sync_global_devices("gelujax metrics written")
+  steps_per_epoch = program.steps_per_epoch
+  diverged_epochs = [
+    int(s) // steps_per_epoch + 1 if s >= 0 else None for s in program.diverged_steps(state)
+  ]
+  summary = writers.summarize(
+    config, workdirs.read_metrics(workdir), diverged_epochs, task.select_metric
+  )
+  if jax.process_index() == 0:
+    workdirs.write_json(os.path.join(workdir, workdirs.SUMMARY_FILE), summary)
+  if diverged.all():
+    raise DivergedError(
+      f"All {len(diverged)} members diverged (their training loss became non-finite, at "
+      f"epochs {diverged_epochs}); see {workdir}/metrics.jsonl. Lower the learning rates."
+    )
+  return summary
+
+
+def restore(
+  workdir: str, *, spec: Any | None = None, data_dir: str | None = None
+) -> tuple[Any, Members, TrainState]:
+  """The task, members and stacked state of the newest readable checkpoint in ``workdir``.
+
+  Args:
+    workdir: a run's directory.
+    spec: the run's task; by default the one its config.json records (`gelujax.tasks`).
+    data_dir: passed to ``spec.load_data`` (the state's shapes depend on the inputs).
+
+  Returns:
+    The task (with the model options its data decide, ``for_data``), the members, and the
+    state of the M members, replicated on every device.
+  """
+  config = workdirs.read_config(workdir)
+  if config is None:
+    raise ValueError(f"Workdir {workdir} holds no run: it has no config.json and no checkpoint.")
+  if spec is None:
+    from gelujax import tasks  # Only here: tasks imports models and data.
+
+    spec = tasks.from_config(config)
+  members = Members.from_json(config["members"])
+  mesh = make_mesh(len(members))
+  splits = spec.load_data(data_dir)
+  spec = spec.for_data(splits)
+  program = make_program(spec, mesh, splits["train"], len(members))
+  checkpointer = checkpoints.Checkpointer(workdir, config=config)
+  restored = checkpointer.restore_latest(program.abstract_state())
+  checkpointer.close()
+  if restored is None:
+    raise ValueError(f"Workdir {workdir} holds no readable checkpoint under checkpoints/.")
+  return spec, members, restored.state
+
+
+# The program of the last `evaluate_members` call, by the task's repr and the grid's size:
+# evaluating one run on many splits of one shape (the noise levels of Fig. 3) compiles once.
+_last_evaluation: dict[tuple[str, int], Program] = {}
+
+
+def evaluate_members(
+  task: Any, state: TrainState, split: Mapping[str, np.ndarray]
+) -> dict[str, np.ndarray]:
+  """Each member's mean metrics over ``split`` (e.g. {"loss": [M], "error": [M]}) for a state of
+  M members such as `restore` returns."""
+  num = len(state.diverged_step)
+  key = (repr(task), num)
+  program = _last_evaluation.get(key)
+  if program is None:
+    _last_evaluation.clear()
+    program = _last_evaluation[key] = make_program(task, make_mesh(num), split, num)
+  device_split = program.put_eval_split(split)
+  return program.mean_metrics(program.pad(state), device_split, len(split["targets"]))

@@ -1,0 +1,368 @@
+"""A grid's members on a device mesh: the layout, the step functions mapped over members, and
+where their arrays live. Every program of the engine is jitted here, in `jit_program`.
+
+- **mesh**: the devices of every process as a 2-D `Mesh` with axes ``("members", "data")``
+  (`make_mesh`). Member states, and their batches, are sharded over ``members``: members never
+  communicate, so a grid spreads over devices, CPU cores or TPU chips with no traffic. Each batch
+  is sharded over ``data``: **data parallelism**, where ``jax.jit`` inserts the gradient
+  all-reduce. A grid that does not divide over ``members`` is padded with copies of its last
+  member, whose results are dropped.
+- **program**: a run's jitted functions on its mesh (`Program`): `init_members`, `shuffle`,
+  `train_segment` (`gelujax.engine.step.train_steps` of every member) and `evaluate`, each a
+  pure module-level function of a `StepConfig` and arrays.
+
+A member's numbers do not depend on the other members of its grid or on the ``members`` layout.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import Mesh, NamedSharding
+from jax.sharding import PartitionSpec as P
+
+from gelujax.engine import step
+from gelujax.engine.step import StepConfig, TrainState
+from gelujax.members import Members
+
+# Evaluation batches hold at least this many examples (more work per scan step).
+EVAL_BATCH = 1024
+
+
+def choose_layout(num_members: int, num_devices: int) -> tuple[int, int]:
+  """``(members, data)`` device counts for a grid: every device on ``members`` when the grid has
+  at least as many members as there are devices; otherwise the largest divisor of the device
+  count that the grid fills, the rest on ``data``."""
+  members = max(d for d in range(1, num_devices + 1) if num_devices % d == 0 and d <= num_members)
+  return members, num_devices // members
+
+
+def make_mesh(num_members: int, members_axis: int | None = None) -> Mesh:
+  """The ``("members", "data")`` mesh over every device of every process.
+
+  Args:
+    num_members: the grid's size, from which `choose_layout` picks the layout.
+    members_axis: devices along ``members`` instead (a divisor of the device count).
+  """
+  count = jax.device_count()
+  if members_axis is None:
+    members_axis = choose_layout(num_members, count)[0]
+  if members_axis < 1 or count % members_axis:
+    raise ValueError(
+      f"--members_axis {members_axis} does not divide the {count} devices; valid: "
+      f"{', '.join(str(d) for d in range(1, count + 1) if count % d == 0)}."
+    )
+  return jax.make_mesh(
+    (members_axis, count // members_axis),
+    ("members", "data"),
+    axis_types=(jax.sharding.AxisType.Auto,) * 2,
+  )
+
+
+def padded_size(num_members: int, mesh: Mesh) -> int:
+  """The grid's size rounded up to a multiple of the ``members`` axis."""
+  devices = mesh.shape["members"]
+  return -(-num_members // devices) * devices
+
+
+def describe_layout(num_members: int, mesh: Mesh) -> str:
+  """One line on how the grid lies on the mesh, padding included."""
+  text = (
+    f"{num_members} member{'s' * (num_members != 1)} on a mesh of {mesh.shape['members']} "
+    f"(members) x {mesh.shape['data']} (data) {mesh.devices.flat[0].platform} devices"
+  )
+  pad = padded_size(num_members, mesh) - num_members
+  if pad:
+    text += f", padded with {pad} cop{'ies' if pad > 1 else 'y'} of the last member (discarded)"
+  return text
+
+
+# ------------------------------------------------------------------- mapped over members
+
+
+def map_members(
+  mesh: Mesh, member_chunk: int, fn: Callable[..., Any], members: Any, *shared: Any
+) -> Any:
+  """``fn(member, *shared)`` for every member of the leading axis of ``members``, each device
+  mapping over its own.
+
+  The mesh's ``members`` axis is manual here: a device sees only its members, and no member's
+  arithmetic depends on another's or on how many share its device. Each device takes
+  ``member_chunk`` members at a time, vmapped (0: all of them). ``shared`` arguments are the
+  same for every member; the ``data`` axis stays automatic, so arrays sharded over it (a batch)
+  are split by XLA, which inserts the reductions across it.
+  """
+
+  def map_local(members, *shared):
+    local = jax.tree.leaves(members)[0].shape[0]
+    size = min(member_chunk or local, local)
+    one = functools.partial(_call_member, fn, shared)
+    if size == local:
+      return jax.vmap(one)(members)
+    return jax.lax.map(one, members, batch_size=size)
+
+  return jax.shard_map(
+    map_local,
+    mesh=mesh,
+    in_specs=(P("members"), *[P()] * len(shared)),
+    out_specs=P("members"),
+    axis_names={"members"},
+  )(members, *shared)
+
+
+def _call_member(fn, shared, member):
+  return fn(member, *shared)
+
+
+def init_members(
+  config: StepConfig, mesh: Mesh, member_chunk: int, seeds: jax.Array, learning_rates: jax.Array
+) -> TrainState:
+  """`gelujax.engine.step.init_member` of every member, [M, ...]."""
+
+  def init(member):
+    return step.init_member(config, *member)
+
+  return map_members(mesh, member_chunk, init, (seeds, learning_rates))
+
+
+def shuffle(config: StepConfig, seeds_M: jax.Array, epoch: jax.Array) -> jax.Array:
+  """Each member's batches of the epoch as item indices, ``[steps, members, batch_size]``."""
+  order_MxN = jax.vmap(lambda seed: step.permute(config, seed, epoch))(seeds_M)
+  return order_MxN.reshape(len(seeds_M), config.steps_per_epoch, -1).transpose(1, 0, 2)
+
+
+def train_segment(
+  config: StepConfig,
+  mesh: Mesh,
+  member_chunk: int,
+  state: TrainState,
+  data: dict[str, jax.Array],
+  batches: jax.Array,
+  seeds: jax.Array,
+  learning_rates: jax.Array,
+  epoch: jax.Array,
+  first: jax.Array,
+  *,
+  num_steps: int,
+) -> tuple[TrainState, jax.Array]:
+  """Trains every member on ``num_steps`` of the epoch's ``batches`` from step ``first``.
+
+  Each device trains its own members (the ``members`` axis is manual: no member's arithmetic
+  leaves its device), ``member_chunk`` of them at a time (vmapped), each through the whole
+  segment (`gelujax.engine.step.train_steps`). Batches stay sharded over ``data`` (automatic:
+  XLA inserts the gradient all-reduce).
+
+  Args:
+    config: the run's `StepConfig`.
+    mesh: the ``("members", "data")`` mesh.
+    member_chunk: members trained at once by each device (0: all of its members).
+    state: the stacked state, [M, ...].
+    data: the training split's arrays, [N, ...], replicated.
+    batches: the epoch's item indices from `shuffle`, [steps, M, B].
+    seeds: [M] int32.
+    learning_rates: [M] float32.
+    epoch: the epoch, from 1.
+    first: the epoch's step to start at.
+    num_steps: steps to take (static).
+
+  Returns:
+    The next state and each member's mean training loss over these steps, [M].
+  """
+  batches = jax.lax.dynamic_slice_in_dim(batches, first, num_steps)
+  steps = (epoch - 1) * config.steps_per_epoch + first + jnp.arange(num_steps, dtype=jnp.int32)
+
+  def train_member(member, data, epoch, steps):
+    state, items_SxB, seed, learning_rate = member
+    return step.train_steps(config, state, learning_rate, seed, data, items_SxB, epoch, steps)
+
+  members = (state, jnp.moveaxis(batches, 1, 0), seeds, learning_rates)
+  return map_members(mesh, member_chunk, train_member, members, data, epoch, steps)
+
+
+def evaluate(
+  config: StepConfig,
+  mesh: Mesh,
+  member_chunk: int,
+  state: TrainState,
+  split: dict[str, jax.Array],
+) -> dict[str, jax.Array]:
+  """Per-member metric sums over a split from `Program.put_eval_split`, each [M].
+
+  Every member sees every example: the split's batches are shared, sharded over ``data``.
+  """
+
+  def evaluate_member(member, split):
+    return step.evaluate_member(config, *member, split)
+
+  return map_members(mesh, member_chunk, evaluate_member, (state.params, state.batch_stats), split)
+
+
+# ------------------------------------------------------------------------------ the program
+
+
+@dataclasses.dataclass(frozen=True)
+class Program:
+  """A run's jitted step functions on its mesh, and where their arrays live.
+
+  Arrays over members are ``[M_padded, ...]`` sharded over ``members``; use `put_members`,
+  `put_data`, `put_eval_split` to place inputs, and `unpad` for results.
+
+  Attributes:
+    config: the static part of the step functions.
+    mesh: the ``("members", "data")`` mesh.
+    num_members: the grid's size M (before padding).
+    init: ``(seeds, learning_rates) -> TrainState``.
+    shuffle: ``(seeds, epoch) -> batches [steps, M, B]``.
+    train_segment: ``(state, data, batches, seeds, learning_rates, epoch, first, *, num_steps)
+      -> (state, mean training loss [M])``; donates ``state``.
+    evaluate: ``(state, split) -> {metric: sums [M]}``.
+  """
+
+  config: StepConfig
+  mesh: Mesh
+  num_members: int
+  init: Callable[..., TrainState]
+  shuffle: Callable[..., jax.Array]
+  train_segment: Callable[..., tuple[TrainState, jax.Array]]
+  evaluate: Callable[..., dict[str, jax.Array]]
+
+  @property
+  def steps_per_epoch(self) -> int:
+    return self.config.steps_per_epoch
+
+  @property
+  def padded_members(self) -> int:
+    return padded_size(self.num_members, self.mesh)
+
+  def _pad_index(self) -> np.ndarray:
+    return np.minimum(np.arange(self.padded_members), self.num_members - 1)
+
+  def put_members(self, members: Members) -> tuple[jax.Array, jax.Array]:
+    """``(seeds, learning_rates)`` of the padded grid, sharded over ``members``."""
+    if len(members) != self.num_members:
+      raise ValueError(f"The program is for {self.num_members} members, not {len(members)}.")
+    lrs, seeds = (np.array(column) for column in zip(*members, strict=True))
+    index = self._pad_index()
+    sharding = NamedSharding(self.mesh, P("members"))
+    return (
+      _put(seeds[index].astype(np.int32), sharding),
+      _put(lrs[index].astype(np.float32), sharding),
+    )
+
+  def put_data(self, split: Mapping[str, np.ndarray]) -> dict[str, jax.Array]:
+    """A training split's arrays, replicated on every device."""
+    sharding = NamedSharding(self.mesh, P())
+    return {k: _put(v, sharding) for k, v in split.items() if k != "groups"}
+
+  def put_eval_split(self, split: Mapping[str, np.ndarray]) -> dict[str, jax.Array]:
+    """A split padded to whole evaluation batches, ``[batches, batch, ...]``, each batch sharded
+    over ``data`` (every member sees every example)."""
+    size = len(split["targets"])
+    data = self.mesh.shape["data"]
+    batch = min(max(EVAL_BATCH, self.config.batch_size), size)
+    batch = -(-batch // data) * data
+    num_batches = -(-size // batch)
+    arrays = {k: v for k, v in split.items() if k != "groups"}
+    arrays["mask"] = np.ones(size, np.float32)
+    out = {}
+    for k, v in arrays.items():
+      padded = np.zeros((num_batches * batch, *v.shape[1:]), v.dtype)
+      padded[:size] = v
+      out[k] = _put(
+        padded.reshape(num_batches, batch, *v.shape[1:]), NamedSharding(self.mesh, P(None, "data"))
+      )
+    return out
+
+  def pad(self, state: TrainState) -> TrainState:
+    """A state of the grid's M members (e.g. restored) as the program's padded, sharded state."""
+    index = self._pad_index()
+    sharding = NamedSharding(self.mesh, P("members"))
+    return jax.jit(
+      lambda s: jax.tree.map(lambda x: x[index], s), out_shardings=sharding
+    )(state)  # fmt: skip
+
+  def unpad(self, state: TrainState) -> TrainState:
+    """The M real members of a padded state, replicated (for checkpoints and the host)."""
+    num = self.num_members
+    replicated = NamedSharding(self.mesh, P())
+    return jax.jit(lambda s: jax.tree.map(lambda x: x[:num], s), out_shardings=replicated)(state)
+
+  def abstract_state(self) -> TrainState:
+    """The shapes, dtypes and (replicated) shardings of an unpadded state: what checkpoints
+    hold."""
+    config, num = self.config, self.num_members
+    shapes = jax.eval_shape(
+      jax.vmap(functools.partial(step.init_member, config)),
+      jax.ShapeDtypeStruct((num,), jnp.int32),
+      jax.ShapeDtypeStruct((num,), jnp.float32),
+    )
+    replicated = NamedSharding(self.mesh, P())
+    return jax.tree.map(
+      lambda s: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=replicated), shapes
+    )
+
+  def diverged_steps(self, state: TrainState) -> np.ndarray:
+    """The step at which each of the M members diverged (-1: it trains), [M]."""
+    replicated = NamedSharding(self.mesh, P())
+    steps = jax.jit(lambda s: s, out_shardings=replicated)(state.diverged_step)
+    return to_host(steps)[: self.num_members]
+
+  def mean_metrics(
+    self, state: TrainState, device_split: dict[str, jax.Array], size: int
+  ) -> dict[str, np.ndarray]:
+    """Each member's metrics over a split from `put_eval_split`: the sums over its ``size``
+    examples divided by ``size``, in float64, [M] each."""
+    totals = self.evaluate(state, device_split)
+    return {k: to_host(v)[: self.num_members].astype(np.float64) / size for k, v in totals.items()}
+
+
+def _put(x: np.ndarray, sharding: NamedSharding) -> jax.Array:
+  """A host array, the same on every process, laid out as ``sharding`` says."""
+  return jax.make_array_from_callback(x.shape, sharding, lambda index: x[index])
+
+
+def to_host(x: jax.Array) -> np.ndarray:
+  """A replicated array as NumPy (this process's copy; works in a multi-process run)."""
+  return np.asarray(x.addressable_data(0))
+
+
+def jit_program(
+  config: StepConfig, mesh: Mesh, num_members: int, *, member_chunk: int = 0
+) -> Program:
+  """The jitted step functions of ``num_members`` members on ``mesh``: the one place the
+  engine jits them.
+
+  Args:
+    config: the members' `StepConfig` (`gelujax.engine.step.make_config`).
+    mesh: a ``("members", "data")`` mesh (`make_mesh`).
+    num_members: the grid's size; padded to a multiple of the ``members`` axis.
+    member_chunk: members trained at once by each device's loop over steps (0: all of them,
+      vmapped). Fewer hold less memory at once; on CPU, one at a time measured no faster than
+      all (benchmarks/results/training.md).
+  """
+  members = NamedSharding(mesh, P("members"))
+  replicated = NamedSharding(mesh, P())
+  layout = (config, mesh, member_chunk)
+  return Program(
+    config=config,
+    mesh=mesh,
+    num_members=num_members,
+    init=jax.jit(functools.partial(init_members, *layout), out_shardings=members),
+    shuffle=jax.jit(
+      functools.partial(shuffle, config),
+      out_shardings=NamedSharding(mesh, P(None, "members", "data")),
+    ),
+    train_segment=jax.jit(
+      functools.partial(train_segment, *layout),
+      static_argnames="num_steps",
+      donate_argnums=0,
+      out_shardings=(members, replicated),
+    ),
+    evaluate=jax.jit(functools.partial(evaluate, *layout), out_shardings=replicated),
+  )

@@ -1,0 +1,349 @@
+"""One member's training step, its evaluation and its batches: pure functions of arrays.
+
+Everything here is for one member (one seed, one learning rate); `gelujax.engine.mesh` maps it
+over a grid's members and jits it, and never the other way round (this module does not import
+the mesh). What the functions need besides arrays is a `StepConfig`: the model, the optimizer
+and the objective, given explicitly, and the epoch's shape.
+
+All randomness comes from keys folded from (seed, stream, epoch, step) (`gelujax.prng`), so a
+resumed run is bitwise equal to an uninterrupted one, and a member's numbers do not depend on
+the other members of its grid.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import flax
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from gelujax import prng
+from gelujax.objectives import Objective
+
+# How the logged training loss is measured: as the paper logged it, with dropout off on the
+# step's batch before the update (one more forward pass when the model draws randomness), or
+# the loss of the training pass itself (free; differs only for models with dropout).
+TRAIN_LOSSES = ("dropout_off", "training_pass")
+
+
+@flax.struct.dataclass
+class TrainState:
+  """One member's state; the mesh stacks it over members on a leading axis.
+
+  Attributes:
+    params: the model parameters.
+    opt_state: the optimizer state.
+    batch_stats: BatchNorm statistics ({} for models without BatchNorm).
+    diverged_step: the global step at which the loss became non-finite, -1 while the member
+      trains; a diverged member keeps the state it had before that step.
+  """
+
+  params: Any
+  opt_state: Any
+  batch_stats: Any
+  diverged_step: jax.Array
+
+
+@dataclasses.dataclass(frozen=True)
+class Groups:
+  """Where each group (utterance) of a split lies: ``starts``/``lengths`` in frames."""
+
+  starts: np.ndarray
+  lengths: np.ndarray
+  batch_frames: int  # frames in a padded batch of batch_size groups
+
+
+def find_groups(groups: np.ndarray, batch_size: int, num_devices: int) -> Groups:
+  """The groups of a split's ``groups`` column (ids, each group's frames contiguous); a batch
+  of ``batch_size`` groups is padded to a multiple of ``num_devices`` frames (the ``data``
+  axis it is split over) that holds the largest groups."""
+  change = np.flatnonzero(np.diff(groups)) + 1
+  starts = np.concatenate([[0], change]).astype(np.int32)
+  lengths = np.diff(np.concatenate([starts, [len(groups)]])).astype(np.int32)
+  if len(np.unique(groups[starts])) != len(starts):
+    raise ValueError("split['groups'] must keep the frames of each group contiguous.")
+  most = int(np.sort(lengths)[-batch_size:].sum())
+  return Groups(starts, lengths, -(-most // num_devices) * num_devices)
+
+
+def expand_groups(group_ids: jax.Array, groups: Groups) -> tuple[jax.Array, jax.Array]:
+  """Frame indices and mask of a batch of whole groups, padded to ``batch_frames``."""
+  starts, lengths = jnp.asarray(groups.starts), jnp.asarray(groups.lengths)
+  sizes = lengths[group_ids]
+  ends = jnp.cumsum(sizes)
+  slots = jnp.arange(groups.batch_frames)
+  # The group of each slot: how many groups end at or before it (searchsorted, as a sum of
+  # comparisons: a batch holds few groups).
+  ends_before = jnp.sum(ends[None, :] <= slots[:, None], axis=1, dtype=jnp.int32)
+  which = jnp.minimum(ends_before, len(group_ids) - 1)
+  mask = slots < ends[-1]
+  frames = starts[group_ids[which]] + slots - (ends[which] - sizes[which])
+  return jnp.where(mask, frames, 0), mask.astype(jnp.float32)
+
+
+@dataclasses.dataclass(frozen=True)
+class StepConfig:
+  """What the step functions need besides arrays.
+
+  Attributes:
+    model: the Flax Linen model, called as ``model(x, train=...)``.
+    optimizer: a member's optimizer for its peak learning rate (a traced scalar).
+    objective: batch preparation, loss, metrics and regularizer.
+    sample: one training example per input key (for shapes at initialisation).
+    num_items: examples (or groups) in the training split.
+    batch_size: examples (or groups) per step.
+    steps_per_epoch: optimizer steps per epoch.
+    groups: the training split's groups when batches are whole groups, else None.
+    has_batch_stats: the model keeps BatchNorm statistics.
+    dropout_bits: where dropout masks come from, one of `gelujax.prng.DROPOUT_BITS`.
+    train_loss: how the logged training loss is measured, one of `TRAIN_LOSSES`.
+  """
+
+  model: nn.Module
+  optimizer: Callable[[jax.Array], optax.GradientTransformation]
+  objective: Objective
+  sample: dict[str, np.ndarray]
+  num_items: int
+  batch_size: int
+  steps_per_epoch: int
+  groups: Groups | None = None
+  has_batch_stats: bool = False
+  dropout_bits: str = "hash"
+  train_loss: str = "dropout_off"
+
+
+def make_config(
+  model: nn.Module,
+  optimizer: Callable[..., optax.GradientTransformation],
+  objective: Objective,
+  train: Mapping[str, np.ndarray],
+  *,
+  batch_size: int,
+  groups: Groups | None = None,
+  dropout_bits: str = "hash",
+  train_loss: str = "dropout_off",
+) -> StepConfig:
+  """The `StepConfig` of a model, optimizer and objective on the training split ``train``.
+
+  Args:
+    model: the model.
+    optimizer: ``(learning_rate, *, steps_per_epoch) -> optax.GradientTransformation``.
+    objective: the objective.
+    train: the training split (its shapes and size; the arrays are placed separately).
+    batch_size: examples (or groups) per step.
+    groups: `find_groups` of the split when batches are whole groups.
+    dropout_bits: ``"hash"`` (the engine's default) or ``"threefry"`` (`gelujax.prng`).
+    train_loss: ``"dropout_off"`` (the paper's logged training loss) or ``"training_pass"``;
+      a model that draws no randomness and keeps no batch statistics logs its training pass,
+      the same number for free.
+  """
+  if dropout_bits not in prng.DROPOUT_BITS:
+    raise ValueError(f"dropout_bits {dropout_bits!r}; valid: {', '.join(prng.DROPOUT_BITS)}.")
+  if train_loss not in TRAIN_LOSSES:
+    raise ValueError(f"train_loss {train_loss!r}; valid: {', '.join(TRAIN_LOSSES)}.")
+  num_items = len(groups.starts) if groups is not None else len(train["targets"])
+  steps_per_epoch = max(num_items // batch_size, 1)
+  config = StepConfig(
+    model=model,
+    optimizer=functools.partial(_optimizer_of, optimizer, steps_per_epoch),
+    objective=objective,
+    sample={k: v[:1] for k, v in train.items() if k != "groups"},
+    num_items=num_items,
+    batch_size=batch_size,
+    steps_per_epoch=steps_per_epoch,
+    groups=groups,
+    dropout_bits=dropout_bits,
+  )
+  variables = jax.eval_shape(
+    jax.vmap(functools.partial(init_member, config)),
+    jax.ShapeDtypeStruct((1,), jnp.int32),
+    jax.ShapeDtypeStruct((1,), jnp.float32),
+  )
+  has_batch_stats = bool(jax.tree.leaves(variables.batch_stats))
+  if train_loss == "dropout_off" and not has_batch_stats and not _draws_randomness(config):
+    train_loss = "training_pass"  # The same number: the training pass is deterministic.
+  return dataclasses.replace(config, has_batch_stats=has_batch_stats, train_loss=train_loss)
+
+
+def _optimizer_of(optimizer, steps_per_epoch: int, learning_rate):
+  return optimizer(learning_rate, steps_per_epoch=steps_per_epoch)
+
+
+def _draws_randomness(config: StepConfig) -> bool:
+  """Whether the model in training mode draws randomness (dropout, the SOI map)."""
+  inputs, _ = config.objective.prepare_batch(config.sample, False, jax.random.key(0))
+  variables = jax.eval_shape(
+    functools.partial(config.model.init, train=False), jax.random.key(0), inputs
+  )
+  try:
+    jax.eval_shape(lambda v: config.model.apply(v, inputs, train=True), variables)
+  except flax.errors.FlaxError:
+    return True
+  return False
+
+
+def apply_model(config: StepConfig, params, batch_stats, inputs, *, train: bool, rng=None):
+  """The model's outputs in float32, and its batch statistics (updated in training).
+
+  A model that computes in bfloat16 returns bfloat16 outputs; losses and metrics are computed
+  from their float32 values (a no-op for a float32 model).
+  """
+  variables = {"params": params}
+  if config.has_batch_stats:
+    variables["batch_stats"] = batch_stats
+  if train and config.has_batch_stats:
+    outputs, updates = config.model.apply(
+      variables, inputs, train=True, rngs={"dropout": rng}, mutable=["batch_stats"]
+    )
+    return outputs.astype(jnp.float32), updates["batch_stats"]
+  rngs = {"dropout": rng} if train else {}
+  outputs = config.model.apply(variables, inputs, train=train, rngs=rngs)
+  return outputs.astype(jnp.float32), batch_stats
+
+
+def init_member(config: StepConfig, seed: jax.Array, learning_rate: jax.Array) -> TrainState:
+  """A member's initial state: parameters drawn from its seed, a fresh optimizer state."""
+  params_key, other_key = jax.random.split(prng.fold_key(seed, prng.INIT))
+  inputs, _ = config.objective.prepare_batch(config.sample, False, other_key)
+  variables = config.model.init({"params": params_key, "dropout": other_key}, inputs, train=False)
+  return TrainState(
+    params=variables["params"],
+    opt_state=config.optimizer(learning_rate).init(variables["params"]),
+    batch_stats=variables.get("batch_stats", {}),
+    diverged_step=jnp.int32(-1),
+  )
+
+
+def permute(config: StepConfig, seed: jax.Array, epoch: jax.Array) -> jax.Array:
+  """A member's item order in ``epoch``: the items of its whole batches, [steps * batch]."""
+  key = prng.fold_key(seed, prng.SHUFFLE, epoch)
+  used = config.steps_per_epoch * config.batch_size
+  return jax.random.permutation(key, config.num_items)[:used]
+
+
+def gather(config: StepConfig, data: dict[str, jax.Array], items_B: jax.Array):
+  """A batch of ``data`` (and its mask) from item indices: examples, or frames of whole groups."""
+  if config.groups is None:
+    return {k: v[items_B] for k, v in data.items()}, jnp.ones(items_B.shape, jnp.float32)
+  frames_B, mask_B = expand_groups(items_B, config.groups)
+  return {k: v[frames_B] for k, v in data.items()}, mask_B
+
+
+def step_keys(
+  seed: jax.Array, epoch: jax.Array, steps: jax.Array, dropout_bits: str = "hash"
+) -> tuple[jax.Array, jax.Array]:
+  """A member's keys for ``steps`` of ``epoch``: ``(prepare, dropout)``, each [S].
+
+  Folded from (seed, step stream, epoch, step), and computed for a whole segment at once: on a
+  CPU, threefry's rounds inside the loop over steps would cost a loop of their own each step.
+  ``dropout_bits`` says what the dropout keys are (`gelujax.prng.make_dropout_key`).
+  """
+  keys = jax.vmap(lambda step: prng.fold_key(seed, prng.STEP, epoch, step))(steps)
+  prepare, dropout = jnp.moveaxis(jax.vmap(jax.random.split)(keys), 1, 0)
+  make_dropout_key = functools.partial(prng.make_dropout_key, bits=dropout_bits)
+  return prepare, jax.vmap(make_dropout_key)(dropout)
+
+
+def train_step(
+  config: StepConfig,
+  state: TrainState,
+  learning_rate: jax.Array,
+  batch: dict[str, jax.Array],
+  mask: jax.Array,
+  keys: tuple[jax.Array, jax.Array],
+  step: jax.Array,
+) -> tuple[TrainState, jax.Array]:
+  """One optimizer step of one member on its ``batch``: its next state and training loss.
+
+  Args:
+    config: the run's `StepConfig`.
+    state: the member's state.
+    learning_rate: its peak learning rate.
+    batch: its batch of training data, and ``mask`` (1 for the examples that count).
+    keys: the step's ``(prepare, dropout)`` keys from `step_keys`.
+    step: the global step, from 0.
+
+  A member whose loss or gradients are not finite, or that diverged before, keeps its state and
+  records the step in ``diverged_step`` (the first time).
+  """
+  objective = config.objective
+  prepare_key, dropout_key = keys
+  inputs, targets = objective.prepare_batch(batch, True, prepare_key)
+
+  def compute_loss(params):
+    outputs, batch_stats = apply_model(
+      config, params, state.batch_stats, inputs, train=True, rng=dropout_key
+    )
+    data_loss = objective.loss(outputs, targets, mask)
+    return data_loss + objective.regularizer(params), (data_loss, batch_stats)
+
+  (loss, (data_loss, batch_stats)), grads = jax.value_and_grad(compute_loss, has_aux=True)(
+    state.params
+  )
+  if config.train_loss == "dropout_off":  # As the paper logged it: the same batch, dropout off.
+    outputs, _ = apply_model(config, state.params, state.batch_stats, inputs, train=False)
+    train_loss = objective.loss(outputs, targets, mask)
+  else:
+    train_loss = data_loss
+  updates, opt_state = config.optimizer(learning_rate).update(grads, state.opt_state, state.params)
+  stepped = state.replace(
+    params=optax.apply_updates(state.params, updates), opt_state=opt_state, batch_stats=batch_stats
+  )
+  trains = jnp.isfinite(loss) & jnp.isfinite(optax.tree.norm(grads)) & (state.diverged_step < 0)
+  frozen = state.replace(
+    diverged_step=jnp.where(state.diverged_step < 0, step, state.diverged_step)
+  )
+  # A select, which XLA fuses into the update's own loops, rather than a branch.
+  return jax.tree.map(lambda new, old: jnp.where(trains, new, old), stepped, frozen), train_loss
+
+
+def train_steps(
+  config: StepConfig,
+  state: TrainState,
+  learning_rate: jax.Array,
+  seed: jax.Array,
+  data: dict[str, jax.Array],
+  items_SxB: jax.Array,
+  epoch: jax.Array,
+  steps_S: jax.Array,
+) -> tuple[TrainState, jax.Array]:
+  """One member through steps ``steps_S`` of ``epoch`` on the batches ``items_SxB`` of
+  ``data``: a `lax.scan` of `train_step`. Returns its state and mean training loss."""
+  keys = step_keys(seed, epoch, steps_S, config.dropout_bits)
+
+  def scan_step(state, xs):
+    step, items_B, keys = xs
+    batch, mask = gather(config, data, items_B)
+    return train_step(config, state, learning_rate, batch, mask, keys, step)
+
+  state, losses_S = jax.lax.scan(scan_step, state, (steps_S, items_SxB, keys))
+  return state, losses_S.mean()
+
+
+def evaluate_member(
+  config: StepConfig, params: Any, batch_stats: Any, split: dict[str, jax.Array]
+) -> dict[str, jax.Array]:
+  """One member's metric sums over a split of padded batches, ``[batches, batch, ...]`` with a
+  ``mask`` (`gelujax.engine.mesh.Program.put_eval_split`)."""
+
+  def sum_metrics(batch):
+    batch = dict(batch)
+    mask = batch.pop("mask")
+    inputs, targets = config.objective.prepare_batch(batch, False, None)
+    outputs, _ = apply_model(config, params, batch_stats, inputs, train=False)
+    return config.objective.metrics(outputs, targets, mask)
+
+  def evaluate_batch(totals, batch):
+    return jax.tree.map(jnp.add, totals, sum_metrics(batch)), None
+
+  # The first batch's sums start the total (0 + x is x, so this is the sum from zero).
+  first = sum_metrics(jax.tree.map(lambda x: x[0], split))
+  totals, _ = jax.lax.scan(evaluate_batch, first, jax.tree.map(lambda x: x[1:], split))
+  return totals
