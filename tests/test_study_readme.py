@@ -100,7 +100,7 @@ def test_reproduce_command_names_spec_overrides_no_flag_sets(tmp_path):
     "evaluation_seeds": list(range(100, 110)),
     "learning_rates": [1e-3, 1e-4, 1e-5],
     "dropout_rates": [0.2],
-    "spec": writers.jsonable(dataclasses.asdict(ours)),
+    "spec": workdirs.jsonable(dataclasses.asdict(ours)),
   }
   out = tmp_path / "results" / "twitter_pos" / "twitter_pos"
   command = readme.reproduce_command(settings, paper, out=out, root=tmp_path)

@@ -66,7 +66,7 @@ def reproduce_command(settings: Mapping[str, Any], paper: Any, *, out: Path, roo
   task, noise = settings["task"], settings["task"].endswith(NOISE_SUFFIX)
   base = task.removesuffix(NOISE_SUFFIX)
   # Spec fields no flag of reproduce.py sets go into the task's name as field overrides.
-  theirs = writers.jsonable(dataclasses.asdict(paper))
+  theirs = workdirs.jsonable(dataclasses.asdict(paper))
   overrides = [
     f"{field}={_literal(ours)}"
     for field, ours in settings["spec"].items()
