@@ -116,7 +116,7 @@ def test_reproduce_interrupted_during_a_save_says_one_line_and_resumes(lab, tmp_
     sys.executable, str(ROOT / "experiments" / "reproduce.py"),
     "--task=tiny_mnist(model='mlp_mnist', data_options={'validation_size': 32})",
     "--activations=relu", "--seeds=4", "--learning_rates=1e-3", "--epochs=30",
-    f"--data_dir={lab.data_dir}", f"--out={out}",
+    f"--data_dir={lab.data_dir}", f"--out={out}", f"--compilation_cache={lab.cache}",
   ]  # fmt: skip
   checkpoints = out / "runs" / "relu" / "checkpoints"
   for _ in range(5):

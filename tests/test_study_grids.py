@@ -139,7 +139,9 @@ def test_a_grid_stopped_by_sigint_keeps_its_training_time(tmp_path):
     tests=str(REPO / "tests"), repo=str(REPO), workdir=str(workdir), out=str(tmp_path)
   )
   process = subprocess.Popen(
-    [sys.executable, "-c", code], env={**os.environ, "JAX_PLATFORMS": "cpu"}, text=True,
+    [sys.executable, "-c", code], text=True,
+    # A compilation cache of its own: the signal may land while JAX writes an entry.
+    env={**os.environ, "JAX_PLATFORMS": "cpu", "JAX_COMPILATION_CACHE_DIR": str(tmp_path / "c")},
     stdout=subprocess.PIPE, stderr=subprocess.PIPE,
   )  # fmt: skip
   deadline = time.time() + 120
