@@ -14,7 +14,8 @@ bar, and its exit status) and whether that is the promised behaviour (checked by
 below, never by hand; where a run goes on, against the bytes of an uninterrupted run). Writes
 ``faults.md`` and ``faults.json`` to ``benchmarks/results/`` (or ``--output-dir``).
 
-`tests/test_faults.py` runs the same faults and checks each promise again on its own.
+`tests/test_faults.py` and `tests/test_faults_on_disk.py` run the same faults and check each
+promise again on their own.
 """
 
 from __future__ import annotations

@@ -10,8 +10,12 @@ No test reaches the network for data (`no_network_data`).
 
 Compiled programs go to a temporary folder, removed at the end, never to the user's cache: JAX's
 own ``JAX_COMPILATION_CACHE_DIR``, which the scripts' ``--compilation_cache`` default follows and
-which every process a test starts inherits. pytest-xdist's workers inherit the folder of the
-process that started them, so one run shares one cache.
+which every process a test starts inherits. Each pytest-xdist worker keeps a folder of its own
+inside the one of the process that started them: JAX writes an entry in place, so a process
+that loads a program while another process writes the same entry reads it cut short, warns
+("Error reading persistent compilation cache entry") and compiles anew; a worker's processes run
+one test at a time, the two workers' side by side. (Processes a test kills mid-run keep a cache
+of their own for the same reason: a kill can leave an entry cut short.)
 
 Tests marked ``mount`` mount tmpfs disks; see `pytest_runtest_setup`.
 """
@@ -27,6 +31,10 @@ import pytest
 if "PYTEST_XDIST_WORKER" not in os.environ:
   _CACHE = tempfile.mkdtemp(prefix="gelujax-tests-jax-cache-")
   atexit.register(shutil.rmtree, _CACHE, ignore_errors=True)
+  os.environ["JAX_COMPILATION_CACHE_DIR"] = _CACHE
+else:
+  _CACHE = os.path.join(os.environ["JAX_COMPILATION_CACHE_DIR"], os.environ["PYTEST_XDIST_WORKER"])
+  os.makedirs(_CACHE, exist_ok=True)
   os.environ["JAX_COMPILATION_CACHE_DIR"] = _CACHE
 
 from gelujax import host  # After the cache folder is set: it reads it.

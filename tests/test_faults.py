@@ -1,5 +1,7 @@
-"""Faults that need real processes: a second writer, kill -9, signals in and out of a save, the
-workdir's files cut, deleted or lost, flags that cannot be used, a damaged compilation cache.
+"""Faults that need real processes: a second writer, kill -9, signals in and out of a save.
+(The workdir's files cut, deleted or lost, flags that cannot be used and a damaged compilation
+cache are in test_faults_on_disk.py: a module of its own, which the other pytest-xdist worker
+runs beside this one.)
 
 Each runs experiments/train.py (or reproduce.py) as a subprocess on tiny_mnist, through the
 fault injection of benchmarks/faults.py, and checks what the user sees: the exact stderr
@@ -116,7 +118,7 @@ def test_reproduce_interrupted_during_a_save_says_one_line_and_resumes(lab, tmp_
     sys.executable, str(ROOT / "experiments" / "reproduce.py"),
     "--task=tiny_mnist(model='mlp_mnist', data_options={'validation_size': 32})",
     "--activations=relu", "--seeds=4", "--learning_rates=1e-3", "--epochs=30",
-    f"--data_dir={lab.data_dir}", f"--out={out}",
+    f"--data_dir={lab.data_dir}", f"--out={out}", f"--compilation_cache={lab.cache}",
   ]  # fmt: skip
   checkpoints = out / "runs" / "relu" / "checkpoints"
   for _ in range(5):
@@ -137,90 +139,3 @@ def test_reproduce_interrupted_during_a_save_says_one_line_and_resumes(lab, tmp_
   assert sorted(os.listdir(checkpoints)) == ["1", "2"]
   timings = json.loads((out / "timings.json").read_text())
   assert timings["relu"]["seconds"] > 0  # the time trained so far is kept
-
-
-def test_the_fault_script_writes_its_table_and_cifar10_without_data_says_what_to_do(tmp_path):
-  result = subprocess.run(
-    [sys.executable, str(ROOT / "benchmarks" / "faults.py"), "--only", "no_cifar",
-     "--output-dir", str(tmp_path)],
-    capture_output=True, text=True, timeout=300,
-  )  # fmt: skip
-  assert result.returncode == 0, result.stderr
-  report = (tmp_path / "faults.md").read_text()
-  assert "python benchmarks/faults.py --only no_cifar" in report
-  assert "| CIFAR-10 with no data here | `train.py --task=cifar10 --activation=gelu`" in report
-  assert "Faults tried: 1; as promised: 1" in report and report.count("| yes |") == 1
-  [row] = json.loads((tmp_path / "faults.json").read_text())
-  assert row["ok"], row["seen"]  # one line, no download attempt, no ModuleNotFoundError
-  assert row["seen"].startswith("exit 1: train.py: error: Cannot load dataset 'cifar10'")
-  assert "(no prepared copy)" in row["seen"] and "Pass --data_dir" in row["seen"]
-
-
-@pytest.mark.slow
-def test_a_workdir_that_cannot_be_written_is_refused_in_one_line(lab):
-  is_file, read_only, forbidden = faults.bad_workdirs(lab)
-  assert is_file.ok and "is a file, not a folder" in is_file.seen, is_file.seen
-  assert read_only.ok and "is on a read-only file system" in read_only.seen, read_only.seen
-  # root without its capabilities, in a folder of another user: nothing is written there
-  assert forbidden.ok and "is not writable by this user" in forbidden.seen, forbidden.seen
-
-
-@pytest.mark.slow
-def test_records_cut_deleted_or_malformed_before_the_checkpoint_are_restored(lab):
-  outcomes = (
-    faults.torn_tail(lab, cuts=(400,))  # into member 0's record of epoch 1: both are lost
-    + faults.deleted_line(lab, stopped_at=(2,))
-    + faults.malformed_metrics(lab)
-  )
-  for outcome, epochs, line in zip(outcomes, (2, 10, 2), (1, 3, 2), strict=True):
-    assert outcome.ok, outcome.seen
-    assert_ends_as_uninterrupted(outcome, epochs=epochs, members=2)
-    assert outcome.seen.startswith(f"exit 0: {outcome.workdir}/metrics.jsonl ")
-    assert f"line {line}" in outcome.seen and "kept as" in outcome.seen
-    damaged = (outcome.workdir / "metrics.jsonl.damaged").read_text()  # kept, not deleted
-    assert damaged != (outcome.workdir / "metrics.jsonl").read_text()
-
-
-@pytest.mark.slow
-def test_results_whose_checkpoints_were_deleted_are_refused_untouched(lab):
-  finished, stopped = faults.deleted_checkpoints(lab)
-  for outcome, epochs in ((finished, 10), (stopped, 2)):
-    assert outcome.ok, outcome.seen
-    assert outcome.seen.startswith(f"exit 1: train.py: error: Workdir {outcome.workdir} holds ")
-    assert f"(metrics.jsonl up to epoch {epochs} and summary.json)" in outcome.seen
-    for name in ("metrics.jsonl", "summary.json"):  # as the finished run left them
-      reference = lab.reference(epochs) / name
-      assert (outcome.workdir / name).read_bytes() == reference.read_bytes()
-  assert not (finished.workdir / "checkpoints").exists()  # nothing retrained, nothing saved
-  assert os.listdir(stopped.workdir / "checkpoints") == []
-
-
-@pytest.mark.slow
-def test_flags_that_cannot_be_used_are_refused_in_one_line(lab):
-  workdir, task, seeds, batch = faults.bad_flags(lab)
-  for outcome in (workdir, task, seeds, batch):
-    assert outcome.ok, outcome.seen
-    assert outcome.seen.startswith("exit 1: train.py: error: ") and " / " not in outcome.seen
-  assert "--workdir b'" in workdir.seen and "\\xff' is not UTF-8 (byte 0xff)" in workdir.seen
-  assert task.seen.endswith("--task b'tiny_mnist\\xff' is not UTF-8 (byte 0xff at position 10); "
-                            "flag values must be UTF-8 text.")  # fmt: skip
-  # Two different lists, and why they differ.
-  assert "seeds=[0, 1] (now lrs=[0.001] seeds=[1, 0]) (the same members in another order" in (
-    seeds.seen
-  )
-  assert batch.seen.endswith("larger than the training split (224 items); it must be at most 224.")
-
-
-@pytest.mark.slow
-def test_a_damaged_compilation_cache_names_the_way_around_it(lab):
-  swapped, cut = faults.compilation_cache(lab)
-  assert swapped.ok, swapped.seen
-  failed, resumed = swapped.seen.split(" — then: ")
-  assert failed.startswith("exit 1: train.py: error: ") and "Traceback" not in failed
-  assert f"loaded from the compilation cache {lab.root / 'damaged-cache'}" in failed
-  assert "re-run the same command with --compilation_cache=none" in failed
-  assert resumed == "exit 0: (nothing)"
-  for name in ("metrics.jsonl", "summary.json"):  # --compilation_cache=none: compiled afresh
-    assert (swapped.workdir / name).read_bytes() == (swapped.reference / name).read_bytes()
-  assert cut.ok, cut.seen  # JAX itself tells a cut entry and compiles anew
-  assert cut.seen.startswith("exit 0: ") and "compilation cache entry" in cut.seen

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from run_mains import run_mains
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -62,25 +63,39 @@ def run_reproduce(*flags, cache, expect_success=True):
   return result.stdout
 
 
-@pytest.mark.parametrize(
-  ("flag", "message"),
-  [
-    ("--task=no_such", "no_such"),
-    ("--activations=gelu,swish", "--activations 'swish' is not valid for task 'tiny_mnist'"),
-    ("--dropout_rates=0,1.5", "--dropout_rates 1.5 is not valid for task 'tiny_mnist'"),
-    ("--dataset=cifar10", "--dataset 'cifar10' is not valid for task 'tiny_mnist'"),
-    ("--seeds=0", "--seeds '0' is a count"),
-    ("--render", "--render: "),
-    ("--evaluation_seeds=1,5", "--evaluation_seeds 1,5 shares [1] with --seeds"),
-  ],
-)
-def test_bad_flags_fail_in_one_line_and_write_nothing(tmp_path, flag, message):
-  out = tmp_path / "out"
-  flags = ["--task=tiny_mnist", flag] if not flag.startswith("--task") else [flag]
-  result = run_reproduce(*flags, f"--out={out}", cache=tmp_path / "cache", expect_success=False)
-  assert result.returncode == 1
-  assert result.stderr.startswith("reproduce.py: error: ") and result.stderr.count("\n") == 1
-  assert message in result.stderr
+BAD_FLAGS = [
+  ("--task=no_such", "no_such"),
+  ("--activations=gelu,swish", "--activations 'swish' is not valid for task 'tiny_mnist'"),
+  ("--dropout_rates=0,1.5", "--dropout_rates 1.5 is not valid for task 'tiny_mnist'"),
+  ("--dataset=cifar10", "--dataset 'cifar10' is not valid for task 'tiny_mnist'"),
+  ("--seeds=0", "--seeds '0' is a count"),
+  ("--render", "--render: "),
+  ("--evaluation_seeds=1,5", "--evaluation_seeds 1,5 shares [1] with --seeds"),
+]
+
+
+@pytest.fixture(scope="module")
+def bad_flag_exits(tmp_path_factory):
+  """How reproduce.py's main ended for each of BAD_FLAGS (all in one fresh process), and the
+  --out folder each was given."""
+  root = tmp_path_factory.mktemp("bad_flags")
+  outs = [root / str(i) / "out" for i in range(len(BAD_FLAGS))]
+  command_lines = [
+    (["--task=tiny_mnist", flag] if not flag.startswith("--task") else [flag]) + [f"--out={out}"]
+    for (flag, _), out in zip(BAD_FLAGS, outs, strict=True)
+  ]
+  env = {**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONPATH": str(REPO)}
+  ended = run_mains(REPO / "experiments" / "reproduce.py", command_lines, env, REPO)
+  return dict(zip([flag for flag, _ in BAD_FLAGS], zip(ended, outs, strict=True), strict=True))
+
+
+@pytest.mark.parametrize(("flag", "message"), BAD_FLAGS)
+def test_bad_flags_fail_in_one_line_and_write_nothing(bad_flag_exits, flag, message):
+  (code, stderr), out = bad_flag_exits[flag]
+  # sys.exit with a message: Python prints it and a newline to stderr and exits with status 1.
+  assert isinstance(code, str) and stderr == ""
+  assert code.startswith("reproduce.py: error: ") and "\n" not in code
+  assert message in code
   assert not out.exists()
 
 

@@ -3,6 +3,7 @@
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -136,11 +137,15 @@ grids.train_grids([grid], seeds=[0], data_dir=None, out=Path({out!r}))
 def test_a_grid_stopped_by_sigint_keeps_its_training_time(tmp_path):
   (tmp_path / "timings.json").write_text(json.dumps({"gelu": 65.0}))
   workdir = tmp_path / "runs" / "gelu"
+  cache = shutil.copytree(os.environ["JAX_COMPILATION_CACHE_DIR"], tmp_path / "cache")
   code = SCRIPT.format(
     tests=str(REPO / "tests"), repo=str(REPO), workdir=str(workdir), out=str(tmp_path)
   )
   process = subprocess.Popen(
-    [sys.executable, "-c", code], env={**os.environ, "JAX_PLATFORMS": "cpu"}, text=True,
+    [sys.executable, "-c", code], text=True,
+    # A copy of the compilation cache (the signal may land while JAX writes an entry), which
+    # holds the programs the test above compiled.
+    env={**os.environ, "JAX_PLATFORMS": "cpu", "JAX_COMPILATION_CACHE_DIR": str(cache)},
     stdout=subprocess.PIPE, stderr=subprocess.PIPE,
   )  # fmt: skip
   deadline = time.time() + 120

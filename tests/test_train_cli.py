@@ -2,7 +2,6 @@
 
 import gzip
 import importlib.util
-import json
 import os
 import re
 import shutil
@@ -14,6 +13,7 @@ import jax
 import numpy as np
 import pytest
 from absl import flags
+from run_mains import run_mains
 from scipy import special
 from tiny_task import hash_tree, write_mnist_files
 
@@ -70,28 +70,6 @@ def run_command(*args: str, devices: int = 1, **env_vars: str) -> subprocess.Com
     [sys.executable, SCRIPT, *args], env=command_env(devices, **env_vars), cwd=ROOT,
     capture_output=True, text=True, timeout=300,
   )  # fmt: skip
-
-
-# train.py's main called with each of several sets of flags in one fresh process (JAX starts
-# once); prints how each call exited (None, or SystemExit's code).
-RUN_MAINS = """
-import importlib.util, json, os, sys
-from absl import flags
-sys.path.insert(0, os.path.dirname(sys.argv[1]))  # as `python train.py` does: its _flags beside it
-spec = importlib.util.spec_from_file_location("train", sys.argv[1])
-train = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(train)
-exits = []
-for args in json.loads(sys.argv[2]):
-  flags.FLAGS.unparse_flags()
-  flags.FLAGS(["train.py", *args])
-  try:
-    train.main(["train.py"])
-    exits.append(None)
-  except SystemExit as e:
-    exits.append(e.code)
-print(json.dumps(exits))
-"""
 
 
 def test_help_lists_every_flag_with_its_default():
@@ -263,11 +241,7 @@ def test_batch_size_must_divide_over_the_data_axis(tmp_path):
   runs = [
     ["--task=tiny_mnist", f"--workdir={tmp_path / str(i)}", *a] for i, (a, _) in enumerate(cases)
   ]
-  done = subprocess.run(
-    [sys.executable, "-c", RUN_MAINS, SCRIPT, json.dumps(runs)], env=command_env(devices=4),
-    cwd=ROOT, capture_output=True, text=True, timeout=300, check=True,
-  )  # fmt: skip
-  exits = json.loads(done.stdout.strip().splitlines()[-1])
+  exits = [code for code, _ in run_mains(SCRIPT, runs, command_env(devices=4), ROOT)]
   for i, ((_, message), exit_) in enumerate(zip(cases, exits, strict=True)):
     assert isinstance(exit_, str) and "\n" not in exit_, exit_
     assert exit_.startswith(f"train.py: error: {message}")

@@ -27,9 +27,6 @@ CONFIG = {
   "spec": {"epochs": 2, "batch_size": 32},
   "members": [{"seed": 0, "learning_rate": 0.001}],
 }
-needs_mount = pytest.mark.skipif(
-  not faults.can_mount(), reason="mounting a tmpfs needs root (CI has it)"
-)
 
 
 def hold_lock(path) -> subprocess.Popen:
@@ -84,14 +81,14 @@ def test_check_writable(tmp_path):
   assert sorted(os.listdir(tmp_path)) == ["file"]  # nothing created
 
 
-@needs_mount
+@pytest.mark.mount
 def test_check_writable_refuses_a_read_only_disk(tmp_path):
   with faults.tmpfs(tmp_path / "disk", "64k", "ro") as disk:
     with pytest.raises(workdir.WorkdirError, match="is on a read-only file system"):
       workdir.check_writable(str(disk / "run"))
 
 
-@needs_mount
+@pytest.mark.mount
 def test_a_full_disk_is_one_line_naming_the_file(tmp_path):
   with faults.tmpfs(tmp_path / "disk", "64k") as disk:
     faults.fill_disk(disk)
