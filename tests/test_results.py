@@ -32,7 +32,9 @@ from gelujax.study import readme
 from tests.fake_workdirs import constant, member, write_workdir
 
 ROOT = Path(__file__).resolve().parents[1]
-RESULTS = sorted(p.parent for p in (ROOT / "results").glob("*/*/README.md"))
+# A study result is a folder with its summary.json (as the overview lists them); others, such as
+# results/twitter_pos/trial/, are the inputs of a choice, not results.
+RESULTS = sorted(p.parent for p in (ROOT / "results").glob("*/*/summary.json"))
 ALPHA, POWER = 0.05, 0.8
 FIGURES = {"mnist": "Fig. 2", "mnist_noise": "Fig. 3", "mnist_ae": "Fig. 4", "twitter_pos": "§3.3"}
 ORDER = ("gelu", "gelu_tanh", "relu", "elu", "silu")
