@@ -457,16 +457,30 @@ def noise_values(result: dict[str, Any]) -> dict[str, list[float]]:
   }
 
 
-def write_noise(
-  task: str, stages: Stages, out: Path, *, root: Path, data_dir: str | None, evaluate: bool
-) -> Result:
+def noise_lrs(rows: Sequence[dict[str, Any]]) -> list[float]:
+  """Every lr some run selected: each run is evaluated under noise at all of them (the fixed-lr
+  sensitivity needs them all)."""
+  return list(dict.fromkeys(row["selected"]["learning_rate"] for row in rows if row["selected"]))
+
+
+def evaluate_noise(stages: Stages, out: Path, *, root: Path, data_dir: str | None) -> None:
+  """Evaluates under test-time noise, from the runs' checkpoints, every classifier of
+  ``stages`` that :func:`write_noise` reads and ``out/noise/`` does not keep yet."""
+  options = {"out": out, "root": root, "data_dir": data_dir, "evaluate": True}
+  for run in stages.selection:
+    for lr in noise_lrs(stages.rows):
+      noise.cached_noise(run.workdir, lr, **options)
+  for found in stages.evaluated.values():
+    if isinstance(found, Run):
+      noise.cached_noise(found.workdir, found.learning_rates()[0], **options)
+
+
+def write_noise(task: str, stages: Stages, out: Path, *, root: Path) -> Result:
   """Fig. 3: the classifier task's no-dropout runs (the selection grids and their evaluation
-  runs) under test-time noise; with ``evaluate``, what is not kept in ``out/noise/`` yet is
-  evaluated from the runs' checkpoints."""
+  runs) under test-time noise, from the evaluations kept in ``out/noise/``."""
   selection, rows, plan = stages.selection, stages.rows, stages.plan
-  options = {"out": out, "root": root, "data_dir": data_dir, "evaluate": evaluate}
-  # Every run at every lr some run selected: the fixed-lr sensitivity needs them all.
-  lrs = list(dict.fromkeys(row["selected"]["learning_rate"] for row in rows if row["selected"]))
+  options = {"out": out, "root": root, "data_dir": None, "evaluate": False}
+  lrs = noise_lrs(rows)
   values, shown, evaluation_runs, evaluation_rows = [], {}, [], {}
   for run, row in zip(selection, rows, strict=True):
     kept = {lr: noise.cached_noise(run.workdir, lr, **options) for lr in lrs}
@@ -605,8 +619,8 @@ def reproduce(
     data_dir=data_dir,
     train=True,
   )
-  if noise_task:  # Noise evaluations of these classifiers, kept in out/noise/ for the result.
-    write_noise(base, stages, out, root=root, data_dir=data_dir, evaluate=True)
+  if noise_task:
+    evaluate_noise(stages, out, root=root, data_dir=data_dir)
   # The result is every run under out, not only this invocation's (--activations may be a
   # subset of what an earlier one trained): the same files a --render reads.
   return write(task, find_stages(task, out, root), out=out, root=root, trained=True)
@@ -639,7 +653,7 @@ def write(task: str, stages: Stages, *, out: Path, root: Path, trained: bool) ->
   whether this invocation trained (the README says which)."""
   base = task.removesuffix(NOISE_SUFFIX)
   if task.endswith(NOISE_SUFFIX):
-    result = write_noise(base, stages, out, root=root, data_dir=None, evaluate=False)
+    result = write_noise(base, stages, out, root=root)
   else:
     result = write_runs(base, stages, out)
   write_result(task, result, out=out, root=root, trained=trained)
