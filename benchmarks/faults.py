@@ -281,32 +281,37 @@ def wait_for(condition: Callable[[], bool], timeout: float = 120, poll: float = 
 
 
 def second_writer(lab: Lab) -> list[Outcome]:
-  """Two processes on one --workdir; then kill -9 of the holder and the same command again."""
+  """Two processes on one --workdir; then kill -9 of the holder and the same command again.
+
+  The holder is stopped (SIGSTOP) once it holds the lock: alive, as a training process is, for
+  as long as the second takes to start and be refused, however slow the machine, without a
+  run long enough to outlast it."""
   workdir = lab.root / "two-writers"
-  first = lab.start(workdir, "--epochs=100", "--checkpoint_every=10")
+  first = lab.start(workdir, "--epochs=20", "--checkpoint_every=5")
   lock = workdir / "lock"
   wait_for(lambda: lock.exists() and lock.read_text().startswith(f"{first.pid} "))
-  second = lab.train(workdir, "--epochs=100", "--checkpoint_every=10")
+  first.send_signal(signal.SIGSTOP)
+  second = lab.train(workdir, "--epochs=20", "--checkpoint_every=5")
   first_running = first.poll() is None
   first.kill()  # kill -9
   first.communicate()
   outcomes = [
     Outcome(
       "two processes on one --workdir",
-      "a second `train.py` started on the workdir of one that is training",
+      "a second `train.py` started on the workdir of one that holds it (stopped by SIGSTOP)",
       user_saw(second),
       first_running and one_line(second, f"in use by process {first.pid} on host"),
       "the second is refused in one line naming the holder's pid and host",
     )
   ]
-  again = lab.train(workdir, "--epochs=100", "--checkpoint_every=10")
+  again = lab.train(workdir, "--epochs=20", "--checkpoint_every=5")
   epochs = [json.loads(line)["epoch"] for line in metrics_text(workdir).splitlines()]
   outcomes.append(
     Outcome(
       "stale lock of a killed run",
       "`kill -9` of the training process, then the same command",
       user_saw(again),
-      again.returncode == 0 and epochs == sorted(e for e in range(1, 101) for _ in range(2)),
+      again.returncode == 0 and epochs == sorted(e for e in range(1, 21) for _ in range(2)),
       "the lock of a dead process does not block; the run resumes, each epoch logged once",
       workdir,
     )
