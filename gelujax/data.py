@@ -925,13 +925,22 @@ def fit_zca(x: np.ndarray, eps: float = 1e-5) -> tuple[np.ndarray, np.ndarray]:
   """Fits ZCA whitening on ``x`` [N, ...] (features = all axes but the first).
 
   With the centred data's covariance C = U diag(s) U^T (divided by N), the whitening matrix is
-  W = U diag(1 / sqrt(s + eps)) U^T; :func:`apply_zca` maps x to (x - mean) W.
+  W = U diag(1 / sqrt(s + eps)) U^T; :func:`apply_zca` maps x to (x - mean) W. With fewer
+  examples than features (a subset, a fixture), C has rank below N and the same W is
+  eps^(-1/2) I + V^T diag(1 / sqrt(s + eps) - eps^(-1/2)) V, with V and s from the thin SVD of
+  the centred [N, D] data: exact, and an N x D decomposition in place of a D x D one.
 
   Returns:
     ``(mean [D], whitening [D, D])``, float32, computed in float64.
   """
   flat = np.asarray(x).reshape(len(x), -1)
   mean = flat.mean(0, dtype=np.float64)
+  if len(flat) < flat.shape[1]:
+    _, singular, v = np.linalg.svd(flat - mean, full_matrices=False)
+    scale = 1 / np.sqrt(singular**2 / len(flat) + eps) - 1 / np.sqrt(eps)
+    whitening = (v.T * scale) @ v
+    whitening[np.diag_indices_from(whitening)] += 1 / np.sqrt(eps)
+    return mean.astype(np.float32), whitening.astype(np.float32)
   covariance = np.zeros((flat.shape[1],) * 2)
   for start in range(0, len(flat), 4096):  # Chunks bound the float64 copy's memory.
     centred = flat[start : start + 4096] - mean
