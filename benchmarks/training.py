@@ -1,10 +1,12 @@
-"""Training speed of the paper's MNIST classifier: layouts of a grid, one member, and PyTorch.
+"""Training speed of the paper's MNIST classifier and autoencoder, against their own matrix
+products: layouts of a grid, one member, the autoencoder grid, and PyTorch.
 
 The ``mnist`` task (784 -> 8x[128, GELU, dropout 0.5] -> 10, Adam, batch 128) on Fashion-MNIST's
-55,000 training images. Each gelujax contender is the trainer's public program
-(`gelujax.engine.make_program`) for one layout, timed for whole epochs (the on-device shuffle
-and the compiled `lax.scan` over the epoch's steps; evaluation is a contender of its own) after a
-warm-up epoch that compiles:
+55,000 training images, and the ``mnist_ae`` autoencoder's grid (784-1000-500-250-30-...-784,
+exact GELU, Adam, batch 64, its 6 members) on all 60,000. Each gelujax contender is the
+trainer's public program (`gelujax.engine.make_program`) for one layout, timed for whole epochs
+(the on-device shuffle and the compiled `lax.scan` over the epoch's steps; evaluation is a
+contender of its own) after a warm-up epoch that compiles:
 
 - one member: on one CPU device whose kernels use every core, the same with XLA's default of
   handing dots to YNNPACK (which gelujax turns off), and on one device per core with the batch
@@ -12,33 +14,50 @@ warm-up epoch that compiles:
 - the 15-member grid (3 learning rates x 5 seeds): on one device, vmapped; on one device per core
   (the mesh's ``members`` axis) with each device's members vmapped together, or trained one at a
   time through each segment (``member_chunk=1``);
+- the autoencoder grid at the layout ``--cpu_devices=auto`` picks, timed for a tenth of an epoch
+  (`AE_FRACTION`) and scaled to its epoch;
 - where a step's time goes, at the layout ``--cpu_devices=auto`` picks (a fifth of an epoch
   each, one thing changed): threefry dropout bits instead of the hash, ReLU instead of GELU, no
   dropout-off pass for the logged training loss, no dropout.
 
-A gelujax contender runs in a process of its own (the CPU device count is fixed when JAX starts),
-which waits between timings, so every contender has the machine to itself while it runs. The
-PyTorch loops (classic: a ``DataLoader`` over a Python list; tuned: preloaded tensors indexed by a
-permutation) and a large matmul run in this process. Contenders run interleaved in rounds (each
-once per round) so that load from elsewhere hits them alike; the report gives medians over
-rounds, and each ratio is the median of the ratios measured within a round.
+**What each contender's matrix products reach.** A step's products are listed from the step's
+own program (`step_products`: the dot products of its jaxpr, a product the step computes twice
+counted once, as XLA does). Each contender's *limit* runs exactly those products (batched over
+its members as its layout batches them, on its device count and XLA flags) in a jitted
+`lax.scan` over `LIMIT_STEPS` steps (`loop_products`: a step's products in any order, each
+step after the one before); PyTorch's runs the same products with ``torch.matmul`` on its
+thread count. A contender's GFLOP/s is then reported as a fraction of its own limit's, measured
+in the same round.
 
-Run: python benchmarks/training.py          (Fashion-MNIST, 3 rounds; 15 to 30 min on 2 cores)
-     python benchmarks/training.py --quick  (tiny_mnist on 320 images, 1 round: a smoke run)
+Every contender and every limit runs in a process of its own (the CPU device count is fixed
+when JAX starts) that waits between timings, so each has the machine to itself while it runs;
+after a PyTorch timing the next one waits `SETTLE_S` (its OpenMP threads spin for a while after
+a call). Contenders run interleaved in rounds (each once per round) so that load from elsewhere
+hits them alike; the report gives medians over rounds, and each ratio is the median of the
+ratios measured within a round.
+
+Run: python benchmarks/training.py          (3 rounds; about 15 to 20 min on 2 quiet cores)
+     python benchmarks/training.py --quick  (a smoke run: the tiny tasks on 320 images, grids of
+                                             2, the auto layouts, PyTorch on 2 threads, 1 round)
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime
+import functools
 import json
+import math
 import os
 import platform
 import subprocess
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -49,6 +68,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 CLASSIC, TUNED = "PyTorch classic (DataLoader over a list)", "PyTorch tuned (indexed tensors)"
 TORCH_THREADS = (2, 1)
+# The contenders' tasks: the classifier at dropout 0.5 as in Fig. 2's second half, the
+# autoencoder as Fig. 4 trains it, both with the exact GELU on Fashion-MNIST; ``--quick`` trains
+# the tiny versions of both.
+MNIST = {
+  "task": "mnist",
+  "spec": {"dataset": "fashion_mnist", "dropout": 0.5, "activation": "gelu"},
+}
+AE = {"task": "mnist_ae", "spec": {"dataset": "fashion_mnist", "activation": "gelu"}}
+QUICK_MNIST = {**MNIST, "task": "tiny_mnist"}
+QUICK_AE = {**AE, "spec": {**AE["spec"], "model": "autoencoder_tiny"}}
+# The autoencoder's epoch (~2 min as a grid) is timed for 1/AE_FRACTION of its steps a round.
+AE_FRACTION = 10
 # The profiles time 1/PROFILE_FRACTION of an epoch each and change one thing each.
 PROFILE_FRACTION = 5
 PROFILES = {
@@ -58,7 +89,13 @@ PROFILES = {
   "no dropout-off loss pass": {"train_loss": "training_pass"},
   "no dropout": {"dropout": 0.0},
 }
-QUICK_PROFILES = ("as trained", "relu")
+# Steps of a limit's scan (enough to amortize a call as an epoch's scan does).
+LIMIT_STEPS = 100
+# The targets: the MNIST grid, one member and the autoencoder grid each at least this fraction
+# of what their own matrix products reach.
+LIMIT_TARGET = 0.8
+# Seconds to wait after a PyTorch timing, until its OpenMP threads stop spinning.
+SETTLE_S = 0.5
 
 
 def one_member(layout: str) -> str:
@@ -67,6 +104,18 @@ def one_member(layout: str) -> str:
 
 def grid(members: int, layout: str) -> str:
   return f"gelujax, {members} members, {layout}"
+
+
+def autoencoder(members: int, layout: str) -> str:
+  return f"gelujax autoencoder, {members} members, {layout}"
+
+
+def evaluation(members: int) -> str:
+  return f"gelujax evaluation, {members} member(s), auto (validation + test)"
+
+
+def torch_name(loop: str, threads: int) -> str:
+  return f"{loop}, {threads} thread{'s' * (threads > 1)}"
 
 
 ONE_DEVICE = "1 device (kernels on every core)"
@@ -78,24 +127,46 @@ PER_CORE = "1 device per core (members axis)"
 PER_CORE_ONE_AT_A_TIME = "1 device per core (members axis), one member at a time"
 
 
+def auto_layout(settings: dict, members: int) -> str:
+  """The layout name of what ``--cpu_devices=auto`` picks for a grid of ``members``."""
+  if settings["cpu_devices"] == 1:
+    return ONE_DEVICE
+  return PER_CORE if members > 1 else DATA_PARALLEL
+
+
 def gelujax_contenders(
-  members: int, cores: int, auto: dict, profiles: dict[str, dict]
+  members: int, ae_members: int, cores: int, auto: dict, profiles: dict[str, dict], quick: bool
 ) -> dict[str, dict]:
-  """Name -> worker settings of every gelujax contender."""
+  """Name -> worker settings of every gelujax contender (in ``quick`` mode, of the tiny tasks:
+  one member, the grid and the autoencoder grid at their automatic layouts, and ``profiles``)."""
+  mnist, ae = (QUICK_MNIST, QUICK_AE) if quick else (MNIST, AE)
+  auto_one = one_member(auto_layout(auto[1], 1))
+  auto_grid = grid(members, auto_layout(auto[members], members))
   contenders = {
-    one_member(ONE_DEVICE): {"members": 1, "cpu_devices": 1},
-    one_member(ONE_DEVICE_YNN): {"members": 1, "cpu_devices": 1, "xla_flags": YNN_DEFAULT},
-    one_member(DATA_PARALLEL): {"members": 1, "cpu_devices": cores, "members_axis": 1},
-    grid(members, ONE_DEVICE): {"members": members, "cpu_devices": 1},
-    grid(members, PER_CORE): {"members": members, "cpu_devices": cores},
+    one_member(ONE_DEVICE): {**mnist, "members": 1, "cpu_devices": 1},
+    one_member(ONE_DEVICE_YNN): {
+      **mnist, "members": 1, "cpu_devices": 1, "xla_flags": YNN_DEFAULT,
+    },
+    one_member(DATA_PARALLEL): {**mnist, "members": 1, "cpu_devices": cores, "members_axis": 1},
+    grid(members, ONE_DEVICE): {**mnist, "members": members, "cpu_devices": 1},
+    grid(members, PER_CORE): {**mnist, "members": members, "cpu_devices": cores},
     grid(members, PER_CORE_ONE_AT_A_TIME): {
-      "members": members, "cpu_devices": cores, "member_chunk": 1,
+      **mnist, "members": members, "cpu_devices": cores, "member_chunk": 1,
     },
   }  # fmt: skip
+  if quick:
+    contenders = {name: contenders[name] for name in (auto_one, auto_grid)}
+  contenders[autoencoder(ae_members, auto_layout(auto[ae_members], ae_members))] = {
+    **ae, **auto[ae_members], "members": ae_members,
+    "fraction": AE_FRACTION,
+  }  # fmt: skip
   for variant, options in profiles.items():
+    train_loss = {"train_loss": options["train_loss"]} if "train_loss" in options else {}
+    spec = {k: v for k, v in options.items() if k != "train_loss"}
     for m in (1, members):
       contenders[f"{'1 member' if m == 1 else f'{m} members'} (auto), {variant}"] = {
-        **auto[m], "members": m, "fraction": PROFILE_FRACTION, **options,
+        **mnist, "spec": {**mnist["spec"], **spec}, **auto[m], "members": m,
+        "fraction": PROFILE_FRACTION, **train_loss,
       }  # fmt: skip
   return contenders
 
@@ -107,33 +178,213 @@ def auto_settings(members: int) -> dict:
   return {"cpu_devices": host.choose_cpu_devices(members, host.host_cores())}
 
 
+# ------------------------------------------------------------------------ a step's products
+
+
+def step_products(config, batch_size: int) -> list[dict[str, Any]]:
+  """The matrix products of one member's training step on a batch of ``batch_size`` examples.
+
+  They are the dot products of the step's own program (`gelujax.engine.step.train_step` with
+  ``config``, a `gelujax.engine.step.StepConfig`, traced to a jaxpr): every layer's forward
+  product, the gradients of its weights and of its inputs (none for the first layer: the data
+  take no gradient), and the forward products of the dropout-off pass that logs the training
+  loss. A product whose operands the step computes twice (the dropout-off pass's first layer,
+  on the same inputs and weights as the training pass's) is listed once, as XLA's
+  common-subexpression elimination computes it once.
+
+  Returns:
+    One dict per product, in program order: ``lhs`` and ``rhs`` (operand shapes),
+    ``contracting`` and ``batch`` (``lax.dot_general``'s dimension numbers), ``dtype`` (the
+    operands') and ``out_dtype``, ``m``, ``k``, ``n`` (as an ``[m, k] @ [k, n]`` product, each
+    the product of its dimensions; ``batch_size`` for a batched product) and ``flops``
+    (``2 m k n`` per batch element).
+
+  Raises:
+    ValueError: the step holds a convolution, or a product inside a loop or branch, which
+      this count does not cover.
+  """
+  import jax
+  import jax.numpy as jnp
+
+  from gelujax.engine import step
+
+  state = jax.eval_shape(
+    functools.partial(step.init_member, config), jnp.int32(0), jnp.float32(1e-3)
+  )
+  batch = {
+    k: jax.ShapeDtypeStruct((batch_size, *v.shape[1:]), v.dtype) for k, v in config.sample.items()
+  }
+  keys = jax.eval_shape(
+    lambda: jax.tree.map(
+      lambda k: k[0],
+      step.step_keys(jnp.int32(0), jnp.int32(1), jnp.zeros(1, jnp.int32), config.dropout_bits),
+    )
+  )
+  closed = jax.make_jaxpr(functools.partial(step.train_step, config))(
+    state,
+    jax.ShapeDtypeStruct((), jnp.float32),
+    batch,
+    jax.ShapeDtypeStruct((batch_size,), jnp.float32),
+    keys,
+    jax.ShapeDtypeStruct((), jnp.int32),
+  )
+  products: list[dict[str, Any]] = []
+  inputs = [("input", i) for i in range(len(closed.jaxpr.invars))]
+  _number_values(closed.jaxpr, inputs, {}, products)
+  return products
+
+
+def _number_values(jaxpr, inputs: list, numbers: dict, products: list) -> list:
+  """Value numbering of ``jaxpr``, whose inputs have the values ``inputs``: two equations of one
+  primitive with equal parameters on the same values compute the same values (``numbers`` maps
+  each equation seen to its number), and a dot product is appended to ``products`` the first
+  time it is seen. Calls are followed inside. Returns the values of the outputs."""
+  from jax.extend import core
+
+  env = dict(zip(jaxpr.invars, inputs, strict=True))
+  env.update({v: ("const", id(v)) for v in jaxpr.constvars})
+
+  def key_of(v):
+    return ("literal", repr(v.val)) if isinstance(v, core.Literal) else env[v]
+
+  for eqn in jaxpr.eqns:
+    args = tuple(key_of(v) for v in eqn.invars)
+    inner = _sub_jaxprs(eqn.params)
+    if len(inner) == 1 and len(inner[0].invars) == len(eqn.invars):  # A call (jit, custom_jvp).
+      outputs = _number_values(inner[0], list(args), numbers, products)
+    else:
+      name = eqn.primitive.name
+      if name == "conv_general_dilated" or any(_holds_dot(j) for j in inner):
+        raise ValueError(
+          f"The step holds a {name!r} whose matrix products step_products does not count; it "
+          "lists the dot products of dense models (the MNIST classifier and autoencoder)."
+        )
+      key = (name, repr(sorted((k, str(v)) for k, v in eqn.params.items())), args)
+      if name == "dot_general" and key not in numbers:
+        products.append(_describe_product(eqn))
+      number = numbers.setdefault(key, len(numbers))
+      outputs = [(number, i) for i in range(len(eqn.outvars))]
+    env.update(zip(eqn.outvars, outputs, strict=True))
+  return [key_of(v) for v in jaxpr.outvars]
+
+
+def _sub_jaxprs(params: dict) -> list:
+  """The jaxprs an equation's parameters hold (a call's body, a loop's), open."""
+  from jax.extend import core
+
+  return [j.jaxpr if isinstance(j, core.ClosedJaxpr) else j for j in core.jaxprs_in_params(params)]
+
+
+def _holds_dot(jaxpr) -> bool:
+  for eqn in jaxpr.eqns:
+    if eqn.primitive.name in ("dot_general", "conv_general_dilated"):
+      return True
+    if any(_holds_dot(j) for j in _sub_jaxprs(eqn.params)):
+      return True
+  return False
+
+
+def _describe_product(eqn) -> dict[str, Any]:
+  (lhs_contract, rhs_contract), (lhs_batch, rhs_batch) = eqn.params["dimension_numbers"]
+  lhs, rhs = (tuple(v.aval.shape) for v in eqn.invars)
+  batch = math.prod(lhs[d] for d in lhs_batch)
+  k = math.prod(lhs[d] for d in lhs_contract)
+  m = math.prod(lhs) // (batch * k)
+  n = math.prod(rhs) // (batch * k)
+  return {
+    "lhs": list(lhs),
+    "rhs": list(rhs),
+    "contracting": [list(lhs_contract), list(rhs_contract)],
+    "batch": [list(lhs_batch), list(rhs_batch)],
+    "dtype": str(eqn.invars[0].aval.dtype),
+    "out_dtype": str(eqn.outvars[0].aval.dtype),
+    "m": m,
+    "k": k,
+    "n": n,
+    "batch_size": batch,
+    "flops": 2 * batch * m * k * n,
+  }
+
+
+def describe_products(products: list[dict]) -> str:
+  """``N products, X MFLOP: count x [m x k] @ [k x n], ...`` (largest first)."""
+  shapes = Counter(
+    (p["batch_size"], p["m"], p["k"], p["n"]) for p in products
+  )  # fmt: skip
+  parts = [
+    f"{count} x {f'{b} x ' if b > 1 else ''}[{m}x{k}]@[{k}x{n}]"
+    for (b, m, k, n), count in sorted(shapes.items(), key=lambda s: -s[0][1] * s[0][2] * s[0][3])
+  ]
+  flops = sum(p["flops"] for p in products)
+  return f"{len(products)} products, {flops / 1e6:,.1f} MFLOP: " + ", ".join(parts)
+
+
+def loop_products(products: list[dict], steps: int, operands: list) -> Any:
+  """``steps`` steps of ``products`` on one copy's ``operands`` ([(lhs, rhs)], one per product)
+  in a `lax.scan`: XLA schedules a step's products as it likes, and each step waits for the one
+  before, as a training loop's steps do. A number from the previous step's outputs is added to
+  the smaller operand of every product (an elementwise pass, small beside the product), so that
+  no product can be hoisted out of the loop. Returns that number."""
+  import jax
+  import jax.numpy as jnp
+
+  def run_step(carried, _):
+    total = jnp.zeros_like(carried)
+    for p, (lhs, rhs) in zip(products, operands, strict=True):
+      if lhs.size <= rhs.size:
+        lhs = lhs + carried.astype(lhs.dtype)
+      else:
+        rhs = rhs + carried.astype(rhs.dtype)
+      out = jax.lax.dot_general(
+        lhs,
+        rhs,
+        (tuple(map(tuple, p["contracting"])), tuple(map(tuple, p["batch"]))),
+        preferred_element_type=jnp.dtype(p["out_dtype"]),
+      )
+      total = total + out[(0,) * out.ndim].astype(jnp.float32)
+    return total * jnp.float32(1e-30), None  # Keeps the operands' values as they are.
+
+  first = operands[0][0]  # The start, of the operands' type (varying over members).
+  start = first[(0,) * first.ndim].astype(jnp.float32) * 0
+  carried, _ = jax.lax.scan(run_step, start, length=steps)
+  return carried
+
+
+def make_operands(products: list[dict], copies: int) -> list[tuple[np.ndarray, np.ndarray]]:
+  """Standard normal operands of ``products`` for ``copies`` copies, [copies, ...] each."""
+  rng = np.random.default_rng(0)
+  return [
+    tuple(
+      rng.standard_normal((copies, *p[side]), dtype=np.float32).astype(p["dtype"])
+      for side in ("lhs", "rhs")
+    )
+    for p in products
+  ]
+
+
 # ------------------------------------------------------------------------------- the workers
 
 
-def worker(settings: dict) -> None:
+def train_worker(settings: dict) -> None:
   """A gelujax contender's process: builds its program, then times what stdin asks for."""
   from gelujax import host
 
-  if settings.get("xla_flags"):
-    os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {settings['xla_flags']}".strip()
+  _add_xla_flags(settings)
   host.configure_cpu(settings["cpu_devices"], settings["members"])
+  import flax
   import jax
 
   from gelujax import engine, tasks
   from gelujax.members import Members
 
-  spec = tasks.get(settings["task"]).replace(
-    dataset="fashion_mnist",
-    dropout=settings.get("dropout", 0.5),
-    activation=settings.get("activation", "gelu"),
-    dropout_bits=settings.get("dropout_bits", "hash"),
-  )
+  spec = tasks.get(settings["task"]).replace(**settings["spec"])
   splits = spec.load_data(settings.get("data_dir"))
   limit = settings.get("examples") or None
   train = {k: v[:limit] for k, v in splits["train"].items()}
   evals = {
     name: {k: v[: limit and limit // 4] for k, v in splits[name].items()}
     for name in ("validation", "test")
+    if name in splits
   }
   lrs = spec.learning_rates[: max(1, min(3, settings["members"]))]
   members = Members(lrs, range(-(-settings["members"] // len(lrs))))
@@ -165,11 +416,21 @@ def worker(settings: dict) -> None:
 
   run_epoch()  # Compiles.
   run_evaluation()
-  params = jax.tree.map(lambda x: x[0], program.unpad(state).params)
-  kernels = [params[name]["kernel"] for name in sorted(params, key=lambda n: int(n.split("_")[1]))]
+  params = flax.traverse_util.flatten_dict(
+    jax.tree.map(lambda x: x[0], program.unpad(state).params)
+  )
+  # The Dense kernels in layer order (Dense_2 before Dense_10).
+  layers = sorted(
+    (path for path in params if path[-1] == "kernel"),
+    key=lambda path: [int(part.split("_")[-1]) for part in path[:-1]],
+  )
+  data_devices = mesh.shape["data"]
+  config = program.config
+  products = step_products(config, spec.batch_size)
   _reply(
     {
       "ready": True,
+      "task": spec.name,
       "members": num,
       "layout": engine.describe_layout(num, mesh),
       "devices": jax.device_count(),
@@ -178,11 +439,125 @@ def worker(settings: dict) -> None:
       "steps_timed": steps,
       "examples_per_epoch": program.steps_per_epoch * spec.batch_size,
       "batch_size": spec.batch_size,
-      "layer_shapes": [list(k.shape) for k in kernels],
-      "dropout_off_pass": program.config.train_loss == "dropout_off",
+      "layer_shapes": [list(params[path].shape) for path in layers],
+      # A member's products on its whole batch (its FLOPs), those each device computes of it
+      # (its share of the batch when the batch is split over ``data``) and how many such
+      # copies the mesh computes in all (padding included), and PyTorch's (no such pass).
+      "products": products,
+      "device_products": step_products(config, spec.batch_size // data_devices)
+      if data_devices > 1
+      else products,
+      "copies": program.padded_members * data_devices,
+      "training_pass_products": step_products(
+        dataclasses.replace(config, train_loss="training_pass"), spec.batch_size
+      ),
     }
   )
-  actions = {"epoch": run_epoch, "evaluate": run_evaluation}
+  _serve({"epoch": run_epoch, "evaluate": run_evaluation})
+
+
+def limit_worker(settings: dict) -> None:
+  """A limit's process: a contender's products, on its devices and XLA flags, batched over its
+  members (``copies``) as its layout batches them, in a scan of ``steps`` (`loop_products`)."""
+  from gelujax import host
+
+  _add_xla_flags(settings)
+  host.configure_cpu(settings["cpu_devices"], settings["copies"])
+  import jax
+  from jax.sharding import NamedSharding
+  from jax.sharding import PartitionSpec as P
+
+  from gelujax import engine
+  from gelujax.engine import mesh as meshes
+
+  copies, products = settings["copies"], settings["products"]
+  mesh = engine.make_mesh(copies, jax.device_count())
+  operands = jax.device_put(make_operands(products, copies), NamedSharding(mesh, P("members")))
+
+  def run_copies(operands):
+    one = functools.partial(loop_products, products, settings["steps"])
+    return meshes.map_members(mesh, settings.get("member_chunk", 0), one, operands)
+
+  program = jax.jit(run_copies)
+
+  def run() -> None:
+    program(operands).block_until_ready()
+
+  run()  # Compiles.
+  _reply(
+    {
+      "ready": True,
+      "layout": f"{copies} cop{'ies' if copies > 1 else 'y'} of the products on a mesh of "
+      f"{mesh.shape['members']} (members) x {mesh.shape['data']} (data) cpu devices",
+      "xla_flags": os.environ.get("XLA_FLAGS", ""),
+    }
+  )
+  _serve({"run": run})
+
+
+def torch_worker(settings: dict) -> None:
+  """The PyTorch loops' process: each loop with each thread count, one epoch per command."""
+  import torch
+
+  from gelujax import tasks
+
+  spec = tasks.get(settings["task"]).replace(**settings["spec"])
+  splits = spec.load_data(settings.get("data_dir"))
+  limit = settings.get("examples") or None
+  train = {k: v[:limit] for k, v in splits["train"].items()}
+  shapes = settings["layer_shapes"]
+  contenders = torch_contenders(
+    spec, train, [s[1] for s in shapes[:-1]], shapes[0][0], shapes[-1][1], settings["threads"]
+  )
+  for run in contenders.values():  # Warm-up.
+    run()
+  _reply({"ready": True, "torch": torch.__version__})
+  _serve(contenders)
+
+
+def torch_limit_worker(settings: dict) -> None:
+  """PyTorch's limit: the products of its step (`step_products` without the dropout-off pass)
+  as ``torch.matmul`` calls on ``threads`` threads, ``steps`` times."""
+  import torch
+
+  torch.set_num_threads(settings["threads"])
+  pairs = []
+  for p, (lhs, rhs) in zip(
+    settings["products"], make_operands(settings["products"], 1), strict=True
+  ):
+    if len(p["lhs"]) != 2 or len(p["rhs"]) != 2 or p["batch_size"] != 1:
+      raise ValueError(f"PyTorch's limit runs 2-D products; got {p['lhs']} @ {p['rhs']}.")
+    a, b = torch.from_numpy(lhs[0]), torch.from_numpy(rhs[0])
+    # Transposed views where the product contracts another dimension: no copies, as autograd's.
+    pairs.append(
+      (a if p["contracting"][0] == [1] else a.T, b if p["contracting"][1] == [0] else b.T)
+    )
+
+  def run() -> None:
+    for _ in range(settings["steps"]):
+      for a, b in pairs:
+        torch.matmul(a, b)
+
+  run()
+  _reply({"ready": True, "layout": f"{settings['threads']} thread(s)", "xla_flags": ""})
+  _serve({"run": run})
+
+
+WORKERS = {
+  "train": train_worker,
+  "limit": limit_worker,
+  "torch": torch_worker,
+  "torch_limit": torch_limit_worker,
+}
+
+
+def _add_xla_flags(settings: dict) -> None:
+  if settings.get("xla_flags"):
+    os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {settings['xla_flags']}".strip()
+
+
+def _serve(actions: dict[str, Callable[[], object]]) -> None:
+  """Runs the action each stdin line names and replies its seconds, until ``quit``."""
   for line in sys.stdin:
     command = line.strip()
     if command == "quit":
@@ -198,7 +573,8 @@ def _reply(message: dict) -> None:
 
 
 class Worker:
-  """A running contender process, driven line by line; `wait_ready` reads what it built."""
+  """A running worker process (``settings["kind"]`` names it in `WORKERS`), driven line by
+  line; `wait_ready` reads what it built."""
 
   def __init__(self, settings: dict):
     self.process = subprocess.Popen(
@@ -208,6 +584,7 @@ class Worker:
       text=True,
       cwd=ROOT,
     )
+    self.settings = settings
     self.info: dict = {}
 
   def wait_ready(self) -> None:
@@ -216,7 +593,9 @@ class Worker:
   def _read(self) -> dict:
     line = self.process.stdout.readline()
     if not line:
-      raise RuntimeError(f"A benchmark worker exited with status {self.process.wait()}.")
+      raise RuntimeError(
+        f"A benchmark worker ({self.settings['kind']}) exited with status {self.process.wait()}."
+      )
     return json.loads(line)
 
   def time(self, command: str) -> float:
@@ -233,7 +612,9 @@ class Worker:
 # ------------------------------------------------------------------------------ PyTorch
 
 
-def torch_contenders(spec, train, features, num_inputs, num_outputs) -> dict[str, Callable]:
+def torch_contenders(
+  spec, train, features, num_inputs, num_outputs, thread_counts
+) -> dict[str, Callable]:
   """The classic and the tuned PyTorch loops with each thread count, one epoch per call."""
   import torch
   import torch_reference
@@ -243,7 +624,7 @@ def torch_contenders(spec, train, features, num_inputs, num_outputs) -> dict[str
   x_all = torch.from_numpy(train["inputs"].reshape(len(train["inputs"]), -1) / np.float32(255))
   y_all = torch.from_numpy(train["targets"].astype(np.int64))
   contenders = {}
-  for threads in TORCH_THREADS:
+  for threads in thread_counts:
     torch.set_num_threads(threads)
     classic = torch_reference.make_model_and_optimizer(
       num_inputs, features, num_outputs, spec.dropout
@@ -260,28 +641,9 @@ def torch_contenders(spec, train, features, num_inputs, num_outputs) -> dict[str
       torch.set_num_threads(threads)
       torch_reference.train_epoch_tuned(*tuned, x_all, y_all, batch)
 
-    plural = "s" * (threads > 1)
-    contenders[f"{CLASSIC}, {threads} thread{plural}"] = run_classic
-    contenders[f"{TUNED}, {threads} thread{plural}"] = run_tuned
+    contenders[torch_name(CLASSIC, threads)] = run_classic
+    contenders[torch_name(TUNED, threads)] = run_tuned
   return contenders
-
-
-def matmul_contenders(size: int) -> dict[str, Callable]:
-  """A large float32 matmul in JAX (one device, every core) and in torch: attainable GFLOP/s."""
-  import jax
-  import jax.numpy as jnp
-  import torch
-
-  rng = np.random.default_rng(0)
-  a = rng.standard_normal((size, size), dtype=np.float32)
-  b = rng.standard_normal((size, size), dtype=np.float32)
-  a_jax, b_jax = jnp.asarray(a), jnp.asarray(b)
-  matmul = jax.jit(jnp.matmul)
-  a_torch, b_torch = torch.from_numpy(a), torch.from_numpy(b)
-  return {
-    f"matmul {size}x{size} float32, JAX": lambda: matmul(a_jax, b_jax).block_until_ready(),
-    f"matmul {size}x{size} float32, torch": lambda: torch.matmul(a_torch, b_torch),
-  }
 
 
 # ---------------------------------------------------------------------------- measuring
@@ -292,114 +654,187 @@ def median_ratio(numerator: list[float], denominator: list[float], scale: float 
 
 
 def measure(args) -> dict:
-  from gelujax import host, tasks
+  from gelujax import host
 
-  spec = tasks.get(args.task).replace(dataset="fashion_mnist", dropout=0.5, activation="gelu")
   cores = host.host_cores()
-  auto = {m: auto_settings(m) for m in (1, args.members)}
-  common = {"task": args.task, "examples": args.examples, "data_dir": args.data_dir}
-  workers = {}
-  profiles = {k: v for k, v in PROFILES.items() if not args.quick or k in QUICK_PROFILES}
-  for name, settings in gelujax_contenders(args.members, cores, auto, profiles).items():
-    workers[name] = Worker({**common, **settings})  # They compile side by side.
-  for name, w in workers.items():
+  m, ae_m = args.members, args.ae_members
+  auto = {k: auto_settings(k) for k in (1, m, ae_m)}
+  common = {"kind": "train", "examples": args.examples, "data_dir": args.data_dir}
+  profiles = {} if args.quick else PROFILES
+  trained = {}
+  for name, settings in gelujax_contenders(m, ae_m, cores, auto, profiles, args.quick).items():
+    trained[name] = Worker({**common, **settings})  # They compile side by side.
+  for name, w in trained.items():
     w.wait_ready()
     print(f"ready: {name}", flush=True)
-  info = workers[one_member(ONE_DEVICE)].info
-  splits = spec.load_data(args.data_dir)
-  limit = args.examples or None
-  train = {k: v[:limit] for k, v in splits["train"].items()}
-  shapes = info["layer_shapes"]
-  contenders: dict[str, Callable[[], object]] = {}
-  for name, w in workers.items():
-    contenders[name] = lambda w=w: w.time("epoch")
-  for m in (1, args.members):
-    w = workers[f"{'1 member' if m == 1 else f'{m} members'} (auto), as trained"]
-    contenders[f"gelujax evaluation, {m} member(s), auto (validation + test)"] = lambda w=w: w.time(
-      "evaluate"
-    )
-  contenders |= torch_contenders(
-    spec, train, [s[1] for s in shapes[:-1]], shapes[0][0], shapes[-1][1]
-  )
-  contenders |= matmul_contenders(args.matmul_size)
-  for name, run in contenders.items():  # Warm-up: PyTorch and the matmul compile nothing much.
-    if name not in workers:
-      run()
+
+  # Each contender's limit, in a process of its own; contenders with the same products on the
+  # same layout share one.
+  limits: dict[str, Worker] = {}
+  limit_of: dict[str, str] = {}
+  by_key: dict[str, str] = {}
+  for name, w in trained.items():
+    settings = {
+      "kind": "limit",
+      "cpu_devices": w.settings["cpu_devices"],
+      "xla_flags": w.settings.get("xla_flags", ""),
+      "member_chunk": w.settings.get("member_chunk", 0),
+      "copies": w.info["copies"],
+      "products": w.info["device_products"],
+      "steps": LIMIT_STEPS,
+    }
+    key = json.dumps(settings, sort_keys=True)
+    if key not in by_key:
+      by_key[key] = f"products of: {name}"
+      limits[by_key[key]] = Worker(settings)
+    limit_of[name] = by_key[key]
+  auto_one = one_member(auto_layout(auto[1], 1))
+  reference = trained[auto_one].info
+  threads = TORCH_THREADS[:1] if args.quick else TORCH_THREADS
+  torch_worker_ = Worker(
+    {
+      "kind": "torch", **(QUICK_MNIST if args.quick else MNIST), "threads": list(threads),
+      "layer_shapes": reference["layer_shapes"], "examples": args.examples,
+      "data_dir": args.data_dir,
+    }
+  )  # fmt: skip
+  torch_names = [torch_name(loop, t) for t in threads for loop in (CLASSIC, TUNED)]
+  for t in threads:
+    limit_name = f"products of: PyTorch, {t} thread{'s' * (t > 1)}"
+    limits[limit_name] = Worker(
+      {
+        "kind": "torch_limit", "threads": t, "products": reference["training_pass_products"],
+        "steps": LIMIT_STEPS, "copies": 1,
+      }
+    )  # fmt: skip
+    for loop in (CLASSIC, TUNED):
+      limit_of[torch_name(loop, t)] = limit_name
+  for name, w in [*limits.items(), ("PyTorch", torch_worker_)]:
+    w.wait_ready()
+    print(f"ready: {name}", flush=True)
+
+  contenders: dict[str, Callable[[], float]] = {}
+  for name, w in trained.items():
+    contenders[name] = functools.partial(w.time, "epoch")
+  auto_grid = grid(m, auto_layout(auto[m], m))
+  for size, name in ((1, auto_one), (m, auto_grid)):
+    contenders[evaluation(size)] = functools.partial(trained[name].time, "evaluate")
+  for name in torch_names:
+    contenders[name] = functools.partial(torch_worker_.time, name)
+  for name, w in limits.items():
+    contenders[name] = functools.partial(w.time, "run")
   seconds = {name: [] for name in contenders}
   for r in range(args.rounds):
     for name, run in contenders.items():
-      if name in workers:
-        seconds[name].append(run())  # The worker's own timing, without the pipe.
-      else:
-        start = time.perf_counter()
-        run()
-        seconds[name].append(time.perf_counter() - start)
+      seconds[name].append(run())  # The worker's own timing, without the pipe.
+      if name in torch_names or name.startswith("products of: PyTorch"):
+        time.sleep(SETTLE_S)
     print(f"round {r + 1}/{args.rounds} done", flush=True)
-  for w in workers.values():
+  for w in [*trained.values(), *limits.values(), torch_worker_]:
     w.close()
 
-  examples = info["examples_per_epoch"]
-  layer_flops = [2 * a * b for a, b in shapes]
-  forward = sum(layer_flops)
-  # The dropout-off pass that logs the training loss repeats every layer but the first, whose
-  # output XLA shares with the training pass (the same inputs and weights).
-  dropout_off = forward - layer_flops[0]
+  # Per step: FLOPs of each contender's real members, and of each limit's copies.
+  def flops_per_step(name: str) -> int:
+    if name in trained:
+      info = trained[name].info
+      return info["members"] * sum(p["flops"] for p in info["products"])
+    return sum(p["flops"] for p in reference["training_pass_products"])
+
+  def gflops(name: str) -> np.ndarray:
+    steps = trained[name].info["steps_timed"] if name in trained else reference["steps_per_epoch"]
+    return flops_per_step(name) * steps / np.asarray(seconds[name]) / 1e9
+
+  limit_rows = []
+  for name, w in limits.items():
+    products = w.settings["products"]
+    flops = w.settings["copies"] * sum(p["flops"] for p in products)
+    rates = flops * LIMIT_STEPS / np.asarray(seconds[name]) / 1e9
+    limit_rows.append(
+      {
+        "name": name,
+        "seconds": seconds[name],
+        "median_s": float(np.median(seconds[name])),
+        "steps": LIMIT_STEPS,
+        "copies": w.settings["copies"],
+        "products": products,
+        "flops_per_step": flops,
+        "gflop_per_s": float(np.median(rates)),
+        "gflop_per_s_by_round": rates.tolist(),
+        "layout": w.info["layout"],
+        "xla_flags": w.info["xla_flags"],
+        "contenders": [c for c, lim in limit_of.items() if lim == name],
+      }
+    )
+  limit_rates = {row["name"]: np.asarray(row["gflop_per_s_by_round"]) for row in limit_rows}
+
   rows = []
   for name, times in seconds.items():
-    w = workers.get(name)
+    if name in limits:
+      continue
+    w = trained.get(name)
     if w is not None:  # Seconds per call -> seconds per epoch.
       times = [t * w.info["steps_per_epoch"] / w.info["steps_timed"] for t in times]
     row = {"name": name, "seconds": times, "median_s": float(np.median(times))}
     if w is not None:
       members = w.info["members"]
-      row.update(members=members, layout=w.info["layout"], xla_flags=w.info["xla_flags"])
+      row.update(
+        task=w.info["task"], members=members, layout=w.info["layout"],
+        xla_flags=w.info["xla_flags"], steps_per_epoch=w.info["steps_per_epoch"],
+        flops_per_member_step=sum(p["flops"] for p in w.info["products"]),
+      )  # fmt: skip
       if w.info["steps_timed"] != w.info["steps_per_epoch"]:
         row["note"] = f"per epoch, from {w.info['steps_timed']}-step segments"
-      extra = dropout_off if w.info["dropout_off_pass"] else 0
       row["model_epochs_per_s"] = members / row["median_s"]
-      row["gflop_per_s"] = (3 * forward + extra) * examples * members / row["median_s"] / 1e9
-    elif name.startswith("PyTorch"):
-      row.update(members=1, model_epochs_per_s=1 / row["median_s"])
-      row["gflop_per_s"] = 3 * forward * examples / row["median_s"] / 1e9
-    elif name.startswith("matmul"):
-      row["gflop_per_s"] = 2 * args.matmul_size**3 / row["median_s"] / 1e9
+    elif name in torch_names:
+      row.update(
+        task="mnist", members=1, model_epochs_per_s=1 / row["median_s"],
+        steps_per_epoch=reference["steps_per_epoch"],
+        flops_per_member_step=flops_per_step(name),
+      )  # fmt: skip
+    if name in limit_of:
+      rates = gflops(name)
+      row["gflop_per_s"] = float(np.median(rates))
+      row["limit"] = limit_of[name]
+      row["limit_fraction"] = float(np.median(rates / limit_rates[limit_of[name]]))
     rows.append(row)
 
-  m = args.members
-  best_one = min((one_member(ONE_DEVICE), one_member(DATA_PARALLEL)), key=lambda n: np.median(
-    seconds[n]))  # fmt: skip
-  auto_grid = grid(m, ONE_DEVICE if auto[m]["cpu_devices"] == 1 else PER_CORE)
-  auto_one = one_member(ONE_DEVICE if auto[1]["cpu_devices"] == 1 else DATA_PARALLEL)
-
   def per_epoch(name):
-    w = workers[name]
+    w = trained[name]
     return [t * w.info["steps_per_epoch"] / w.info["steps_timed"] for t in seconds[name]]
 
+  auto_ae = autoencoder(ae_m, auto_layout(auto[ae_m], ae_m))
+  fraction = {row["name"]: row["limit_fraction"] for row in rows if "limit_fraction" in row}
   targets = {
     f"grid / 1 member, model-epochs per second ({auto_grid} / {auto_one})": (
-      median_ratio(per_epoch(auto_one), per_epoch(auto_grid), m),
-      2.0,
+      median_ratio(per_epoch(auto_one), per_epoch(auto_grid), m), 2.0, "x",
     ),
-    f"{TUNED}, 2 threads / gelujax 1 member ({auto_one}), time per epoch": (
-      median_ratio(seconds[f"{TUNED}, 2 threads"], per_epoch(auto_one)),
-      2.5,
+    f"{torch_name(TUNED, 2)} / gelujax 1 member ({auto_one}), time per epoch": (
+      median_ratio(seconds[torch_name(TUNED, 2)], per_epoch(auto_one)), 2.5, "x",
     ),
-  }
+  }  # fmt: skip
+  for name in (auto_grid, auto_one, auto_ae):
+    targets[f"{name}: GFLOP/s / its own matrix products' GFLOP/s"] = (
+      fraction[name], LIMIT_TARGET, "%",
+    )  # fmt: skip
   ratios = {
-    f"{CLASSIC}, 2 threads / gelujax 1 member ({auto_one}), time per epoch": median_ratio(
-      seconds[f"{CLASSIC}, 2 threads"], per_epoch(auto_one)
-    ),
-    f"best 1-member layout ({best_one}) / {ONE_DEVICE}, time per epoch": median_ratio(
-      per_epoch(best_one), per_epoch(one_member(ONE_DEVICE))
-    ),
-    f"1 member, {ONE_DEVICE_YNN} / {ONE_DEVICE}, time per epoch": median_ratio(
-      per_epoch(one_member(ONE_DEVICE_YNN)), per_epoch(one_member(ONE_DEVICE))
+    f"{torch_name(CLASSIC, 2)} / gelujax 1 member ({auto_one}), time per epoch": median_ratio(
+      seconds[torch_name(CLASSIC, 2)], per_epoch(auto_one)
     ),
   }
-  for layout in (ONE_DEVICE, PER_CORE, PER_CORE_ONE_AT_A_TIME):
-    ratios[f"grid ({layout}) / 1 member ({ONE_DEVICE}), model-epochs per second"] = median_ratio(
-      per_epoch(one_member(ONE_DEVICE)), per_epoch(grid(m, layout)), m
+  if not args.quick:
+    best_one = min(
+      (one_member(ONE_DEVICE), one_member(DATA_PARALLEL)), key=lambda n: np.median(seconds[n])
     )
+    ratios[f"best 1-member layout ({best_one}) / {ONE_DEVICE}, time per epoch"] = median_ratio(
+      per_epoch(best_one), per_epoch(one_member(ONE_DEVICE))
+    )
+    ratios[f"1 member, {ONE_DEVICE_YNN} / {ONE_DEVICE}, time per epoch"] = median_ratio(
+      per_epoch(one_member(ONE_DEVICE_YNN)), per_epoch(one_member(ONE_DEVICE))
+    )
+    for layout in (ONE_DEVICE, PER_CORE, PER_CORE_ONE_AT_A_TIME):
+      ratios[f"grid ({layout}) / 1 member ({ONE_DEVICE}), model-epochs per second"] = median_ratio(
+        per_epoch(one_member(ONE_DEVICE)), per_epoch(grid(m, layout)), m
+      )
   for variant in profiles:
     if variant == "as trained":
       continue
@@ -408,32 +843,46 @@ def measure(args) -> dict:
       ratios[f"{variant} / as trained, {who} (auto), time per step"] = median_ratio(
         seconds[f"{who} (auto), {variant}"], seconds[f"{who} (auto), as trained"]
       )
-  gflops = {row["name"]: row["gflop_per_s"] for row in rows if "gflop_per_s" in row}
-  peak = max(v for k, v in gflops.items() if k.startswith("matmul"))
-  limits = {
-    "one_member": auto_one,
-    "grid": auto_grid,
-    "one_member_gflop_per_s": gflops[auto_one],
-    "grid_gflop_per_s": gflops[auto_grid],
-    "matmul_gflop_per_s": peak,
-    # The grid's GFLOP/s at 2.0x one member's model-epochs per second.
-    "grid_target_gflop_per_s": 2.0 * gflops[auto_one],
-    "matmul_size": args.matmul_size,
+  gflop = {row["name"]: row["gflop_per_s"] for row in rows if "gflop_per_s" in row}
+  limit_gflop = {row["name"]: row["gflop_per_s"] for row in limit_rows}
+  bounds = {
+    key: {
+      "name": name,
+      "gflop_per_s": gflop[name],
+      "limit": limit_of[name],
+      "limit_gflop_per_s": limit_gflop[limit_of[name]],
+      "fraction": fraction[name],
+    }
+    for key, name in (("grid", auto_grid), ("one_member", auto_one), ("autoencoder", auto_ae))
+  }
+  # The grid's GFLOP/s at 2.0x one member's model-epochs per second, against its own products.
+  bounds["grid"]["target_gflop_per_s"] = 2.0 * gflop[auto_one]
+  # An autoencoder epoch, and its products alone at their own rate.
+  ae_epoch_flops = trained[auto_ae].info["steps_per_epoch"] * flops_per_step(auto_ae)
+  bounds["autoencoder"].update(
+    epoch_s=next(row["median_s"] for row in rows if row["name"] == auto_ae),
+    products_epoch_s=ae_epoch_flops / bounds["autoencoder"]["limit_gflop_per_s"] / 1e9,
+  )
+  tasks = {
+    trained[name].info["task"]: {
+      key: trained[name].info[key]
+      for key in ("examples_per_epoch", "steps_per_epoch", "batch_size", "members", "steps_timed")
+    }
+    for name in (auto_grid, auto_ae)
   }
   return {
-    "limits": limits,
-    "task": spec.name,
-    "dataset": spec.dataset,
+    "tasks": tasks,
     "cores": cores,
     "auto": {str(k): v for k, v in auto.items()},
-    "examples_per_epoch": examples,
-    "steps_per_epoch": info["steps_per_epoch"],
-    "batch_size": info["batch_size"],
     "members": m,
-    "forward_flops_per_example": forward,
-    "dropout_off_pass_flops_per_example": dropout_off,
+    "limit_steps": LIMIT_STEPS,
+    "profiles": list(profiles),
     "rows": rows,
-    "targets": {k: {"measured": v, "target": t} for k, (v, t) in targets.items()},
+    "limits": limit_rows,
+    "bounds": bounds,
+    "targets": {
+      k: {"measured": v, "target": t, "unit": unit} for k, (v, t, unit) in targets.items()
+    },
     "ratios": ratios,
   }
 
@@ -454,9 +903,14 @@ def describe_versions() -> dict[str, str]:
   }
 
 
+def _format(value: float, unit: str) -> str:
+  return f"{value:.0%}" if unit == "%" else f"{value:.2f}x"
+
+
 def write_report(result: dict, output_dir: Path) -> None:
   output_dir.mkdir(parents=True, exist_ok=True)
   (output_dir / "training.json").write_text(json.dumps(result, indent=2) + "\n")
+  (mnist_name, mnist), (ae_name, ae) = result["tasks"].items()
   lines = [
     "# Training benchmark",
     "",
@@ -466,19 +920,30 @@ def write_report(result: dict, output_dir: Path) -> None:
     f"Date: {result['date']}; median of {result['rounds']} interleaved rounds after one warm-up "
     "call each (compilation excluded).",
     "",
-    f"Task `{result['task']}` on {result['dataset']}: {result['examples_per_epoch']:,} examples "
-    f"per epoch ({result['steps_per_epoch']} steps of {result['batch_size']}), dropout 0.5, "
+    f"Task `{mnist_name}` on {MNIST['spec']['dataset']}: {mnist['examples_per_epoch']:,} examples "
+    f"per epoch ({mnist['steps_per_epoch']} steps of {mnist['batch_size']}), dropout 0.5, "
     f"exact GELU unless named; the grid is {result['members']} members (learning rates x "
-    "seeds). A gelujax epoch is the program's shuffle and compiled loop over the epoch's steps; "
-    "evaluation is timed separately. `--cpu_devices=auto` picks, for 1 member and for the grid: "
+    f"seeds). The autoencoder grid: task `{ae_name}` on {AE['spec']['dataset']}, "
+    f"{ae['examples_per_epoch']:,} examples per epoch ({ae['steps_per_epoch']} steps of "
+    f"{ae['batch_size']}), exact GELU, no dropout, {ae['members']} members; it is timed for "
+    f"{ae['steps_timed']} step{'s' * (ae['steps_timed'] != 1)} a round and its seconds per "
+    "epoch scaled from them "
+    f"(x {ae['steps_per_epoch']}/{ae['steps_timed']}). A gelujax epoch is the program's shuffle "
+    "and compiled loop over the epoch's steps; evaluation is timed separately. "
+    "`--cpu_devices=auto` picks: "
     + "; ".join(f"{k} member(s): {v}" for k, v in result["auto"].items())
     + ".",
     "",
-    "GFLOP/s counts training as 3 x forward, forward = 2 x sum(fan_in x fan_out) = "
-    f"{result['forward_flops_per_example']:,} FLOPs per example; for gelujax, plus the "
-    f"dropout-off pass that logs the training loss as the paper did "
-    f"({result['dropout_off_pass_flops_per_example']:,} FLOPs per example: every layer but the "
-    "first, which XLA shares with the training pass).",
+    "GFLOP/s counts the matrix products of each step as the step's program computes them "
+    "(`step_products`: every layer's forward product and its weight and input gradients, none "
+    "for the data; for gelujax, the dropout-off pass that logs the training loss as the paper "
+    "did, whose first layer XLA shares with the training pass), times the members trained. "
+    "Each contender's *own matrix products' rate* is that of a process running only those "
+    f"products, {result['limit_steps']} steps in a `lax.scan` on the contender's devices, XLA "
+    "flags and batching over members (padding copies included), a step's products in whatever "
+    "order XLA schedules them and each step after the one before; PyTorch's runs the same "
+    "products with `torch.matmul` on its threads, one after another. "
+    "Fractions are medians over rounds of the fraction measured within each round.",
     "",
     "## Targets",
     "",
@@ -488,29 +953,49 @@ def write_report(result: dict, output_dir: Path) -> None:
     "|---|---:|---:|---|",
   ]
   for name, t in result["targets"].items():
-    met = "yes" if t["measured"] >= t["target"] else "no"
-    lines.append(f"| {name} | {t['measured']:.2f}x | >= {t['target']}x | {met} |")
-  lim = result["limits"]
+    met = "met" if t["measured"] >= t["target"] else "not met"
+    lines.append(
+      f"| {name} | {_format(t['measured'], t['unit'])} | >= {_format(t['target'], t['unit'])} "
+      f"| {met} |"
+    )
+  b = result["bounds"]
+  need = b["grid"]["target_gflop_per_s"] / b["grid"]["limit_gflop_per_s"]
+  beyond = "more than its products alone reach" if need > 1 else "within what its products reach"
   lines += [
     "",
-    "What bounds the grid target: both layouts use every core. One member "
-    f"({lim['one_member']}) computes {lim['one_member_gflop_per_s']:.1f} GFLOP/s and the grid "
-    f"({lim['grid']}) {lim['grid_gflop_per_s']:.1f} GFLOP/s; 2.0x one member's model-epochs "
-    f"per second needs the grid at {lim['grid_target_gflop_per_s']:.1f} GFLOP/s, "
-    f"{lim['grid_target_gflop_per_s'] / lim['matmul_gflop_per_s']:.0%} of what a large float32 "
-    f"matmul reaches on this machine ({lim['matmul_gflop_per_s']:.1f} GFLOP/s, the best of the "
-    f"matmul rows below), whose operands are {lim['matmul_size']} rows to the step's "
-    f"{result['batch_size']}. The profiles below (one thing changed each) show what else a step "
-    "costs.",
+    "What bounds them: "
+    + "; ".join(
+      f"{who} ({b[key]['name']}) computes {b[key]['gflop_per_s']:.1f} GFLOP/s, "
+      f"{b[key]['fraction']:.0%} of the {b[key]['limit_gflop_per_s']:.1f} GFLOP/s its own "
+      "matrix products reach"
+      for who, key in (
+        ("the grid", "grid"),
+        ("one member", "one_member"),
+        ("the autoencoder grid", "autoencoder"),
+      )
+    )
+    + f". 2.0x one member's model-epochs per second needs the grid at "
+    f"{b['grid']['target_gflop_per_s']:.1f} GFLOP/s, {need:.0%} of its products' rate "
+    f"({beyond}). An autoencoder epoch takes {b['autoencoder']['epoch_s']:.1f} s, of which its "
+    f"products alone would take {b['autoencoder']['products_epoch_s']:.1f} s. The rest of a "
+    "step is what is not a product (the optimizer, activations, dropout, the loss)"
+    + (
+      "; the profiles below (`... / as trained`) change one thing each."
+      if result["profiles"]
+      else "."
+    ),
+    "",
+    "Other ratios (same-round medians):",
+    "",
   ]
-  lines += ["", "Other ratios (same-round medians):", ""]
   lines += [f"- {k}: {v:.2f}x" for k, v in result["ratios"].items()]
   lines += [
     "",
     "## Times",
     "",
-    "| contender | s per epoch (median) | all rounds (s) | model-epochs/s | GFLOP/s |",
-    "|---|---:|---|---:|---:|",
+    "| contender | s per epoch (median) | all rounds (s) | model-epochs/s | GFLOP/s "
+    "| of its own products' rate |",
+    "|---|---:|---|---:|---:|---:|",
   ]
   for row in result["rows"]:
     cells = [
@@ -519,12 +1004,38 @@ def write_report(result: dict, output_dir: Path) -> None:
       ", ".join(f"{s:.3f}" for s in row["seconds"]),
       f"{row['model_epochs_per_s']:.3f}" if "model_epochs_per_s" in row else "",
       f"{row['gflop_per_s']:.1f}" if "gflop_per_s" in row else "",
+      f"{row['limit_fraction']:.0%}" if "limit_fraction" in row else "",
     ]
     lines.append("| " + " | ".join(cells) + " |")
+  lines += [
+    "",
+    "## Each contender's own matrix products",
+    "",
+    f"Seconds per call of {result['limit_steps']} steps of the products, in a process of their "
+    "own.",
+    "",
+    "| products of | copies | s per call (median) | all rounds (s) | GFLOP/s |",
+    "|---|---:|---:|---|---:|",
+  ]
+  for row in result["limits"]:
+    cells = [
+      row["name"].removeprefix("products of: ")
+      + "".join(f"; {c}" for c in row["contenders"] if c not in row["name"]),
+      str(row["copies"]),
+      f"{row['median_s']:.3f}",
+      ", ".join(f"{s:.3f}" for s in row["seconds"]),
+      f"{row['gflop_per_s']:.1f}",
+    ]
+    lines.append("| " + " | ".join(cells) + " |")
+  lines += ["", "The products of one copy's step:", ""]
+  lines += [
+    f"- {row['name'].removeprefix('products of: ')}: {describe_products(row['products'])}"
+    for row in result["limits"]
+  ]
   lines += ["", "Layouts:", ""]
   lines += [
     f"- {row['name']}: {row['layout']}; XLA_FLAGS `{row['xla_flags']}`"
-    for row in result["rows"]
+    for row in [*result["rows"], *result["limits"]]
     if "layout" in row
   ]
   (output_dir / "training.md").write_text("\n".join(lines) + "\n")
@@ -533,29 +1044,33 @@ def write_report(result: dict, output_dir: Path) -> None:
 def main(argv: list[str] | None = None) -> None:
   parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
   parser.add_argument("--rounds", type=int, default=3, help="interleaved timing rounds")
-  parser.add_argument("--members", type=int, default=15, help="members of the grid")
-  parser.add_argument("--task", default="mnist", help="task spec (trained on fashion_mnist)")
+  parser.add_argument("--members", type=int, default=15, help="members of the MNIST grid")
+  parser.add_argument(
+    "--ae-members", type=int, default=6, help="members of the autoencoder grid (its task's: 6)"
+  )
   parser.add_argument("--examples", type=int, default=0, help="training images (0: all)")
-  parser.add_argument("--matmul-size", type=int, default=4096)
   parser.add_argument("--data-dir", default=None, help="passed to gelujax.data.load")
   parser.add_argument(
     "--quick",
     action="store_true",
-    help="smoke run: tiny_mnist, 320 images, 1 round, 2 profiles",
+    help="smoke run: tiny models, 320 images, grids of 2, 1 round, the automatic layouts only, "
+    "PyTorch on 2 threads only",
   )
   parser.add_argument("--output-dir", type=Path, default=RESULTS_DIR)
   parser.add_argument("--worker", help=argparse.SUPPRESS)
   args = parser.parse_args(argv)
   if args.worker:
-    worker(json.loads(args.worker))
+    settings = json.loads(args.worker)
+    WORKERS[settings["kind"]](settings)
     return
-  if args.quick:
-    args.rounds, args.task, args.examples, args.matmul_size = 1, "tiny_mnist", 320, 256
-  if args.rounds < 1 or args.members < 2 or args.examples < 0 or args.matmul_size < 1:
+  if args.rounds < 1 or args.members < 2 or args.ae_members < 2 or args.examples < 0:
     raise SystemExit(
-      f"--rounds ({args.rounds}) and --matmul-size ({args.matmul_size}) must be positive, "
-      f"--members ({args.members}) at least 2 and --examples ({args.examples}) non-negative."
+      f"--rounds ({args.rounds}) must be positive, --members ({args.members}) and "
+      f"--ae-members ({args.ae_members}) at least 2 and --examples ({args.examples}) "
+      "non-negative."
     )
+  if args.quick:  # Grids of one member per core: XLA compiles more members per device slowly.
+    args.rounds, args.examples, args.members, args.ae_members = 1, 320, 2, 2
   from gelujax.host import describe_machine
 
   command = "python benchmarks/training.py" + (" " + " ".join(sys.argv[1:]) if argv is None else "")

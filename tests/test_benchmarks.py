@@ -41,27 +41,55 @@ def test_training_benchmark_runs_and_writes_its_report(tmp_path):
     check=True, capture_output=True, text=True, timeout=600,
   )  # fmt: skip
   result = json.loads((tmp_path / "training.json").read_text())
-  # tiny_mnist: 784 -> 16 -> 16 -> 10, so 2 * (784*16 + 16*16 + 16*10) FLOPs per example.
-  assert result["forward_flops_per_example"] == 25_920
-  # The dropout-off pass repeats every layer but the first (shared with the training pass).
-  assert result["dropout_off_pass_flops_per_example"] == 2 * (16 * 16 + 16 * 10)
-  assert result["examples_per_epoch"] == 320 and result["members"] == 15
+  assert result["rounds"] == 1 and result["members"] == 2
+  mnist, ae = result["tasks"]["tiny_mnist"], result["tasks"]["mnist_ae"]
+  sizes = ("examples_per_epoch", "steps_per_epoch", "batch_size")
+  assert [mnist[k] for k in sizes] == [320, 10, 32] and [ae[k] for k in sizes] == [320, 5, 64]
+  # A step's products by hand, multiply-adds per example. tiny_mnist, 784 -> 16 -> 16 -> 10:
+  # forward and weight gradients of every layer, input gradients of all but the first (the
+  # data take none); gelujax's dropout-off pass repeats the forward of all but the first layer
+  # (XLA shares that one with the training pass).
+  layers = [784 * 16, 16 * 16, 16 * 10]
+  torch_step = 2 * 32 * (2 * sum(layers) + sum(layers[1:]))
+  gelujax_step = torch_step + 2 * 32 * sum(layers[1:])
+  # The quick autoencoder, 784 -> 16 -> 4 -> 16 -> 784 without dropout: no dropout-off pass.
+  ae_layers = [784 * 16, 16 * 4, 4 * 16, 16 * 784]
+  ae_step = 2 * 64 * (2 * sum(ae_layers) + sum(ae_layers[1:]))
   rows = {row["name"]: row for row in result["rows"]}
   one = rows["gelujax, 1 member, 1 device (kernels on every core)"]
+  grid = next(row for name, row in rows.items() if name.startswith("gelujax, 2 members"))
+  autoencoder = next(row for name, row in rows.items() if name.startswith("gelujax autoencoder"))
+  tuned = rows["PyTorch tuned (indexed tensors), 2 threads"]
   assert one["members"] == 1 and "1 (members) x 1 (data)" in one["layout"]
-  per_core = rows["gelujax, 15 members, 1 device per core (members axis)"]
-  assert per_core["members"] == 15 and "(members)" in per_core["layout"]
-  assert rows["PyTorch tuned (indexed tensors), 2 threads"]["members"] == 1
+  assert grid["members"] == 2 and autoencoder["members"] == 2
+  limits = {row["name"]: row for row in result["limits"]}
+  for row, flops, steps in [
+    (one, gelujax_step, 10), (grid, gelujax_step, 10), (autoencoder, ae_step, 5),
+    (tuned, torch_step, 10),
+  ]:  # fmt: skip
+    assert row["flops_per_member_step"] == flops
+    assert row["gflop_per_s"] == pytest.approx(
+      flops * row["members"] * steps / row["median_s"] / 1e9
+    )
+    limit = limits[row["limit"]]
+    assert sum(p["flops"] for p in limit["products"]) == flops
+    if row is not tuned:  # Every member's products, on the contender's own devices, padded.
+      devices = int(re.search(r"mesh of (\d+) \(members\)", row["layout"]).group(1))
+      assert limit["copies"] == -(-row["members"] // devices) * devices
+      assert f"mesh of {devices} (members)" in limit["layout"]
+    assert limit["gflop_per_s"] == pytest.approx(
+      limit["copies"] * flops * result["limit_steps"] / limit["median_s"] / 1e9
+    )
+    assert row["limit_fraction"] == pytest.approx(row["gflop_per_s"] / limit["gflop_per_s"])
   assert all(row["median_s"] > 0 and len(row["seconds"]) == 1 for row in rows.values())
-  ratio = result["ratios"][
-    "grid (1 device (kernels on every core)) / 1 member (1 device (kernels on every core)), "
-    "model-epochs per second"
-  ]
-  grid = rows["gelujax, 15 members, 1 device (kernels on every core)"]["median_s"]
-  assert ratio == pytest.approx(15 * one["median_s"] / grid)
-  assert all(t["target"] > 0 for t in result["targets"].values())
+  fractions = [t for name, t in result["targets"].items() if "own matrix products" in name]
+  assert len(fractions) == 3 and all(t["target"] == 0.8 for t in fractions)
+  assert {t["measured"] for t in fractions} == {
+    row["limit_fraction"] for row in (one, grid, autoencoder)
+  }
   report = (tmp_path / "training.md").read_text()
   assert "python benchmarks/training.py --quick" in report and "## Targets" in report
+  assert "of its own products' rate" in report and "matmul 4096" not in report
 
 
 def test_conv_benchmark_runs_and_writes_its_report(tmp_path):
