@@ -19,6 +19,7 @@ Run: python benchmarks/startup.py --before b071a42   (about 5 minutes on 2 cores
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import json
 import os
@@ -31,6 +32,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from revisions import checkout
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
@@ -91,12 +93,6 @@ def main() -> None:
   scratch = Path(tempfile.mkdtemp(prefix="gelujax-startup-"))
   cache = scratch / "cache"
   trees = {"now": ROOT}
-  if args.before:
-    trees["before"] = scratch / "before"
-    subprocess.run(
-      ["git", "worktree", "add", "--detach", str(trees["before"]), args.before],
-      cwd=ROOT, check=True, capture_output=True,
-    )  # fmt: skip
   contenders = {
     "now, empty compilation cache (first run)": ("now", "cold"),
     "now, compilation cache of the run before (re-run, resume)": ("now", "warm"),
@@ -106,24 +102,24 @@ def main() -> None:
     contenders[f"before ({args.before})"] = ("before", None)
   seconds = {name: [] for name in contenders}
   try:
-    for r in range(args.rounds):
-      for name, (tree, mode) in contenders.items():
-        extra = []
-        if mode == "cold":
-          shutil.rmtree(cache, ignore_errors=True)
-        if mode in ("cold", "warm"):
-          extra = [f"--compilation_cache={cache}"]
-        elif mode == "none":
-          extra = ["--compilation_cache=none"]
-        seconds[name].append(run(trees[tree], scratch / "workdir", extra))
-      print(f"round {r + 1}/{args.rounds}: " + ", ".join(f"{s[-1]:.1f}" for s in seconds.values()))
-    imports = {tree: import_seconds(path) for tree, path in trees.items()}
+    with contextlib.ExitStack() as stack:
+      if args.before:
+        trees["before"] = stack.enter_context(checkout(args.before, scratch / "before"))
+      for r in range(args.rounds):
+        for name, (tree, mode) in contenders.items():
+          extra = []
+          if mode == "cold":
+            shutil.rmtree(cache, ignore_errors=True)
+          if mode in ("cold", "warm"):
+            extra = [f"--compilation_cache={cache}"]
+          elif mode == "none":
+            extra = ["--compilation_cache=none"]
+          seconds[name].append(run(trees[tree], scratch / "workdir", extra))
+        print(
+          f"round {r + 1}/{args.rounds}: " + ", ".join(f"{s[-1]:.1f}" for s in seconds.values())
+        )
+      imports = {tree: import_seconds(path) for tree, path in trees.items()}
   finally:
-    if args.before:
-      subprocess.run(
-        ["git", "worktree", "remove", "--force", str(trees["before"])], cwd=ROOT,
-        capture_output=True,
-      )  # fmt: skip
     shutil.rmtree(scratch, ignore_errors=True)
   result = {
     "command": "python benchmarks/startup.py " + " ".join(sys.argv[1:]),

@@ -1,0 +1,135 @@
+"""A real run's seconds per epoch: this checkout against an earlier git revision, side by side.
+
+Each tree (this checkout, and the revision in a temporary worktree) runs the same command,
+`experiments/train.py` on the ``mnist`` task's default grid (15 members) on Fashion-MNIST, for
+one epoch and for two, with a compilation cache the tree's own warm-up run filled. The
+difference of the two is one epoch as a run trains it: the compiled loop over the steps, the
+evaluations, the records and the checkpoint, whatever the engine's code between them; start-up
+cancels out (it is `startup.py`'s subject). Rounds interleave the trees; the report gives each
+tree's median epoch and the median over rounds of the ratio measured within each round.
+
+Only the command line is shared between the trees, so the revision may lay its code out in any
+way (e.g. before the engine's redesign: `python benchmarks/revisions.py --before e89828b`,
+about 10 minutes on 2 cores).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
+sys.path.insert(0, str(ROOT))
+ARGS = ["--task=mnist", "--dataset=fashion_mnist"]
+
+
+@contextlib.contextmanager
+def checkout(revision: str, folder: Path):
+  """A detached worktree of ``revision`` at ``folder``, removed afterwards."""
+  subprocess.run(
+    ["git", "worktree", "add", "--detach", str(folder), revision], cwd=ROOT, check=True,
+    capture_output=True,
+  )  # fmt: skip
+  try:
+    yield folder
+  finally:
+    subprocess.run(
+      ["git", "worktree", "remove", "--force", str(folder)], cwd=ROOT, capture_output=True
+    )
+
+
+def train(tree: Path, workdir: Path, cache: Path, epochs: int) -> float:
+  """Seconds of train.py in ``tree`` for ``epochs`` epochs, from an empty workdir."""
+  shutil.rmtree(workdir, ignore_errors=True)
+  command = [
+    sys.executable, "experiments/train.py", *ARGS, f"--epochs={epochs}", f"--workdir={workdir}",
+    f"--compilation_cache={cache}",
+  ]  # fmt: skip
+  start = time.perf_counter()
+  result = subprocess.run(
+    command, cwd=tree, env=dict(os.environ, PYTHONPATH=str(tree)), capture_output=True,
+    text=True, timeout=900,
+  )  # fmt: skip
+  seconds = time.perf_counter() - start
+  if result.returncode != 0:
+    raise RuntimeError(f"train.py in {tree} failed:\n{result.stderr[-2000:]}")
+  return seconds
+
+
+def main() -> None:
+  parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+  parser.add_argument("--before", required=True, help="the git revision to compare with")
+  parser.add_argument("--rounds", type=int, default=3)
+  parser.add_argument("--output-dir", type=Path, default=RESULTS_DIR)
+  args = parser.parse_args()
+  if args.rounds < 1:
+    parser.error(f"--rounds must be at least 1, not {args.rounds}")
+  from gelujax.host import describe_machine
+
+  scratch = Path(tempfile.mkdtemp(prefix="gelujax-revisions-"))
+  names = {"now": "this checkout", "before": f"before ({args.before})"}
+  epoch = {name: [] for name in names.values()}
+  try:
+    with checkout(args.before, scratch / "before") as before:
+      trees = {"now": ROOT, "before": before}
+      for key, tree in trees.items():  # Warm-up: each tree fills its own compilation cache.
+        train(tree, scratch / "workdir", scratch / f"cache-{key}", 1)
+      for r in range(args.rounds):
+        for key, tree in trees.items():
+          one, two = (train(tree, scratch / "workdir", scratch / f"cache-{key}", e) for e in (1, 2))
+          epoch[names[key]].append(two - one)
+        print(f"round {r + 1}/{args.rounds}: " + ", ".join(f"{s[-1]:.2f}" for s in epoch.values()))
+  finally:
+    shutil.rmtree(scratch, ignore_errors=True)
+  now, old = epoch[names["now"]], epoch[names["before"]]
+  ratio = float(np.median([b / n for n, b in zip(now, old, strict=True)]))
+  result = {
+    "command": "python benchmarks/revisions.py " + " ".join(sys.argv[1:]),
+    "train_command": "python experiments/train.py " + " ".join(ARGS) + " --epochs=1 (and 2)",
+    "machine": describe_machine(),
+    "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+    "rounds": args.rounds,
+    "seconds_per_epoch": epoch,
+    "speed_ratio_now_over_before": ratio,
+  }
+  args.output_dir.mkdir(parents=True, exist_ok=True)
+  (args.output_dir / "revisions.json").write_text(json.dumps(result, indent=2) + "\n")
+  lines = [
+    "# Seconds per epoch, this checkout against an earlier revision",
+    "",
+    f"Command: `{result['command'].strip()}`  ",
+    f"Machine: {result['machine']}  ",
+    f"Date: {result['date']}; {args.rounds} interleaved rounds.",
+    "",
+    f"Each tree runs `{result['train_command']}` (the task's 15-member grid) in fresh processes "
+    "with its own warm compilation cache; an epoch is the two-epoch run's time minus the "
+    "one-epoch run's: the compiled steps, evaluations, records and checkpoint of one epoch.",
+    "",
+    "| tree | s per epoch (median) | all rounds (s) |",
+    "|---|---:|---|",
+  ]
+  for name, times in epoch.items():
+    lines.append(f"| {name} | {np.median(times):.2f} | {', '.join(f'{t:.2f}' for t in times)} |")
+  lines += [
+    "",
+    f"Speed of this checkout over the revision's (its epoch time over ours, median of the "
+    f"ratios within each round): {ratio:.3f}x.",
+  ]
+  (args.output_dir / "revisions.md").write_text("\n".join(lines) + "\n")
+  print("\n".join(lines))
+
+
+if __name__ == "__main__":
+  main()
