@@ -10,6 +10,9 @@ device (every core), two ways side by side in interleaved rounds:
 - per leaf, as the trainer runs it (one fused update per parameter array);
 - one flat buffer (`optax.flatten`: the leaves concatenated into one vector each step).
 
+Each step's gradient is made from the parameters inside the step (an elementwise pass), so
+the time is an upper bound on the update's own.
+
 Run: python benchmarks/adam.py   (about 1 minute on 2 cores)
 """
 
