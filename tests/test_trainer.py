@@ -8,6 +8,7 @@ import socket
 import subprocess
 import sys
 
+import flax
 import jax
 import numpy as np
 import orbax.checkpoint as ocp
@@ -23,7 +24,7 @@ from tiny_task import (
   shuffled_batches,
 )
 
-from gelujax import checkpoints, engine, prng
+from gelujax import checkpoints, engine, models, prng
 from gelujax import workdir as workdirs
 from gelujax.members import Members
 
@@ -579,6 +580,46 @@ def test_two_processes_agree_with_one(tmp_path, reference):
     output = process.communicate(timeout=300)[0]
     assert process.returncode == 0, output
   assert_close_metrics(str(tmp_path / "two_by_two"), reference)
+
+
+# Every initializer the models use, and shapes they take it at: dense kernels (the unit-norm
+# one is only for those), a 3x3 convolution's, an embedding table.
+DENSE, CONV, TABLE = (784, 64), (3, 3, 16, 32), (21, 50)
+INITIALIZERS = {
+  "unit_norm": (models.unit_norm_init, (DENSE, (128, 10))),
+  "normal": (flax.linen.initializers.normal(1.0), (TABLE,)),
+  "glorot_uniform": (flax.linen.initializers.glorot_uniform(), (DENSE, CONV)),
+  "he_normal": (flax.linen.initializers.variance_scaling(2.0, "fan_in", "normal"), (CONV, DENSE)),
+  "lecun_normal": (flax.linen.initializers.lecun_normal(), (DENSE,)),
+}
+
+
+def test_init_compiled_at_level_1_draws_the_bits_of_the_default_level():
+  """`Program.init` compiles at XLA's optimization level 1 on CPU (it runs once a run, and
+  LLVM's optimizing of its unrolled threefry rounds took most of its compile time): it draws
+  the parameters the default level draws, bit for bit, so a run started today starts where the
+  committed runs started. (benchmarks/init_compile.py checks every task's model at full
+  size.)"""
+  num = len(REFERENCE_MEMBERS)
+  mesh = engine.make_mesh(num)
+  program = engine.make_program(REFERENCE_SPEC, mesh, make_splits()["train"], num)
+  seeds, learning_rates = program.put_members(REFERENCE_MEMBERS)
+  default = jax.jit(functools.partial(engine.mesh.init_members, program.config, mesh, 0))
+  for leaf, want in zip(
+    jax.tree.leaves(program.init(seeds, learning_rates)),
+    jax.tree.leaves(default(seeds, learning_rates)),
+    strict=True,
+  ):
+    np.testing.assert_array_equal(np.asarray(leaf), np.asarray(want))
+  key = jax.random.key(3)
+  for name, (init, shapes) in INITIALIZERS.items():
+    for shape in shapes:
+      draw = functools.partial(init, shape=shape)
+      np.testing.assert_array_equal(
+        np.asarray(jax.jit(draw, compiler_options=engine.mesh.CPU_INIT_OPTIONS)(key)),
+        np.asarray(jax.jit(draw)(key)),
+        err_msg=f"{name} {shape}",
+      )
 
 
 def test_training_members_one_at_a_time_or_vmapped_agrees():

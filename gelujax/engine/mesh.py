@@ -332,6 +332,14 @@ def to_host(x: jax.Array) -> np.ndarray:
   return np.asarray(x.addressable_data(0))
 
 
+# XLA's options for compiling `Program.init` on CPU (see `jit_program`).
+CPU_INIT_OPTIONS = {"xla_backend_optimization_level": 1}
+
+
+def _on_cpu(mesh: Mesh) -> bool:
+  return mesh.devices.flat[0].platform == "cpu"
+
+
 def jit_program(
   config: StepConfig, mesh: Mesh, num_members: int, *, member_chunk: int = 0
 ) -> Program:
@@ -349,11 +357,20 @@ def jit_program(
   members = NamedSharding(mesh, P("members"))
   replicated = NamedSharding(mesh, P())
   layout = (config, mesh, member_chunk)
+  # init runs once a run, and on CPU most of its compile time is LLVM optimizing the unrolled
+  # threefry rounds of every parameter's initializer: at XLA's level 1 of 3 it compiles in a
+  # third of the time and draws the same bits for every task (level 0 does not: a reduction in
+  # the MLPs' unit-norm initializer rounds otherwise); benchmarks/init_compile.py measures both.
+  init_options = CPU_INIT_OPTIONS if _on_cpu(mesh) else None
   return Program(
     config=config,
     mesh=mesh,
     num_members=num_members,
-    init=jax.jit(functools.partial(init_members, *layout), out_shardings=members),
+    init=jax.jit(
+      functools.partial(init_members, *layout),
+      out_shardings=members,
+      compiler_options=init_options,
+    ),
     shuffle=jax.jit(
       functools.partial(shuffle, config),
       out_shardings=NamedSharding(mesh, P(None, "members", "data")),
