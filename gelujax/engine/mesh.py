@@ -281,17 +281,28 @@ class Program:
 
   def pad(self, state: TrainState) -> TrainState:
     """A state of the grid's M members (e.g. restored) as the program's padded, sharded state."""
-    index = self._pad_index()
-    sharding = NamedSharding(self.mesh, P("members"))
-    return jax.jit(
-      lambda s: jax.tree.map(lambda x: x[index], s), out_shardings=sharding
-    )(state)  # fmt: skip
+    return self._pad(state)
 
   def unpad(self, state: TrainState) -> TrainState:
     """The M real members of a padded state, replicated (for checkpoints and the host)."""
+    return self._unpad(state)
+
+  # Jitted once a program (a function jitted anew at each call is traced and compiled anew).
+  @functools.cached_property
+  def _pad(self) -> Callable[[TrainState], TrainState]:
+    index = self._pad_index()
+    sharding = NamedSharding(self.mesh, P("members"))
+    return jax.jit(lambda s: jax.tree.map(lambda x: x[index], s), out_shardings=sharding)
+
+  @functools.cached_property
+  def _unpad(self) -> Callable[[TrainState], TrainState]:
     num = self.num_members
     replicated = NamedSharding(self.mesh, P())
-    return jax.jit(lambda s: jax.tree.map(lambda x: x[:num], s), out_shardings=replicated)(state)
+    return jax.jit(lambda s: jax.tree.map(lambda x: x[:num], s), out_shardings=replicated)
+
+  @functools.cached_property
+  def _replicate(self) -> Callable[[jax.Array], jax.Array]:
+    return jax.jit(lambda x: x, out_shardings=NamedSharding(self.mesh, P()))
 
   def abstract_state(self) -> TrainState:
     """The shapes, dtypes and (replicated) shardings of an unpadded state: what checkpoints
@@ -309,9 +320,7 @@ class Program:
 
   def diverged_steps(self, state: TrainState) -> np.ndarray:
     """The step at which each of the M members diverged (-1: it trains), [M]."""
-    replicated = NamedSharding(self.mesh, P())
-    steps = jax.jit(lambda s: s, out_shardings=replicated)(state.diverged_step)
-    return to_host(steps)[: self.num_members]
+    return to_host(self._replicate(state.diverged_step))[: self.num_members]
 
   def mean_metrics(
     self, state: TrainState, device_split: dict[str, jax.Array], size: int
