@@ -10,14 +10,13 @@ CPU-only operation and no callback to the host in its hot path. What lowering do
 The programs are those a run trains with, made by `gelujax.engine.make_program` from each task's
 real data loaders, models and optimizers (on fixture files in the real formats), for one member
 (a 1 x 4 mesh: each batch split over 4 devices, the gradients all-reduced) and for a grid (6
-members on a 4 x 1 mesh, padded to 8): `init`, `shuffle`, `train_segment` (the loop over steps),
-`evaluate`, and `train_step` alone. They are lowered in a subprocess with 4 CPU devices (this
-process has one), which prints what each export found.
+members on a 4 x 1 mesh, padded to 8): `init`, `shuffle`, `train_segment` (the loop over steps,
+which holds `gelujax.engine.train_step`) and `evaluate`. They are lowered in a subprocess with 4
+CPU devices (this process has one), which prints what each export found.
 """
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import subprocess
@@ -50,9 +49,9 @@ TASKS = {
 LAYOUTS = {"one member": 1, "grid": 6}
 # The programs of each layout: a grid runs all four; one member's layout differs from a grid's
 # in how a batch is split (over 4 devices, the gradients and metrics summed across them), which
-# init and shuffle do not do. train_step is one member's step, with no mesh.
+# init and shuffle do not do.
 PROGRAMS = {
-  "grid": ("init", "shuffle", "train_segment", "evaluate", "train_step"),
+  "grid": ("init", "shuffle", "train_segment", "evaluate"),
   "one member": ("train_segment", "evaluate"),
 }
 
@@ -142,9 +141,6 @@ def program_calls(task, splits, num_members: int) -> dict[str, tuple]:
   def stacked(s):
     return jax.ShapeDtypeStruct((padded, *s.shape[1:]), s.dtype, sharding=over_members)
 
-  def one(s):
-    return jax.ShapeDtypeStruct(s.shape[1:], s.dtype)
-
   seeds = jax.ShapeDtypeStruct((padded,), jnp.int32, sharding=over_members)
   lrs = jax.ShapeDtypeStruct((padded,), jnp.float32, sharding=over_members)
   state = jax.tree.map(stacked, program.abstract_state())
@@ -159,14 +155,6 @@ def program_calls(task, splits, num_members: int) -> dict[str, tuple]:
     sharding=NamedSharding(mesh, P(None, "members", "data")),
   )
   epoch = np.int32(1)
-  # One member's step on one batch: what train_segment scans.
-  size = config.groups.batch_frames if config.groups is not None else task.batch_size
-  batch = {k: jax.ShapeDtypeStruct((size, *v.shape[1:]), v.dtype) for k, v in data.items()}
-  keys = jax.eval_shape(
-    functools.partial(first_step_keys, epoch=epoch, dropout_bits=config.dropout_bits),
-    jax.ShapeDtypeStruct((), jnp.int32),
-  )
-  scalar = functools.partial(jax.ShapeDtypeStruct, ())
   return {
     "init": (program.init, (seeds, lrs), {}),
     "shuffle": (program.shuffle, (seeds, epoch), {}),
@@ -176,27 +164,7 @@ def program_calls(task, splits, num_members: int) -> dict[str, tuple]:
       {"num_steps": config.steps_per_epoch},
     ),
     "evaluate": (program.evaluate, (state, program.put_eval_split(splits["test"])), {}),
-    "train_step": (
-      jax.jit(functools.partial(engine.train_step, config)),
-      (
-        jax.tree.map(one, program.abstract_state()),
-        scalar(jnp.float32),
-        batch,
-        jax.ShapeDtypeStruct((size,), jnp.float32),
-        keys,
-        scalar(jnp.int32),
-      ),
-      {},
-    ),
   }
-
-
-def first_step_keys(seed, epoch, dropout_bits):
-  """The ``(prepare, dropout)`` keys of an epoch's first step."""
-  from gelujax import engine
-
-  keys = engine.step_keys(seed, epoch, jnp.arange(1), dropout_bits)
-  return jax.tree.map(lambda k: k[0], keys)
 
 
 @pytest.fixture(scope="module")
@@ -230,9 +198,7 @@ def test_every_program_exports_for_cuda_and_tpu(exports, task):
   assert not failed
   for case, f in found.items():
     assert not [c for c in f["custom_calls"] if "callback" in c], case  # no host callback
-    program = case.split("/")[1]
-    if program != "train_step":  # the grid's programs span the 4 devices of their mesh
-      assert f["devices"] == 4, case
+    assert f["devices"] == 4, case  # every program spans the 4 devices of its mesh
 
 
 @pytest.mark.parametrize("platform", PLATFORMS)
