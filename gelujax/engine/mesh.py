@@ -279,23 +279,17 @@ class Program:
       )
     return out
 
-  def pad(self, state: TrainState) -> TrainState:
-    """A state of the grid's M members (e.g. restored) as the program's padded, sharded state."""
-    return self._pad(state)
-
-  def unpad(self, state: TrainState) -> TrainState:
-    """The M real members of a padded state, replicated (for checkpoints and the host)."""
-    return self._unpad(state)
-
-  # Jitted once a program (a function jitted anew at each call is traced and compiled anew).
+  # Jitted once a program: a function jitted anew at each call is traced and compiled anew.
   @functools.cached_property
-  def _pad(self) -> Callable[[TrainState], TrainState]:
+  def pad(self) -> Callable[[TrainState], TrainState]:
+    """A state of the grid's M members (e.g. restored) as the program's padded, sharded state."""
     index = self._pad_index()
     sharding = NamedSharding(self.mesh, P("members"))
     return jax.jit(lambda s: jax.tree.map(lambda x: x[index], s), out_shardings=sharding)
 
   @functools.cached_property
-  def _unpad(self) -> Callable[[TrainState], TrainState]:
+  def unpad(self) -> Callable[[TrainState], TrainState]:
+    """The M real members of a padded state, replicated (for checkpoints and the host)."""
     num = self.num_members
     replicated = NamedSharding(self.mesh, P())
     return jax.jit(lambda s: jax.tree.map(lambda x: x[:num], s), out_shardings=replicated)
@@ -367,9 +361,9 @@ def jit_program(
   replicated = NamedSharding(mesh, P())
   layout = (config, mesh, member_chunk)
   # init runs once a run, and on CPU most of its compile time is LLVM optimizing the unrolled
-  # threefry rounds of every parameter's initializer: at XLA's level 1 of 3 it compiles in a
-  # third of the time and draws the same bits for every task (level 0 does not: a reduction in
-  # the MLPs' unit-norm initializer rounds otherwise); benchmarks/init_compile.py measures both.
+  # threefry rounds of every parameter's initializer: at XLA's level 1 of 3 it compiles up to
+  # 3.4x faster and draws the same bits for every task (level 0 does not: the normal
+  # initializers' float arithmetic rounds otherwise); benchmarks/init_compile.py measures both.
   init_options = CPU_INIT_OPTIONS if _on_cpu(mesh) else None
   return Program(
     config=config,
