@@ -23,14 +23,18 @@ time the second time).
 
 Tests marked ``mount`` mount tmpfs disks; see `pytest_runtest_setup`.
 
-The modules with the most tests marked ``slow`` run first (`pytest_collection_modifyitems`):
-``--dist loadscope`` hands each pytest-xdist worker whole modules in collection order (pyproject
-turns off its own reordering, which put the modules of few but slow tests last), so the last
-modules, run while the other worker may have nothing left, are short ones.
+The longest modules run first (`pytest_collection_modifyitems`), by their seconds in
+``tests/module_seconds.json``: ``--dist loadscope`` hands each pytest-xdist worker whole modules
+in collection order (pyproject turns off its own reordering), so the last modules, run while the
+other worker may have nothing left, are short ones. A module not in the file (or every module,
+without the file) runs last. The file holds what a quiet run of the README's test command took,
+module by module: that command rewrites it with ``GELUJAX_MODULE_SECONDS=write`` set.
 """
 
 import atexit
+import collections
 import functools
+import json
 import os
 import shutil
 import tempfile
@@ -84,10 +88,32 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     pytest.skip("mounts a tmpfs: needs root or CAP_SYS_ADMIN (CI runs as root)")
 
 
+MODULE_SECONDS = os.path.join(os.path.dirname(__file__), "module_seconds.json")
+_seconds: collections.Counter[str] = collections.Counter()
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-  """Modules in order of their count of ``slow`` tests, most first; the rest as collected."""
-  slow: dict[str, int] = {}
-  for item in items:
-    slow.setdefault(item.module.__name__, 0)
-    slow[item.module.__name__] += item.get_closest_marker("slow") is not None
-  items.sort(key=lambda item: -slow[item.module.__name__])  # stable: each module's order kept
+  """Modules in order of their seconds in `MODULE_SECONDS`, longest first; each module's tests
+  in their own order."""
+  try:
+    with open(MODULE_SECONDS) as f:
+      seconds = json.load(f)
+  except FileNotFoundError:
+    seconds = {}
+  items.sort(key=lambda item: -seconds.get(item.nodeid.split("::")[0], 0.0))  # stable
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+  _seconds[report.nodeid.split("::")[0]] += report.duration
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+  """With ``GELUJAX_MODULE_SECONDS=write``, the controller (pytest-xdist's, or the only
+  process) rewrites `MODULE_SECONDS` with this run's seconds of each module (setup, call and
+  teardown of its tests)."""
+  if (
+    os.environ.get("GELUJAX_MODULE_SECONDS") == "write" and "PYTEST_XDIST_WORKER" not in os.environ
+  ):
+    with open(MODULE_SECONDS, "w") as f:
+      json.dump({k: round(v, 1) for k, v in _seconds.most_common()}, f, indent=1)
+      f.write("\n")
