@@ -9,7 +9,7 @@ a grid of 2 members on one device, both ways, in interleaved rounds with JAX's c
 cache off, and checks that both programs draw every parameter and optimizer state bit for bit
 alike. The training data are zeros of each task's shapes (``init`` only reads their shapes).
 
-Run: python benchmarks/init_compile.py   (about 5 minutes on 2 cores)
+Run: python benchmarks/init_compile.py   (about 3 minutes on 2 cores)
 """
 
 from __future__ import annotations
