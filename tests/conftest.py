@@ -37,9 +37,16 @@ import functools
 import json
 import os
 import shutil
+import signal
 import tempfile
 
 import pytest
+
+# A shell starts a background job (`pytest ... &`) with SIGINT ignored, and a process inherits an
+# ignored signal: the processes the tests interrupt with SIGINT would never see it. Restored here,
+# so that they start with SIGINT's default, as from a terminal.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+  signal.signal(signal.SIGINT, signal.default_int_handler)
 
 if "PYTEST_XDIST_WORKER" not in os.environ:
   _CACHE = tempfile.mkdtemp(prefix="gelujax-tests-jax-cache-")
