@@ -334,8 +334,13 @@ def test_approximations_stay_within_their_known_error(x):
   assert np.all(np.abs(np.asarray(gelu_sigmoid(x), np.float64) - exact) <= 2.1e-2)  # max 2.03e-2
 
 
+# Without subnormal inputs: XLA's CPU kernels over arrays treat a subnormal as zero, a scalar's
+# eager derivative does not (relu'(1e-45) is 1 eagerly and 0 under vmap), whatever gelujax does.
+normal_floats32 = st.floats(-30, 30, width=32, allow_subnormal=False)
+
+
 @settings(deadline=None, max_examples=10)
-@given(hnp.arrays(np.float32, SHAPES, elements=floats32), st.sampled_from(list(CASES)))
+@given(hnp.arrays(np.float32, SHAPES, elements=normal_floats32), st.sampled_from(list(CASES)))
 def test_jit_vmap_and_grad_agree_with_eager(x, name):
   fn = CASES[name][0]
   chex.assert_trees_all_close(jax.jit(fn)(x), fn(x), rtol=1e-6, atol=1e-30)
