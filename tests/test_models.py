@@ -10,6 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from flax.errors import InvalidRngError
+from jitted import init, jit
 
 from gelujax.models import (
   MLP,
@@ -38,11 +39,6 @@ def count(tree):
 
 def abstract_variables(model, shape):
   return jax.eval_shape(lambda: model.init(jax.random.key(0), jnp.zeros(shape), train=False))
-
-
-def init(model, x):
-  # Jitted: eager op-by-op initialisation of the conv nets is slow on a small CPU.
-  return jax.jit(lambda x: model.init(jax.random.key(0), x, train=False))(x)
 
 
 def dense_params(fan_in, fan_out, bias=True):
@@ -178,7 +174,7 @@ def test_unit_norm_init_columns_have_unit_norm():
 
 def test_mlp_layers_are_unit_norm_with_zero_bias():
   model = MODELS.get("mlp_mnist")()
-  params = model.init(jax.random.key(0), jnp.zeros((1, 784)), train=False)["params"]
+  params = init(model, jnp.zeros((1, 784)))["params"]
   assert len(params) == 9
   for layer in params.values():
     np.testing.assert_allclose(np.linalg.norm(layer["kernel"], axis=0), 1.0, rtol=1e-5)
@@ -222,7 +218,7 @@ def np_mlp(params, x, activation):
 def test_mlp_matches_numpy_and_activation_changes_function(activation):
   model = MLP(features=(32, 32), num_outputs=5, activation=activation)
   x = np.random.default_rng(0).normal(size=(6, 4, 5)).astype(np.float32)
-  params = model.init(jax.random.key(0), x, train=False)["params"]
+  params = init(model, x)["params"]
   # Non-zero biases so that a wrong activation cannot hide behind symmetric pre-activations.
   params = jax.tree_util.tree_map(lambda p: p + 0.1, params)
   out = model.apply({"params": params}, x, train=False)
@@ -245,23 +241,24 @@ def test_learnable_gelu_adds_its_parameters_per_layer():
 def test_soi_map_is_stochastic_in_training_and_gelu_in_evaluation():
   model = MLP(features=(32, 32), num_outputs=5, activation="soi_map")
   x = np.random.default_rng(6).normal(size=(6, 8)).astype(np.float32)
-  params = model.init(jax.random.key(0), x, train=False)["params"]
+  params = init(model, x)["params"]
 
-  def train_apply(seed):
-    return model.apply({"params": params}, x, train=True, rngs={"dropout": jax.random.key(seed)})
+  @jit  # one program for both keys
+  def train_apply(key):
+    return model.apply({"params": params}, x, train=True, rngs={"dropout": key})
 
   np.testing.assert_allclose(
     model.apply({"params": params}, x, train=False),
     model.clone(activation="gelu").apply({"params": params}, x, train=False),
     rtol=1e-6,
   )
-  assert np.max(np.abs(train_apply(1) - train_apply(2))) > 1e-3
+  assert np.max(np.abs(train_apply(jax.random.key(1)) - train_apply(jax.random.key(2)))) > 1e-3
 
 
 def test_autoencoder_matches_numpy_with_activation_on_code():
   model = MODELS.get("autoencoder_tiny")(activation="relu")
   x = np.random.default_rng(1).uniform(size=(3, 6, 6, 1)).astype(np.float32)
-  params = model.init(jax.random.key(0), x, train=False)["params"]
+  params = init(model, x)["params"]
   params = jax.tree_util.tree_map(lambda p: p + 0.05, params)
   out = model.apply({"params": params}, x, train=False)
   chex.assert_shape(out, x.shape)
@@ -322,8 +319,9 @@ def test_conv_activation_changes_function(conv_model):
 def test_conv_dropout_only_in_training(conv_model):
   model, variables, x = conv_model
 
-  def train_apply(seed):
-    rngs = {"dropout": jax.random.key(seed)}
+  @jit  # one program for both keys
+  def train_apply(key):
+    rngs = {"dropout": key}
     return model.apply(variables, x, train=True, rngs=rngs, mutable=["batch_stats"])[0]
 
   # Evaluation needs no dropout rng (it would raise if dropout were active) and is
@@ -331,7 +329,7 @@ def test_conv_dropout_only_in_training(conv_model):
   np.testing.assert_array_equal(
     model.apply(variables, x, train=False), model.apply(variables, x, train=False)
   )
-  assert np.max(np.abs(train_apply(1) - train_apply(2))) > 1e-3
+  assert np.max(np.abs(train_apply(jax.random.key(1)) - train_apply(jax.random.key(2)))) > 1e-3
   with pytest.raises(InvalidRngError):
     model.apply(variables, x, train=True, mutable=["batch_stats"])
 
@@ -353,7 +351,7 @@ def np_conv(x, kernel, stride, padding):
 def test_wide_resnet_block_order_matches_numpy():
   block = WideResNetBlock(features=4, strides=2, project=True, activation="gelu_tanh")
   x = np.random.default_rng(3).normal(size=(2, 6, 6, 3)).astype(np.float32)
-  variables = block.init(jax.random.key(0), x, train=False)
+  variables = init(block, x)
   params = jax.tree_util.tree_map(lambda p: np.asarray(p, np.float64), variables["params"])
   params["Conv_0"]["bias"] += 0.1
   params["Conv_1"]["bias"] -= 0.2
@@ -372,14 +370,10 @@ def test_wide_resnet_block_order_matches_numpy():
 
 def test_cifar_cnn_shapes_and_logit_batch_norm():
   model, variables, x = setup_conv_model("cifar_cnn_tiny")
-  out, state = model.apply(
-    variables,
-    x,
-    train=True,
-    rngs={"dropout": jax.random.key(0)},
-    mutable=["batch_stats", "intermediates"],
-    capture_intermediates=True,
+  train_apply = functools.partial(
+    model.apply, train=True, mutable=["batch_stats", "intermediates"], capture_intermediates=True
   )
+  out, state = jit(train_apply)(variables, x, rngs={"dropout": jax.random.key(0)})
   inter = state["intermediates"]
   # 12 -> 12 (same) -> pool 6 -> pool 3 -> valid 3x3 1 -> 1x1 1.
   chex.assert_shape(inter["Conv_2"]["__call__"][0], (4, 12, 12, 4))
@@ -418,7 +412,7 @@ def test_cifar_cnn_shapes_and_logit_batch_norm():
 def test_mlp_dropout_only_in_training():
   x = np.random.default_rng(5).normal(size=(4, 28, 28, 1)).astype(np.float32)
   model = MODELS.get("mlp_tiny")(dropout=0.5)
-  variables = model.init(jax.random.key(0), x, train=False)
+  variables = init(model, x)
 
   def train_apply(m, seed):
     return m.apply(variables, x, train=True, rngs={"dropout": jax.random.key(seed)})
@@ -439,7 +433,7 @@ def test_mlp_dropout_rate_and_scaling():
   # the dropout mask is visible directly in the hidden layer.
   model = MLP(features=(4000,), num_outputs=1, activation="relu", dropout=0.3)
   x = np.ones((1, 1), np.float32)
-  params = model.init(jax.random.key(0), x, train=False)["params"]
+  params = init(model, x)["params"]
   params["Dense_0"]["kernel"] = np.ones((1, 4000), np.float32)
   params["Dense_1"]["kernel"] = np.ones((4000, 1), np.float32)
   _, state = model.apply(

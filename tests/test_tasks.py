@@ -11,6 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
+from jitted import init
 from scipy import special
 
 from gelujax import data, objectives, optimizers, tasks
@@ -209,7 +210,7 @@ def test_activation_specs_with_arguments(activation):
   inputs, _ = objective_of(spec).prepare_batch(
     {"inputs": images, "targets": np.zeros(4, np.int32)}, False, None
   )
-  params = model.init(jax.random.key(0), inputs, train=False)["params"]
+  params = init(model, inputs)["params"]
   # Learnable parameters away from their initial (0, 1), one per feature.
   params = {
     k: {"learnable_gelu": {n: rng.normal(size=v.shape).astype(np.float32) * 0.5

@@ -15,6 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from jitted import init
 
 from gelujax import engine, tasks
 from gelujax.models import MODELS
@@ -45,7 +46,7 @@ def abstract_params(model, num_words=3):
 def given_params(model, ids, seed=0):
   """Initial parameters with every leaf shifted by a different constant, so that zero biases
   cannot hide a wrong layer."""
-  params = model.init(jax.random.key(seed), ids, train=False)["params"]
+  params = init(model, ids, seed)["params"]
   leaves, tree = jax.tree_util.tree_flatten(params)
   return tree.unflatten([leaf + 0.05 * (i + 1) for i, leaf in enumerate(leaves)])
 
@@ -106,7 +107,7 @@ def test_parameter_counts_by_hand():
 
 def test_table_is_standard_normal_and_dense_columns_unit_norm():
   model = MODELS.get("embedding_mlp_twitter_pos")(vocab_size=2000)
-  params = model.init(jax.random.key(3), jnp.zeros((1, 3), jnp.int32), train=False)["params"]
+  params = init(model, jnp.zeros((1, 3), jnp.int32), seed=3)["params"]
   table = np.asarray(params["embedding"], np.float64)
   # 100,000 N(0, 1) draws: mean within 5 standard errors of 0, std within 1%.
   assert abs(table.mean()) < 5 / math.sqrt(table.size) and abs(table.std() - 1) < 0.01
