@@ -32,12 +32,9 @@ import time
 from pathlib import Path
 
 import numpy as np
-import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import torch_reference
-
 from gelujax import data
 from gelujax import workdir as workdirs
 from gelujax.host import describe_machine
@@ -77,6 +74,9 @@ def read_gelujax(workdir: Path, epochs: int, seeds: int) -> dict:
 
 def train_torch(config: dict, lr: float, splits, epochs: int, seeds: int) -> dict:
   """Per-seed test metrics after each epoch of PyTorch training, and the seconds it took."""
+  import torch  # Here, not at the top: --render and a bad flag need no PyTorch (seconds).
+  import torch_reference
+
   spec = config["spec"]
   train, test = splits["train"], splits["test"]
   x_train = torch.from_numpy(train["inputs"].reshape(len(train["inputs"]), -1) / np.float32(255))
@@ -207,7 +207,6 @@ def main() -> None:
     return
   if args.epochs < 1 or args.seeds < 1:
     parser.error(f"--epochs {args.epochs} and --seeds {args.seeds} must both be at least 1.")
-  torch.set_num_threads(1)  # The agreement, not the speed, is measured; leaves a core free.
   names = [n for n in args.runs.split(",") if n]
   gelujax_runs = {}
   for name in names:
@@ -215,6 +214,9 @@ def main() -> None:
     if not (workdir / "config.json").exists():
       parser.error(f"--runs names {name!r}, but {workdir} holds no run (no config.json).")
     gelujax_runs[name] = read_gelujax(workdir, args.epochs, args.seeds)
+  import torch
+
+  torch.set_num_threads(1)  # The agreement, not the speed, is measured; leaves a core free.
   datasets = {r["config"]["dataset"] for r in gelujax_runs.values()}
   splits = {d: data.load(d) for d in datasets}
   result = {
