@@ -269,8 +269,9 @@ def test_autoencoder_matches_numpy_with_activation_on_code():
   np.testing.assert_allclose(out, expected, atol=1e-5)
 
 
-# Conv presets on the smallest inputs they accept: initialised once per module, applied eagerly
-# (compiling every variant would dominate the run time on a small CPU).
+# Conv presets on the smallest inputs they accept: initialised once per module, evaluated eagerly
+# (compiling every variant would dominate the run time on a small CPU); their training passes are
+# compiled once, at level 1 (tests/jitted.py).
 CONV_INPUTS = {"cifar_cnn_tiny": (4, 12, 12, 3), "wrn_tiny": (4, 8, 8, 3)}
 
 
