@@ -104,7 +104,7 @@ def _quiet() -> Iterator[None]:
     yield
   except BaseException:
     # A failed read or write abandons coroutines: collected while their reports are still
-    # swallowed. Only then: a full collection costs a process holding JAX's programs ~0.1 s.
+    # swallowed. Only then: a full collection cost 0.17 s in a test worker holding its programs.
     gc.collect()
     raise
   finally:
