@@ -383,15 +383,23 @@ def test_incompatible_resume_is_refused_untouched(reference, change, grid, messa
   assert hash_tree(reference) == before
 
 
-def test_a_diverging_member_leaves_the_others_unchanged(tmp_path):
+def test_a_diverging_member_leaves_the_others_unchanged(tmp_path, reference):
+  """Members never exchange values: in a grid of the same shape (one compiled program), two
+  members diverging beside members 0 and 1 leave their numbers bitwise as in the reference grid,
+  whose other two members train. Trained alone in a grid of 2 (another program, whose sums XLA
+  may round otherwise: on an AVX-512 Intel Xeon the evaluation's sums differ in the 8th digit),
+  they agree to float32 rounding."""
   workdir, without = str(tmp_path / "run"), str(tmp_path / "without")
   grid, two = Members([1e-2, 1e30], [0, 1]), REFERENCE_SPEC.replace(epochs=2)
+  assert list(grid)[:2] == list(REFERENCE_MEMBERS)[:2]
   engine.fit(two, workdir, grid, progress=False)  # Members 2 and 3 diverge in epoch 1.
   _, _, after_two = engine.restore(workdir, spec=two)
   summary = engine.fit(REFERENCE_SPEC, workdir, grid, progress=False)  # Resumed: more epochs.
-  engine.fit(REFERENCE_SPEC, without, Members([1e-2], [0, 1]), progress=False)
   records = workdirs.read_metrics(workdir)
-  assert [r for r in records if r["member"] < 2] == workdirs.read_metrics(without)
+  expected = [r for r in workdirs.read_metrics(reference) if r["member"] < 2]
+  assert [r for r in records if r["member"] < 2] == expected
+  engine.fit(REFERENCE_SPEC, without, Members([1e-2], [0, 1]), progress=False)
+  assert_close_records(workdirs.read_metrics(without), expected)
   assert [m["diverged"] for m in summary["members"]] == [False, False, True, True]
   assert [m["diverged_epoch"] for m in summary["members"]] == [None, None, 1, 1]
   diverged = [r for r in records if r["member"] >= 2]
@@ -438,7 +446,11 @@ def run_reference(devices: int, *args: str) -> subprocess.Popen:
 
 
 def assert_close_metrics(workdir: str, reference: str) -> None:
-  records, expected = workdirs.read_metrics(workdir), workdirs.read_metrics(reference)
+  assert_close_records(workdirs.read_metrics(workdir), workdirs.read_metrics(reference))
+
+
+def assert_close_records(records: list[dict], expected: list[dict]) -> None:
+  """The same records, each number to float32 rounding (two different programs)."""
   assert len(records) == len(expected)
   for record, want in zip(records, expected, strict=True):
     assert record.keys() == want.keys()

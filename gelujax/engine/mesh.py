@@ -11,7 +11,9 @@ where their arrays live. Every program of the engine is jitted here, in `jit_pro
   `train_segment` (`gelujax.engine.step.train_steps` of every member) and `evaluate`, each a
   pure module-level function of a `StepConfig` and arrays.
 
-A member's numbers do not depend on the other members of its grid or on the ``members`` layout.
+Members never exchange values: within one compiled program a member's numbers are bitwise the
+same whatever the other members hold. Another grid size or layout is another program, whose
+sums XLA may block otherwise: equal to float32 rounding (the README states both guarantees).
 """
 
 from __future__ import annotations
@@ -93,7 +95,8 @@ def map_members(
   mapping over its own.
 
   The mesh's ``members`` axis is manual here: a device sees only its members, and no member's
-  arithmetic depends on another's or on how many share its device. Each device takes
+  arithmetic reads another's values (how many share its device may change how XLA blocks its
+  sums: another program, the same numbers to float32 rounding). Each device takes
   ``member_chunk`` members at a time, vmapped (0: all of them). ``shared`` arguments are the
   same for every member; the ``data`` axis stays automatic, so arrays sharded over it (a batch)
   are split by XLA, which inserts the reductions across it.

@@ -6,8 +6,8 @@ the mesh). What the functions need besides arrays is a `StepConfig`: the model, 
 and the objective, given explicitly, and the epoch's shape.
 
 All randomness comes from keys folded from (seed, stream, epoch, step) (`gelujax.prng`), so a
-resumed run is bitwise equal to an uninterrupted one, and a member's numbers do not depend on
-the other members of its grid.
+resumed run is bitwise equal to an uninterrupted one; nothing here reads another member's
+values, so within one compiled grid a member's numbers do not depend on the others'.
 """
 
 from __future__ import annotations
