@@ -1,0 +1,113 @@
+"""gelujax installed as users install it: a wheel, used from another directory.
+
+The wheel is built from a copy of what a source distribution holds (pyproject.toml, README.md,
+LICENSE, gelujax/) and installed with ``pip install --no-deps --target`` into a folder of its
+own. The processes that use it run with ``python -S`` and ``PYTHONPATH`` naming that folder and
+this environment's site-packages: ``-S`` keeps ``site`` from running the ``.pth`` files there,
+among them the editable install's import finder, which would serve any module the wheel lacks
+from the checkout (a wheel missing ``gelujax.engine`` passed a test run beside it).
+"""
+
+import json
+import os
+import shutil
+import site
+import subprocess
+import sys
+import zipfile
+
+from tiny_task import write_mnist_files
+
+import gelujax
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PACKAGE = os.path.join(ROOT, "gelujax")
+
+
+def checkout_modules() -> list[str]:
+  """Every module and package of the checkout's gelujax/, by its dotted name."""
+  names = []
+  for parent, dirs, files in os.walk(PACKAGE):
+    dirs[:] = [d for d in dirs if d != "__pycache__"]
+    prefix = os.path.relpath(parent, ROOT).replace(os.sep, ".")
+    names += [
+      prefix if f == "__init__.py" else f"{prefix}.{f[:-3]}" for f in files if f.endswith(".py")
+    ]
+  return sorted(names)
+
+
+def build_wheel(tmp_path) -> str:
+  """The wheel of what a source distribution of the checkout holds, built by pip."""
+  source = tmp_path / "gelujax-source"  # pip's build fails in a folder named "src"
+  source.mkdir()
+  for name in ("pyproject.toml", "README.md", "LICENSE"):
+    shutil.copy(os.path.join(ROOT, name), source)
+  shutil.copytree(PACKAGE, source / "gelujax", ignore=shutil.ignore_patterns("__pycache__"))
+  subprocess.run(
+    [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
+     "--wheel-dir", str(tmp_path / "dist"), str(source)],
+    check=True, capture_output=True, text=True, timeout=300,
+  )  # fmt: skip
+  (wheel,) = (tmp_path / "dist").iterdir()
+  return str(wheel)
+
+
+def isolated_env(installed: str) -> dict[str, str]:
+  """A process that sees the installed folder and this environment's packages, not the
+  checkout (run with ``python -S``)."""
+  env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+  paths = [installed, *site.getsitepackages()]
+  return dict(env, PYTHONPATH=os.pathsep.join(paths), JAX_PLATFORMS="cpu")
+
+
+IMPORT_ALL = """
+import importlib, json, sys
+names = json.loads(sys.argv[1])
+files = {name: importlib.import_module(name).__file__ for name in names}
+import gelujax
+print(json.dumps({"files": files, "version": gelujax.__version__}))
+"""
+
+
+def test_a_wheel_installed_elsewhere_holds_every_module_and_trains(tmp_path):
+  wheel = build_wheel(tmp_path)
+  with zipfile.ZipFile(wheel) as archive:
+    listed = set(archive.namelist())
+    metadata = archive.read(f"gelujax-{gelujax.__version__}.dist-info/METADATA").decode()
+  assert "gelujax/py.typed" in listed
+  assert f"gelujax-{gelujax.__version__}.dist-info/licenses/LICENSE" in listed
+  assert f"\nVersion: {gelujax.__version__}\n" in metadata
+  assert "\nLicense-Expression: Apache-2.0\n" in metadata
+  installed = tmp_path / "installed"
+  subprocess.run(
+    [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index",
+     "--target", str(installed), wheel],
+    check=True, capture_output=True, text=True, timeout=300,
+  )  # fmt: skip
+  elsewhere = tmp_path / "elsewhere"
+  elsewhere.mkdir()
+  env = isolated_env(str(installed))
+  names = checkout_modules()
+  assert {"gelujax.engine.fit", "gelujax.study.pipeline", "gelujax.registry"} <= set(names)
+  result = subprocess.run(
+    [sys.executable, "-S", "-c", IMPORT_ALL, json.dumps(names)],
+    cwd=elsewhere, env=env, capture_output=True, text=True, timeout=300,
+  )  # fmt: skip
+  assert result.returncode == 0, result.stderr
+  imported = json.loads(result.stdout.splitlines()[-1])
+  assert imported["version"] == gelujax.__version__
+  for name, file in imported["files"].items():
+    assert file.startswith(str(installed) + os.sep), (name, file)
+  # experiments/train.py run from another directory trains through the installed package.
+  write_mnist_files(str(tmp_path / "mnist"))
+  workdir = tmp_path / "run"
+  result = subprocess.run(
+    [sys.executable, "-S", os.path.join(ROOT, "experiments", "train.py"),
+     "--task=tiny_mnist(data_options={'validation_size': 32})", "--epochs=1", "--seeds=1",
+     f"--data_dir={tmp_path / 'mnist'}", f"--workdir={workdir}", "--compilation_cache=none"],
+    cwd=elsewhere, env=env, capture_output=True, text=True, timeout=300,
+  )  # fmt: skip
+  assert result.returncode == 0, result.stderr
+  summary = json.loads((workdir / "summary.json").read_text())
+  assert summary["epochs"] == 1 and len(summary["members"]) == 1
+  assert not os.listdir(elsewhere)  # nothing written where it ran
