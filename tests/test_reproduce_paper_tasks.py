@@ -1,6 +1,7 @@
-"""The reproduce path of every task this machine has no real data for, end to end on fixtures.
+"""The reproduce path of every task a machine may have no real data for, end to end on fixtures.
 
-Twitter POS, TIMIT, CIFAR-10 and CIFAR-100 are trained here with their real models, optimizers,
+Twitter POS (whose real splits this project's machine has, outside the repository: a CI machine
+may not), TIMIT, CIFAR-10 and CIFAR-100 are trained here with their real models, optimizers,
 preprocessing and batch sizes on one batch of examples written in the real file formats, for one
 epoch and one selection seed (the CIFAR networks narrowed or shortened to save minutes on a CPU:
 CIFAR-10's nine convolutions at 16 and 32 channels, not 96 and 192; CIFAR-100's wide ResNet with

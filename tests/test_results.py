@@ -176,10 +176,12 @@ def hl(a, b):
   )
 
 
-def effect(a, b, scale=1.0):
+def effect(a, b, scale=1.0, p=None):
+  """The shift, its interval and ``p`` (a verdict's), else the rank-sum p."""
   shift, low, high, _ = hl(a, b)
   interval = f"[{fmt(low, scale, 3)}, {fmt(high, scale, 3)}]"
-  return f"shift {fmt(shift, scale, 3)} {interval}, p = {rank_p(a, b):.2g}"
+  p = rank_p(a, b) if p is None else p
+  return f"shift {fmt(shift, scale, 3)} {interval}, p = {p:.2g}"
 
 
 def holm(p):
@@ -473,7 +475,7 @@ class Expected:
   def verdict_lines(self):
     lines = []
     for family in ("primary", "secondary"):
-      for i, (h, e, _, adj, words) in enumerate(self.verdicts(family), 1):
+      for i, (h, e, p, adj, words) in enumerate(self.verdicts(family), 1):
         head = f"- Hypothesis [{self.figure}, {family} {i}]: {describe(h)}"
         if isinstance(e, str):
           lines.append(f"{head}: {words}.")
@@ -481,7 +483,8 @@ class Expected:
           a, b, seeds = e
           lines.append(
             f"{head}: {words} (gelu_tanh {fmt(np.median(a), h.scale)} vs {h.baseline} "
-            f"{fmt(np.median(b), h.scale)}, {seeds}; {effect(a, b, h.scale)}, Holm {adj:.2g})."
+            f"{fmt(np.median(b), h.scale)}, {seeds}; {effect(a, b, h.scale, p)}, "
+            f"Holm {adj:.2g})."
           )
     return lines
 
@@ -760,6 +763,82 @@ def check_tables(expected):
 @pytest.mark.parametrize("folder", RESULTS, ids=[f"{p.parent.name}/{p.name}" for p in RESULTS])
 def test_every_verdict_and_finding_is_rederived_from_the_runs_files(folder):
   check_result(folder)
+
+
+# A verdict line's parenthesis, and a table row's "ours" cell.
+VERDICT_TAIL = re.compile(
+  r" \((?P<gelu>\S+) (?P<median_a>\S+) vs (?P<baseline>\S+) (?P<median_b>\S+), (?P<seeds>.+); "
+  r"shift (?P<shift>\S+ \[\S+, \S+\]), p = (?P<p>\S+), Holm (?P<holm>\S+)\)\."
+)
+OURS_CELL = re.compile(r"(?P<median_a>\S+) vs (?P<median_b>\S+) \((?P<seeds>.+); \d+ vs \d+\)")
+
+
+def check_verdict_lines_against_table(text, lines, figure):
+  """Each ``- Hypothesis`` line of ``lines`` states its table row's claim, verdict, medians,
+  seeds, shift and interval, p and Holm p (the rows of ``text``'s hypothesis tables)."""
+  for family in ("primary", "secondary"):
+    heading = f"## {family.capitalize()} hypotheses"
+    rows = table_rows(text, heading) if f"\n{heading}\n" in text else []
+    found = [line for line in lines if line.startswith(f"- Hypothesis [{figure}, {family} ")]
+    assert len(found) == len(rows), (family, found, rows)
+    for row, line in zip(rows, found, strict=True):
+      i, claim, _, ours, shift, p, holm, verdict = row[2:-2].split(" | ")
+      head = f"- Hypothesis [{figure}, {family} {i}]: {claim}: {verdict}"
+      assert line.startswith(head), (line, row)
+      tail = line[len(head) :]
+      if ours == "–":
+        assert (tail, shift, p, holm) == (".", "–", "–", "–"), (line, row)
+        continue
+      said, cell = VERDICT_TAIL.fullmatch(tail), OURS_CELL.fullmatch(ours)
+      assert said and cell, (line, row)
+      assert said["gelu"] in claim and said["baseline"] in claim, (line, row)
+      keys = ("median_a", "median_b", "seeds")
+      assert [said[k] for k in keys] == [cell[k] for k in keys], (line, row)
+      assert (said["shift"], said["p"], said["holm"]) == (shift, p, holm), (line, row)
+
+
+@pytest.mark.parametrize("folder", RESULTS, ids=[f"{p.parent.name}/{p.name}" for p in RESULTS])
+def test_each_verdict_line_states_its_table_rows_numbers(folder):
+  """The README's verdict lines and the results overview's lines of this result give the
+  numbers of its hypothesis tables: an equivalence claim's p is the TOST-or-beyond p, not the
+  rank-sum p of its shift."""
+  text = (folder / "README.md").read_text()
+  figure = FIGURES[json.loads((folder / "summary.json").read_text())["task"]]
+  check_verdict_lines_against_table(text, readme_sections(text)["Verdicts"], figure)
+  overview = overview_blocks((ROOT / "README.md").read_text())[str(folder.relative_to(ROOT))]
+  check_verdict_lines_against_table(text, [line.strip() for line in overview], figure)
+
+
+def grid_marks(text, heading):
+  """(run, lr) of the rows of the grid table under ``heading`` that mark their lr selected."""
+  if f"\n{heading}\n" not in text:
+    return None
+  marked = set()
+  for row in table_rows(text, heading):
+    run, lr = row[2:-2].split(" | ")[:2]
+    if lr.endswith(" (selected)"):
+      marked.add((run, lr.removesuffix(" (selected)")))
+  return marked
+
+
+@pytest.mark.parametrize("folder", RESULTS, ids=[f"{p.parent.name}/{p.name}" for p in RESULTS])
+def test_the_grid_table_marks_an_lr_selected_only_where_the_design_selects_it(folder):
+  """Every lr of the selection grids: each run's selected lr marked where the design selects
+  one (the lowest median best selection metric), no lr where it selects none (Fig. 4 tests each
+  lr), whatever lr the table above shows."""
+  expected = Expected(folder)
+  if expected.noise:
+    return
+  want = set()
+  if expected.select:
+    want = {(run.name, f"{run.selected():g}") for run in expected.runs if run.selected()}
+  readme_marks = grid_marks(
+    (folder / "README.md").read_text(), "### Every learning rate of the selection grids"
+  )
+  table_marks = grid_marks(
+    (folder / "table.md").read_text(), "## Every learning rate of the selection grids"
+  )
+  assert readme_marks == table_marks == want
 
 
 def test_the_checks_hold_for_a_result_with_its_evaluation_seeds(tmp_path):

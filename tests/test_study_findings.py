@@ -38,6 +38,20 @@ def test_verdict_words_and_lines():
   assert findings.verdict_words(pending) == "pending: evaluation seeds not trained"
 
 
+def test_an_equivalence_verdict_line_gives_the_verdicts_p_not_its_shifts():
+  """The line's p is the one the verdict and its table row rest on: an equivalence claim's
+  TOST-or-beyond p (twice the smaller one-sided p), not the rank-sum p of the shift."""
+  h = next(h for h in HYPOTHESES["mnist_noise"] if h.direction == "equivalent")
+  gelu, relu = (0.50, 0.51, 0.52, 0.53, 0.54), (0.40, 0.41, 0.42, 0.43, 0.44)
+  (v,) = verdicts.judge([h], lambda _: Evidence(gelu, relu, "s"))
+  assert (f"{v.comparison.p:.2g}", f"{v.p:.2g}", v.verdict) == ("0.0079", "0.016", "refuted")
+  assert findings.hypothesis_line("mnist_noise", 3, v) == (
+    "- Hypothesis [Fig. 3, primary 3]: relu within ±0.02 of gelu_tanh: test accuracy under "
+    "noise, dropout 0, a = 1: refuted (gelu_tanh 0.52 vs relu 0.42, s; shift 0.1 [0.07, 0.13], "
+    "p = 0.016, Holm 0.016)."
+  )
+
+
 def test_curve_lines():
   spike = {"seed": 0, "epoch": 20.0, "value": 0.1072, "running_min": 0.01573, "ratio": 6.815}
   assert findings.curve_line("elu", 1e-3, "spike", spike) == (

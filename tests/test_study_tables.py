@@ -47,6 +47,12 @@ def test_format_table_and_grid(row):
   assert "| gelu | 0.0001 (selected) | 0/3 | 0/3 | 0.16 (validation_loss) | 6 |" in grid
   assert "| gelu | 0.001 | 0/3 | 0/3 | 0.2 (validation_loss) | 1 |" in grid
   assert "| gelu | 1e-05 | 0/3 | 0/3 | 0.41 (validation_loss) | 20 |" in grid
+  # A design that selects no lr (Fig. 4: each lr a hypothesis) marks none, the same numbers.
+  unmarked = tables.format_grid(
+    [row], metric="best.test_error", label="test error (%)", scale=100, mark_selected=False
+  )
+  assert "(selected)" not in unmarked
+  assert unmarked == grid.replace(" (selected)", "")
   selection = tables.format_table(
     [row], metric="best.test_error", label="e", selection={"gelu": "0.0001 over 0.001"}
   )

@@ -134,22 +134,25 @@ def number(value: float, scale: float = 1.0, digits: int = 4) -> str:
   return format_number(value, scale, digits)
 
 
-def effect(comparison: Comparison, scale: float = 1.0) -> str:
-  """``"shift -0.0271 [-0.0312, -0.0229], p = 0.0079"``."""
-  return f"shift {format_shift(comparison, scale)}, p = {comparison.p:.2g}"
+def effect(comparison: Comparison, scale: float = 1.0, p: float | None = None) -> str:
+  """``"shift -0.0271 [-0.0312, -0.0229], p = 0.0079"``: with ``p``, that p (a verdict's),
+  else the comparison's rank-sum p."""
+  p = comparison.p if p is None else p
+  return f"shift {format_shift(comparison, scale)}, p = {p:.2g}"
 
 
 def hypothesis_line(task: str, index: int, verdict: Verdict) -> str:
   """``- Hypothesis [Fig. 2, 1]: gelu_tanh below relu: ...: confirmed (gelu_tanh 0.08 vs relu
-  0.11; shift ..., p = ..., Holm ...).``"""
+  0.11; shift ..., p = ..., Holm ...).``, with the verdict's own p (an equivalence claim's TOST
+  or beyond-the-margin p, not the rank-sum p of the shift), the p its table row shows."""
   h, c = verdict.hypothesis, verdict.comparison
   head = f"- Hypothesis [{FIGURES.get(task, task)}, {h.family} {index}]: {h.describe()}"
   if c is None:
     return f"{head}: {verdict_words(verdict)}."
   return (
     f"{head}: {verdict_words(verdict)} ({h.gelu} {number(c.median_a, h.scale)} vs "
-    f"{h.baseline} {number(c.median_b, h.scale)}, {verdict.seeds}; {effect(c, h.scale)}, "
-    f"Holm {verdict.holm:.2g})."
+    f"{h.baseline} {number(c.median_b, h.scale)}, {verdict.seeds}; "
+    f"{effect(c, h.scale, verdict.p)}, Holm {verdict.holm:.2g})."
   )
 
 

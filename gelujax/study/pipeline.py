@@ -348,6 +348,8 @@ def write_table(
   exploratory comparisons and instabilities, then every lr of the selection grids."""
   extra = [(m.key, m.label, m.scale) for m in metrics[1:]]
   select = rows[0]["select_metric"]
+  # The grid of every lr marks each run's selected lr, not the lr the tables above show.
+  grid_rows = rows
   where = f"the lr selected on {select}"
   if report.learning_rate is not None:
     # The paper reports these numbers per lr: show its lr, not a selected one.
@@ -391,7 +393,13 @@ def write_table(
   text += exploratory_tables(result)
   text.append("## Every learning rate of the selection grids\n")
   text.append(
-    tables.format_grid(rows, metric=report.metric, label=report.label, scale=report.scale)
+    tables.format_grid(
+      grid_rows,
+      metric=report.metric,
+      label=report.label,
+      scale=report.scale,
+      mark_selected=result.design.select_lr,
+    )
   )
   table = "\n".join(text)
   (out / "table.md").write_text(table)

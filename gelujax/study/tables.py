@@ -98,18 +98,24 @@ def format_table(
 
 
 def format_grid(
-  rows: Sequence[dict[str, Any]], *, metric: str, label: str, scale: float = 1.0
+  rows: Sequence[dict[str, Any]],
+  *,
+  metric: str,
+  label: str,
+  scale: float = 1.0,
+  mark_selected: bool = True,
 ) -> str:
   """A Markdown table of every lr of every run: diverged and unstable members, the median
-  selection metric (which picks the lr) and the median of ``metric`` (labelled ``label``, times
-  ``scale``)."""
+  selection metric (which picks the lr where one is selected) and the median of ``metric``
+  (labelled ``label``, times ``scale``). With ``mark_selected``, each row's ``selected`` lr is
+  marked "(selected)"; without (a design that selects no lr), none is."""
   lines = [
     f"| run | lr | diverged | unstable | median best selection metric | median {label} |",
     "|---|---|---|---|---|---|",
   ]
   for row in rows:
     for g in row["grid"]:
-      mark = " (selected)" if g is row["selected"] else ""
+      mark = " (selected)" if mark_selected and g is row["selected"] else ""
       value = g["metrics"].get(metric, {}).get("median")
       lines.append(
         f"| {row['run']} | {g['learning_rate']:g}{mark} | {g['diverged']}/{g['members']} | "
