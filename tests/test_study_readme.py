@@ -78,6 +78,11 @@ def test_reproduce_command_leaves_defaults_out(tmp_path):
   assert readme.render_command(command) == (
     "python experiments/reproduce.py --task=mnist --dataset=fashion_mnist --out=elsewhere --render"
   )
+  # A name with arguments is quoted for the shell, as the command it came from quotes it.
+  quoted = "python experiments/reproduce.py '--task=mnist(dropout=0.1)' --dataset=mnist"
+  assert readme.render_command(quoted) == (
+    "python experiments/reproduce.py '--task=mnist(dropout=0.1)' --dataset=mnist --render"
+  )
   settings |= {"task": "mnist_noise", "dropout_rates": [0.0], "seeds": [0, 1, 2]}
   settings |= {"evaluation_seeds": []}  # None trained yet: the default is left out.
   command = readme.reproduce_command(settings, paper, out=out, root=tmp_path)

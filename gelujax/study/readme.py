@@ -108,7 +108,7 @@ def render_command(command: str) -> str:
   kept = [
     f for f in shlex.split(command)[2:] if f.split("=")[0] in ("--task", "--dataset", "--out")
   ]
-  return " ".join(["python experiments/reproduce.py", *kept, "--render"])
+  return "python experiments/reproduce.py " + shlex.join([*kept, "--render"])
 
 
 def list_deviations(
