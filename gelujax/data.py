@@ -74,7 +74,9 @@ get it (offline: the URLs, the checksums and the folder to put the files in); a 
 raises a ValueError naming the file (and the line, for text files).
 
 ``python -m gelujax.data download NAME [--data_dir DIR]`` fetches a dataset ahead of time and
-``python -m gelujax.data list`` shows what the cache holds (`gelujax.download.main`).
+``python -m gelujax.data list`` shows, for each data set, the source :func:`load` would read it
+from, or every place it looked (:func:`describe_sources`: the loader itself, without the
+network).
 
 Host-side preprocessing (NumPy, run once by the tasks): :func:`scale_pixels`,
 :func:`add_uniform_noise`, :func:`fit_zca` / :func:`apply_zca`, :func:`subtract_pixel_mean`,
@@ -83,6 +85,7 @@ Host-side preprocessing (NumPy, run once by the tasks): :func:`scale_pixels`,
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import gzip
 import inspect
@@ -129,24 +132,52 @@ class Splits(dict):
 # A source that does not have the dataset says why by raising it (not an error by itself).
 _Missing = download.NotFound
 
+# What `load` was asked for, for the sources it looks in: whether a download may be tried, and
+# the cache folder (None: `gelujax.download.cache_root`'s default).
+_NETWORK: contextvars.ContextVar[bool] = contextvars.ContextVar("gelujax_data_network")
+_CACHE: contextvars.ContextVar[Path | None] = contextvars.ContextVar("gelujax_data_cache")
+
+
+class NoSource(ValueError):
+  """No source has the data set. ``reasons``: ``(place, why not)`` in the order looked."""
+
+  def __init__(self, message: str, reasons: list[tuple[str, str]]):
+    super().__init__(message)
+    self.reasons = reasons
+
+
+def _cache_root() -> Path:
+  return download.cache_root(_CACHE.get(None))
+
 
 def dataset_names() -> list[str]:
   """The names :func:`load` accepts."""
   return DATASETS.names()
 
 
-def load(name: str, data_dir: str | Path | None = None, **options: Any) -> Splits:
+def load(
+  name: str,
+  data_dir: str | Path | None = None,
+  *,
+  network: bool = True,
+  cache: str | Path | None = None,
+  **options: Any,
+) -> Splits:
   """Loads dataset ``name`` from the first source that has it (see the module docstring).
 
   Args:
     name: one of :func:`dataset_names`.
     data_dir: a folder with the dataset's files (or, for TFDS datasets, TFDS's data_dir); when
       given, the only place looked.
+    network: whether a data set found nowhere on the machine may be downloaded.
+    cache: the download cache (default: ``$GELUJAX_DATA_DIR``, else
+      ``~/.cache/gelujax/datasets``).
     **options: dataset options, e.g. ``train_on_all=True`` or ``embeddings="vectors.txt"``.
 
   Raises:
-    ValueError: unknown name or option, no source has the dataset, ``data_dir`` does not hold
-      it, a download failed, or a malformed file.
+    NoSource: no source has the dataset (a ValueError naming every place looked).
+    ValueError: unknown name or option, ``data_dir`` does not hold it, a download failed, or a
+      malformed file.
   """
   loader = DATASETS.lookup(name)
   try:
@@ -156,8 +187,31 @@ def load(name: str, data_dir: str | Path | None = None, **options: Any) -> Split
     raise ValueError(
       f"Unknown option(s) {sorted(options)} for dataset {name!r}; its options are {valid}."
     ) from None
-  # An empty string (a flag's default) means no data_dir, like None.
-  return loader(Path(data_dir) if data_dir else None, **options)
+  network_token, cache_token = _NETWORK.set(network), _CACHE.set(Path(cache) if cache else None)
+  try:
+    # An empty string (a flag's default) means no data_dir, like None.
+    return loader(Path(data_dir) if data_dir else None, **options)
+  finally:
+    _NETWORK.reset(network_token)
+    _CACHE.reset(cache_token)
+
+
+def describe_sources(cache: str | Path | None = None) -> list[str]:
+  """One line per data set: the source :func:`load` reads it from, with what was verified, or
+  every place it looked and why each did not have it. It is :func:`load` itself, without the
+  network (so the same search order and the same words); a data set found is read whole."""
+  lines = []
+  for name in dataset_names():
+    try:
+      record = load(name, network=False, cache=cache).info["record"]
+    except NoSource as e:
+      looked = "; ".join(f"{where} ({why})" for where, why in e.reasons)
+      lines.append(f"{name:<14}missing   looked in: {looked}")
+    except ValueError as e:
+      lines.append(f"{name:<14}unusable  {' '.join(str(e).split())}")
+    else:
+      lines.append(f"{name:<14}found     {record['source']}; {record['verified']}")
+  return lines
 
 
 def describe_record(record: dict[str, Any]) -> str:
@@ -225,24 +279,27 @@ def _find(
     sources.extend(_cache_sources(name, read))
     problem = "no source has it"
     if name in download.PUBLISHED:
-      how_to_get = f"{how_to_get} {download.where_to_put(name, download.cache_root())}"
+      how_to_get = f"{how_to_get} {download.where_to_put(name, _cache_root())}"
   reasons = []
   for where, get in sources:
     try:
       return get()
     except _Missing as e:
-      reasons.append(f"{where} ({e})")
-  raise ValueError(
-    f"Cannot load dataset {name!r}: {problem}. Looked in: {'; '.join(reasons)}. {how_to_get}"
+      reasons.append((where, str(e)))
+  looked = "; ".join(f"{where} ({why})" for where, why in reasons)
+  raise NoSource(
+    f"Cannot load dataset {name!r}: {problem}. Looked in: {looked}. {how_to_get}", reasons
   )
 
 
 def _cache_sources(name: str, read: _Reader) -> list[tuple[str, Callable[[], Any]]]:
   """The cache under `gelujax.download.cache_root`, then a download into it (never for TIMIT,
   whose folder there is only looked in)."""
-  root = download.cache_root()
+  root = _cache_root()
 
   def cached(network: bool) -> tuple[Any, dict[str, Any]]:
+    if network and not _NETWORK.get(True):
+      raise _Missing("not tried: the network was not asked for")
     if network and download.is_offline():
       value = os.environ[download.OFFLINE_VARIABLE]
       raise _Missing(f"not tried: {download.OFFLINE_VARIABLE}={value} forbids the network")
@@ -266,7 +323,7 @@ def _read_local(name: str, read: _Reader, folder: Path) -> tuple[Any, dict[str, 
 
 def _without_data_dir(name: str, data_dir: Path, debian: Path | None, tfds: bool) -> str:
   """The end of a sentence: what leaving ``--data_dir`` out would do, or fetching into it."""
-  cache = download.cache_root() / name
+  cache = _cache_root() / name
   if name not in download.PUBLISHED:
     return f"leave --data_dir out to look in the cache {cache}."
   local = [

@@ -28,7 +28,7 @@ hold those files, verified, where ``root`` is `cache_root`: ``--data_dir`` when 
 TIMIT is licensed by the LDC and is never downloaded.
 
 ``python -m gelujax.data download NAME [--data_dir DIR]`` fetches ahead of time (`main`);
-``python -m gelujax.data list`` shows what the cache holds and whether it verifies.
+``python -m gelujax.data list`` shows where `gelujax.data.load` would read each data set from.
 """
 
 from __future__ import annotations
@@ -56,6 +56,8 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 import tqdm
+
+from gelujax.registry import close_names, did_you_mean, sentences
 
 DATA_DIR_VARIABLE = "GELUJAX_DATA_DIR"
 MIRROR_VARIABLE = "GELUJAX_DATA_MIRROR"
@@ -250,7 +252,11 @@ def published(dataset: str) -> Published:
     )
   if dataset not in PUBLISHED:
     raise ValueError(
-      f"No published files for data set {dataset!r}; gelujax downloads {', '.join(PUBLISHED)}."
+      sentences(
+        f"No published files for data set {dataset!r}.",
+        did_you_mean(close_names(dataset, PUBLISHED)),
+        f"gelujax downloads {', '.join(PUBLISHED)}.",
+      )
     )
   return PUBLISHED[dataset]
 
@@ -775,20 +781,6 @@ def _member_kind(member: tarfile.TarInfo) -> str:
 # --------------------------------------------------------------------- command line
 
 
-def describe_cache(root: Path) -> list[str]:
-  """One line per data set: whether ``root`` holds it, verified, and where else to look."""
-  lines = []
-  for dataset in PUBLISHED:
-    try:
-      entry = verified(dataset, root)
-      state = f"verified  {entry.folder} ({len(entry.record['sha256'])} files)"
-    except NotFound as e:
-      state = f"missing   {root / dataset}: {e}"
-    lines.append(f"{dataset:<14}{state}")
-  lines.append(f"{'timit':<14}never downloaded (LDC licence): pass --data_dir")
-  return lines
-
-
 def main(argv: Sequence[str] | None = None) -> int:
   """``python -m gelujax.data download NAME... [--data_dir DIR]`` or ``... list``."""
   parser = argparse.ArgumentParser(
@@ -800,7 +792,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     "download", help="download, verify (and extract) data sets into the cache"
   )
   download.add_argument("names", nargs="+", metavar="NAME", help=", ".join(PUBLISHED))
-  listing = commands.add_parser("list", help="show what the cache holds and whether it verifies")
+  listing = commands.add_parser(
+    "list", help="show where each data set would be read from (the loader, without the network)"
+  )
   for command in (download, listing):
     command.add_argument(
       "--data_dir",
@@ -812,8 +806,10 @@ def main(argv: Sequence[str] | None = None) -> int:
   try:
     if args.command == "list":
       mirror = os.environ.get(MIRROR_VARIABLE)
-      print(f"cache {root}; mirror {mirror or 'none'}; offline {is_offline()}")
-      print("\n".join(describe_cache(root)))
+      print(f"cache {root}; mirror {mirror or 'none'}; offline {is_offline()}", flush=True)
+      from gelujax import data  # here: gelujax.data imports this module
+
+      print("\n".join(data.describe_sources(root)))
       return 0
     for name in args.names:
       published(name)

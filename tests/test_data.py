@@ -13,7 +13,7 @@ import pytest
 import scipy.linalg
 import tensorflow_datasets as tfds
 
-from gelujax import data
+from gelujax import data, download
 
 RNG = np.random.default_rng(0)
 
@@ -125,6 +125,41 @@ def test_data_dir_preferred_over_debian_copy(tmp_path, no_tfds, monkeypatch):
   splits = data.load("fashion_mnist", train_on_all=True)
   assert splits.info["source"] == f"IDX files in {tmp_path / 'debian'}"
   assert len(splits["train"]["inputs"]) == 12
+
+
+def test_list_shows_where_load_reads_each_data_set(tmp_path, no_tfds, monkeypatch, capsys):
+  """`python -m gelujax.data list` once called Debian's Fashion-MNIST missing (it looked only in
+  the cache) while `load` read it: the listing is the loader's search, in its order and words."""
+  write_mnist(tmp_path / "debian", n_train=5001)  # the default split holds 5000 out
+  monkeypatch.setattr(data, "DEBIAN_FASHION_MNIST", tmp_path / "debian")
+  cache = tmp_path / "cache"
+  assert download.main(["list", "--data_dir", str(cache)]) == 0
+  listing = {line[:14].strip(): line[14:] for line in capsys.readouterr().out.splitlines()[1:]}
+  assert sorted(listing) == data.dataset_names()
+  assert listing["fashion_mnist"].startswith(f"found     IDX files in {tmp_path / 'debian'}; ")
+  assert listing["mnist"] == (
+    f"missing   looked in: --data_dir (not given); TFDS 'mnist' (data_dir TFDS default, "
+    f"~/tensorflow_datasets) (no prepared copy); the cache {cache / 'mnist'} (no such folder); "
+    f"a download from {' or '.join(download.locations('mnist'))} (not tried: the network was not "
+    "asked for)"
+  )
+  assert listing["timit"] == (
+    f"missing   looked in: --data_dir (not given); the cache {cache / 'timit'} (no such folder)"
+  )
+  assert not cache.exists()  # nothing fetched, nothing made
+
+
+def test_a_near_miss_data_set_name_gets_a_suggestion(capsys):
+  assert download.main(["download", "cifar11"]) == 1
+  error = capsys.readouterr().err
+  assert error.startswith(
+    "python -m gelujax.data: error: No published files for data set 'cifar11'. Did you mean "
+    "cifar10? gelujax downloads mnist,"
+  )
+  with pytest.raises(
+    ValueError, match=r"Unknown dataset 'fashion_mnsit'\. Did you mean fashion_mnist\?"
+  ):
+    data.load("fashion_mnsit")
 
 
 @pytest.mark.parametrize("size", [0, 12, -1])

@@ -333,14 +333,26 @@ def test_the_download_command_fetches_ahead_and_list_verifies(
   )
   capsys.readouterr()
   assert download.main(["list", "--data_dir", str(target)]) == 0
-  listing = capsys.readouterr().out
-  assert f"twitter_pos   verified  {target / 'twitter_pos'} (3 files)" in listing
-  assert "cifar10       missing" in listing
+  listing = capsys.readouterr().out.splitlines()
+  folder = target / "twitter_pos"
+  assert (
+    f"twitter_pos   found     ARK files {folder / 'oct27.train'}, "
+    f"{folder / 'oct27.dev'}, {folder / 'oct27.test'}; each of the 3 files matches its published "
+    "sha256 and size (checked at this load)"
+  ) in listing
+  # Missing: every place the loader looks, in its order, the download not tried.
+  (cifar,) = [line for line in listing if line.startswith("cifar10 ")]
+  assert cifar.startswith("cifar10       missing   looked in: --data_dir (not given); TFDS ")
+  assert f"; the cache {target / 'cifar10'} (no such folder); a download from " in cifar
+  assert cifar.endswith(
+    "https://www.cs.toronto.edu/~kriz/ (not tried: the network was not asked for)"
+  )
   path = target / "twitter_pos" / "oct27.dev"
   path.write_bytes(path.read_bytes().replace(b"\t", b" ", 1))  # One byte changed on disk.
   download.main(["list", "--data_dir", str(target)])
   listing = capsys.readouterr().out
-  assert f"{path} is damaged: sha256 {hashlib.sha256(path.read_bytes()).hexdigest()}" in listing
+  damaged = f"{path} is damaged: sha256 {hashlib.sha256(path.read_bytes()).hexdigest()}"
+  assert f"the cache {folder} ({damaged}" in listing
   # Fetching again replaces only the damaged file.
   server.requests.clear()
   assert download.main(["download", "twitter_pos", "--data_dir", str(target)]) == 0
