@@ -566,6 +566,47 @@ def deleted_checkpoints(lab: Lab, stopped_at: tuple[int, ...] = (10, 2)) -> list
   return outcomes
 
 
+def deleted_while_running(lab: Lab) -> list[Outcome]:
+  """checkpoints/, then the whole workdir, removed by another process (`rm -rf`) while train.py
+  runs, the moment checkpoints/2 appears."""
+  outcomes = []
+  for target in ("checkpoints", "workdir"):
+    workdir = lab.root / f"deleted-while-running-{target}"
+    process = lab.start(workdir, "--epochs=400")
+    gone = workdir / "checkpoints" if target == "checkpoints" else workdir
+    # Between two saves (a save cut short is a fault of its own): the run is stopped the moment
+    # a checkpoint appears and let go at once if the next save has begun.
+    hit = False
+    for epoch in range(2, 50):
+      if not wait_for((workdir / "checkpoints" / str(epoch)).is_dir, poll=0.0005):
+        break
+      process.send_signal(signal.SIGSTOP)
+      saving = any(".orbax-checkpoint-tmp" in n for n in os.listdir(workdir / "checkpoints"))
+      if not saving:
+        shutil.rmtree(gone)
+      process.send_signal(signal.SIGCONT)
+      if not saving:
+        hit = True
+        break
+    _, stderr = process.communicate(timeout=300)
+    result = Run(process.returncode, stderr)
+    outcomes.append(
+      Outcome(
+        f"{'checkpoints/' if target == 'checkpoints' else 'the workdir'} deleted mid-run",
+        f"`rm -rf {'checkpoints' if target == 'checkpoints' else 'WORKDIR'}` by another process "
+        "between two saves (the run stopped by SIGSTOP the moment `checkpoints/N` appears), "
+        "during `--epochs=400`",
+        user_saw(result),
+        hit
+        and one_line(result, f"{gone} was deleted while this run was writing it")
+        and "compilation cache" not in result.seen[0],
+        "one line naming the folder deleted (not blamed on the compilation cache)",
+        workdir,
+      )
+    )
+  return outcomes
+
+
 def smaller_epochs(lab: Lab) -> list[Outcome]:
   workdir = lab.copy(3, "smaller-epochs")
   before = results(workdir)
@@ -907,6 +948,20 @@ def bad_workdirs(lab: Lab) -> list[Outcome]:
         "one line naming the workdir",
       )
     )
+  for caused_by, workdir, needle in (
+    ("a folder name of 300 bytes", lab.root / ("a" * 300), "longer than the 255"),
+    ("`--workdir=/proc/x`: no folder can be made there", Path("/proc/x"), "no folder can be"),
+  ):
+    result = lab.train(workdir)
+    outcomes.append(
+      Outcome(
+        f"--workdir that cannot be created ({caused_by.split(':')[0].strip('`')})",
+        caused_by,
+        user_saw(result),
+        one_line(result, needle) and not os.path.exists(workdir),
+        "one line before any work, naming --workdir; nothing created",
+      )
+    )
   forbidden = lab.root / "not-mine"
   forbidden.mkdir()
   os.chown(forbidden, 65534, 65534)
@@ -1078,6 +1133,7 @@ FAULTS: dict[str, Callable[[Lab], list[Outcome]]] = {
   "torn_tail": torn_tail,
   "deleted_line": deleted_line,
   "deleted_checkpoints": deleted_checkpoints,
+  "deleted_while_running": deleted_while_running,
   "smaller_epochs": smaller_epochs,
   "signals": signals,
   "interrupts": interrupts,

@@ -207,7 +207,7 @@ def cache_failure(error: BaseException) -> str | None:
   program of its key: an entry damaged or swapped on disk fails when it runs, with an error
   that names neither the cache nor a way around it.
   """
-  if not _cache_hits:
+  if not _cache_hits or isinstance(error, OSError):  # a file's error is never the program's
     return None
   text = str(error).strip().splitlines()[0] if str(error).strip() else ""
   return (

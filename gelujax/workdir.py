@@ -33,6 +33,7 @@ import math
 import os
 import socket
 import sys
+import tempfile
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
@@ -273,7 +274,14 @@ class Lock:
   def __init__(self, workdir: str):
     self.path = os.path.join(workdir, LOCK_FILE)
     with disk_errors(workdir):
-      os.makedirs(workdir, exist_ok=True)
+      try:
+        os.makedirs(workdir, exist_ok=True)
+      except OSError as e:
+        if e.errno in DISK_ERRNOS:
+          raise
+        raise WorkdirError(
+          f"Cannot create --workdir {workdir} ({e.strerror}); pass a folder that can be created."
+        ) from None
       fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
       fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -353,13 +361,37 @@ def disk_errors(workdir: str, what: str | None = None) -> Iterator[None]:
   except Exception as e:
     reason = disk_error_reason(e)
     if reason is None:
-      raise
+      gone = _deleted_folder(workdir, e)
+      if gone is None:
+        raise
+      raise WorkdirError(
+        f"{gone} was deleted while this run was writing it (by another process?), so "
+        f"{what or 'the run'} could not be written; what was deleted is lost. Re-run the same "
+        "command to resume from what is left (or start afresh), or pass another --workdir."
+      ) from None
     where = what or getattr(e, "filename", None) or f"a file in {workdir}"
     raise WorkdirError(
       f"Cannot write {where} ({reason}). Everything written before is intact: "
       "make room or give write access on that disk and re-run the same command to resume, "
       "or pass another --workdir."
     ) from None
+
+
+def _deleted_folder(workdir: str, error: BaseException | None) -> str | None:
+  """What of the workdir was deleted when ``error`` (or what it wraps; TensorStore names the
+  OS error in its message) says a file was not found: the workdir, or its checkpoints folder,
+  if gone now, else "a file or folder in <workdir>" when the error names a path inside it; None
+  for any other error."""
+  missing = os.strerror(errno.ENOENT)
+  while error is not None:
+    if (isinstance(error, OSError) and error.errno == errno.ENOENT) or missing in str(error):
+      for folder in (workdir, os.path.join(workdir, CHECKPOINT_DIR)):
+        if not os.path.isdir(folder):
+          return folder
+      named = f"{getattr(error, 'filename', None)} {error}"
+      return f"a file or folder in {workdir}" if os.path.abspath(workdir) in named else None
+    error = error.__cause__ or error.__context__
+  return None
 
 
 def disk_error_reason(error: BaseException | None) -> str | None:
@@ -410,6 +442,21 @@ def check_writable(workdir: str) -> None:
       f"--workdir {workdir}: {existing} is not writable by this user (permission denied); pass "
       "a folder you can write."
     )
+  longest = os.pathconf(existing, "PC_NAME_MAX")
+  for name in path[len(existing) :].split(os.sep):
+    if len(os.fsencode(name)) > longest:
+      raise WorkdirError(
+        f"--workdir {workdir}: the folder name {name[:40]!r}... is {len(os.fsencode(name))} "
+        f"bytes, longer than the {longest} its file system allows; pass a shorter name."
+      )
+  if path != existing:  # A new folder: one that can be made there (not, say, in /proc).
+    try:
+      os.rmdir(tempfile.mkdtemp(prefix=".gelujax-check-", dir=existing))
+    except OSError as e:
+      raise WorkdirError(
+        f"--workdir {workdir}: no folder can be created in {existing} ({e.strerror}); pass a "
+        "folder on a disk you can write."
+      ) from None
 
 
 # ------------------------------------------------------------------------- the run

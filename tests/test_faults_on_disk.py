@@ -39,11 +39,30 @@ def test_the_fault_script_writes_its_table_and_cifar10_without_data_says_what_to
 
 @pytest.mark.slow
 def test_a_workdir_that_cannot_be_written_is_refused_in_one_line(lab):
-  is_file, read_only, forbidden = faults.bad_workdirs(lab)
+  is_file, read_only, too_long, in_proc, forbidden = faults.bad_workdirs(lab)
   assert is_file.ok and "is a file, not a folder" in is_file.seen, is_file.seen
   assert read_only.ok and "is on a read-only file system" in read_only.seen, read_only.seen
   # root without its capabilities, in a folder of another user: nothing is written there
   assert forbidden.ok and "is not writable by this user" in forbidden.seen, forbidden.seen
+  # Refused before any work, in one line, never blamed on the compilation cache.
+  for outcome in (too_long, in_proc):
+    assert outcome.ok and "compilation cache" not in outcome.seen, outcome.seen
+  assert too_long.seen.endswith(
+    "bytes, longer than the 255 its file system allows; pass a shorter name."
+  )
+  assert in_proc.seen == (
+    "exit 1: train.py: error: --workdir /proc/x: no folder can be created in /proc (No such file "
+    "or directory); pass a folder on a disk you can write."
+  )
+
+
+@pytest.mark.slow
+def test_a_workdir_deleted_mid_run_ends_in_one_line_naming_it(lab):
+  """`rm -rf` by another process while train.py writes: once the compilation cache had served a
+  program, this ended in a FileNotFoundError blamed on the cache, with advice that gave a
+  traceback."""
+  for outcome in faults.deleted_while_running(lab):
+    assert outcome.ok, outcome.seen
 
 
 @pytest.mark.slow
