@@ -130,13 +130,18 @@ class Lab:
     """Runs train.py to the end; ``prefix`` goes before the command (e.g. setpriv)."""
     return run([*prefix, *self.command(workdir, *flags, **options)], env or self.env())
 
-  def start(self, workdir: Path, *flags: str, **options) -> subprocess.Popen:
+  def start(
+    self, workdir: Path, *flags: str, ignore_sigint: bool = False, **options
+  ) -> subprocess.Popen:
+    """train.py started in the background; ``ignore_sigint``: with SIGINT ignored, as a
+    non-interactive shell starts ``cmd &``."""
     return subprocess.Popen(
       self.command(workdir, *flags, **options),
       env=self.env(),
       stdout=subprocess.PIPE,
       stderr=subprocess.PIPE,
       text=True,
+      preexec_fn=(lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if ignore_sigint else None,
     )
 
   def reference(self, epochs: int, *flags: str, **options) -> Path:
@@ -734,6 +739,45 @@ def interrupts(lab: Lab) -> list[Outcome]:
   return outcomes
 
 
+def ignored_sigint(lab: Lab) -> list[Outcome]:
+  """SIGINT sent to a train.py started with SIGINT ignored (`cmd &` in a script), the moment a
+  save starts and between two evaluations of an epoch: ignored both times, as the process
+  asked."""
+  outcomes = []
+  for when in ("save", "epoch"):
+    task = _BIG_TASK if when == "save" else _HALVES_TASK
+    grid = ("--seeds=4",) if when == "save" else GRID
+    workdir = lab.root / f"ignored-sigint-{when}"
+    process = lab.start(workdir, "--epochs=4", ignore_sigint=True, task=task, grid=grid)
+    if when == "save":
+      hit = wait_for(functools.partial(_saving, workdir / "checkpoints", 2), poll=0.0005)
+    else:
+      hit = wait_for(functools.partial(_mid_epoch, workdir, 3), poll=0.0005)
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=300)
+    result = Run(process.returncode, stderr)
+    reference = lab.reference(4, task=task, grid=grid)
+    outcomes.append(
+      Outcome(
+        "SIGINT to a run started with SIGINT ignored, "
+        + ("during a save" if when == "save" else "mid-epoch"),
+        "`kill -INT` sent the moment "
+        + (
+          "`checkpoints/2.orbax-checkpoint-tmp` appears"
+          if when == "save"
+          else "the first record of the middle of epoch 3 appears"
+        )
+        + ", to train.py started with SIGINT ignored (as `cmd &` in a script)",
+        user_saw(result),
+        hit and result.returncode == 0 and not result.seen and same_results(workdir, reference),
+        "ignored, as the process was started to do: the run ends as the uninterrupted one",
+        workdir,
+        reference,
+      )
+    )
+  return outcomes
+
+
 def kill_9(lab: Lab) -> list[Outcome]:
   """`kill -9` in the middle of a checkpoint's save, and between two evaluations of an epoch;
   then the same command, which must end equal to an uninterrupted run."""
@@ -1137,6 +1181,7 @@ FAULTS: dict[str, Callable[[Lab], list[Outcome]]] = {
   "smaller_epochs": smaller_epochs,
   "signals": signals,
   "interrupts": interrupts,
+  "ignored_sigint": ignored_sigint,
   "kill_9": kill_9,
   "bad_flags": bad_flags,
   "compilation_cache": compilation_cache,

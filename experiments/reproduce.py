@@ -93,6 +93,11 @@ def run() -> Path:
   task = _TASK.value
   if not task:
     raise ValueError(f"--task is required: one of {', '.join(PAPER_TASKS)}.")
+  text_flags = (
+    _TASK, _DATASET, _ACTIVATIONS, _SEEDS, _EVALUATION_SEEDS, _LEARNING_RATES, _DROPOUT_RATES,
+    _DATA_DIR, _EMBEDDINGS, _OUT, _CPU_DEVICES, _COMPILATION_CACHE,
+  )  # fmt: skip
+  _flags.check_utf8(**{flag.name: flag.value for flag in text_flags})
   noise = task.endswith(NOISE_SUFFIX)
   base = task.removesuffix(NOISE_SUFFIX)
   _, spec = _flags.make_spec(

@@ -90,7 +90,8 @@ def main(argv: list[str]) -> None:
   signal.signal(signal.SIGTERM, host.interrupt)  # `kill` unwinds like Ctrl-C.
   try:
     text_flags = (
-      _TASK, _ACTIVATION, _DATASET, _DTYPE, _LEARNING_RATES, _SEEDS, _CPU_DEVICES, _COORDINATOR
+      _TASK, _ACTIVATION, _DATASET, _DTYPE, _LEARNING_RATES, _SEEDS, _CPU_DEVICES, _COORDINATOR,
+      _DATA_DIR,
     )  # fmt: skip
     _flags.check_utf8(**{flag.name: flag.value for flag in text_flags})
     # Each value parsed once, here; the library takes values (a TaskSpec, Members).

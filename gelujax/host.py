@@ -354,7 +354,9 @@ def interrupt(signum: int, frame: Any = None) -> None:
 def signals_deferred(during: str) -> Iterator[None]:
   """Holds SIGINT and SIGTERM while the block runs; raises `Interrupted` after it if one came.
 
-  Only the main thread receives signals; elsewhere this does nothing.
+  A signal the process ignores stays ignored (a shell starts `cmd &` with SIGINT ignored: such a
+  run ignores Ctrl-C's signal during a save as it does outside one). Only the main thread
+  receives signals; elsewhere this does nothing.
   """
   if threading.current_thread() is not threading.main_thread():
     yield
@@ -365,7 +367,8 @@ def signals_deferred(during: str) -> Iterator[None]:
     del frame
     received.append(signum)
 
-  previous = {s: signal.signal(s, hold) for s in (signal.SIGINT, signal.SIGTERM)}
+  held = [s for s in (signal.SIGINT, signal.SIGTERM) if signal.getsignal(s) != signal.SIG_IGN]
+  previous = {s: signal.signal(s, hold) for s in held}
   try:
     yield
   finally:

@@ -42,6 +42,8 @@ BAD_FLAGS = [
   ("--seeds=0", "--seeds '0' is a count"),
   ("--render", "--render: "),
   ("--evaluation_seeds=1,5", "--evaluation_seeds 1,5 shares [1] with --seeds"),
+  # How Python hands over the byte 0xff of a command line: refused like every other flag.
+  ("--data_dir=fm-\udcff", "--data_dir b'fm-\\xff' is not UTF-8 (byte 0xff at position 3)"),
 ]
 
 

@@ -231,6 +231,15 @@ def test_a_workdir_of_another_run_is_refused_untouched(script, finished_run):
   assert hash_tree(finished_run) == before
 
 
+def test_a_data_dir_that_is_not_utf8_is_refused_like_every_flag(script, tmp_path):
+  exit_ = run_main(script, TASK, "--data_dir=fm-\udcff", f"--workdir={tmp_path / 'run'}")
+  assert exit_.code == (
+    "train.py: error: --data_dir b'fm-\\xff' is not UTF-8 (byte 0xff at position 3); flag "
+    "values must be UTF-8 text."
+  )
+  assert not (tmp_path / "run").exists()
+
+
 def test_batch_size_must_divide_over_the_data_axis(tmp_path):
   cases = [
     # 2 members on 4 devices: a 2 (members) x 2 (data) mesh; each batch splits over 2 devices.
