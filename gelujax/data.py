@@ -303,7 +303,12 @@ def _cache_sources(name: str, read: _Reader) -> list[tuple[str, Callable[[], Any
     if network and download.is_offline():
       value = os.environ[download.OFFLINE_VARIABLE]
       raise _Missing(f"not tried: {download.OFFLINE_VARIABLE}={value} forbids the network")
-    entry = download.fetch(name, root, network=network)
+    try:
+      entry = download.fetch(name, root, network=network)
+    except _Missing as e:
+      # A download tried next changes the folder: say when this was so.
+      downloads = not network and _NETWORK.get(True) and not download.is_offline()
+      raise _Missing(f"{e}, before the download" if downloads else str(e)) from None
     value, source, _ = read(entry.folder)
     return value, {"dataset": name, "source": source, **entry.record}
 

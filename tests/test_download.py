@@ -277,6 +277,10 @@ def test_checksum_mismatch_deletes_the_file_and_names_url_expected_and_got(
   assert f"sha256 is {hashlib.sha256(served).hexdigest()}" in message
   assert f"not the published {hashlib.sha256(files['oct27.dev']).hexdigest()}" in message
   assert "the file was deleted" in message and "\n" not in message
+  # The cache as it was when looked in, before the download made it (it holds the verified
+  # oct27.train now): never "(no such folder)" as if it were still so.
+  assert f"the cache {cache / 'twitter_pos'} (no such folder, before the download)" in message
+  assert (cache / "twitter_pos" / "oct27.train").read_bytes() == files["oct27.train"]
   assert not (cache / "twitter_pos" / "oct27.dev").exists()
   assert not (cache / "twitter_pos" / "oct27.dev.part").exists()
 
