@@ -950,16 +950,21 @@ def compilation_cache(lab: Lab) -> list[Outcome]:
   segment.write_bytes(segment.read_bytes()[:1000])
   workdir = lab.root / "cut-cache-run"
   result = lab.train(workdir, "--epochs=2", f"--compilation_cache={cache}")
+  again = lab.train(lab.root / "cut-cache-again", "--epochs=2", f"--compilation_cache={cache}")
   outcomes.append(
     Outcome(
       "an entry of the compilation cache cut short",
       "the file of `jit_train_segment` cut to 1,000 bytes (what a kill -9 while JAX writes it "
-      "leaves), then a run on that cache",
-      user_saw(result),
+      "leaves), then a run on that cache, then another",
+      user_saw(result) + " — then: " + user_saw(again),
       result.returncode == 0
       and "Error reading persistent compilation cache entry" in result.stderr
-      and same_results(workdir, lab.reference(2)),
-      "JAX's warning; the program compiles anew and the run equals the uninterrupted one",
+      and "gelujax: removed 1 compilation cache entry of jit_train_segment" in result.stderr
+      and same_results(workdir, lab.reference(2))
+      and again.returncode == 0
+      and "compilation cache" not in again.stderr,
+      "JAX's warning; the entry is replaced by the program compiled anew, and the run equals the "
+      "uninterrupted one; the next run loads it without a warning",
       workdir,
       lab.reference(2),
     )

@@ -32,6 +32,7 @@ import re
 import signal
 import sys
 import threading
+import warnings
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -161,7 +162,41 @@ def enable_compilation_cache(path: str | None) -> str | None:
   jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
   jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
   _listen_for_cache_hits()
+  _replace_damaged_entries()
   return path
+
+
+# JAX's warning when an entry cannot be read (cut short by a kill, damaged on disk): it then
+# compiles the program anew, but never writes it over the entry, so every later run would warn
+# and compile it again. It names the program (or the entry's key).
+_UNREADABLE_ENTRY = re.compile(r"Error reading persistent compilation cache entry for '([^'/]+)'")
+
+
+@functools.cache  # Once a process.
+def _replace_damaged_entries() -> None:
+  """Removes the cache's entries of a program JAX could not read, as it warns, before it
+  compiles the program anew: the fresh compile is then written in their place."""
+  show = warnings.showwarning
+
+  def showwarning(message, category, filename, lineno, file=None, line=None):
+    show(message, category, filename, lineno, file, line)
+    match = _UNREADABLE_ENTRY.match(str(message))
+    folder = jax.config.jax_compilation_cache_dir
+    if not match or not folder:
+      return
+    name = match.group(1)
+    entries = [*Path(folder).glob(f"{name}-*-cache"), *Path(folder).glob(f"{name}-cache")]
+    for entry in entries:
+      with contextlib.suppress(OSError):
+        entry.unlink()
+    print(
+      f"gelujax: removed {len(entries)} compilation cache entr{'y' if len(entries) == 1 else 'ies'}"
+      f" of {name} from {folder}; the program compiled now is kept in its place.",
+      file=sys.stderr,
+      flush=True,
+    )
+
+  warnings.showwarning = showwarning
 
 
 def describe_machine() -> str:

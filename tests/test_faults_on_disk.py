@@ -124,3 +124,4 @@ def test_a_damaged_compilation_cache_names_the_way_around_it(lab):
     assert (swapped.workdir / name).read_bytes() == (swapped.reference / name).read_bytes()
   assert cut.ok, cut.seen  # JAX itself tells a cut entry and compiles anew
   assert cut.seen.startswith("exit 0: ") and "compilation cache entry" in cut.seen
+  assert cut.seen.endswith(" — then: exit 0: (nothing)")  # replaced: read by the next run
