@@ -415,6 +415,34 @@ def test_a_diverging_member_leaves_the_others_unchanged(tmp_path, reference):
   assert diverged[-1]["validation_loss"] == diverged[-3]["validation_loss"]
 
 
+_TRACED: list[str] = []
+
+
+@functools.cache  # Once: JAX's listeners cannot be removed.
+def _listen_for_traces() -> None:
+  def traced(event: str, duration: float, *, fun_name: str = "", **kwargs) -> None:
+    del duration, kwargs
+    if event == "/jax/core/compile/jaxpr_trace_duration":
+      _TRACED.append(fun_name)
+
+  jax.monitoring.register_event_duration_secs_listener(traced)
+
+
+def test_a_second_fit_of_the_same_program_traces_and_compiles_nothing(tmp_path):
+  """A process keeps the programs it made: another grid of the same size (the evaluation seeds
+  of a reproduction) trains at once; a grid of another size is another program."""
+  _listen_for_traces()
+  engines = ("init_members", "shuffle", "train_segment", "evaluate")
+  engine.fit(REFERENCE_SPEC, str(tmp_path / "first"), Members((1e-2, 3e-3), (5, 6)), progress=False)
+  _TRACED.clear()
+  grid = Members((1e-2, 3e-3), (7, 8))  # the same size, other seeds
+  engine.fit(REFERENCE_SPEC, str(tmp_path / "same_size"), grid, progress=False)
+  assert not [name for name in _TRACED if name in engines], _TRACED
+  _TRACED.clear()
+  engine.fit(REFERENCE_SPEC, str(tmp_path / "other_size"), Members((1e-2,), (7,)), progress=False)
+  assert sorted(set(_TRACED) & set(engines)) == sorted(engines)
+
+
 def test_every_member_diverging_stops_with_an_error(tmp_path):
   workdir = str(tmp_path / "run")
   with pytest.raises(engine.DivergedError, match="All 2 members diverged"):

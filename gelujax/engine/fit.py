@@ -8,7 +8,9 @@ epoch, writing records (`gelujax.writers`) and checkpoints (`gelujax.checkpoints
 
 from __future__ import annotations
 
+import collections
 import functools
+import hashlib
 import itertools
 import os
 import sys
@@ -32,6 +34,24 @@ class DivergedError(RuntimeError):
   """Every member of a run diverged (its training loss became non-finite)."""
 
 
+# The programs this process made, newest last, by what determines them (`_program_key`): a
+# second fit of the same configuration (another grid of the same size, the evaluation seeds,
+# a resume, the noise levels of Fig. 3) traces and compiles nothing. Bounded: each holds its
+# compiled executables.
+_PROGRAMS: collections.OrderedDict[tuple, Program] = collections.OrderedDict()
+_KEPT_PROGRAMS = 8
+
+
+def _program_key(task, mesh, train, num_members, train_loss, member_chunk) -> tuple:
+  """Everything a program depends on: the task's values (its repr: a TaskSpec holds plain
+  values), the mesh, the grid's size, the training split's shapes and dtypes, and its groups
+  (their boundaries shape the batches); the split's other values are arguments."""
+  shapes = tuple((k, np.shape(v), np.asarray(v[:1]).dtype.str) for k, v in sorted(train.items()))
+  groups = train.get("groups") if task.group_batches else None
+  digest = None if groups is None else hashlib.sha256(np.ascontiguousarray(groups)).hexdigest()
+  return (repr(task), mesh, shapes, digest, num_members, train_loss, member_chunk)
+
+
 def make_program(
   task: Any,
   mesh: Any,
@@ -51,7 +71,14 @@ def make_program(
     num_members: the grid's size; padded to a multiple of the ``members`` axis.
     train_loss: ``"dropout_off"`` (the paper's logged training loss) or ``"training_pass"``.
     member_chunk: members trained at once by each device's loop over steps (0: all of them).
+
+  The process keeps the last programs it made: the same arguments again give the same
+  `Program`, whose jitted functions have traced and compiled already.
   """
+  key = _program_key(task, mesh, train, num_members, train_loss, member_chunk)
+  if key in _PROGRAMS:
+    _PROGRAMS.move_to_end(key)
+    return _PROGRAMS[key]
   groups = None
   if task.group_batches:
     groups = step.find_groups(train["groups"], task.batch_size, mesh.shape["data"])
@@ -70,7 +97,10 @@ def make_program(
     dropout_bits=task.dropout_bits,
     train_loss=train_loss,
   )
-  return jit_program(config, mesh, num_members, member_chunk=member_chunk)
+  program = _PROGRAMS[key] = jit_program(config, mesh, num_members, member_chunk=member_chunk)
+  while len(_PROGRAMS) > _KEPT_PROGRAMS:
+    _PROGRAMS.popitem(last=False)
+  return program
 
 
 def fit(
@@ -290,21 +320,12 @@ def restore(
   return spec, members, restored.state
 
 
-# The program of the last `evaluate_members` call, by the task's repr and the grid's size:
-# evaluating one run on many splits of one shape (the noise levels of Fig. 3) compiles once.
-_last_evaluation: dict[tuple[str, int], Program] = {}
-
-
 def evaluate_members(
   task: Any, state: TrainState, split: Mapping[str, np.ndarray]
 ) -> dict[str, np.ndarray]:
   """Each member's mean metrics over ``split`` (e.g. {"loss": [M], "error": [M]}) for a state of
   M members such as `restore` returns."""
   num = len(state.diverged_step)
-  key = (repr(task), num)
-  program = _last_evaluation.get(key)
-  if program is None:
-    _last_evaluation.clear()
-    program = _last_evaluation[key] = make_program(task, make_mesh(num), split, num)
+  program = make_program(task, make_mesh(num), split, num)
   device_split = program.put_eval_split(split)
   return program.mean_metrics(program.pad(state), device_split, len(split["targets"]))

@@ -97,7 +97,7 @@ class StepConfig:
     model: the Flax Linen model, called as ``model(x, train=...)``.
     optimizer: a member's optimizer for its peak learning rate (a traced scalar).
     objective: batch preparation, loss, metrics and regularizer.
-    sample: one training example per input key (for shapes at initialisation).
+    sample: one example of zeros per input key (for shapes at initialisation).
     num_items: examples (or groups) in the training split.
     batch_size: examples (or groups) per step.
     steps_per_epoch: optimizer steps per epoch.
@@ -155,7 +155,8 @@ def make_config(
     model=model,
     optimizer=functools.partial(_optimizer_of, optimizer, steps_per_epoch),
     objective=objective,
-    sample={k: v[:1] for k, v in train.items() if k != "groups"},
+    # Zeros of one example's shape: the program depends on the split's shapes, not its values.
+    sample={k: np.zeros_like(v[:1]) for k, v in train.items() if k != "groups"},
     num_items=num_items,
     batch_size=batch_size,
     steps_per_epoch=steps_per_epoch,
