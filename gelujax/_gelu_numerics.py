@@ -96,9 +96,26 @@ def _compute_dtype(dtype: np.dtype) -> np.dtype:
   return np.dtype(np.float32) if np.dtype(dtype).itemsize < 4 else np.dtype(dtype)
 
 
-def as_inexact(x: ArrayLike) -> Array:
-  """``x`` as an array; integers and bools become the default float dtype, as in jax.nn."""
+def as_real(x: ArrayLike, name: str) -> Array:
+  """``x`` as an array, refused if complex with a sentence naming ``name``: every formula here
+  is a real function (``jax.nn.gelu`` takes complex numbers, through its tanh form only).
+
+  Raises:
+    TypeError: for a complex ``x``.
+  """
   x = jnp.asarray(x)
+  if jnp.issubdtype(x.dtype, jnp.complexfloating):
+    raise TypeError(
+      f"{name} got a {x.dtype} input; it takes real numbers: a floating array, or integers and "
+      "bools, which become the default float dtype as in jax.nn."
+    )
+  return x
+
+
+def as_inexact(x: ArrayLike, name: str) -> Array:
+  """``x`` as a real floating array: integers and bools become the default float dtype, as in
+  jax.nn; complex numbers are refused (:func:`as_real`)."""
+  x = as_real(x, name)
   return x if jnp.issubdtype(x.dtype, jnp.inexact) else x.astype(jnp.result_type(float))
 
 
@@ -107,9 +124,14 @@ def upcast(x: Array) -> Array:
   return x.astype(_compute_dtype(x.dtype))
 
 
+def _pair_name(pair: Pair) -> str:
+  """The activation a pair computes, for messages: ``gelu_and_grad`` -> ``gelu``."""
+  return pair.__name__.removesuffix("_and_grad")
+
+
 def apply_pair(pair: Pair, x: ArrayLike) -> Array:
   """``f(x)`` from ``pair(x) = (f(x), f'(x))``, computed in x's compute dtype, rounded once."""
-  x = as_inexact(x)
+  x = as_inexact(x, _pair_name(pair))
   return pair(upcast(x))[0].astype(x.dtype)
 
 
@@ -123,8 +145,10 @@ def pair_jvp(pair: Pair) -> Callable:
 
   def jvp(primals, tangents):
     (x,), (t,) = primals, tangents
-    x = as_inexact(x)
+    x = as_inexact(x, _pair_name(pair))
     value, grad = pair(upcast(x))
+    # jax.jvp hands a rule its tangents as given: a Python float for jvp(f, (1.0,), (1.0,)).
+    t = jnp.asarray(t, x.dtype)
     return value.astype(x.dtype), (grad * upcast(t)).astype(x.dtype)
 
   return jvp
@@ -342,7 +366,7 @@ def gelu_fast_and_grad(x: Array) -> tuple[Array, Array]:
 
 def gaussian_args(x: ArrayLike, mu: ArrayLike, sigma: ArrayLike) -> tuple[Array, Array, Array]:
   """The three arguments as arrays of x's floating dtype."""
-  x = as_inexact(x)
+  x = as_inexact(x, "gaussian_gelu")
   return x, jnp.asarray(mu, x.dtype), jnp.asarray(sigma, x.dtype)
 
 

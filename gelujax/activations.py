@@ -16,12 +16,19 @@ different formulas in different places (``jax.nn.gelu`` is the tanh approximatio
 ``sqrt(2 / pi)``), so a bare name never stands for another framework's, and the prefix says
 whose name it is. Bare ``gelu`` here is the exact ``x * Phi(x)``. :func:`activation_aliases`
 lists them, and the README's table gives each one's formula and deviation from exact GELU.
+
+The gated linear units of Shazeer (2020), :func:`geglu`, :func:`swiglu`, :func:`reglu` and
+:func:`gated` with any activation, split the input's last axis into a value and a gate; they
+are functions, not registry entries, and :class:`GatedMLP` is their feed-forward block. The
+Flax Linen modules (:class:`Activation`, :class:`LearnableGELU`, :class:`GatedMLP`) are here;
+their NNX twins are in :mod:`gelujax.nnx`.
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -37,10 +44,8 @@ ACTIVATIONS: Registry[Callable[..., Array]] = Registry("activation")
 
 
 @ACTIVATIONS.register("gelu")
-@jax.custom_jvp
-@jax.jit
-def gelu(x: ArrayLike) -> Array:
-  r"""Gaussian error linear unit, exact form.
+def gelu(x: ArrayLike, approximate: bool = False) -> Array:
+  r"""Gaussian error linear unit, exact form unless ``approximate=True``.
 
   Computes the element-wise function
 
@@ -53,6 +58,11 @@ def gelu(x: ArrayLike) -> Array:
     \mathrm{gelu}'(x) = \Phi(x) + x \, \phi(x), \qquad
     \mathrm{gelu}''(x) = \phi(x) \, (2 - x^2).
 
+  ``approximate`` is ``jax.nn.gelu``'s keyword, with the other default: ``approximate=True``
+  is :func:`gelu_tanh` (the same function, bitwise), which is what ``jax.nn.gelu(x)`` computes
+  by default, while ``gelu(x)`` here is the exact form, ``jax.nn.gelu(x, approximate=False)``.
+  ``approximate`` is a Python bool (pass it as a static argument under ``jax.jit``).
+
   Unlike ``jax.nn.gelu(x, approximate=False)`` (off by 13 ulp near x = -2.8, over 100 ulp
   near x = -10 and without relative accuracy near the root of its derivative), the float32
   value and derivative stay within a few ulp of the exact function over the whole float32
@@ -60,28 +70,48 @@ def gelu(x: ArrayLike) -> Array:
   the derivative's root at x = -0.7518 and the tail down to the smallest normal float32
   (``benchmarks/results/activations.md`` has the measured maxima and the speed next to
   ``jax.nn.gelu``; smaller results flush to zero). ``gelu(+inf) = +inf`` and
-  ``gelu(-inf) = 0``, with derivatives 1 and 0; NaN propagates.
+  ``gelu(-inf) = 0``, with derivatives 1 and 0; NaN propagates. Integers and bools are
+  computed in the default float dtype, as ``jax.nn.gelu`` does; complex inputs are refused.
 
   For more information, see `Gaussian Error Linear Units (GELUs)
   <https://arxiv.org/abs/1606.08415>`_.
 
   Args:
     x: input array.
+    approximate: whether to compute the tanh approximation (:func:`gelu_tanh`) instead.
 
   Returns:
     An array of the same shape and (floating) dtype as ``x``.
+
+  Raises:
+    TypeError: for a complex ``x``, or an ``approximate`` that is no Python bool.
 
   Examples:
     >>> gelu(jnp.array([-10.0, -1.0, 0.0, 1.0, 3.0]))
     Array([-7.6198530e-23, -1.5865524e-01,  0.0000000e+00,  8.4134477e-01,
             2.9959502e+00], dtype=float32)
+    >>> gelu(jnp.array([-1.0, 1.0]), approximate=True)
+    Array([-0.158808,  0.841192], dtype=float32)
   """
+  if not isinstance(approximate, bool | np.bool_):
+    raise TypeError(
+      f"gelu(approximate={approximate!r}): approximate must be a Python bool, not "
+      f"{type(approximate).__name__} (under jax.jit, make it a static argument)."
+    )
+  x = num.as_real(x, "gelu")
+  return gelu_tanh(x) if approximate else _gelu_exact(x)
+
+
+@jax.custom_jvp
+@jax.jit
+def _gelu_exact(x: ArrayLike) -> Array:
+  """The exact GELU, ``x * Phi(x)`` (:func:`gelu` without ``approximate``)."""
   return num.apply_pair(num.gelu_and_grad, x)
 
 
 # The tangent comes from the same accurate pair as the value, whose tail and root of GELU' are
 # both relative-accurate; the pair's own rule (GELU'' = phi (2 - x^2)) makes it twice exact.
-gelu.defjvp(num.pair_jvp(num.gelu_and_grad))
+_gelu_exact.defjvp(num.pair_jvp(num.gelu_and_grad))
 
 
 @ACTIVATIONS.register("gelu_tanh")
@@ -229,7 +259,7 @@ def clipped_gelu(x: ArrayLike, lower: float = -10.0, upper: float = 10.0) -> Arr
     raise ValueError(
       f"clipped_gelu(lower={lower!r}, upper={upper!r}): lower must be <= upper (both numbers)."
     )
-  y = gelu(x)
+  y = gelu(num.as_real(x, "clipped_gelu"))
   lower, upper = jnp.asarray(lower, y.dtype), jnp.asarray(upper, y.dtype)
   return jnp.where(y > upper, upper, jnp.where(y < lower, lower, y))
 
@@ -340,7 +370,7 @@ def relu(x: ArrayLike) -> Array:
     >>> relu(jnp.array([-1.0, 0.0, 2.0]))
     Array([0., 0., 2.], dtype=float32)
   """
-  return jax.nn.relu(x)
+  return jax.nn.relu(num.as_real(x, "relu"))
 
 
 @ACTIVATIONS.register("elu")
@@ -372,7 +402,7 @@ def elu(x: ArrayLike, alpha: ArrayLike = 1.0) -> Array:
     >>> elu(jnp.array([-2.0, 0.0, 2.0]))
     Array([-0.86466473,  0.        ,  2.        ], dtype=float32)
   """
-  x = num.as_inexact(x)
+  x = num.as_inexact(x, "elu")
   x_c, alpha_c = num.upcast(x), num.upcast(jnp.asarray(alpha, x.dtype))
   return jnp.where(x_c > 0, x_c, alpha_c * jnp.expm1(jnp.minimum(x_c, 0))).astype(x.dtype)
 
@@ -381,7 +411,7 @@ def elu(x: ArrayLike, alpha: ArrayLike = 1.0) -> Array:
 # overflowing, which would poison the second derivative through jnp.where.
 @elu.defjvp
 def _elu_jvp(primals, tangents):
-  x = num.as_inexact(primals[0])
+  x = num.as_inexact(primals[0], "elu")
   x_c = num.upcast(x)
   alpha_c = num.upcast(jnp.asarray(primals[1], x.dtype))
   dx, dalpha = (num.upcast(jnp.asarray(t, x.dtype)) for t in tangents)
@@ -415,7 +445,7 @@ def soi_map(x: ArrayLike, key: Array | None, train: bool) -> Array:
     >>> soi_map(jnp.array([-1.0, 0.0, 1.0]), None, train=False)
     Array([-0.15865524,  0.        ,  0.8413448 ], dtype=float32)
   """
-  x = num.as_inexact(x)
+  x = num.as_inexact(x, "soi_map")
   if not train:
     return gelu(x)
   if key is None:
@@ -425,37 +455,185 @@ def soi_map(x: ArrayLike, key: Array | None, train: bool) -> Array:
   return jnp.where(keep, x, jnp.zeros_like(x))
 
 
+# --- Gated linear units. They halve the last axis, so they are not in ACTIVATIONS, whose entries
+# models apply element-wise in place of one another.
+
+
+def _halves(x: Array, name: str) -> tuple[Array, Array]:
+  """``(value, gate)``: the first and second halves of ``x``'s last axis."""
+  if x.ndim == 0 or x.shape[-1] % 2:
+    raise ValueError(
+      f"{name} splits the input's last axis into two halves (value, then gate), so it must have "
+      f"an even size; got shape {tuple(x.shape)}."
+    )
+  return x[..., : x.shape[-1] // 2], x[..., x.shape[-1] // 2 :]
+
+
+def _gated(x: ArrayLike, activation: Callable[[Array], Array], name: str) -> Array:
+  """``value * activation(gate)``, refusals naming ``name``."""
+  value, gate = _halves(num.as_inexact(x, name), name)
+  return value * activation(gate)
+
+
+def gated(x: ArrayLike, activation: Callable[[Array], Array]) -> Array:
+  r"""Gated linear unit with any activation: the last axis split into value and gate.
+
+  Computes, for ``x`` whose last axis has even size ``n``,
+
+  .. math::
+    \mathrm{gated}(x; f) = x_{[\ldots, :n/2]} \odot f\big(x_{[\ldots, n/2:]}\big):
+
+  the **first half is the value** and the **second half the gate**, which goes through the
+  activation ``f``. This is how ``jax.nn.glu`` (``flax.linen.glu``, ``flax.nnx.glu``) and
+  PyTorch's ``torch.nn.functional.glu`` split their input, so ``gated(x, jax.nn.sigmoid)`` is
+  ``jax.nn.glu(x)``. Shazeer writes the unit with two projections,
+  :math:`f(xW) \odot xV`: a fused kernel here is ``[V | W]``; T5X's
+  ``MlpBlock(activations=('gelu', 'linear'))`` keeps them apart as ``wi_0`` (through the
+  activation: W) and ``wi_1`` (V), so its fused kernel is ``concatenate([wi_1, wi_0], -1)``.
+  The derivatives are the product rule's, with ``f``'s own (exact) rule.
+
+  For more information, see `GLU Variants Improve Transformer
+  <https://arxiv.org/abs/2002.05202>`_ and `Language Modeling with Gated Convolutional
+  Networks <https://arxiv.org/abs/1612.08083>`_.
+
+  Args:
+    x: input array; integers and bools become the default float dtype.
+    activation: the gate's activation, e.g. ``get_activation("gelu_tanh")``.
+
+  Returns:
+    An array of ``x``'s (floating) dtype and shape, its last axis halved.
+
+  Raises:
+    ValueError: for an input whose last axis has odd size, or a scalar.
+    TypeError: for a complex input.
+
+  Examples:
+    >>> gated(jnp.array([2.0, 1.0]), jax.nn.sigmoid)  # 2 * sigmoid(1)
+    Array([1.4621172], dtype=float32)
+  """
+  return _gated(x, activation, "gated")
+
+
+@functools.partial(jax.jit, static_argnames="approximate")
+def geglu(x: ArrayLike, approximate: bool = False) -> Array:
+  r"""GEGLU: a gated linear unit with a GELU gate (Shazeer 2020).
+
+  .. math::
+    \mathrm{geglu}(x) = x_{[\ldots, :n/2]} \odot \mathrm{gelu}\big(x_{[\ldots, n/2:]}\big),
+
+  the first half of the last axis the value, the second half the gate (see :func:`gated`).
+  The gate is the exact :func:`gelu` unless ``approximate=True`` (:func:`gelu_tanh`, what T5
+  v1.1's ``gated-gelu`` computes through ``jax.nn.gelu``'s default).
+
+  For more information, see `GLU Variants Improve Transformer
+  <https://arxiv.org/abs/2002.05202>`_.
+
+  Args:
+    x: input array whose last axis has even size.
+    approximate: whether the gate is the tanh approximation.
+
+  Returns:
+    An array of ``x``'s (floating) dtype and shape, its last axis halved.
+
+  Examples:
+    >>> geglu(jnp.array([[2.0, 1.0], [1.0, 2.0]]))  # 2 gelu(1), 1 gelu(2)
+    Array([[1.6826895],
+           [1.9544997]], dtype=float32)
+  """
+  return _gated(x, functools.partial(gelu, approximate=approximate), "geglu")
+
+
+@jax.jit
+def swiglu(x: ArrayLike) -> Array:
+  r"""SwiGLU: a gated linear unit with a SiLU (Swish, beta = 1) gate (Shazeer 2020).
+
+  .. math::
+    \mathrm{swiglu}(x) = x_{[\ldots, :n/2]} \odot \mathrm{silu}\big(x_{[\ldots, n/2:]}\big),
+
+  the first half of the last axis the value, the second half the gate (see :func:`gated`).
+
+  For more information, see `GLU Variants Improve Transformer
+  <https://arxiv.org/abs/2002.05202>`_.
+
+  Args:
+    x: input array whose last axis has even size.
+
+  Returns:
+    An array of ``x``'s (floating) dtype and shape, its last axis halved.
+
+  Examples:
+    >>> swiglu(jnp.array([2.0, 1.0]))  # 2 silu(1)
+    Array([1.4621172], dtype=float32)
+  """
+  return _gated(x, silu, "swiglu")
+
+
+@jax.jit
+def reglu(x: ArrayLike) -> Array:
+  r"""ReGLU: a gated linear unit with a ReLU gate (Shazeer 2020).
+
+  .. math::
+    \mathrm{reglu}(x) = x_{[\ldots, :n/2]} \odot \max\big(x_{[\ldots, n/2:]}, 0\big),
+
+  the first half of the last axis the value, the second half the gate (see :func:`gated`).
+
+  For more information, see `GLU Variants Improve Transformer
+  <https://arxiv.org/abs/2002.05202>`_.
+
+  Args:
+    x: input array whose last axis has even size.
+
+  Returns:
+    An array of ``x``'s (floating) dtype and shape, its last axis halved.
+
+  Examples:
+    >>> reglu(jnp.array([2.0, -1.0, 3.0, 0.5]))  # [2 relu(3), -1 relu(0.5)]
+    Array([ 6. , -0.5], dtype=float32)
+  """
+  return _gated(x, relu, "reglu")
+
+
 @ACTIVATIONS.register("learnable_gelu")
 class LearnableGELU(nn.Module):
   r"""GELU with a learned gate: ``gaussian_gelu(x, mu, sigma)`` with ``mu``, ``sigma`` trained.
 
   ``sigma = exp(log_sigma)`` so it stays positive; both parameters are scalars or, with
   ``per_feature=True``, vectors over the last axis of the input. Its Flax NNX twin,
-  :class:`gelujax.nnx.LearnableGELU`, has the same parameters (``nnx.bridge`` maps one to one).
+  :class:`gelujax.nnx.LearnableGELU`, has the same parameters (``nnx.bridge`` maps one to one)
+  and computes the same numbers.
 
   Attributes:
     per_feature: one (mu, sigma) per feature of the last axis instead of a scalar pair.
     mu_init: initial mu.
     sigma_init: initial sigma, > 0.
+    dtype: the dtype of the computation; None (default) computes in the input's dtype, the
+      parameters cast to it.
+    param_dtype: the dtype of the parameters (default float32).
   """
 
   per_feature: bool = False
   mu_init: float = 0.0
   sigma_init: float = 1.0
+  dtype: Any = None
+  param_dtype: Any = jnp.float32
 
   @nn.compact
-  def __call__(self, x: Array) -> Array:
+  def __call__(self, x: ArrayLike) -> Array:
     if not self.sigma_init > 0:
       raise ValueError(
         f"LearnableGELU(sigma_init={self.sigma_init!r}): sigma_init must be a positive float."
       )
+    x = jnp.asarray(x)
     shape = (x.shape[-1],) if self.per_feature else ()
-    mu = self.param("mu", nn.initializers.constant(self.mu_init), shape, jnp.float32)
+    mu = self.param("mu", nn.initializers.constant(self.mu_init), shape, self.param_dtype)
     log_sigma = self.param(
-      "log_sigma", nn.initializers.constant(np.log(self.sigma_init)), shape, jnp.float32
+      "log_sigma", nn.initializers.constant(np.log(self.sigma_init)), shape, self.param_dtype
     )
-    # Computed in x's type (bfloat16 in a mixed-precision model), the parameters float32.
-    return gaussian_gelu(x, mu.astype(x.dtype), jnp.exp(log_sigma).astype(x.dtype))
+    if self.dtype is not None:
+      x, mu, log_sigma = (jnp.asarray(a, self.dtype) for a in (x, mu, log_sigma))
+    # Otherwise computed in x's type (bfloat16 in a mixed-precision model): gaussian_gelu casts
+    # mu and sigma to it.
+    return gaussian_gelu(x, mu, jnp.exp(log_sigma))
 
 
 # Other frameworks' GELUs by the names their users meet, each mapped to the gelujax function
@@ -528,22 +706,100 @@ class Activation(nn.Module):
 
   Pure functions are applied directly; ``"learnable_gelu(...)"`` creates a
   :class:`LearnableGELU` submodule; ``"soi_map"`` draws its mask from the ``'dropout'`` rng
-  stream when not deterministic and is ``x * Phi(x)`` when deterministic. In Flax NNX:
+  stream when not deterministic and is ``x * Phi(x)`` when deterministic. ``deterministic`` is
+  given as ``flax.linen.Dropout`` takes it, as a field or in the call (not both), and only
+  ``soi_map`` needs it: ``Activation("gelu").apply({}, x)`` is ``gelu(x)``. In Flax NNX:
   :class:`gelujax.nnx.Activation`.
 
   Attributes:
     spec: an activation name with optional keyword literals (see :func:`activation_names`), or
       an alias (see :func:`activation_aliases`).
+    deterministic: whether ``soi_map`` is its expectation rather than a random mask; None
+      (default) to pass it in the call.
   """
 
   spec: str
+  deterministic: bool | None = None
 
   @nn.compact
-  def __call__(self, x: Array, *, deterministic: bool) -> Array:
+  def __call__(self, x: ArrayLike, *, deterministic: bool | None = None) -> Array:
+    if self.deterministic is not None and deterministic is not None:
+      raise ValueError(
+        f"Activation({self.spec!r}) got deterministic both as a field and in the call; pass it "
+        "once, as for flax.linen.Dropout."
+      )
+    deterministic = self.deterministic if deterministic is None else deterministic
     name, entry = _resolve(self.spec)
     if name == "learnable_gelu":
       return entry(name="learnable_gelu")(x)
     if name == "soi_map":
+      if deterministic is None:
+        raise ValueError(
+          f"Activation({self.spec!r}) draws a random mask unless deterministic; pass "
+          "deterministic=True or False, as a field or in the call."
+        )
       key = None if deterministic else self.make_rng("dropout")
       return entry(x, key, train=not deterministic)
     return entry(x)
+
+
+class GatedMLP(nn.Module):
+  r"""A gated feed-forward block (Shazeer 2020): ``out(value * act(gate))``.
+
+  Computes
+
+  .. math::
+    \mathrm{GatedMLP}(x) = \big[(x V + b_V) \odot \mathrm{act}(x W + b_W)\big] \, W_o + b_o
+
+  with one dense layer ``hidden`` of ``2 * hidden_features`` outputs whose first half is the
+  value :math:`xV + b_V` and second half the gate :math:`xW + b_W` (the convention of
+  :func:`gated`), the activation ``activation`` on the gate (module ``gate``), and the dense
+  layer ``out``. ``activation="gelu"`` is GEGLU's block, ``"silu"`` SwiGLU's, ``"relu"``
+  ReGLU's; any registered activation works, ``learnable_gelu(...)`` and ``soi_map`` included
+  (``deterministic`` then as in :class:`Activation`). Shazeer's blocks have no biases
+  (``use_bias=False``); Flax's ``Dense`` default, ``True``, is kept here. Its Flax NNX twin is
+  :class:`gelujax.nnx.GatedMLP`, with the same parameters.
+
+  For more information, see `GLU Variants Improve Transformer
+  <https://arxiv.org/abs/2002.05202>`_.
+
+  Attributes:
+    hidden_features: the width of the value and of the gate.
+    out_features: the output's width; None (default) for the input's last axis, as in a
+      transformer's feed-forward block.
+    activation: the gate's activation spec (see :func:`activation_names`) or alias.
+    use_bias: whether the dense layers add biases.
+    dtype: the dtype of the computation; None (default) infers it from the input and the
+      parameters, as ``flax.linen.Dense`` does.
+    param_dtype: the dtype of the dense layers' parameters (default float32).
+    kernel_init: the dense layers' kernel initializer (``flax.linen.Dense``'s default).
+    bias_init: their bias initializer.
+    deterministic: passed to the gate's :class:`Activation` (only ``soi_map`` needs it).
+  """
+
+  hidden_features: int
+  out_features: int | None = None
+  activation: str = "gelu"
+  use_bias: bool = True
+  dtype: Any = None
+  param_dtype: Any = jnp.float32
+  kernel_init: Callable[..., Array] = nn.initializers.lecun_normal()
+  bias_init: Callable[..., Array] = nn.initializers.zeros
+  deterministic: bool | None = None
+
+  @nn.compact
+  def __call__(self, x: ArrayLike, *, deterministic: bool | None = None) -> Array:
+    x = jnp.asarray(x)
+    dense = functools.partial(
+      nn.Dense,
+      use_bias=self.use_bias,
+      dtype=self.dtype,
+      param_dtype=self.param_dtype,
+      kernel_init=self.kernel_init,
+      bias_init=self.bias_init,
+    )
+    h = dense(2 * self.hidden_features, name="hidden")(x)
+    act = Activation(self.activation, deterministic=self.deterministic, name="gate")
+    y = gated(h, functools.partial(act, deterministic=deterministic))
+    out_features = x.shape[-1] if self.out_features is None else self.out_features
+    return dense(out_features, name="out")(y)

@@ -11,6 +11,8 @@ active only when ``train=True``; batch-norm statistics live in the ``'batch_stat
 presets for tests:
 
 - ``mlp_mnist``: 784 -> 8x128 -> 10 (MNIST, Fig. 2).
+- ``mlp_mnist_gated``: ``mlp_mnist`` with gated hidden layers (``MLP(gated=True)``), 784 -> 8x80
+  -> 10 with the same number of parameters (217,130 against 217,354; see :class:`MLP`).
 - ``mlp_twitter_pos``: 150 -> 2x256 -> 25 (Twitter POS). The frozen lookup of the window's three
   50-d word embeddings is done once on the host by the task (``gelujax.tasks``, step
   ``embed_words``), as in the authors' code, so the model sees the 150-d vectors.
@@ -20,8 +22,8 @@ presets for tests:
 - ``mlp_timit``: 286 -> 5x2048 -> 39 (TIMIT frames; the paper's intended 39-way output).
 - ``autoencoder_mnist``: 784 -> 1000 -> 500 -> 250 -> 30 -> 250 -> 500 -> 1000 -> 784 (Fig. 4).
 - ``cifar_cnn``: the 9-conv CIFAR-10 network. ``wrn_40_4``: Wide ResNet 40-4 for CIFAR-100.
-- ``mlp_tiny``, ``embedding_mlp_tiny``, ``autoencoder_tiny``, ``cifar_cnn_tiny``, ``wrn_tiny``:
-  small versions, for tests.
+- ``mlp_tiny``, ``mlp_tiny_gated``, ``embedding_mlp_tiny``, ``autoencoder_tiny``,
+  ``cifar_cnn_tiny``, ``wrn_tiny``: small versions, for tests.
 
 Every convolution is ``Conv``: ``nn.Conv`` through :func:`conv_general_dilated`, whose kernel
 gradient keeps a convolution net's training step inside the trainer's ``lax.scan`` fast on CPU.
@@ -30,6 +32,7 @@ gradient keeps a convolution net's training step inside the trainer's ``lax.scan
 from __future__ import annotations
 
 import functools
+import itertools
 from collections.abc import Sequence
 from typing import Any
 
@@ -37,7 +40,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from gelujax.activations import Activation
+from gelujax.activations import Activation, gated
 from gelujax.registry import Registry
 
 MODELS: Registry = Registry("model")
@@ -151,6 +154,41 @@ def _batch_norm(train: bool, dtype: Any) -> nn.BatchNorm:
   return nn.BatchNorm(use_running_average=not train, momentum=0.9, epsilon=1e-4, dtype=dtype)
 
 
+def dense_parameter_count(widths: Sequence[int], gated: bool = False) -> int:
+  """The weights and biases of dense layers through ``widths`` (input, hidden..., output); a
+  gated hidden layer of width ``g`` has ``2 g`` outputs (value and gate) and passes on ``g``."""
+  total = 0
+  for i, (fan_in, fan_out) in enumerate(itertools.pairwise(widths)):
+    outputs = 2 * fan_out if gated and i < len(widths) - 2 else fan_out
+    total += fan_in * outputs + outputs
+  return total
+
+
+@functools.cache
+def gated_features(features: tuple[int, ...], num_inputs: int, num_outputs: int) -> tuple[int, ...]:
+  """The hidden widths of a gated :class:`MLP` with the dense parameters of the ungated one.
+
+  Every width is scaled by one factor, ``round(w * g / max(features))`` for the integer ``g``
+  whose parameter count (:func:`dense_parameter_count`) is nearest the ungated one's (the
+  smaller ``g`` on a tie): equal to within the rounding of the widest layer's width.
+  Shazeer's rule, 2/3 of each width, is this rule for one feed-forward block between two layers
+  of the same width ``d`` (``3 d d_gated = 2 d d_ff``; ``gated_features((2048,), 512, 512)`` is
+  ``(1365,)``); in a stack it does not, as every gated layer reads the previous one's output
+  and the first one the whole input (``mlp_mnist``'s 128 become 85: 236,650 parameters against
+  217,354).
+  """
+  ungated = dense_parameter_count((num_inputs, *features, num_outputs))
+  widest = max(features)
+
+  def scaled(g: int) -> tuple[int, ...]:
+    return tuple(max(1, round(w * g / widest)) for w in features)
+
+  def mismatch(g: int) -> int:
+    return abs(dense_parameter_count((num_inputs, *scaled(g), num_outputs), True) - ungated)
+
+  return scaled(min(range(1, widest + 1), key=mismatch))
+
+
 class MLP(nn.Module):
   """The paper's dense stack: ``features`` x [dense, activation, dropout] then a linear output.
 
@@ -158,12 +196,24 @@ class MLP(nn.Module):
   uses :func:`unit_norm_init` and zero biases. Dropout follows every hidden activation; it is
   never applied to the inputs or the logits.
 
+  *(choice)* With ``gated=True``, not in the paper, every hidden layer is a gated linear unit
+  (Shazeer 2020, :func:`gelujax.gated`): a dense layer of ``2 g`` outputs, the first ``g`` the
+  value and the last ``g`` the gate, which goes through the activation, and their product
+  passed on (``activation="gelu"`` gives GEGLU layers, ``"silu"`` SwiGLU). The widths ``g``
+  keep the ungated model's parameter count (:func:`gated_features`): Shazeer's 2/3 of each
+  width keeps the count of one feed-forward block between two layers of one width, not of this
+  stack, so every width is scaled by the one factor that keeps the dense layers' count to within
+  the rounding of a width. ``mlp_mnist``'s 784 -> 8x128 -> 10 (217,354 parameters) becomes
+  784 -> 8x80 -> 10 (217,130; 8x81 would have 220,978 and 2/3 of 128, 85, 236,650).
+
   Attributes:
-    features: widths of the hidden layers.
+    features: widths of the hidden layers (of the ungated model, when ``gated``).
     num_outputs: width of the linear output layer.
-    activation: activation spec, applied after every hidden dense layer.
+    activation: activation spec, applied after every hidden dense layer (to its gate, when
+      ``gated``).
     dropout: drop rate after every hidden activation.
     dtype: the type the layers and activations compute in (parameters stay float32).
+    gated: whether every hidden layer is a gated linear unit.
   """
 
   features: Sequence[int]
@@ -171,13 +221,22 @@ class MLP(nn.Module):
   activation: str = "gelu_tanh"
   dropout: float = 0.0
   dtype: Any = jnp.float32
+  gated: bool = False
 
   @nn.compact
   def __call__(self, x: jax.Array, train: bool) -> jax.Array:
     x = x.reshape(x.shape[0], -1)
-    for width in self.features:
-      x = nn.Dense(width, kernel_init=unit_norm_init, dtype=self.dtype)(x)
-      x = Activation(self.activation)(x, deterministic=not train)
+    features = tuple(self.features)
+    if self.gated:
+      features = gated_features(features, x.shape[-1], self.num_outputs)
+    for width in features:
+      if self.gated:
+        h = nn.Dense(2 * width, kernel_init=unit_norm_init, dtype=self.dtype)(x)
+        act = Activation(self.activation)
+        x = gated(h, functools.partial(act, deterministic=not train))
+      else:
+        x = nn.Dense(width, kernel_init=unit_norm_init, dtype=self.dtype)(x)
+        x = Activation(self.activation)(x, deterministic=not train)
       x = nn.Dropout(self.dropout)(x, deterministic=not train)
     return nn.Dense(self.num_outputs, kernel_init=unit_norm_init, dtype=self.dtype)(x)
 
@@ -418,6 +477,9 @@ class WideResNet(nn.Module):
 
 
 MODELS.register("mlp_mnist", functools.partial(MLP, features=(128,) * 8, num_outputs=10))
+MODELS.register(
+  "mlp_mnist_gated", functools.partial(MLP, features=(128,) * 8, num_outputs=10, gated=True)
+)
 MODELS.register("mlp_twitter_pos", functools.partial(MLP, features=(256, 256), num_outputs=25))
 MODELS.register(
   "embedding_mlp_twitter_pos",
@@ -425,6 +487,9 @@ MODELS.register(
 )
 MODELS.register("mlp_timit", functools.partial(MLP, features=(2048,) * 5, num_outputs=39))
 MODELS.register("mlp_tiny", functools.partial(MLP, features=(16, 16), num_outputs=10))
+MODELS.register(
+  "mlp_tiny_gated", functools.partial(MLP, features=(16, 16), num_outputs=10, gated=True)
+)
 MODELS.register(
   "embedding_mlp_tiny",
   functools.partial(EmbeddingMLP, features=(16, 16), num_outputs=25, embed_dim=4),

@@ -1,4 +1,4 @@
-"""Flax NNX modules of the activations: :class:`Activation` and :class:`LearnableGELU`.
+"""Flax NNX modules: :class:`Activation`, :class:`LearnableGELU` and :class:`GatedMLP`.
 
 The same modules as the Flax Linen ones in :mod:`gelujax.activations`, written the way Flax now
 teaches (``nnx.Module``: parameters are created when the module is, and held by it), for models
@@ -28,6 +28,8 @@ Example::
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from typing import Any
 
 import jax.numpy as jnp
@@ -36,8 +38,12 @@ from flax import nnx
 from jax import Array
 from jax.typing import ArrayLike, DTypeLike
 
-from gelujax.activations import ACTIVATIONS, gaussian_gelu
+from gelujax.activations import ACTIVATIONS, gated, gaussian_gelu
 from gelujax.registry import parse_name
+
+# nnx.Linear's defaults, which GatedMLP keeps.
+_KERNEL_INIT = nnx.initializers.lecun_normal()
+_BIAS_INIT = nnx.initializers.zeros_init()
 
 
 class LearnableGELU(nnx.Module):
@@ -195,3 +201,81 @@ class Activation(nnx.Module):
     if isinstance(rngs, nnx.Rngs):
       return rngs[self.rng_collection]()
     return rngs() if isinstance(rngs, nnx.RngStream) else rngs
+
+
+class GatedMLP(nnx.Module):
+  r"""A gated feed-forward block (Shazeer 2020): ``out(value * act(gate))``.
+
+  Computes :math:`[(xV + b_V) \odot \mathrm{act}(xW + b_W)] W_o + b_o` with one
+  ``nnx.Linear`` ``hidden`` of ``2 * hidden_features`` outputs, whose first half is the value
+  and second half the gate (:func:`gelujax.gated`'s convention), the :class:`Activation`
+  ``gate`` and the ``nnx.Linear`` ``out``: the parameters, names and numbers of the Linen
+  :class:`gelujax.GatedMLP`. ``activation="gelu"`` is GEGLU's block, ``"silu"`` SwiGLU's,
+  ``"relu"`` ReGLU's; any registered activation works, ``learnable_gelu(...)`` (with one
+  (mu, sigma) per hidden feature when ``per_feature=True``) and ``soi_map`` included
+  (``deterministic`` and ``rngs`` then as in :class:`Activation`).
+
+  For more information, see `GLU Variants Improve Transformer
+  <https://arxiv.org/abs/2002.05202>`_.
+
+  Args:
+    in_features: the input's last axis.
+    hidden_features: the width of the value and of the gate.
+    out_features: the output's width; None (default) for ``in_features``.
+    activation: the gate's activation spec or alias (see :func:`gelujax.activation_names`).
+    use_bias: whether the linear layers add biases (Shazeer's have none).
+    dtype: the dtype of the computation; None (default) infers it, as ``nnx.Linear`` does.
+    param_dtype: the dtype of the linear layers' parameters (default float32).
+    kernel_init: the linear layers' kernel initializer (``nnx.Linear``'s default).
+    bias_init: their bias initializer.
+    deterministic: the gate's, for ``soi_map``.
+    rngs: the random streams: the parameters' initial values, and ``soi_map``'s masks.
+
+  Examples:
+    >>> from flax import nnx
+    >>> block = GatedMLP(4, 6, activation="gelu", rngs=nnx.Rngs(0))
+    >>> block(jnp.ones((2, 4))).shape
+    (2, 4)
+    >>> block.hidden.kernel.shape  # value and gate: 2 x 6 columns
+    (4, 12)
+  """
+
+  def __init__(
+    self,
+    in_features: int,
+    hidden_features: int,
+    out_features: int | None = None,
+    *,
+    activation: str = "gelu",
+    use_bias: bool = True,
+    dtype: DTypeLike | None = None,
+    param_dtype: DTypeLike = jnp.float32,
+    kernel_init: Callable[..., Array] = _KERNEL_INIT,
+    bias_init: Callable[..., Array] = _BIAS_INIT,
+    deterministic: bool | None = False,
+    rngs: nnx.Rngs,
+  ):
+    linear = functools.partial(
+      nnx.Linear,
+      use_bias=use_bias,
+      dtype=dtype,
+      param_dtype=param_dtype,
+      kernel_init=kernel_init,
+      bias_init=bias_init,
+      rngs=rngs,
+    )
+    self.hidden = linear(in_features, 2 * hidden_features)
+    self.gate = Activation(
+      activation, num_features=hidden_features, deterministic=deterministic, rngs=rngs
+    )
+    self.out = linear(hidden_features, in_features if out_features is None else out_features)
+
+  def __call__(
+    self,
+    x: ArrayLike,
+    *,
+    deterministic: bool | None = None,
+    rngs: nnx.Rngs | nnx.RngStream | Array | None = None,
+  ) -> Array:
+    gate = functools.partial(self.gate, deterministic=deterministic, rngs=rngs)
+    return self.out(gated(self.hidden(x), gate))

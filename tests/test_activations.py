@@ -3,6 +3,7 @@
 import doctest
 import functools
 import importlib.util
+import re
 from pathlib import Path
 
 import chex
@@ -19,20 +20,25 @@ from scipy import optimize, special
 from gelujax import activations
 from gelujax.activations import (
   Activation,
+  GatedMLP,
   LearnableGELU,
   activation_aliases,
   activation_names,
   clipped_gelu,
   elu,
+  gated,
   gaussian_gelu,
+  geglu,
   gelu,
   gelu_fast,
   gelu_sigmoid,
   gelu_tanh,
   get_activation,
+  reglu,
   relu,
   silu,
   soi_map,
+  swiglu,
 )
 
 F32_TINY = float(np.finfo(np.float32).smallest_normal)
@@ -242,6 +248,128 @@ def test_elu_alpha_is_differentiable():
   chex.assert_trees_all_close(np.asarray(d_alpha), np.where(x > 0, 0.0, np.expm1(x)), rtol=1e-6)
   check_grads(elu, (jnp.asarray(x), jnp.float32(1.5)), order=2, modes=["fwd", "rev"], eps=1e-2,
               atol=2e-2, rtol=2e-2)  # fmt: skip
+
+
+# --- JAX's own idioms: Python numbers, jax.jvp, jax.test_util.check_grads
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_python_floats_work_with_jvp_grad_and_vmap(name):
+  fn, ref = CASES[name]
+  (y, dy), (ref_y, ref_dy) = jax.jvp(fn, (1.25,), (1.0,)), ref(np.float64(1.25))
+  assert y.dtype == dy.dtype == jnp.float32
+  chex.assert_trees_all_close((np.float64(y), np.float64(dy)), (ref_y, ref_dy), rtol=2e-6)
+  y, dy = jax.jvp(fn, (-0.5,), (2.0,))  # the tangent scales the derivative
+  chex.assert_trees_all_close(np.float64(dy), 2 * ref(np.float64(-0.5))[1], rtol=2e-6)
+  chex.assert_trees_all_close(np.float64(jax.grad(fn)(0.75)), ref(np.float64(0.75))[1], rtol=2e-6)
+  chex.assert_trees_all_close(np.float64(jax.jacfwd(fn)(0.75)), ref(np.float64(0.75))[1], rtol=2e-6)
+  chex.assert_trees_all_close(
+    np.asarray(jax.vmap(jax.grad(fn))(jnp.float32([-1.0, 2.0])), np.float64),
+    ref(np.float64([-1.0, 2.0]))[1],
+    rtol=2e-6,
+  )
+
+
+# elu has a kink at 0, within check_grads' finite-difference step of 1e-8.
+SCALAR_CASES = [
+  (name, x)
+  for name in [*SMOOTH, "clipped_gelu", "elu"]
+  for x in [1e-8, -2.5, 0.7]
+  if not (name == "elu" and x == 1e-8)
+]
+
+
+@pytest.mark.parametrize(("name", "x"), SCALAR_CASES)
+def test_check_grads_to_order_two_at_python_floats(name, x):
+  check_grads(CASES[name][0], (x,), order=2)  # JAX's default tolerances and step, float32
+  with jax.enable_x64(True):
+    check_grads(CASES[name][0], (x,), order=2)
+    assert CASES[name][0](x).dtype == jnp.float64
+
+
+@pytest.mark.parametrize("name", [*CASES, "soi_map"])
+def test_integers_and_bools_become_floats_as_in_jax_nn(name):
+  fn = CASES[name][0] if name in CASES else lambda v: soi_map(v, None, train=False)
+  ints = jnp.arange(-3, 4)
+  y = fn(ints)
+  if name == "relu":  # jax.nn.relu keeps integers
+    assert y.dtype == jnp.int32 and y.dtype == jax.nn.relu(ints).dtype
+    chex.assert_trees_all_equal(y, jnp.int32([0, 0, 0, 0, 1, 2, 3]))
+    return
+  assert y.dtype == jnp.float32 == jax.nn.gelu(ints).dtype
+  chex.assert_trees_all_equal(y, fn(ints.astype(jnp.float32)))
+  chex.assert_trees_all_equal(fn(2), fn(2.0))
+  chex.assert_trees_all_equal(fn(jnp.bool_([False, True])), fn(jnp.float32([0.0, 1.0])))
+  # jax.jvp of an integer primal takes a float0 tangent, and gives a zero tangent.
+  y, dy = jax.jvp(fn, (ints,), (np.zeros(ints.shape, jax.dtypes.float0),))
+  chex.assert_trees_all_equal((y, dy), (fn(ints.astype(jnp.float32)), jnp.zeros(7, jnp.float32)))
+
+
+GATED = {"geglu": geglu, "swiglu": swiglu, "reglu": reglu}
+
+
+@pytest.mark.parametrize("name", [*CASES, "soi_map", *GATED])
+def test_complex_input_is_refused_in_one_sentence(name):
+  fn = {**{k: v[0] for k, v in CASES.items()}, **GATED}.get(
+    name, lambda v: soi_map(v, None, train=False)
+  )
+  # One sentence; JAX adds a note on its traceback, on the next line, when raised inside jit.
+  message = re.escape(
+    f"{name} got a complex64 input; it takes real numbers: a floating array, or integers and "
+    "bools, which become the default float dtype as in jax.nn."
+  )
+  message = f"^{message}(\n|$)"
+  with pytest.raises(TypeError, match=message):
+    fn(jnp.complex64([1 + 1j, 2.0]))
+  if name in SMOOTH:  # the custom_jvp rule refuses it too
+    with pytest.raises(TypeError, match=message):
+      jax.jvp(fn, (jnp.complex64([1j]),), (jnp.complex64([1.0]),))
+
+
+# --- jax.nn.gelu's keyword: approximate
+
+APPROX_X = np.concatenate(
+  [np.linspace(-12, 12, 24001), np.logspace(-30, 4, 341), -np.logspace(-30, 4, 341)]
+).astype(np.float32)
+
+
+def test_approximate_keyword_is_gelu_tanh_bitwise_and_exact_by_default():
+  x = jnp.asarray(APPROX_X)
+  chex.assert_trees_all_equal(gelu(x, approximate=True), gelu_tanh(x))
+  chex.assert_trees_all_equal(gelu(x, approximate=False), gelu(x))
+  chex.assert_trees_all_equal(get_activation("gelu(approximate=True)")(x), gelu_tanh(x))
+  grad = jax.vmap(jax.grad(functools.partial(gelu, approximate=True)))(x)
+  chex.assert_trees_all_equal(grad, jax.vmap(jax.grad(gelu_tanh))(x))
+  jitted = jax.jit(gelu, static_argnames="approximate")
+  chex.assert_trees_all_equal(jitted(x, approximate=True), gelu_tanh(x))
+  # The defaults differ: gelujax's is exact, jax.nn.gelu's the tanh form.
+  y = np.asarray(gelu(np.float64([-1.0, 1.0])), np.float64)
+  chex.assert_trees_all_close(y, ref_gelu(np.float64([-1.0, 1.0]))[0], rtol=1e-6)
+  assert np.abs(y - np.asarray(jax.nn.gelu(jnp.float32([-1.0, 1.0])))).max() > 1e-4
+
+
+def test_approximate_true_agrees_with_jax_nn_gelu_to_a_few_ulp_not_bitwise():
+  x = jnp.asarray(APPROX_X)
+  ours = np.asarray(gelu(x, approximate=True), np.float64)
+  theirs = np.asarray(jax.nn.gelu(x), np.float64)  # jax.nn.gelu's default: approximate=True
+  # Not the same float32 operations (ours: x sigmoid(2u); jax: x (1 + tanh u) / 2), so not
+  # bitwise: within 3 float32 ulp of x (measured: 3.0 at x = 1.76; 9.5e-7 over |x| <= 12).
+  assert not np.array_equal(ours, theirs)
+  ulp = np.spacing(np.abs(APPROX_X)).astype(np.float64)
+  assert np.all(np.abs(ours - theirs) <= 3 * ulp + 1e-37)
+  assert np.abs(ours - theirs)[np.abs(APPROX_X) <= 12].max() <= 1e-6
+  with jax.enable_x64(True):
+    x64 = jnp.asarray(np.linspace(-12, 12, 24001))
+    chex.assert_trees_all_close(gelu(x64, approximate=True), jax.nn.gelu(x64), rtol=0, atol=1e-14)
+
+
+def test_approximate_must_be_a_python_bool():
+  with pytest.raises(
+    TypeError, match=r"gelu\(approximate='yes'\): approximate must be a Python bool"
+  ):
+    gelu(1.0, approximate="yes")
+  with pytest.raises(TypeError, match="make it a static argument"):
+    jax.jit(gelu)(jnp.ones(2), True)
 
 
 # --- dtypes and non-finite inputs
@@ -491,6 +619,202 @@ def test_activation_module_applies_specs():
   assert np.all((np.asarray(y) == 0) | (np.asarray(y) == np.asarray(x)))
   with pytest.raises(ValueError, match="learnable_gelu"):
     Activation("gelux").apply({}, x, deterministic=True)
+
+
+def test_activation_module_takes_deterministic_as_linen_dropout_does():
+  x = jnp.asarray(np.linspace(-2, 2, 8).reshape(2, 4), jnp.float32)
+  gelu_x = ref_gelu(np.asarray(x, np.float64))[0]
+  # A pure function needs no deterministic at all (before, it was a required keyword).
+  chex.assert_trees_all_close(np.asarray(Activation("gelu").apply({}, x), np.float64), gelu_x,
+                              rtol=2e-6, atol=1e-7)  # fmt: skip
+  variables = Activation("learnable_gelu").init(jax.random.key(0), x)
+  chex.assert_shape(variables["params"]["learnable_gelu"]["mu"], ())
+  # soi_map does: as a field or in the call, not both, and never neither.
+  with pytest.raises(ValueError, match=r"Activation\('soi_map'\) draws a random mask unless "
+                     r"deterministic; pass deterministic=True or False"):  # fmt: skip
+    Activation("soi_map").apply({}, x)
+  chex.assert_trees_all_close(
+    np.asarray(Activation("soi_map", deterministic=True).apply({}, x), np.float64),
+    gelu_x,
+    rtol=2e-6,
+    atol=1e-7,
+  )
+  y = np.asarray(
+    Activation("soi_map", deterministic=False).apply({}, x, rngs={"dropout": jax.random.key(1)})
+  )
+  assert np.all((y == 0) | (y == np.asarray(x))) and 0 < np.count_nonzero(y) < y.size
+  with pytest.raises(ValueError, match="both as a field and in the call; pass it once"):
+    Activation("gelu", deterministic=True).apply({}, x, deterministic=True)
+
+
+def test_learnable_gelu_dtype_and_param_dtype():
+  x = jnp.asarray(np.linspace(-3, 3, 12).reshape(4, 3), jnp.float32)
+  value = ref_gaussian_gelu(np.asarray(x, np.float64), 0.0, 1.0)[0]
+  module = LearnableGELU(per_feature=True, dtype=jnp.bfloat16, param_dtype=jnp.bfloat16)
+  params = module.init(jax.random.key(0), x)
+  assert params["params"]["mu"].dtype == params["params"]["log_sigma"].dtype == jnp.bfloat16
+  out = module.apply(params, x)  # float32 input, computed in bfloat16
+  assert out.dtype == jnp.bfloat16
+  # bfloat16 keeps 8 significant bits: within 2^-7 relative, after rounding the input once.
+  chex.assert_trees_all_close(np.asarray(out, np.float64), value, rtol=2**-7, atol=1e-3)
+  default = LearnableGELU()
+  params = default.init(jax.random.key(0), x)
+  assert params["params"]["mu"].dtype == jnp.float32
+  assert default.apply(params, x.astype(jnp.bfloat16)).dtype == jnp.bfloat16
+  assert default.apply(params, jnp.int32([1, 2])).dtype == jnp.float32  # as gelu(int)
+
+
+# --- gated linear units (Shazeer 2020): value first, gate second
+
+
+def ref_gated(x, ref):
+  """``(value * f(gate), f(gate), value * f'(gate))`` in float64: the unit, and the parts of its
+  derivative in the value and in the gate."""
+  half = x.shape[-1] // 2
+  value, gate = x[..., :half], x[..., half:]
+  f, df = ref(gate)
+  return value * f, f, value * df
+
+
+GATED_CASES = {
+  "geglu": (geglu, ref_gelu),
+  "geglu(approximate=True)": (functools.partial(geglu, approximate=True), ref_gelu_tanh),
+  "swiglu": (swiglu, ref_scaled_silu(1.0)),
+  "reglu": (reglu, ref_relu),
+  "gated(x, gelu_sigmoid)": (lambda x: gated(x, gelu_sigmoid), ref_scaled_silu(1.702)),
+}
+
+
+@pytest.mark.parametrize("name", list(GATED_CASES))
+def test_gated_units_values_and_gradients_match_float64_reference(name):
+  fn, ref = GATED_CASES[name]
+  rng = np.random.default_rng(0)
+  x = (2 * rng.normal(size=(5, 3, 8))).astype(np.float32)
+  cotangent = rng.normal(size=(5, 3, 4)).astype(np.float32)
+  y = fn(x)
+  dx = jax.grad(lambda v: (fn(v) * cotangent).sum())(x)
+  ref_y, f, v_df = ref_gated(x.astype(np.float64), ref)
+  ref_dx = np.concatenate([cotangent * f, cotangent * v_df], axis=-1)
+  assert y.shape == (5, 3, 4) and y.dtype == jnp.float32
+  chex.assert_trees_all_close(np.asarray(y, np.float64), ref_y, rtol=2e-6, atol=1e-6)
+  chex.assert_trees_all_close(np.asarray(dx, np.float64), ref_dx, rtol=2e-6, atol=1e-6)
+
+
+def test_gated_units_split_value_first_then_gate_by_hand():
+  # geglu([a, b]) = a gelu(b): 2 gelu(1) = 1.68268949..., 1 gelu(2) = 1.95449973...
+  y = np.asarray(geglu(jnp.float32([[2.0, 1.0], [1.0, 2.0]])), np.float64)
+  chex.assert_trees_all_close(y, np.float64([[1.6826894921370859], [1.9544997361036416]]),
+                              rtol=1e-6)  # fmt: skip
+  # swiglu([2, 1]) = 2 silu(1) = 2 / (1 + e^-1); reglu([2, -1 | 3, 0.5]) = [2 * 3, -1 * 0.5].
+  chex.assert_trees_all_close(float(swiglu(jnp.float32([2.0, 1.0]))[0]), 2 / (1 + np.exp(-1)),
+                              rtol=1e-6)  # fmt: skip
+  chex.assert_trees_all_equal(reglu(jnp.float32([2.0, -1.0, 3.0, 0.5])), jnp.float32([6.0, -0.5]))
+  # jax.nn.glu's convention (value first, sigmoid of the second half): gated with a sigmoid is it.
+  x = np.random.default_rng(1).normal(size=(3, 10)).astype(np.float32)
+  chex.assert_trees_all_equal(gated(x, jax.nn.sigmoid), jax.nn.glu(x))
+
+
+@pytest.mark.parametrize("name", ["geglu", "swiglu", "reglu"])
+def test_gated_units_refuse_an_odd_last_axis(name):
+  fn = GATED_CASES[name][0]
+  message = (
+    rf"^{name} splits the input's last axis into two halves \(value, then gate\), so it must "
+    r"have an even size; got shape \(2, 5\)"
+  )
+  with pytest.raises(ValueError, match=message):
+    fn(jnp.ones((2, 5)))
+  with pytest.raises(ValueError, match=r"got shape \(\)"):
+    fn(1.0)
+  with pytest.raises(ValueError, match=r"^gated splits .* got shape \(3,\)"):
+    gated(jnp.ones(3), jax.nn.sigmoid)
+
+
+@pytest.mark.parametrize("name", ["geglu", "geglu(approximate=True)", "swiglu"])
+def test_gated_units_pass_check_grads_to_order_two_in_float64(name):
+  x = np.random.default_rng(2).normal(size=(3, 6))
+  with jax.enable_x64(True):
+    check_grads(GATED_CASES[name][0], (jnp.asarray(x),), order=2)
+
+
+def test_gated_units_keep_low_precision_and_promote_integers():
+  x = jnp.asarray(np.linspace(-3, 3, 8), jnp.bfloat16)
+  for fn in (geglu, swiglu, reglu):
+    assert fn(x).dtype == jnp.bfloat16
+    assert fn(jnp.arange(4)).dtype == jnp.float32
+
+
+# --- GatedMLP (Linen): the block against a float64 reference, value and gradients
+
+
+def ref_gated_mlp(params, x, cotangent, ref):
+  """GatedMLP in float64: its output, and the gradients of ``sum(cotangent * output)`` in its
+  parameters and in ``x``, backpropagated by hand (``ref(z) = (f(z), f'(z))`` the gate's)."""
+  p = jax.tree.map(lambda a: np.asarray(a, np.float64), params)
+  w, b = p["hidden"]["kernel"], p["hidden"]["bias"]
+  w_out, b_out = p["out"]["kernel"], p["out"]["bias"]
+  z = x @ w + b
+  h, f, v_df = ref_gated(z, ref)
+  out = h @ w_out + b_out
+  d_h = cotangent @ w_out.T
+  d_z = np.concatenate([d_h * f, d_h * v_df], axis=-1)
+  grads = {
+    "hidden": {"kernel": x.T @ d_z, "bias": d_z.sum(0)},
+    "out": {"kernel": h.T @ cotangent, "bias": cotangent.sum(0)},
+  }
+  return out, grads, d_z @ w.T
+
+
+def gated_mlp_data(num_inputs: int = 4, num_outputs: int = 3):
+  rng = np.random.default_rng(3)
+  x = rng.normal(size=(8, num_inputs)).astype(np.float32)
+  return x, rng.normal(size=(8, num_outputs)).astype(np.float32)
+
+
+@pytest.mark.parametrize("name", ["gelu", "gelu_tanh", "silu", "relu"])
+def test_gated_mlp_values_and_gradients_match_float64_reference(name):
+  x, cotangent = gated_mlp_data()
+  module = GatedMLP(5, out_features=3, activation=name)
+  params = module.init(jax.random.key(0), x)["params"]
+  assert jax.tree.map(np.shape, params) == {
+    "hidden": {"kernel": (4, 10), "bias": (10,)},
+    "out": {"kernel": (5, 3), "bias": (3,)},
+  }
+  # Non-zero biases, so that a bias in the wrong half or a missing one cannot hide.
+  leaves, tree = jax.tree.flatten(params)
+  rng = np.random.default_rng(4)
+  params = jax.tree.unflatten(tree, [a + 0.3 * rng.normal(size=a.shape) for a in leaves])
+  params = jax.tree.map(lambda a: jnp.asarray(a, jnp.float32), params)
+
+  def loss(p, v):
+    return (module.apply({"params": p}, v) * cotangent).sum()
+
+  out = module.apply({"params": params}, x)
+  grads, d_x = jax.grad(loss, argnums=(0, 1))(params, x)
+  ref_out, ref_grads, ref_dx = ref_gated_mlp(
+    params, x.astype(np.float64), cotangent, CASES[name][1]
+  )
+  chex.assert_trees_all_close(np.asarray(out, np.float64), ref_out, rtol=1e-5, atol=1e-5)
+  chex.assert_trees_all_close(jax.tree.map(np.float64, grads), ref_grads, rtol=1e-5, atol=1e-5)
+  chex.assert_trees_all_close(np.asarray(d_x, np.float64), ref_dx, rtol=1e-5, atol=1e-5)
+
+
+def test_gated_mlp_output_width_gates_and_determinism():
+  x, _ = gated_mlp_data()
+  module = GatedMLP(6)  # out_features: the input's width, as a transformer's block
+  params = module.init(jax.random.key(0), x)
+  assert module.apply(params, x).shape == (8, 4)
+  learnable = GatedMLP(6, activation="learnable_gelu(per_feature=True)")
+  variables = learnable.init(jax.random.key(0), x)
+  chex.assert_shape(variables["params"]["gate"]["learnable_gelu"]["mu"], (6,))
+  soi = GatedMLP(6, activation="soi_map")
+  with pytest.raises(ValueError, match=r"Activation\('soi_map'\) draws a random mask unless"):
+    soi.apply(params, x)
+  chex.assert_trees_all_equal(soi.apply(params, x, deterministic=True), module.apply(params, x))
+  masked = soi.apply(params, x, deterministic=False, rngs={"dropout": jax.random.key(2)})
+  assert np.abs(np.asarray(masked) - np.asarray(module.apply(params, x))).max() > 1e-3
+  assert GatedMLP(6, use_bias=False).init(jax.random.key(0), x)["params"]["out"].keys() == {
+    "kernel"
+  }
 
 
 def test_docstring_examples_run():

@@ -12,12 +12,14 @@ import pytest
 from flax.errors import InvalidRngError
 from jitted import init, jit
 
+from gelujax import tasks
 from gelujax.models import (
   MLP,
   MODELS,
   WideResNet,
   WideResNetBlock,
   conv_general_dilated,
+  gated_features,
   unit_norm_init,
 )
 
@@ -61,6 +63,56 @@ def test_mlp_mnist_parameter_count():
   expected = (784 * 128 + 128) + 7 * (128 * 128 + 128) + (128 * 10 + 10)
   assert expected == 217_354
   assert count(abstract_variables(MODELS.get("mlp_mnist")(), (1, 28, 28, 1))) == expected
+
+
+def test_mlp_mnist_gated_keeps_the_parameter_count_within_the_rounding():
+  # Gated: 784 -> 2x80 (value, gate), seven 80 -> 2x80, 80 -> 10.
+  expected = (784 * 160 + 160) + 7 * (80 * 160 + 160) + (80 * 10 + 10)
+  assert expected == 217_130  # the ungated mlp_mnist: 217,354 (224 fewer)
+  # One unit more or less moves the count by ~4000, farther from 217,354:
+  assert (784 * 162 + 162) + 7 * (81 * 162 + 162) + (81 * 10 + 10) == 220_978
+  assert (784 * 158 + 158) + 7 * (79 * 158 + 158) + (79 * 10 + 10) == 213_310
+  # ... and Shazeer's 2/3 of 128, 85, would not keep it in this stack:
+  assert (784 * 170 + 170) + 7 * (85 * 170 + 170) + (85 * 10 + 10) == 236_650
+  variables = abstract_variables(MODELS.get("mlp_mnist_gated")(), (1, 28, 28, 1))
+  assert count(variables) == expected
+  shapes = [variables["params"][f"Dense_{i}"]["kernel"].shape for i in range(9)]
+  assert shapes == [(784, 160), *[(80, 160)] * 7, (80, 10)]
+  # The engine builds it by name, or mlp_mnist with the model option.
+  for name in ("mnist(model='mlp_mnist_gated')", "mnist(model_options={'gated': True})"):
+    model = tasks.get(name).build_model()
+    assert count(abstract_variables(model, (1, 28, 28, 1))) == expected
+
+
+def test_gated_widths_follow_shazeer_in_a_block_and_keep_counts_in_a_stack():
+  # One feed-forward block d -> d_ff -> d: 2/3 of the width (2048 * 2 / 3 = 1365.3).
+  assert gated_features((2048,), 512, 512) == (1365,)
+  # mlp_tiny: 784 -> 16 -> 16 -> 10, 13,002 parameters; gated 8 + 8: 12,794 (9 + 9: 14,410).
+  assert gated_features((16, 16), 784, 10) == (8, 8)
+  ungated = (784 * 16 + 16) + (16 * 16 + 16) + (16 * 10 + 10)
+  gated = (784 * 16 + 16) + (8 * 16 + 16) + (8 * 10 + 10)
+  assert (ungated, gated) == (13_002, 12_794)
+  assert count(abstract_variables(MODELS.get("mlp_tiny_gated")(), (1, 784))) == gated
+  # Uneven widths are scaled by one factor: 100 -> 100 -> 50 -> 100 (20,250 parameters) gated
+  # as 63 and 32 (100 * 126 + 126 + 63 * 64 + 64 + 32 * 100 + 100 = 20,122).
+  assert gated_features((100, 50), 100, 100) == (63, 32)
+
+
+@pytest.mark.parametrize("activation", ["gelu_tanh", "relu"])
+def test_gated_mlp_matches_numpy_value_first_gate_second(activation):
+  model = MLP(features=(6, 6), num_outputs=5, activation=activation, gated=True)
+  x = np.random.default_rng(0).normal(size=(6, 4, 5)).astype(np.float32)
+  params = jax.tree_util.tree_map(lambda p: p + 0.1, init(model, x)["params"])
+  widths = gated_features((6, 6), 20, 5)
+  h = x.reshape(6, -1).astype(np.float64)
+  for i, width in enumerate(widths):
+    z = h @ np.asarray(params[f"Dense_{i}"]["kernel"], np.float64) + params[f"Dense_{i}"]["bias"]
+    assert z.shape[-1] == 2 * width
+    h = z[:, :width] * NP_ACTIVATIONS[activation](z[:, width:])
+  last = params[f"Dense_{len(widths)}"]
+  expected = h @ np.asarray(last["kernel"], np.float64) + np.asarray(last["bias"])
+  out = model.apply({"params": params}, x, train=False)
+  np.testing.assert_allclose(out, expected, atol=1e-5)
 
 
 def test_mlp_twitter_pos_parameter_count():
@@ -157,6 +209,7 @@ def test_registry_has_paper_and_tiny_presets():
     assert name in MODELS
   for name in ("wrn_40_4", "mlp_tiny", "autoencoder_tiny", "cifar_cnn_tiny", "wrn_tiny"):
     assert name in MODELS
+  assert "mlp_mnist_gated" in MODELS and "mlp_tiny_gated" in MODELS
   model = MODELS.get("wrn_40_4(width=2)")(activation="relu")
   assert (model.depth, model.width, model.num_classes, model.activation) == (40, 2, 100, "relu")
 

@@ -10,7 +10,14 @@ import optax
 import pytest
 from flax import nnx
 from scipy import special
-from test_activations import CASES, GRID, ref_gaussian_gelu, ref_gelu
+from test_activations import (
+  CASES,
+  GRID,
+  gated_mlp_data,
+  ref_gated_mlp,
+  ref_gaussian_gelu,
+  ref_gelu,
+)
 
 import gelujax
 from gelujax import nnx as gnnx
@@ -26,6 +33,7 @@ def test_from_gelujax_import_nnx_gives_both_modules():
   assert imported is gelujax.nnx
   assert issubclass(imported.Activation, nnx.Module)
   assert issubclass(imported.LearnableGELU, nnx.Module)
+  assert issubclass(imported.GatedMLP, nnx.Module)
 
 
 # --- values and gradients: NNX = Linen = float64 reference
@@ -121,6 +129,21 @@ def test_dtype_and_param_dtype():
   assert learnable.learnable_gelu.mu.dtype == jnp.float16
 
 
+@pytest.mark.parametrize("dtype", [None, jnp.bfloat16, jnp.float32])
+@pytest.mark.parametrize("param_dtype", [jnp.float32, jnp.bfloat16])
+def test_learnable_gelu_dtypes_compute_what_the_linen_module_does(dtype, param_dtype):
+  x = jnp.asarray(X_16x3, jnp.bfloat16 if dtype is None else jnp.float32)
+  module = gnnx.LearnableGELU(3, mu_init=0.3, sigma_init=1.7, dtype=dtype, param_dtype=param_dtype)
+  linen = gelujax.LearnableGELU(per_feature=True, mu_init=0.3, sigma_init=1.7, dtype=dtype,
+                                param_dtype=param_dtype)  # fmt: skip
+  variables = linen.init(jax.random.key(0), x)
+  chex.assert_trees_all_equal(nnx.to_pure_dict(nnx.state(module, nnx.Param)), variables["params"])
+  chex.assert_trees_all_equal(module(x), linen.apply(variables, x))
+  # bfloat16 somewhere: 8 significant bits, within 2^-7 relative of the float64 value.
+  ref = ref_gaussian_gelu(np.float64(X_16x3), 0.3, 1.7)[0]
+  chex.assert_trees_all_close(np.asarray(module(x), np.float64), ref, rtol=2**-6, atol=1e-2)
+
+
 # --- the bridge: one to one both ways
 
 
@@ -198,6 +221,51 @@ def test_bad_arguments_are_refused_with_what_would_be_valid():
     gnnx.LearnableGELU(4)(X_16x3)
 
 
+# --- GatedMLP: NNX = Linen = float64 reference
+
+
+@pytest.mark.parametrize("name", ["gelu", "silu", "relu", "gelu_tanh"])
+def test_gated_mlp_matches_linen_and_the_float64_reference(name):
+  x, cotangent = gated_mlp_data()
+  module = gnnx.GatedMLP(4, 5, 3, activation=name, bias_init=nnx.initializers.normal(0.3),
+                         rngs=nnx.Rngs(0))  # fmt: skip
+  params = nnx.to_pure_dict(nnx.state(module, nnx.Param))
+  linen = gelujax.GatedMLP(5, out_features=3, activation=name)
+  linen_params = linen.init(jax.random.key(0), x)["params"]
+  chex.assert_trees_all_equal_shapes_and_dtypes(params, linen_params)  # the same names and shapes
+  chex.assert_trees_all_equal(module(x), linen.apply({"params": params}, x))
+
+  def loss(m, v):
+    return (m(v) * cotangent).sum()
+
+  grads, d_x = nnx.grad(loss, argnums=(0, 1))(module, x)
+  ref_out, ref_grads, ref_dx = ref_gated_mlp(params, np.float64(x), cotangent, CASES[name][1])
+  chex.assert_trees_all_close(np.asarray(module(x), np.float64), ref_out, rtol=1e-5, atol=1e-5)
+  chex.assert_trees_all_close(jax.tree.map(np.float64, nnx.to_pure_dict(grads)), ref_grads,
+                              rtol=1e-5, atol=1e-5)  # fmt: skip
+  chex.assert_trees_all_close(np.asarray(d_x, np.float64), ref_dx, rtol=1e-5, atol=1e-5)
+
+
+def test_gated_mlp_gates_outputs_and_determinism():
+  x, _ = gated_mlp_data()
+  block = gnnx.GatedMLP(4, 6, rngs=nnx.Rngs(0))
+  assert block(x).shape == (8, 4)  # out_features: in_features
+  learnable = gnnx.GatedMLP(4, 6, activation="learnable_gelu(per_feature=True)", rngs=nnx.Rngs(0))
+  assert learnable.gate.learnable_gelu.mu.shape == (6,)
+  linen = gelujax.GatedMLP(6, activation="learnable_gelu(per_feature=True)")
+  chex.assert_trees_all_equal_shapes(
+    nnx.to_pure_dict(nnx.state(learnable, nnx.Param)), linen.init(jax.random.key(0), x)["params"]
+  )
+  soi = gnnx.GatedMLP(4, 6, activation="soi_map", rngs=nnx.Rngs(0))
+  nnx.update(soi, nnx.state(block, nnx.Param))
+  assert np.abs(np.asarray(soi(x)) - np.asarray(block(x))).max() > 1e-3  # a random mask
+  soi.eval()
+  chex.assert_trees_all_equal(soi(x), block(x))  # its expectation: the GELU gate
+  chex.assert_trees_all_equal(soi(x, deterministic=True), block(x))
+  typed = gnnx.GatedMLP(4, 6, dtype=jnp.bfloat16, param_dtype=jnp.float16, rngs=nnx.Rngs(0))
+  assert typed.hidden.kernel.dtype == jnp.float16 and typed(x).dtype == jnp.bfloat16
+
+
 # --- an NNX model trains with nnx.Optimizer
 
 
@@ -271,4 +339,4 @@ def test_nnx_mlp_trains_with_nnx_optimizer():
 
 def test_module_docstring_example_runs():
   results = doctest.testmod(gnnx, optionflags=doctest.NORMALIZE_WHITESPACE)
-  assert results.attempted >= 8 and results.failed == 0
+  assert results.attempted >= 12 and results.failed == 0
