@@ -38,8 +38,7 @@ from flax import nnx
 from jax import Array
 from jax.typing import ArrayLike, DTypeLike
 
-from gelujax.activations import ACTIVATIONS, gated, gaussian_gelu
-from gelujax.registry import parse_name
+from gelujax.activations import gated, gaussian_gelu, resolve_activation
 
 # nnx.Linear's defaults, which GatedMLP keeps.
 _KERNEL_INIT = nnx.initializers.lecun_normal()
@@ -145,9 +144,8 @@ class Activation(nnx.Module):
     dtype: DTypeLike | None = None,
     param_dtype: DTypeLike = jnp.float32,
   ):
-    canonical = ACTIVATIONS.resolve(spec)
-    entry = ACTIVATIONS.get(canonical)  # Checks the name and its arguments.
-    self.name, kwargs = parse_name(canonical)
+    self.name, kwargs, entry = resolve_activation(spec)  # Checks the name and its arguments.
+    kwargs = dict(kwargs)
     self.spec, self.deterministic, self.dtype = spec, deterministic, dtype
     self.fn = entry
     if self.name == "learnable_gelu":  # A submodule, whose parameters NNX creates now.

@@ -119,6 +119,10 @@ class Registry(Generic[T]):
     """Every alias, as registered, mapped to its target spec (in registration order)."""
     return dict(self._aliases.values())
 
+  def namespaces(self) -> set[str]:
+    """The namespaces of the aliases (``"torch"`` of ``"torch:gelu"``)."""
+    return {key[0] for key in self._aliases}
+
   def resolve(self, spec: str) -> str:
     """The spec ``spec`` stands for: an alias's target, or ``spec`` itself if it is no alias.
 

@@ -257,11 +257,17 @@ def _valid_select_metric(spec: TaskSpec, value: Any) -> bool:
 
 
 def _valid_activation(value: Any) -> bool:
+  return isinstance(value, str) and _activation_problem(value) is None
+
+
+def _activation_problem(value: str) -> str | None:
+  """Why ``value`` is no activation (a sentence), or None: an unknown name, arguments it does
+  not take, or a user's function that cannot be used."""
   try:
     get_activation(value)  # Checks the name and that it takes the given arguments.
-  except (ValueError, AttributeError):
-    return False
-  return True
+  except (ValueError, AttributeError) as e:
+    return str(e)
+  return None
 
 
 # field -> (is the value valid for this spec, what would be valid), in an order where the fields
@@ -281,7 +287,11 @@ _CHECKS: dict[str, tuple[Callable[[TaskSpec, Any], bool], Callable[[TaskSpec], s
   "model_options": (lambda s, v: isinstance(v, dict), lambda s: "a dict of keyword options"),
   "activation": (
     lambda s, v: _valid_activation(v),
-    lambda s: "an activation name, possibly with arguments, among " + ", ".join(activation_names()),
+    lambda s: (
+      "an activation name, possibly with arguments, among "
+      + ", ".join(activation_names())
+      + ", or a function of your own as module:function (e.g. my_pkg.acts:squareplus)"
+    ),
   ),
   "dropout": (
     lambda s, v: _is_real(v) and 0 <= v < 1,
@@ -327,7 +337,7 @@ _CHECKS: dict[str, tuple[Callable[[TaskSpec, Any], bool], Callable[[TaskSpec], s
 
 # field -> a sentence pointing from a rejected name to the names likely meant (Registry.hint).
 _HINTS: dict[str, Callable[[TaskSpec, str], str]] = {
-  "activation": lambda s, v: ACTIVATIONS.hint(v),
+  "activation": lambda s, v: ACTIVATIONS.hint(v) if ":" not in v else _activation_problem(v) or "",
   "dataset": lambda s, v: did_you_mean(close_names(v, s.datasets)),
   "model": lambda s, v: MODELS.hint(v),
   "objective": lambda s, v: OBJECTIVES.hint(v),

@@ -58,6 +58,8 @@ RECORD_FILE = "metadata"
 
 # Fields of a run's spec that may change when it is resumed; the identity leaves them out.
 RESUMABLE_FIELDS = ("epochs",)
+# config.json's record of a user's activation (`gelujax.activations.activation_source`).
+ACTIVATION_SOURCE = "activation_source"
 # Spec fields added after runs were committed: config.json leaves each out at its default, so
 # the configs (and identities) of runs written before it stay the same.
 OMITTED_AT_DEFAULT = {"dropout_bits": "hash", "dtype": "float32"}
@@ -193,26 +195,45 @@ def make_config(task: Any, members: Members) -> dict[str, Any]:
   spec = {
     k: v for k, v in spec.items() if k not in OMITTED_AT_DEFAULT or v != OMITTED_AT_DEFAULT[k]
   }
-  return json.loads(
-    json.dumps(
-      {
-        "task": task.name,
-        "dataset": task.dataset,
-        "activation": task.activation,
-        "spec": spec,
-        "members": members.to_json(),
-      }
-    )
-  )
+  config = {
+    "task": task.name,
+    "dataset": task.dataset,
+    "activation": task.activation,
+    "spec": spec,
+    "members": members.to_json(),
+  }
+  from gelujax.activations import activation_source  # here: reading runs needs no JAX
+
+  source = activation_source(task.activation)
+  if source is not None:  # the user's function: its module, name and file's sha256
+    config[ACTIVATION_SOURCE] = source
+  return json.loads(json.dumps(config))
 
 
 def identity(config: Mapping[str, Any]) -> str:
-  """The run's identity: a hash of its config (task, spec, members) less `RESUMABLE_FIELDS`."""
+  """The run's identity: a hash of its config (task, spec, members, and a user activation's
+  module, function and source sha256) less `RESUMABLE_FIELDS`."""
   spec = {k: v for k, v in config["spec"].items() if k not in RESUMABLE_FIELDS}
-  text = json.dumps(
-    {"task": config["task"], "spec": spec, "members": config["members"]}, sort_keys=True
-  )
+  fields = {"task": config["task"], "spec": spec, "members": config["members"]}
+  if ACTIVATION_SOURCE in config:
+    fields[ACTIVATION_SOURCE] = _source_identity(config[ACTIVATION_SOURCE])
+  text = json.dumps(fields, sort_keys=True)
   return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _source_identity(source: Mapping[str, Any] | None) -> tuple | None:
+  """What of a user activation's record the run depends on: not the file's path (a checkout
+  may move), its module, function and bytes."""
+  if source is None:
+    return None
+  return (source.get("module"), source.get("function"), source.get("sha256"))
+
+
+def _describe_source(source: Mapping[str, Any] | None) -> str:
+  if source is None:
+    return "none (gelujax's own)"
+  digest = (source.get("sha256") or "unknown")[:12]
+  return f"{source.get('module')}.{source.get('function')} in {source.get('file')} sha256 {digest}"
 
 
 def check_run(task: Any, workdir: str, members: Members) -> dict[str, Any] | None:
@@ -238,6 +259,12 @@ def check_run(task: Any, workdir: str, members: Members) -> dict[str, Any] | Non
     for key, value in new_spec.items()
     if key not in (*RESUMABLE_FIELDS, "learning_rates", "seeds") and old_spec.get(key) != value
   ]
+  old_source, new_source = (c.get(ACTIVATION_SOURCE) for c in (old, new))
+  if _source_identity(old_source) != _source_identity(new_source):
+    differences.append(
+      f"the activation's source {_describe_source(old_source)} (now "
+      f"{_describe_source(new_source)}): its code changed since the run trained with it"
+    )
   if old["members"] != new["members"]:
     old_members = Members.from_json(old["members"])
     text = f"members {old_members.describe()} (now {members.describe()})"

@@ -1,0 +1,199 @@
+"""A researcher's own activation through train.py and reproduce.py, without editing gelujax.
+
+The activation lives in a module outside the repository (``user_pkg/acts.py`` in a temporary
+folder, the folder the commands run from); train.py and reproduce.py take it as
+``--activation=user_pkg.acts:function`` and scripts as `gelujax.register_activation`.
+"""
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from run_mains import run_mains
+from tiny_task import write_mnist_files
+
+import gelujax
+from gelujax import workdir as workdirs
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TRAIN = os.path.join(ROOT, "experiments", "train.py")
+REPRODUCE = os.path.join(ROOT, "experiments", "reproduce.py")
+TASK = "--task=tiny_mnist(data_options={'validation_size': 32})"
+GRID = ("--seeds=2", "--learning_rates=1e-3", "--compilation_cache=none")
+
+ACTS = """
+import jax.numpy as jnp
+
+
+def my_relu(x):
+  return jnp.maximum(x, 0.0)
+
+
+def squareplus(x, b=4.0):
+  return 0.5 * (x + jnp.sqrt(x * x + b))
+
+
+def summed(x):
+  return x.sum()
+
+
+def to_float16(x):
+  return x.astype(jnp.float16)
+
+
+def raises(x):
+  raise RuntimeError("not today")
+
+
+NOT_A_FUNCTION = 3
+"""
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+  """A folder holding the user's package and MNIST-format files."""
+  root = tmp_path_factory.mktemp("user")
+  (root / "user_pkg").mkdir()
+  (root / "user_pkg" / "__init__.py").write_text("")
+  (root / "user_pkg" / "acts.py").write_text(ACTS)
+  write_mnist_files(str(root / "mnist"))
+  return root
+
+
+def train(lab, workdir, *flags, cwd=None):
+  """train.py in a fresh process run from the user's folder (which is not on PYTHONPATH)."""
+  env = dict(os.environ, PYTHONPATH=ROOT, JAX_PLATFORMS="cpu")
+  return subprocess.run(
+    [sys.executable, TRAIN, TASK, f"--data_dir={lab / 'mnist'}", f"--workdir={workdir}", *GRID,
+     *flags],
+    cwd=cwd or lab, env=env, capture_output=True, text=True, timeout=300,
+  )  # fmt: skip
+
+
+def test_a_users_function_trains_as_the_same_function_of_gelujax_and_is_recorded(lab):
+  """``user_pkg.acts:my_relu`` trains the members ``relu`` trains, to float32 rounding (another
+  program: gelujax's relu has its own derivative rule), and config.json records its module,
+  function and source file's sha256."""
+  mine, theirs = lab / "mine", lab / "theirs"
+  for workdir, activation in ((mine, "user_pkg.acts:my_relu"), (theirs, "relu")):
+    result = train(lab, workdir, "--epochs=2", f"--activation={activation}")
+    assert result.returncode == 0, result.stderr
+  records, expected = workdirs.read_metrics(str(mine)), workdirs.read_metrics(str(theirs))
+  assert len(records) == len(expected) == 4
+  for record, want in zip(records, expected, strict=True):
+    for key in ("train_loss", "validation_loss", "test_loss", "test_error"):
+      np.testing.assert_allclose(record[key], want[key], rtol=1e-5, atol=1e-6, err_msg=key)
+  config = json.loads((mine / "config.json").read_text())
+  source = lab / "user_pkg" / "acts.py"
+  assert config["activation"] == "user_pkg.acts:my_relu"
+  assert config["activation_source"] == {
+    "module": "user_pkg.acts",
+    "function": "my_relu",
+    "file": str(source),
+    "sha256": hashlib.sha256(source.read_bytes()).hexdigest(),
+  }
+  assert "activation_source" not in json.loads((theirs / "config.json").read_text())
+
+
+def test_a_resume_after_the_users_file_changed_is_refused_untouched(lab, tmp_path):
+  (tmp_path / "user_pkg").mkdir()
+  (tmp_path / "user_pkg" / "__init__.py").write_text("")
+  source = tmp_path / "user_pkg" / "acts.py"
+  source.write_text(ACTS)
+  workdir = tmp_path / "run"
+  flags = ("--activation=user_pkg.acts:squareplus(b=1.0)",)
+  assert train(lab, workdir, "--epochs=1", *flags, cwd=tmp_path).returncode == 0
+  resumed = train(lab, workdir, "--epochs=2", *flags, cwd=tmp_path)  # unchanged: resumes
+  assert resumed.returncode == 0, resumed.stderr
+  before = source.read_bytes()
+  source.write_text(ACTS.replace("0.5 *", "0.25 *"))
+  metrics = (workdir / "metrics.jsonl").read_bytes()
+  refused = train(lab, workdir, "--epochs=3", *flags, cwd=tmp_path)
+  assert refused.returncode == 1
+  line = refused.stderr.strip().splitlines()[-1]
+  old, new = (hashlib.sha256(b).hexdigest()[:12] for b in (before, source.read_bytes()))
+  assert line.startswith(f"train.py: error: Workdir {workdir} holds another run ")
+  assert (
+    f"the activation's source user_pkg.acts.squareplus in {source} sha256 {old} (now "
+    f"user_pkg.acts.squareplus in {source} sha256 {new}): its code changed" in line
+  )
+  assert (workdir / "metrics.jsonl").read_bytes() == metrics
+
+
+# Each refused before any data is read: the --data_dir given does not exist.
+BAD = [
+  ("user_pkg.nowhere:f", "module 'user_pkg.nowhere' does not import (ModuleNotFoundError"),
+  ("user_pkg.acts:nothing", "has no 'nothing'"),
+  ("user_pkg.acts:NOT_A_FUNCTION", "user_pkg.acts.NOT_A_FUNCTION is a int, not a function"),
+  ("user_pkg.acts:squareplus(c=1)", "does not take {'c': 1}"),
+  ("user_pkg.acts:summed", "maps a float32 array of shape (3, 4) to float32 of shape ()"),
+  ("user_pkg.acts:to_float16", "maps a float32 array of shape (3, 4) to float16 of shape (3, 4)"),
+  ("user_pkg.acts:raises", "raised RuntimeError: not today when called on a float32 array"),
+  ("user_pkg.acts:__import__('os')", "Cannot parse \"__import__('os')\""),
+  ("__import__('os'):system", "Cannot parse"),
+]
+
+
+def test_an_activation_that_cannot_be_used_is_refused_in_one_paragraph_before_any_data(lab):
+  runs = [
+    [TASK, f"--activation={spec}", "--data_dir=/no/such/folder", f"--workdir={lab / f'bad{i}'}"]
+    for i, (spec, _) in enumerate(BAD)
+  ]
+  env = dict(os.environ, PYTHONPATH=ROOT, JAX_PLATFORMS="cpu")
+  for (spec, needle), (i, ended) in zip(
+    BAD, enumerate(run_mains(TRAIN, runs, env, lab)), strict=True
+  ):
+    assert isinstance(ended.code, str) and "\n" not in ended.code, (spec, ended)
+    assert ended.code.startswith(f"train.py: error: --activation {spec!r} is not valid"), spec
+    assert needle in ended.code, (spec, ended.code)
+    assert not (lab / f"bad{i}").exists()
+
+
+def test_reproduce_takes_a_users_function_beside_the_papers(lab):
+  out = lab / "results"
+  env = dict(os.environ, PYTHONPATH=ROOT, JAX_PLATFORMS="cpu")
+  result = subprocess.run(
+    [sys.executable, REPRODUCE, TASK, f"--data_dir={lab / 'mnist'}",
+     "--activations=gelu,user_pkg.acts:squareplus", "--seeds=2", "--evaluation_seeds=2",
+     "--learning_rates=1e-3", "--epochs=1", f"--out={out}", "--compilation_cache=none"],
+    cwd=lab, env=env, capture_output=True, text=True, timeout=600,
+  )  # fmt: skip
+  assert result.returncode == 0, result.stderr[-3000:]
+  for run in ("user_pkg.acts:squareplus", "user_pkg.acts:squareplus_eval"):
+    config = json.loads((out / "runs" / run / "config.json").read_text())
+    assert config["activation_source"]["function"] == "squareplus"
+  readme = (out / "README.md").read_text()
+  assert "- Activations: gelu, user_pkg.acts:squareplus" in readme
+  assert "| user_pkg.acts:squareplus_eval | 0.001 |" in readme
+
+
+def test_register_activation_for_scripts():
+  def halved(x):
+    return 0.5 * x
+
+  gelujax.register_activation("halved_for_a_test", halved)
+  assert gelujax.get_activation("halved_for_a_test") is halved
+  out = gelujax.Activation("halved_for_a_test").apply({}, jnp.arange(3.0))
+  np.testing.assert_array_equal(out, [0.0, 0.5, 1.0])
+  source = gelujax.activations.activation_source("halved_for_a_test")
+  with open(__file__, "rb") as f:
+    digest = hashlib.sha256(f.read()).hexdigest()
+  assert source == {
+    "module": __name__,
+    "function": "test_register_activation_for_scripts.<locals>.halved",
+    "file": __file__,
+    "sha256": digest,
+  }
+  with pytest.raises(ValueError, match="'halved_for_a_test' is already registered"):
+    gelujax.register_activation("halved_for_a_test", halved)
+  with pytest.raises(ValueError, match="'gelu' is already registered"):
+    gelujax.register_activation("gelu", halved)
+  with pytest.raises(ValueError, match=r"maps a float32 array of shape \(3, 4\) to float32 of"):
+    gelujax.register_activation("summed_for_a_test", jnp.sum)
+  with pytest.raises(ValueError, match="not an identifier"):
+    gelujax.register_activation("a:b", halved)
