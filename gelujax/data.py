@@ -406,7 +406,10 @@ def _check_labels(labels: np.ndarray, num_classes: int, where: str) -> np.ndarra
 def _read_tfds(tfds_name: str, data_dir: Path | None, label_key: str):
   """(train, test) as (images, labels) pairs from ``tfds.data_source``, reading a copy TFDS
   prepared before (never downloading: preparing these image sets needs TensorFlow)."""
-  import tensorflow_datasets as tfds  # Heavy import, only needed when local files are missing.
+  try:
+    import tensorflow_datasets as tfds  # Heavy, only needed when local files are missing.
+  except ImportError as e:  # An environment without it (a GPU image): this source is absent.
+    raise _Missing(f"tensorflow-datasets is not installed ({type(e).__name__}: {e})") from None
 
   def read_split(split: str) -> tuple[np.ndarray, np.ndarray]:
     source = tfds.data_source(

@@ -2,6 +2,7 @@
 
 import json
 import math
+import os
 import re
 import subprocess
 import sys
@@ -201,3 +202,137 @@ def test_torch_agreement_report_is_rendered_from_its_committed_json(tmp_path):
         p_values.append(want["p"])
   below = sum(p < 0.05 for p in p_values)
   assert f"Summary: {below} of {len(p_values)} epoch-and-metric comparisons" in report
+
+
+# Modules the GPU machine's image lacks (or may lack): the accelerator benchmark must run
+# without them, so its smoke run imports none of them.
+ABSENT_ON_THE_DEVICE = (
+  "tensorflow_datasets", "array_record", "tensorboardX", "torch", "scipy", "matplotlib",
+  "tensorflow",
+)  # fmt: skip
+RUN_WITHOUT = """
+import importlib.abc, runpy, sys
+
+class Absent(importlib.abc.MetaPathFinder):
+  def find_spec(self, name, path=None, target=None):
+    if name.split(".")[0] in {absent!r}:
+      raise ImportError(f"{{name}} is not installed on the device")
+
+sys.meta_path.insert(0, Absent())
+sys.argv = sys.argv[1:]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+
+
+def test_train_py_without_the_devices_missing_modules_says_where_it_looked(tmp_path):
+  """On the GPU image (no tensorflow-datasets) train.py with no data found ended in a
+  ModuleNotFoundError traceback: TFDS is one source, absent there like any other."""
+  env = dict(
+    os.environ, JAX_PLATFORMS="cpu", GELUJAX_OFFLINE="1", GELUJAX_DATA_DIR=str(tmp_path / "cache"),
+    PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "experiments")]),
+  )  # fmt: skip
+  done = subprocess.run(
+    [sys.executable, "-c", RUN_WITHOUT.format(absent=set(ABSENT_ON_THE_DEVICE)),
+     str(ROOT / "experiments" / "train.py"), "--task=tiny_mnist", f"--workdir={tmp_path / 'w'}"],
+    capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env,
+  )  # fmt: skip
+  assert done.returncode == 1, done.stderr[-3000:]
+  (line,) = [line for line in done.stderr.splitlines() if line.strip()]
+  assert line.startswith("train.py: error: Cannot load dataset 'mnist': no source has it.")
+  assert (
+    "TFDS 'mnist' (data_dir TFDS default, ~/tensorflow_datasets) (tensorflow-datasets is not "
+    "installed (ImportError: tensorflow_datasets is not installed on the device))"
+  ) in line
+
+
+def test_accelerator_benchmark_runs_without_the_modules_the_device_lacks(tmp_path):
+  done = subprocess.run(
+    [sys.executable, "-c", RUN_WITHOUT.format(absent=set(ABSENT_ON_THE_DEVICE)),
+     str(ROOT / "benchmarks" / "accelerator.py"), "--quick", "--out", str(tmp_path)],
+    capture_output=True, text=True, timeout=300, cwd=tmp_path,
+  )  # fmt: skip
+  assert done.returncode == 0, done.stderr[-3000:]
+  result = json.loads((tmp_path / "accelerator.json").read_text())
+  assert result["device"]["platform"] == "cpu" and result["settings"]["steps"] == 5
+  # The correctness check: here the device is the CPU, so its two runs are one program run twice
+  # and agree bitwise; its losses are those of real training steps.
+  check = result["check"]
+  assert check["passed"] and check["members"] == 2 and check["steps"] == 10
+  (run,) = check["runs"].values()
+  assert run["loss_max_abs"] == 0 and run["param_distance"] == 0 and run["finite"]
+  losses = np.array(run["losses_cpu"])
+  assert losses.shape == (10, 2) and 1.5 < losses[0].min() and losses[0].max() < 3.5
+  # Both members' parameters: 784 -> 16 -> 16 -> 10, kernels and biases.
+  assert run["param_movement"] > 0 and run["parameters"] == 2 * (785 * 16 + 17 * 16 + 17 * 10)
+  rows = {row["name"]: row for row in result["configs"]}
+  assert list(rows) == [
+    "tiny_mnist, 2 members, float32",
+    "tiny_mnist, 2 members, bfloat16",
+    "mnist_ae (autoencoder_tiny), 1 member, float32",
+  ]
+  assert all(row["status"] == "done" and row["diverged_members"] == 0 for row in rows.values())
+  # A step's products by hand, multiply-adds per example (as the training benchmark's test):
+  # tiny_mnist at dropout 0.5 with its dropout-off pass, and the tiny autoencoder.
+  layers = [784 * 16, 16 * 16, 16 * 10]
+  mnist_step = 2 * 32 * (2 * sum(layers) + 2 * sum(layers[1:]))
+  ae_layers = [784 * 16, 16 * 4, 4 * 16, 16 * 784]
+  ae_step = 2 * 64 * (2 * sum(ae_layers) + sum(ae_layers[1:]))
+  for name, row in rows.items():
+    flops, spe = (ae_step, 5) if name.startswith("mnist_ae") else (mnist_step, 10)
+    assert row["flops_per_member_step"] == flops and row["steps_per_epoch"] == spe
+    assert row["steps_timed"] == 5 and len(row["seconds"]) == 2
+    assert row["step_s"] == pytest.approx(np.median(row["seconds"]) / 5)
+    assert row["epoch_s"] == pytest.approx(row["step_s"] * spe)
+    assert row["model_epochs_per_s"] == pytest.approx(row["members"] / row["epoch_s"])
+    assert row["flop_per_s"] == pytest.approx(row["members"] * flops / row["step_s"])
+    limit = row["limit"]
+    assert limit["copies"] == row["members"] and len(limit["seconds"]) == 2
+    assert limit["flop_per_s"] == pytest.approx(
+      row["members"] * flops * 5 / np.median(limit["seconds"])
+    )
+    assert row["limit_fraction"] == pytest.approx(row["flop_per_s"] / limit["flop_per_s"])
+    # XLA counts every operation of the step (the products and more), its loop body once.
+    assert 1 <= row["xla_cost_over_step_products"] < 2
+    real = Path("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz").is_file()
+    assert row["data"].startswith("Fashion-MNIST") if real else row["data"].startswith("random")
+  report = (tmp_path / "accelerator.md").read_text()
+  assert "python benchmarks/accelerator.py --quick" in report and "**Passed**" in report
+  assert all(f"| {name} |" in report for name in rows)
+  # --render writes the same report from the JSON.
+  (tmp_path / "accelerator.md").unlink()
+  subprocess.run(
+    [sys.executable, str(ROOT / "benchmarks" / "accelerator.py"), "--render", "--out",
+     str(tmp_path)],
+    check=True, capture_output=True, text=True, timeout=120,
+  )  # fmt: skip
+  assert (tmp_path / "accelerator.md").read_text() == report
+
+
+def test_accelerator_benchmark_counts_a_convolution_nets_products_as_xla_does():
+  sys.path.insert(0, str(ROOT / "benchmarks"))
+  import accelerator
+  import training
+
+  from gelujax import engine, tasks
+
+  # A dense step: the products training.py lists.
+  spec = tasks.get("tiny_mnist").replace(dropout=0.5)
+  train = accelerator.random_train(spec, 64)
+  program = engine.make_program(spec, engine.make_mesh(1), train, 1)
+  mine = accelerator.step_kernels(program.config, 32)
+  theirs = training.step_products(program.config, 32)
+  assert [(p["lhs"], p["rhs"], p["flops"]) for p in mine] == [
+    (p["lhs"], p["rhs"], p["flops"]) for p in theirs
+  ]
+  # The Wide ResNet's step (forward, input and weight gradients of its convolutions, strided
+  # ones among them): its products as XLA's cost analysis counts them in their program.
+  spec = tasks.get("tiny_cifar")
+  train = accelerator.random_train(spec, 64)
+  mesh = engine.make_mesh(1)
+  program = engine.make_program(spec, mesh, train, 1)
+  products = accelerator.step_kernels(program.config, spec.batch_size)
+  kinds = [p["kind"] for p in products]
+  assert kinds.count("conv") == 39 and kinds.count("dot") == 4
+  run, operands = accelerator.products_program(products, mesh, 1, 1)
+  xla = accelerator.cost_flops(run.lower(operands).compile())
+  assert xla / sum(p["flops"] for p in products) == pytest.approx(1, abs=0.01)
