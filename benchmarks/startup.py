@@ -1,19 +1,26 @@
-"""Time from the command to a trained epoch: `experiments/train.py --epochs=1`, now and before.
+"""Time from the command to a result, now and before: a one-epoch `train.py` run, and a whole
+small reproduction.
 
-Each contender runs the same command in a fresh process, one member of the ``mnist`` task on
+**A run that starts at once.** ``train.py`` trains one member of the ``mnist`` task on
 Fashion-MNIST for one epoch (the epoch itself takes about a second), so the wall time is mostly
-what a run costs before it trains: imports, loading the data, compiling, and after it the
-evaluation, the checkpoint and the summary. Contenders:
+what a run costs besides training: imports, loading the data, tracing and compiling (or loading
+compiled programs from the cache), and after it the evaluation, the checkpoint and the summary.
+``reproduce.py --task=tiny_mnist --epochs=2 --activations=gelu,relu`` trains four grids (each
+activation's selection grid and its evaluation seeds) in one process and writes its README.
 
-- this checkout with an empty compilation cache (what a first run pays), and with the cache that
-  run left (a re-run or a resume);
-- this checkout with ``--compilation_cache=none``;
-- with ``--before REV``: the checkout of that git revision (in a temporary worktree).
+Contenders, each a fresh process:
 
-Rounds interleave the contenders; the report gives medians. Python's ``-X importtime`` of the
-modules train.py imports is reported beside them.
+- ``train.py`` in this checkout and in ``--before REV`` (a temporary worktree), each with a
+  compilation cache of its own that a first, unrecorded run filled (a re-run or a resume: the
+  *warm start*); in this checkout also with an empty cache (a first run) and with
+  ``--compilation_cache=none``;
+- ``reproduce.py`` in this checkout and before, each with its warm cache.
 
-Run: python benchmarks/startup.py --before b071a42   (about 5 minutes on 2 cores)
+Rounds interleave the contenders; the report gives medians, and each ratio (now / before) is
+the median of the ratios measured within a round. Python's ``-X importtime`` of the modules
+train.py imports is reported beside them.
+
+Run: python benchmarks/startup.py --before 31367c7   (about 5 minutes on 2 quiet cores)
 """
 
 from __future__ import annotations
@@ -42,18 +49,26 @@ ARGS = [
 ]  # fmt: skip
 
 
-def run(tree: Path, workdir: Path, extra: list[str]) -> float:
-  """Seconds of one train.py command in ``tree``."""
+REPRODUCE_ARGS = [
+  "--task=tiny_mnist", "--dataset=fashion_mnist", "--epochs=2", "--activations=gelu,relu",
+]  # fmt: skip
+
+
+def run(tree: Path, workdir: Path, extra: list[str], script: str = "train") -> float:
+  """Seconds of one ``train.py`` (or ``reproduce.py``, writing to ``workdir``) in ``tree``."""
   shutil.rmtree(workdir, ignore_errors=True)
   env = dict(os.environ, PYTHONPATH=str(tree))
+  if script == "train":
+    command = ["experiments/train.py", *ARGS, f"--workdir={workdir}", *extra]
+  else:
+    command = ["experiments/reproduce.py", *REPRODUCE_ARGS, f"--out={workdir}", *extra]
   start = time.perf_counter()
   result = subprocess.run(
-    [sys.executable, "experiments/train.py", *ARGS, f"--workdir={workdir}", *extra],
-    cwd=tree, env=env, capture_output=True, text=True, timeout=600,
+    [sys.executable, *command], cwd=tree, env=env, capture_output=True, text=True, timeout=600,
   )  # fmt: skip
   seconds = time.perf_counter() - start
   if result.returncode != 0:
-    raise RuntimeError(f"train.py in {tree} failed:\n{result.stderr[-2000:]}")
+    raise RuntimeError(f"{command[0]} in {tree} failed:\n{result.stderr[-2000:]}")
   return seconds
 
 
@@ -84,59 +99,78 @@ def import_seconds(tree: Path) -> dict[str, float]:
 
 def main() -> None:
   parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-  parser.add_argument("--before", help="a git revision to compare with (e.g. the last release)")
+  parser.add_argument("--before", required=True, help="the git revision to compare with")
   parser.add_argument("--rounds", type=int, default=3)
   parser.add_argument("--output-dir", type=Path, default=RESULTS_DIR)
   args = parser.parse_args()
 
   scratch = Path(tempfile.mkdtemp(prefix="gelujax-startup-"))
-  cache = scratch / "cache"
+  caches = {tree: scratch / f"cache-{tree}" for tree in ("now", "before")}
   trees = {"now": ROOT}
+  # name -> (tree, script, compilation cache: "warm" (the tree's own, filled first), "cold"
+  # (emptied before each run) or "none").
   contenders = {
-    "now, empty compilation cache (first run)": ("now", "cold"),
-    "now, compilation cache of the run before (re-run, resume)": ("now", "warm"),
-    "now, --compilation_cache=none": ("now", "none"),
+    "train.py now, warm cache": ("now", "train", "warm"),
+    f"train.py before ({args.before}), warm cache": ("before", "train", "warm"),
+    "train.py now, empty cache (first run)": ("now", "train", "cold"),
+    "train.py now, --compilation_cache=none": ("now", "train", "none"),
+    "reproduce.py now, warm cache": ("now", "reproduce", "warm"),
+    f"reproduce.py before ({args.before}), warm cache": ("before", "reproduce", "warm"),
   }
-  if args.before:
-    contenders[f"before ({args.before})"] = ("before", None)
   seconds = {name: [] for name in contenders}
+
+  def time_one(tree: str, script: str, mode: str) -> float:
+    cache = scratch / "cache-cold" if mode == "cold" else caches[tree]
+    if mode == "cold":
+      shutil.rmtree(cache, ignore_errors=True)
+    extra = ["--compilation_cache=none"] if mode == "none" else [f"--compilation_cache={cache}"]
+    return run(trees[tree], scratch / "out", extra, script)
+
   try:
     with contextlib.ExitStack() as stack:
-      if args.before:
-        trees["before"] = stack.enter_context(checkout(args.before, scratch / "before"))
+      trees["before"] = stack.enter_context(checkout(args.before, scratch / "before"))
+      for tree, script, mode in contenders.values():  # Fills each tree's cache; not recorded.
+        if mode == "warm":
+          time_one(tree, script, mode)
       for r in range(args.rounds):
-        for name, (tree, mode) in contenders.items():
-          extra = []
-          if mode == "cold":
-            shutil.rmtree(cache, ignore_errors=True)
-          if mode in ("cold", "warm"):
-            extra = [f"--compilation_cache={cache}"]
-          elif mode == "none":
-            extra = ["--compilation_cache=none"]
-          seconds[name].append(run(trees[tree], scratch / "workdir", extra))
+        for name, contender in contenders.items():
+          seconds[name].append(time_one(*contender))
         print(
-          f"round {r + 1}/{args.rounds}: " + ", ".join(f"{s[-1]:.1f}" for s in seconds.values())
+          f"round {r + 1}/{args.rounds}: " + ", ".join(f"{s[-1]:.1f}" for s in seconds.values()),
+          flush=True,
         )
       imports = {tree: import_seconds(path) for tree, path in trees.items()}
   finally:
     shutil.rmtree(scratch, ignore_errors=True)
+  names = list(contenders)
+  ratios = {
+    "warm start": np.median(np.divide(seconds[names[0]], seconds[names[1]])),
+    "reproduce.py end to end": np.median(np.divide(seconds[names[4]], seconds[names[5]])),
+  }
   result = {
     **reports.stamp("python benchmarks/startup.py " + " ".join(sys.argv[1:])),
     "train_command": "python experiments/train.py " + " ".join(ARGS),
+    "reproduce_command": "python experiments/reproduce.py " + " ".join(REPRODUCE_ARGS),
     "rounds": args.rounds,
     "seconds": seconds,
+    "ratios": {k: float(v) for k, v in ratios.items()},
     "imports": imports,
   }
   args.output_dir.mkdir(parents=True, exist_ok=True)
   (args.output_dir / "startup.json").write_text(json.dumps(result, indent=2) + "\n")
   lines = [
     *reports.header("Start-up benchmark", result, f"; median of {args.rounds} interleaved rounds."),
-    f"Each contender runs `{result['train_command']}` in a fresh process: one member, one epoch "
-    "(about a second of training), so the time is mostly what a run costs besides training.",
+    f"`train.py`: `{result['train_command']}`, one member, one epoch (about a second of "
+    "training), so the time is mostly what a run costs besides training. `reproduce.py`: "
+    f"`{result['reproduce_command']}` (four grids in one process, and its README). Each in a "
+    "fresh process; a warm cache is the tree's own, filled by a first run not recorded.",
     "",
-    "| contender | s (median) | all rounds (s) |",
-    "|---|---:|---|",
+    "| ratio (now / before, median of the rounds' ratios) | measured | target | met |",
+    "|---|---:|---:|---|",
   ]
+  for name, ratio in result["ratios"].items():
+    lines.append(f"| {name} | {ratio:.2f}x | <= 0.70x | {'yes' if ratio <= 0.7 else 'no'} |")
+  lines += ["", "| contender | s (median) | all rounds (s) |", "|---|---:|---|"]
   for name, times in seconds.items():
     lines.append(f"| {name} | {np.median(times):.1f} | {', '.join(f'{t:.1f}' for t in times)} |")
   lines += ["", "Import time (`python -X importtime`, cumulative s) of train.py's modules:", ""]
