@@ -110,8 +110,8 @@ def test_make_spec_names_an_unknown_task(task):
     (
       "mnist",
       {"activation": "gelu(mu=1.0)"},
-      "(e.g. my_pkg.acts:squareplus). Bad arguments in activation 'gelu(mu=1.0)': got an unexpected "
-      "keyword argument",
+      "(e.g. my_pkg.acts:squareplus). Bad arguments in activation 'gelu(mu=1.0)': got an "
+      "unexpected keyword argument",
     ),
     (
       "mnist",
