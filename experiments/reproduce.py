@@ -48,7 +48,8 @@ _SEEDS = flags.DEFINE_list(
 _EVALUATION_SEEDS = flags.DEFINE_list(
   "evaluation_seeds",
   None,
-  f"The seeds of the evaluation runs, trained at each run's selected lr: a count N (seeds "
+  f"The seeds of the evaluation runs, trained at each run's candidate lrs (the selected one "
+  f"and those its selection seeds cannot tell apart from it): a count N (seeds "
   f"{EVALUATION_SEED_START}..{EVALUATION_SEED_START}+N-1) or a comma list; none may be a "
   "selection seed; default: the task's (gelujax.paper.DESIGNS).",
 )

@@ -129,9 +129,11 @@ def test_tiny_mnist_end_to_end_evaluation_seeds_and_noise(tmp_path):
     assert call.code is None, (call.code, call.stderr[-3000:])
   first, again, render, relu, relu_render, noise, noise_render = ended
 
-  # The selection grid, then its evaluation run at the selected lr.
+  # The selection grid, then its evaluation runs: at the selected lr, and at the other lr,
+  # which 2 selection seeds cannot tell apart from it (the smallest rank-sum p with 2 a side is
+  # 1/3): a candidate.
   stdout = first.stdout
-  assert "[1/1] gelu: trained in" in stdout and "[1/1] gelu_eval: trained in" in stdout
+  assert "[1/1] gelu: trained in" in stdout and "[1/2] gelu_eval: trained in" in stdout
   summary = json.loads((workdir / "summary.json").read_text())
   assert summary["epochs"] == 2
   assert member_pairs(workdir) == [(3e-3, 0), (3e-3, 1), (1e-3, 0), (1e-3, 1)]
@@ -144,7 +146,11 @@ def test_tiny_mnist_end_to_end_evaluation_seeds_and_noise(tmp_path):
     for lr in (3e-3, 1e-3)
   }
   selected = min(best, key=best.get)
+  other = 1e-3 if selected == 3e-3 else 3e-3
   assert member_pairs(evaluation) == [(selected, 100), (selected, 101)]
+  candidate = out / "runs" / f"gelu_eval_lr{other:g}"
+  assert f"[2/2] gelu_eval_lr{other:g}: trained in" in stdout
+  assert member_pairs(candidate) == [(other, 100), (other, 101)]
   evaluated = json.loads((evaluation / "summary.json").read_text())
   errors = [m["best"]["test_error"] for m in evaluated["members"]]
   result = json.loads(first.files[out / "summary.json"])
@@ -154,6 +160,8 @@ def test_tiny_mnist_end_to_end_evaluation_seeds_and_noise(tmp_path):
   table = first.files[out / "table.md"].decode()
   assert f"| gelu | {selected:g} | 0, 1 | 0/2 |" in table
   assert f"| gelu_eval | {selected:g} | 100, 101 | 0/2 |" in table
+  assert f"| gelu_eval_lr{other:g} | {other:g} | 100, 101 | 0/2 |" in table
+  assert result["candidates"][0]["lrs"][1]["candidate"] is True
   readme = first.files[out / "README.md"].decode()
   # The command that reproduces it, from the runs' files (the data directory is the machine's;
   # 2 seeds and evaluation seeds 100, 101 are tiny_mnist's defaults).
@@ -162,13 +170,18 @@ def test_tiny_mnist_end_to_end_evaluation_seeds_and_noise(tmp_path):
     f"--learning_rates=0.003,0.001 --out={out}" in readme
   )
   assert "- Selection seeds (the grids'): 0, 1" in readme
-  assert "- Evaluation seeds: 100, 101 (`runs/<run>_eval/`)" in readme
+  assert (
+    "- Evaluation seeds: 100, 101 (`runs/<run>_eval/`, and `runs/<run>_eval_lr<lr>/` at another "
+    "candidate lr)" in readme
+  )
+  assert f"- Candidates [gelu]: lr {selected:g} (selected), lr {other:g} (p = " in readme
   assert "None: the paper states no claim for this task." in readme
   assert len(first.files[out / "loss_curves.png"]) > 10_000
 
   # Invoked again, it trains nothing and changes no metrics; so does --render, on its own.
   assert "[1/1] gelu: finished earlier: skipped" in again.stdout
-  assert "[1/1] gelu_eval: finished earlier: skipped" in again.stdout
+  assert "[1/2] gelu_eval: finished earlier: skipped" in again.stdout
+  assert f"[2/2] gelu_eval_lr{other:g}: finished earlier: skipped" in again.stdout
   assert "trained in" not in again.stdout
   assert "[1/1]" not in render.stdout and render.files[out / "table.md"].decode() == table
   metrics = [workdir / "metrics.jsonl", evaluation / "metrics.jsonl"]
@@ -184,7 +197,8 @@ def test_tiny_mnist_end_to_end_evaluation_seeds_and_noise(tmp_path):
 
   # The noise experiment re-uses the finished no-dropout classifiers beside it.
   assert "[1/1] gelu: finished earlier: skipped" in noise.stdout
-  assert "[1/1] gelu_eval: finished earlier: skipped" in noise.stdout
+  assert "[1/2] gelu_eval: finished earlier: skipped" in noise.stdout
+  assert f"[2/2] gelu_eval_lr{other:g}: finished earlier: skipped" in noise.stdout
   assert not (noise_out / "runs").exists()
   result = json.loads((noise_out / "noise" / f"gelu_eval_lr{selected:g}.json").read_text())
   assert (result["learning_rate"], result["seeds"]) == (selected, [100, 101])
@@ -200,6 +214,9 @@ def test_tiny_mnist_end_to_end_evaluation_seeds_and_noise(tmp_path):
   assert kept["seeds"] == [0, 1]
   noise_table = noise.files[noise_out / "table.md"].decode()
   assert f"| gelu_eval | {selected:g} | 100, 101 | 0/2 |" in noise_table
+  # The other candidate's classifiers are evaluated under noise too, and shown.
+  assert (noise_out / "noise" / f"gelu_eval_lr{other:g}_lr{other:g}.json").exists()
+  assert f"| gelu_eval_lr{other:g} | {other:g} | 100, 101 | 0/2 |" in noise_table
   assert (noise_out / "noise_robustness.png").stat().st_size > 10_000
   # Re-rendered from noise/*.json and the classifiers' files alone.
   assert noise_render.files[noise_out / "table.md"].decode() == noise_table

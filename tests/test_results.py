@@ -244,6 +244,58 @@ def describe_seeds(seeds):
   return ", ".join(f"{p[0]}–{p[-1]}" if len(p) > 2 else ", ".join(map(str, p)) for p in parts)
 
 
+def signed_rank_p(d):
+  """SciPy's exact two-sided Wilcoxon signed-rank p of the non-zero differences; with tied
+  |d|, every one of the 2^n sign assignments of SciPy's mid-ranks, enumerated."""
+  d = np.asarray(d, float)
+  d = d[d != 0]
+  ranks = scipy.stats.rankdata(np.abs(d))
+  if len(np.unique(ranks)) == len(ranks):
+    return float(scipy.stats.wilcoxon(d, method="exact").pvalue)
+  observed, centre = ranks[d > 0].sum(), ranks.sum() / 2
+  signs = np.array(list(itertools.product((0, 1), repeat=len(d))), bool)
+  sums = (signs * ranks).sum(axis=1)
+  return float((np.abs(sums - centre) >= abs(observed - centre) - 1e-9).mean())
+
+
+@functools.cache
+def t_cdf(n, t):
+  """P(T+ <= t) for n differences without ties: SciPy's exact one-sided signed-rank p of
+  differences built to have exactly T+ = t (ranks 1..n, the positive ones summing to t)."""
+  if t < 0:
+    return 0.0
+  positive, left = set(), t
+  for rank in range(n, 0, -1):  # Greedy: the largest ranks that fit.
+    if rank <= left:
+      positive.add(rank)
+      left -= rank
+  assert left == 0
+  d = np.array([r if r in positive else -r for r in range(1, n + 1)], float)
+  return float(scipy.stats.wilcoxon(d, alternative="less", method="exact").pvalue)
+
+
+def walsh_interval(d):
+  """The median of the Walsh averages (d_i + d_j) / 2, i <= j, and its exact 95% interval:
+  the k-th and the (N + 1 - k)-th of the N sorted averages, k the largest with
+  P(T+ <= k - 1) <= 0.025."""
+  n = len(d)
+  averages = np.sort([(d[i] + d[j]) / 2 for i in range(n) for j in range(i, n)])
+  k = 0
+  while t_cdf(n, k) <= 0.025:
+    k += 1
+  if k == 0:
+    return float(np.median(averages)), -math.inf, math.inf
+  return float(np.median(averages)), float(averages[k - 1]), float(averages[len(averages) - k])
+
+
+EVALUATION_NAME = re.compile(r"_eval(_lr[^_/]+)?$")
+
+
+def is_evaluation(name):
+  """<run>_eval or <run>_eval_lr<lr>: an evaluation run's folder."""
+  return EVALUATION_NAME.search(name) is not None
+
+
 # ------------------------------------------------------------------ the runs, read directly
 
 
@@ -294,6 +346,15 @@ class Run:
         out.append(float(v))
     return out
 
+  def seeded(self, lr, key):
+    """seed -> value of the non-diverged members with a finite value."""
+    out = {}
+    for seed in self.kept(lr):
+      v = self.value(lr, seed, key)
+      if v is not None and math.isfinite(v):
+        out[seed] = float(v)
+    return out
+
   def selection_values(self, lr):
     return [
       math.inf if self.diverged(lr, s) else self.best(lr, s)[self.select] for s in self.seeds(lr)
@@ -314,6 +375,14 @@ def finished(workdir):
 # ------------------------------------------------------------------ the expected README
 
 
+PENDING = "pending: evaluation seeds not trained"
+# The paper's epochs per task (PAPER.md): a verdict on fewer says so.
+PAPER_EPOCHS = {"mnist": 50, "mnist_ae": 250, "twitter_pos": 30}
+# The candidate rule's level, and the share of its value a final metric must still fall by
+# over the last fifth of training for a verdict to say so (gelujax.paper, gelujax.study.curves).
+CANDIDATE_ALPHA, FALLING_SHARE = 0.05, 0.01
+
+
 class Expected:
   """Everything one result's README should state, computed from its files."""
 
@@ -332,18 +401,27 @@ class Expected:
       workdirs = {}
       for result in self.kept.values():
         workdir = ROOT / result["workdir"]
-        workdir = workdir.parent / workdir.name.removesuffix("_eval")
+        workdir = workdir.parent / EVALUATION_NAME.sub("", workdir.name)
         workdirs[workdir.name] = workdir
       runs = [Run(w) for w in workdirs.values()]
     else:
-      runs = [Run(p) for p in sorted((folder / "runs").glob("*/")) if not p.name.endswith("_eval")]
+      runs = [Run(p) for p in sorted((folder / "runs").glob("*/")) if not is_evaluation(p.name)]
     self.runs = sorted(runs, key=lambda r: (r.dropout, ORDER.index(r.activation)))
+    # Every finished evaluation run beside the selection grids: <run>_eval, <run>_eval_lr<lr>.
     self.evaluation = {}
     for run in self.runs:
-      workdir = run.workdir.parent / f"{run.name}_eval"
-      if finished(workdir):
-        self.evaluation[run.name] = Run(workdir)
-    self.has_evaluation = bool(self.evaluation) or self.base in HYPOTHESES
+      for workdir in sorted(run.workdir.parent.glob(f"{run.name}_eval*/")):
+        if EVALUATION_NAME.sub("", workdir.name) == run.name and finished(workdir):
+          self.evaluation[workdir.name] = Run(workdir)
+    self.epochs = int(self.runs[0].last)
+    self.evaluation_seeds = sorted({s for r in self.evaluation.values() for s in r.seeds()})
+    if not self.evaluation_seeds and self.select:
+      self.evaluation_seeds = list(range(100, 110))
+    command = self.readme().split("From scratch", 1)[1].split("```bash\n", 1)[1]
+    self.command = command.split("\n", 1)[0]
+
+  def readme(self):
+    return (self.folder / "README.md").read_text()
 
   def find(self, activation, dropout):
     return next(
@@ -356,136 +434,453 @@ class Expected:
     )
 
   def noise_values(self, run, lr, key):
+    """seed -> value of a kept noise evaluation, interpolated at the key's level."""
     result = self.kept.get(f"{run.name}_lr{lr:g}")
     if result is None:
       return None
     measure, a = key.split("@")
-    return [float(np.interp(float(a), result["levels"], s)) for s in result[measure]]
+    values = [float(np.interp(float(a), result["levels"], s)) for s in result[measure]]
+    return dict(zip(result["seeds"], values, strict=True))
 
-  def eval_values(self, run, key, lr=None):
-    """The evaluation run's values (at its one lr, or at ``lr``), or the pending reason."""
-    evaluation = self.evaluation.get(run.name)
+  # --- the learning-rate candidates
+
+  def candidates(self, run):
+    """(lr, rank-sum p against the selected lr or None, candidate), the selected lr first."""
+    selected = run.selected()
+    if selected is None:
+      return []
+    found = [(selected, None, True)]
+    for lr in run.lrs:
+      if lr == selected:
+        continue
+      if not run.kept(lr):
+        found.append((lr, None, False))
+        continue
+      p = rank_p(run.selection_values(lr), run.selection_values(selected))
+      found.append((lr, p, p >= CANDIDATE_ALPHA))
+    return found
+
+  def candidate_lrs(self, run, candidates=True):
+    if not candidates:
+      return [run.selected()]
+    return [lr for lr, _, ok in self.candidates(run) if ok] or [run.selected()]
+
+  def evaluation_run(self, run, lr):
+    """The evaluation run of ``run`` at ``lr``: <run>_eval at the selected lr (or every lr where
+    nothing is selected), <run>_eval_lr<lr> at another candidate."""
+    name = (
+      f"{run.name}_eval" if not self.select or lr == run.selected() else f"{run.name}_eval_lr{lr:g}"
+    )
+    return self.evaluation.get(name)
+
+  def seeded_eval(self, run, lr, key):
+    """seed -> the evaluation seeds' values of ``run`` at ``lr``, or the pending reason."""
+    evaluation = self.evaluation_run(run, lr)
     if evaluation is None:
-      return "pending: evaluation seeds not trained"
-    expected = [run.selected()] if self.select else run.lrs
+      return PENDING
+    expected = [lr] if self.select else run.lrs
     assert evaluation.lrs == expected, (evaluation.name, evaluation.lrs, expected)
     if self.select:
       assert not set(evaluation.seeds()) & set(run.seeds()), evaluation.name
-    lr = evaluation.lrs[0] if lr is None else lr
     if self.noise:
       values = self.noise_values(evaluation, lr, key)
       return (
         "pending: noise evaluation of the evaluation seeds not run" if values is None else values
       )
-    return evaluation.values(lr, key)
+    return evaluation.seeded(lr, key)
 
-  def evidence(self, h):
-    dropout = h.dropout if h.dropout is not None else (self.runs[0].dropout)
+  # --- what the tested values' curves show
+
+  def tested_runs(self, run, lr):
+    """The runs whose members' values are tested at ``lr``: the evaluation run there, or (no
+    selection) the grid and its evaluation run together."""
+    evaluation = self.evaluation_run(run, lr)
+    if not self.select:
+      return [run] + ([evaluation] if evaluation else [])
+    return [evaluation] if evaluation else []
+
+  def falling(self, found, lr, key):
+    """The median over the tested members of the metric's fall over the last fifth of training
+    (from the last evaluation at or before 80% of the last epoch), and the epochs it spans."""
+    shares, start, last = [], None, max(r.last for r in found)
+    for r in found:
+      for seed in r.kept(lr):
+        records = [x for x in r.members[(lr, seed)] if x.get(key) is not None]
+        before = [x for x in records if x["epoch"] <= 0.8 * last]
+        if not before or before[-1] is records[-1] or before[-1][key] == 0:
+          continue
+        shares.append((before[-1][key] - records[-1][key]) / before[-1][key])
+        start = before[-1]["epoch"]
+    return (float(np.median(shares)), start, last) if shares else None
+
+  def not_learning(self, found, lr):
+    classes = CLASSES.get(found[0].config["dataset"]) if found else None
+    errors = [r.value(lr, s, "best.test_error") for r in found for s in r.kept(lr)]
+    errors = [e for e in errors if e is not None]
+    if not classes or not errors:
+      return None
+    chance = 1 - 1 / classes
+    median = float(np.median(errors))
+    return (median, chance) if median > 0.5 * chance else None
+
+  def caveats(self, h, runs, lrs):
+    words = []
+    if h.metric.startswith("final."):
+      key = h.metric.split(".")[1]
+      falls = [
+        self.falling(self.tested_runs(r, lr), lr, key) for r, lr in zip(runs, lrs, strict=False)
+      ]
+      if any(f is not None and f[0] >= FALLING_SHARE for f in falls):
+        start, last = next(f for f in falls if f)[1:]
+        shares = ", ".join(
+          f"{name} {f[0]:.1%}"
+          for name, f in zip(("gelu_tanh", h.baseline), falls, strict=False)
+          if f
+        )
+        words.append(
+          f"the tested metric, final {key}, still falls at the last epoch (median fall over the "
+          f"last fifth of training, epochs {start:g}–{last:g}: {shares})"
+        )
+    for r, lr in zip(runs, lrs, strict=False):
+      found = self.not_learning(self.tested_runs(r, lr), lr)
+      if found:
+        words.append(
+          f"{r.name} does not learn at lr {lr:g} (median test error {fmt(found[0], 100)}%, above "
+          f"50% of the chance error {fmt(found[1], 100)}%)"
+        )
+    if self.epochs < PAPER_EPOCHS[self.base]:
+      words.append(f"judged at epoch {self.epochs} of the paper's {PAPER_EPOCHS[self.base]}")
+    return "caveats: " + "; ".join(words) if words else ""
+
+  # --- the verdicts
+
+  def hypothesis_runs(self, h):
+    dropout = h.dropout if h.dropout is not None else self.runs[0].dropout
     found = [self.find(a, dropout) for a in ("gelu_tanh", h.baseline)]
     missing = [a for a, r in zip(("gelu_tanh", h.baseline), found, strict=True) if r is None]
     if missing:
       return f"not run: no {' or '.join(missing)} run with dropout {dropout:g}"
+    return found
+
+  def lr_pairs(self, h, candidates=True):
+    found = self.hypothesis_runs(h)
+    if isinstance(found, str):
+      return []
+    if not self.select:
+      return [(h.lr, h.lr)]
+    g, b = found
+    return [
+      (x, y) for x in self.candidate_lrs(g, candidates) for y in self.candidate_lrs(b, candidates)
+    ]
+
+  def evidence(self, h, lrs):
+    """(gelu seed -> value, baseline seed -> value, seeds words, caveats) at ``lrs``, or why
+    not."""
+    found = self.hypothesis_runs(h)
+    selected = not self.select or all(lr == r.selected() for r, lr in zip(found, lrs, strict=False))
+    if self.select and not selected:
+      missing = [
+        f"{lr:g} of {r.name}"
+        for r, lr in zip(found, lrs, strict=False)
+        if self.seeded_eval(r, lr, h.metric) == PENDING
+      ]
+      if missing:
+        return f"{PENDING} at candidate lr{'s' if len(missing) > 1 else ''} {', '.join(missing)}"
     sides, seeds = [], ""
-    for run in found:
+    for run, lr in zip(found, lrs, strict=False):
       if self.select:
-        values = self.eval_values(run, h.metric)
+        values = self.seeded_eval(run, lr, h.metric)
         if isinstance(values, str):
           return values
-        seeds = (
-          f"evaluation seeds {describe_seeds(self.evaluation[run.name].seeds())} at the selected lr"
-        )
+        where = "at the selected lr" if selected else f"at lrs {lrs[0]:g} vs {lrs[1]:g}"
+        seeds = f"evaluation seeds {describe_seeds(self.evaluation_run(run, lr).seeds())} {where}"
       else:
-        extra = self.eval_values(run, h.metric, h.lr)
+        extra = self.seeded_eval(run, lr, h.metric)
         if isinstance(extra, str):
           return extra
-        values = run.values(h.lr, h.metric) + extra
-        seeds = f"seeds {describe_seeds(run.seeds() + self.evaluation[run.name].seeds())}"
+        values = {**run.seeded(lr, h.metric), **extra}
+        seeds = f"seeds {describe_seeds(run.seeds() + self.evaluation_run(run, lr).seeds())}"
       if not values:
         return f"no values: every member of {run.name} diverged"
       sides.append(values)
-    return sides[0], sides[1], seeds
+    return sides[0], sides[1], seeds, self.caveats(h, found, lrs)
 
-  def verdicts(self, family):
-    """Per hypothesis of ``family``: (h, evidence, p, holm, verdict words)."""
+  def family(self, family, candidates=True):
+    """Per hypothesis of ``family``: (h, its pairs' outcomes or the reason it has none, its
+    verdict's word). An outcome: dict of lrs, evidence (or its pending reason), p, holm, words."""
     hs = [h for h in HYPOTHESES.get(self.task, []) if h.family == family]
-    found = [self.evidence(h) for h in hs]
-    ps = []
-    for h, e in zip(hs, found, strict=True):
-      if isinstance(e, str):
-        ps.append(1.0)
-      elif h.direction == "equivalent":
-        a, b = np.asarray(e[0]), np.asarray(e[1])
-        tost = max(rank_p(a + h.margin, b, "greater"), rank_p(a - h.margin, b, "less"))
-        beyond = min(
-          1.0, 2 * min(rank_p(a - h.margin, b, "greater"), rank_p(a + h.margin, b, "less"))
-        )
-        ps.append((min(1.0, 2 * min(tost, beyond)), tost <= beyond))
-      else:
-        ps.append(rank_p(*e[:2]))
-    plain = [p[0] if isinstance(p, tuple) else p for p in ps]
-    adjusted = holm(plain)
-    out = []
-    for h, e, p, adj in zip(hs, found, ps, adjusted, strict=True):
-      if isinstance(e, str):
-        out.append((h, e, 1.0, adj, e))
+    tests = []  # (index, outcome), the family's tests in order
+    found = []
+    for i, h in enumerate(hs):
+      lrs_list = self.lr_pairs(h, candidates)
+      if not lrs_list:
+        found.append(self.hypothesis_runs(h))
+        tests.append((i, None))
         continue
-      p_value = p[0] if isinstance(p, tuple) else p
-      if adj < ALPHA and isinstance(p, tuple):
-        words = "equivalent" if p[1] else "refuted"
-      elif adj < ALPHA:
-        pooled = scipy.stats.rankdata(np.concatenate([e[0], e[1]]))
-        below = pooled[: len(e[0])].sum() < len(e[0]) * (len(pooled) + 1) / 2
-        words = "confirmed" if below == (h.direction == "lower") else "refuted"
-      else:
-        n = seeds_for_power(e[0], e[1], ALPHA / len(hs), h.margin)
-        shift = hl(*e[:2])[0]
-        if n is not None:
-          words = f"inconclusive: {n} seeds a side for 80% power at the observed effect"
-        elif len(e[0]) + len(e[1]) < 3:
-          words = "inconclusive: too few seeds to estimate the seeds a side 80% power would need"
-        elif abs(shift) == (h.margin or 0.0):
-          where = "at the margin" if h.margin else "of 0"
-          words = f"inconclusive: no number of seeds decides the observed shift {where}"
-        else:
-          words = "inconclusive: more than 1000 seeds a side for 80% power at the observed effect"
-      out.append((h, e, p_value, adj, words))
+      outcomes = []
+      for lrs in lrs_list:
+        e = self.evidence(h, lrs)
+        outcome = {"lrs": lrs, "evidence": e, "p": 1.0, "equivalent": None}
+        if not isinstance(e, str):
+          a, b = list(e[0].values()), list(e[1].values())
+          if h.direction == "equivalent":
+            a_, b_ = np.asarray(a), np.asarray(b)
+            tost = max(rank_p(a_ + h.margin, b_, "greater"), rank_p(a_ - h.margin, b_, "less"))
+            beyond = min(
+              1.0, 2 * min(rank_p(a_ - h.margin, b_, "greater"), rank_p(a_ + h.margin, b_, "less"))
+            )
+            outcome["p"], outcome["equivalent"] = min(1.0, 2 * min(tost, beyond)), tost <= beyond
+          else:
+            outcome["p"] = rank_p(a, b)
+        outcomes.append(outcome)
+        tests.append((i, outcome))
+      found.append(outcomes)
+    adjusted = holm([1.0 if o is None else o["p"] for _, o in tests])
+    for (_, o), adj in zip(tests, adjusted, strict=True):
+      if o is not None:
+        o["holm"] = adj
+    level = ALPHA / max(1, len(tests))
+    out = []
+    for h, outcomes in zip(hs, found, strict=True):
+      if isinstance(outcomes, str):
+        out.append((h, outcomes, "pending"))
+        continue
+      for o in outcomes:
+        o["verdict"], o["words"] = self.outcome_words(h, o, level)
+      words = {o["verdict"] for o in outcomes}
+      verdict = (
+        "pending"
+        if "pending" in words
+        else (words.pop() if len(words) == 1 else "depends on the learning rate")
+      )
+      out.append((h, outcomes, verdict))
     return out
+
+  def outcome_words(self, h, o, level):
+    e = o["evidence"]
+    if isinstance(e, str):
+      return "pending", e
+    a, b = list(e[0].values()), list(e[1].values())
+    shift = hl(a, b)[0]
+    if o["holm"] < ALPHA and o["equivalent"] is not None:
+      word = "equivalent" if o["equivalent"] else "refuted"
+      return word, word
+    if o["holm"] < ALPHA:
+      pooled = scipy.stats.rankdata(np.concatenate([a, b]))
+      below = pooled[: len(a)].sum() < len(a) * (len(pooled) + 1) / 2
+      word = "confirmed" if below == (h.direction == "lower") else "refuted"
+      return word, word
+    if h.direction == "equivalent":
+      lean = (
+        "neither way"
+        if abs(shift) == h.margin
+        else ("towards the claim" if abs(shift) < h.margin else "against the claim")
+      )
+    else:
+      lean = (
+        "neither way"
+        if shift == 0
+        else (
+          "towards the claim" if (shift < 0) == (h.direction == "lower") else "against the claim"
+        )
+      )
+    n = seeds_for_power(a, b, level, h.margin)
+    if n is not None:
+      need = f"{n} seeds a side for 80% power if the observed effect were the true one"
+    elif len(a) + len(b) < 3:
+      need = "too few seeds to estimate the seeds a side 80% power would need"
+    elif abs(shift) == (h.margin or 0.0):
+      need = (
+        f"no number of seeds decides the observed shift {'at the margin' if h.margin else 'of 0'}"
+      )
+    else:
+      need = "more than 1000 seeds a side for 80% power if the observed effect were the true one"
+    return "inconclusive", f"inconclusive, leaning {lean}: {need}"
+
+  def untrained(self, h, outcomes):
+    """The candidate evaluation runs a pending hypothesis waits for, GELU's run's first."""
+    found = self.hypothesis_runs(h)
+    missing = []
+    for side, run in enumerate(found):
+      for o in outcomes:
+        if not isinstance(o["evidence"], str):
+          continue
+        lr = o["lrs"][side]
+        if self.seeded_eval(run, lr, h.metric) == PENDING:
+          name = f"{run.name}_eval" if lr == run.selected() else f"{run.name}_eval_lr{lr:g}"
+          if (run.name, lr, name) not in missing:
+            missing.append((run.name, lr, name))
+    return missing
+
+  def verdict_words(self, h, outcomes, verdict, candidates=True):
+    if isinstance(outcomes, str):
+      return outcomes
+    if verdict == "pending":
+      missing = self.untrained(h, outcomes) if candidates else []
+      if not missing:
+        return next(o["words"] for o in outcomes if o["verdict"] == "pending")
+      lrs = ", ".join(f"{lr:g} of {run}" for run, lr, _ in missing)
+      names = ", ".join(name for *_, name in missing)
+      plural = len(missing) > 1
+      return (
+        f"pending: candidate lr{'s' if plural else ''} {lrs} need{'' if plural else 's'} "
+        f"evaluation seeds {describe_seeds(self.evaluation_seeds)} ({names}; `{self.command}` "
+        "trains them)"
+      )
+    if len(outcomes) == 1:
+      return outcomes[0]["words"]
+    if verdict == "depends on the learning rate":
+      groups = {}
+      for o in outcomes:
+        groups.setdefault(o["verdict"], []).append(
+          f"gelu_tanh lr {o['lrs'][0]:g} vs {h.baseline} lr {o['lrs'][1]:g}"
+        )
+      return verdict + ": " + "; ".join(f"{w} at {', '.join(p)}" for w, p in groups.items())
+    return f"{verdict} at every pair of candidate lrs ({len(outcomes)})"
+
+  def numbers(self, h, o):
+    """`` (gelu_tanh ... vs ..., seeds; shift ..., p = ..., Holm ...)`` and the caveats."""
+    a, b, seeds, caveats = o["evidence"]
+    a, b = list(a.values()), list(b.values())
+    tail = (
+      f" (gelu_tanh {fmt(np.median(a), h.scale)} vs {h.baseline} {fmt(np.median(b), h.scale)}, "
+      f"{seeds}; {effect(a, b, h.scale, o['p'])}, Holm {o['holm']:.2g})"
+    )
+    return tail + (f"; {caveats}" if caveats else "")
+
+  def changed(self):
+    return self.select and any(
+      not isinstance(o, str) and len(o) > 1
+      for family in ("primary", "secondary")
+      for _, o, _ in self.family(family)
+    )
 
   # --- the README's parts
 
-  def table_rows(self, family):
+  def table_rows(self, family, candidates=True):
     rows = []
-    for i, (h, e, p, adj, words) in enumerate(self.verdicts(family), 1):
+    for i, (h, outcomes, verdict) in enumerate(self.family(family, candidates), 1):
       paper = (
         "–" if all(v is None for v in h.paper) else " vs ".join(fmt(v, h.scale) for v in h.paper)
       )
-      if isinstance(e, str):
-        rows.append(f"| {i} | {describe(h)} | {paper} | – | – | – | – | {words} |")
+      words = self.verdict_words(h, outcomes, verdict, candidates)
+      if isinstance(outcomes, str):
+        rows.append(f"| {i} | {describe(h)} | {paper} | – | – | – | – | – | {words} |")
         continue
-      a, b, seeds = e
-      shift, low, high, _ = hl(a, b)
+      cells = [self.outcome_cells(h, o) for o in outcomes]
+      if len(outcomes) == 1:
+        caveats = outcomes[0]["evidence"][3] if not isinstance(outcomes[0]["evidence"], str) else ""
+        words += f"; {caveats}" if caveats else ""
+        rows.append(f"| {i} | {describe(h)} | {paper} | {cells[0]} | {words} |")
+        continue
       rows.append(
-        f"| {i} | {describe(h)} | {paper} | {fmt(np.median(a), h.scale)} vs "
-        f"{fmt(np.median(b), h.scale)} ({seeds}; {len(a)} vs {len(b)}) | "
-        f"{fmt(shift, h.scale, 3)} [{fmt(low, h.scale, 3)}, {fmt(high, h.scale, 3)}] | "
-        f"{p:.2g} | {adj:.2g} | {words} |"
+        f"| {i} | {describe(h)} | {paper} | {len(outcomes)} pairs of candidate lrs | – | – | – | "
+        f"– | {words} |"
       )
+      for letter, o, cell in zip("abcdefgh", outcomes, cells, strict=False):
+        caveats = o["evidence"][3] if not isinstance(o["evidence"], str) else ""
+        rows.append(
+          f"| {i}{letter} | | | {cell} | {o['words']}" + (f"; {caveats}" if caveats else "") + " |"
+        )
     return rows
 
-  def verdict_lines(self):
+  def outcome_cells(self, h, o):
+    lrs = " vs ".join(f"{lr:g}" for lr in o["lrs"])
+    if isinstance(o["evidence"], str):
+      return f"{lrs} | – | – | – | –"
+    a, b, seeds, _ = o["evidence"]
+    a, b = list(a.values()), list(b.values())
+    shift, low, high, _ = hl(a, b)
+    return (
+      f"{lrs} | {fmt(np.median(a), h.scale)} vs {fmt(np.median(b), h.scale)} ({seeds}; "
+      f"{len(a)} vs {len(b)}) | {fmt(shift, h.scale, 3)} [{fmt(low, h.scale, 3)}, "
+      f"{fmt(high, h.scale, 3)}] | {o['p']:.2g} | {o['holm']:.2g}"
+    )
+
+  def verdict_lines(self, candidates=True, kind="Hypothesis"):
     lines = []
     for family in ("primary", "secondary"):
-      for i, (h, e, p, adj, words) in enumerate(self.verdicts(family), 1):
-        head = f"- Hypothesis [{self.figure}, {family} {i}]: {describe(h)}"
-        if isinstance(e, str):
+      for i, (h, outcomes, verdict) in enumerate(self.family(family, candidates), 1):
+        head = f"- {kind} [{self.figure}, {family} {i}]: {describe(h)}"
+        words = self.verdict_words(h, outcomes, verdict, candidates)
+        if isinstance(outcomes, str):
           lines.append(f"{head}: {words}.")
-        else:
-          a, b, seeds = e
+          continue
+        if len(outcomes) == 1:
+          o = outcomes[0]
+          tail = "" if isinstance(o["evidence"], str) else self.numbers(h, o)
+          lines.append(f"{head}: {words}{tail}.")
+          continue
+        gelu = ", ".join(f"{x:g}" for x in dict.fromkeys(o["lrs"][0] for o in outcomes))
+        base = ", ".join(f"{x:g}" for x in dict.fromkeys(o["lrs"][1] for o in outcomes))
+        lines.append(
+          f"{head}: {words}; tested at {len(outcomes)} pairs of candidate lrs (gelu_tanh {gelu} "
+          f"× {h.baseline} {base}), each a Candidate line."
+        )
+        for letter, o in zip("abcdefgh", outcomes, strict=False):
+          tail = "" if isinstance(o["evidence"], str) else self.numbers(h, o)
           lines.append(
-            f"{head}: {words} (gelu_tanh {fmt(np.median(a), h.scale)} vs {h.baseline} "
-            f"{fmt(np.median(b), h.scale)}, {seeds}; {effect(a, b, h.scale, p)}, "
-            f"Holm {adj:.2g})."
+            f"- Candidate [{self.figure}, {family} {i}{letter}: gelu_tanh lr {o['lrs'][0]:g} vs "
+            f"{h.baseline} lr {o['lrs'][1]:g}]: {o['words']}{tail}."
           )
+    return lines
+
+  def earlier_lines(self):
+    return self.verdict_lines(False, "Earlier design") if self.changed() else []
+
+  def paired_lines(self):
+    """Each judged pair compared seed by seed: SciPy's exact signed-rank p, the median of the
+    Walsh averages with its interval from SciPy's signed-rank distribution, NumPy's correlation."""
+    lines = []
+    for family in ("primary", "secondary"):
+      for i, (h, outcomes, _) in enumerate(self.family(family), 1):
+        if isinstance(outcomes, str):
+          continue
+        for letter, o in zip("abcdefgh", outcomes, strict=False):
+          if isinstance(o["evidence"], str):
+            continue
+          a, b, *_ = o["evidence"]
+          seeds = [s for s in a if s in b]
+          x, y = np.array([a[s] for s in seeds]), np.array([b[s] for s in seeds])
+          d = x - y
+          shift, low, high = walsh_interval(d)
+          zeros = int((d == 0).sum())
+          r = np.corrcoef(x, y)[0, 1] if len(d) >= 3 and x.std() and y.std() else None
+          label = f"{i}{letter if len(outcomes) > 1 else ''}"
+          dropped = f", {zeros} zero difference{'s' if zeros > 1 else ''} dropped" if zeros else ""
+          aa, bb = list(a.values()), list(b.values())
+          u_shift, u_low, u_high, _ = hl(aa, bb)
+          unpaired = (
+            f"{fmt(u_shift, h.scale, 3)} [{fmt(u_low, h.scale, 3)}, {fmt(u_high, h.scale, 3)}]"
+          )
+          lines.append(
+            f"- Paired [{self.figure}, {family} {label}: gelu_tanh lr {o['lrs'][0]:g} vs "
+            f"{h.baseline} lr {o['lrs'][1]:g}]: {len(d)} pairs (seeds {describe_seeds(seeds)}"
+            f"{dropped}), correlation {'–' if r is None else f'{r:.2f}'}; paired shift "
+            f"{fmt(shift, h.scale, 3)} [{fmt(low, h.scale, 3)}, {fmt(high, h.scale, 3)}], "
+            f"signed-rank p = {signed_rank_p(d):.2g}; unpaired: shift {unpaired}, rank-sum p = "
+            f"{rank_p(aa, bb):.2g}."
+          )
+    return lines
+
+  def candidates_lines(self):
+    if not self.select:
+      return []
+    lines = []
+    for run in self.runs:
+      found = self.candidates(run)
+      if not found:
+        lines.append(f"- Candidates [{run.name}]: none, every member diverged.")
+        continue
+      chosen, others = [f"lr {found[0][0]:g} (selected)"], []
+      for lr, p, ok in found[1:]:
+        words = f"lr {lr:g} (every member diverged)" if p is None else f"lr {lr:g} (p = {p:.2g})"
+        (chosen if ok else others).append(words)
+      lines.append(
+        f"- Candidates [{run.name}]: {', '.join(chosen)}"
+        + (f"; not candidates: {', '.join(others)}" if others else "")
+        + "."
+      )
     return lines
 
   def contradiction_lines(self):
@@ -507,11 +902,14 @@ class Expected:
   def curve_lines(self):
     lines, jumps = [], []
     shown = [(run, [run.selected()] if self.select else run.lrs) for run in self.runs]
-    shown += [
-      (self.evaluation[r.name], self.evaluation[r.name].lrs)
-      for r in self.runs
-      if r.name in self.evaluation
-    ]
+    for r in self.runs:  # Each run's evaluation runs: the selected lr's, then each candidate's.
+      lrs = self.candidate_lrs(r) if self.select else [None]
+      for lr in lrs:
+        evaluation = (
+          self.evaluation_run(r, lr) if lr is not None else self.evaluation.get(f"{r.name}_eval")
+        )
+        if evaluation is not None:
+          shown.append((evaluation, evaluation.lrs))
     for run, lrs in shown:
       for lr in lrs:
         if lr is None:
@@ -608,7 +1006,10 @@ class Expected:
     lines = []
     lrs_noise = list(dict.fromkeys(r.selected() for r in self.runs if r.selected() is not None))
     for family in ("primary", "secondary"):
-      for i, (h, e, *_) in enumerate(self.verdicts(family), 1):
+      for i, (h, outcomes, _) in enumerate(self.family(family, candidates=False), 1):
+        e = outcomes if isinstance(outcomes, str) else outcomes[0]["evidence"]
+        if not isinstance(e, str):
+          e = (list(e[0].values()), list(e[1].values()))
         dropout = h.dropout if h.dropout is not None else self.runs[0].dropout
         g, b = self.find("gelu_tanh", dropout), self.find(h.baseline, dropout)
         if g is None or b is None:
@@ -654,8 +1055,11 @@ class Expected:
   def sections(self):
     sections = {
       "Verdicts": self.verdict_lines(),
+      "Verdicts of the earlier design (the selected lrs alone)": self.earlier_lines(),
+      "Paired comparisons (exploratory)": self.paired_lines(),
       "Paper values against their claim": self.contradiction_lines(),
       "What the curves show": self.curve_lines(),
+      "Learning-rate candidates": self.candidates_lines(),
       "Learning-rate selection (exploratory)": self.selection_lines(),
       "Fixed-lr sensitivity (exploratory)": self.sensitivity_lines(),
     }
@@ -692,6 +1096,15 @@ def check_result(folder):
   ) or not expected.table_rows("primary")
   if expected.table_rows("secondary"):
     assert table_rows(text, "## Secondary hypotheses") == expected.table_rows("secondary")
+  # The design change is stated where it applies; the earlier design's verdicts are kept where
+  # it changed them, as such.
+  assert ("\n## Design change of 2026-11-26: learning-rate candidates" in text) == expected.select
+  for family in ("primary", "secondary"):
+    heading = f"## Earlier design: {family} hypotheses at the selected lrs alone"
+    if expected.changed() and expected.table_rows(family, candidates=False):
+      assert table_rows(text, heading) == expected.table_rows(family, candidates=False)
+    else:
+      assert heading not in text
   assert readme_sections(text) == expected.sections()
   check_tables(expected)
 
@@ -709,13 +1122,20 @@ def check_tables(expected):
   the medians of each kept evaluation's seeds at a = 0, 1, 3)."""
   if expected.noise:
     table = (expected.folder / "table.md").read_text()
+    shown = []
     for run in expected.runs:
-      evaluation = expected.evaluation.get(run.name)
+      evaluation = expected.evaluation.get(f"{run.name}_eval")
       name, lr = (evaluation.name, evaluation.lrs[0]) if evaluation else (run.name, run.selected())
+      if evaluation and expected.kept.get(f"{name}_lr{lr:g}") is None:
+        name, lr = run.name, run.selected()  # Not evaluated yet: the selection grid is shown.
+      shown.append((name, lr))
+      # Each other candidate's evaluation run, where evaluated under noise.
+      for other in expected.candidate_lrs(run)[1:]:
+        candidate = expected.evaluation_run(run, other)
+        if candidate and expected.kept.get(f"{candidate.name}_lr{other:g}"):
+          shown.append((candidate.name, other))
+    for name, lr in shown:
       result = expected.kept.get(f"{name}_lr{lr:g}")
-      if evaluation and result is None:  # Not evaluated yet: the selection grid is shown.
-        name, lr = run.name, run.selected()
-        result = expected.kept.get(f"{name}_lr{lr:g}")
       if result is None:
         continue
       cells = [
@@ -749,9 +1169,7 @@ def check_tables(expected):
             assert found[field] == pytest.approx(want[field], rel=1e-12), (run.name, lr, key, field)
         assert found["values"] == pytest.approx(want["values"], rel=1e-12)
     # table.md: the median and mean ± std of the reported metric at the lr the table shows.
-    lr = report["learning_rate"] or (
-      run.selected() if not run.name.endswith("_eval") else run.lrs[0]
-    )
+    lr = report["learning_rate"] or (run.lrs[0] if is_evaluation(run.name) else run.selected())
     want = stats(run.values(lr, report["metric"]))
     scale = report["scale"]
     spread = f"{fmt(want['mean'], scale)} ± {fmt(want['std'], scale, 2)}"
@@ -773,28 +1191,69 @@ VERDICT_TAIL = re.compile(
 OURS_CELL = re.compile(r"(?P<median_a>\S+) vs (?P<median_b>\S+) \((?P<seeds>.+); \d+ vs \d+\)")
 
 
-def check_verdict_lines_against_table(text, lines, figure):
-  """Each ``- Hypothesis`` line of ``lines`` states its table row's claim, verdict, medians,
-  seeds, shift and interval, p and Holm p (the rows of ``text``'s hypothesis tables)."""
+def cells(row):
+  """A Markdown table row's cells (none holds a ``|``), stripped."""
+  return [cell.strip() for cell in row.strip()[1:-1].split("|")]
+
+
+def check_verdict_lines_against_table(text, lines, figure, overview=False):
+  """Each ``- Hypothesis`` line of ``lines`` (and each ``- Candidate`` line, one per pair of a
+  hypothesis tested at several pairs of candidate lrs) states its table row's claim, verdict and
+  caveats, medians, seeds, shift and interval, p and Holm p (the rows of ``text``'s hypothesis
+  tables); each ``- Earlier design`` line, its row of the earlier design's tables. The
+  overview repeats the Hypothesis and Earlier design lines only."""
   for family in ("primary", "secondary"):
-    heading = f"## {family.capitalize()} hypotheses"
-    rows = table_rows(text, heading) if f"\n{heading}\n" in text else []
-    found = [line for line in lines if line.startswith(f"- Hypothesis [{figure}, {family} ")]
-    assert len(found) == len(rows), (family, found, rows)
-    for row, line in zip(rows, found, strict=True):
-      i, claim, _, ours, shift, p, holm, verdict = row[2:-2].split(" | ")
-      head = f"- Hypothesis [{figure}, {family} {i}]: {claim}: {verdict}"
-      assert line.startswith(head), (line, row)
-      tail = line[len(head) :]
-      if ours == "–":
-        assert (tail, shift, p, holm) == (".", "–", "–", "–"), (line, row)
-        continue
-      said, cell = VERDICT_TAIL.fullmatch(tail), OURS_CELL.fullmatch(ours)
-      assert said and cell, (line, row)
-      assert said["gelu"] in claim and said["baseline"] in claim, (line, row)
-      keys = ("median_a", "median_b", "seeds")
-      assert [said[k] for k in keys] == [cell[k] for k in keys], (line, row)
-      assert (said["shift"], said["p"], said["holm"]) == (shift, p, holm), (line, row)
+    for kind, heading in (
+      ("Hypothesis", f"## {family.capitalize()} hypotheses"),
+      ("Earlier design", f"## Earlier design: {family} hypotheses at the selected lrs alone"),
+    ):
+      rows = table_rows(text, heading) if f"\n{heading}\n" in text else []
+      found = [line for line in lines if line.startswith(f"- {kind} [{figure}, {family} ")]
+      found += [line for line in lines if line.startswith(f"- Candidate [{figure}, {family} ")
+                and kind == "Hypothesis"]  # fmt: skip
+      by_label = {}
+      for line in found:
+        label = line.split(f"{family} ", 1)[1].split("]", 1)[0].split(":", 1)[0]
+        by_label[label] = line
+      labels = [cells(row)[0] for row in rows]
+      if overview:
+        labels = [label for label in labels if label.isdigit()]
+      assert sorted(by_label) == sorted(labels), (family, kind, by_label, labels)
+      claims = {}
+      for row in rows:
+        i, claim, _, lrs, ours, shift, p, holm, verdict = cells(row)
+        claims[i] = claim or claims[i.rstrip("abcdefgh")]
+        if i not in by_label:
+          continue
+        line = by_label[i]
+        words, _, caveats = verdict.partition("; caveats: ")
+        if i.isdigit():
+          head = f"- {kind} [{figure}, {family} {i}]: {claim}: {words}"
+        else:
+          gelu, baseline = lrs.split(" vs ")
+          name = next(w for w in claims[i].split(":")[0].split() if w in ("relu", "elu"))
+          head = (
+            f"- Candidate [{figure}, {family} {i}: gelu_tanh lr {gelu} vs {name} lr {baseline}]: "
+            f"{words}"
+          )
+        assert line.startswith(head), (line, row)
+        tail = line[len(head) :]
+        if ours == "–":
+          if i.isdigit() and "pairs of candidate lrs" in lrs:
+            assert tail.startswith("; tested at "), (line, row)
+          else:
+            assert tail == ".", (line, row)
+          assert (shift, p, holm, caveats) == ("–", "–", "–", ""), (line, row)
+          continue
+        if caveats:
+          assert tail.endswith(f"; caveats: {caveats}."), (line, row)
+          tail = tail[: -len(f"; caveats: {caveats}.")] + "."
+        said, cell = VERDICT_TAIL.fullmatch(tail), OURS_CELL.fullmatch(ours)
+        assert said and cell, (line, row)
+        assert said["gelu"] in claims[i] and said["baseline"] in claims[i], (line, row)
+        keys = ("median_a", "median_b", "seeds")
+        assert [said[k] for k in keys] == [cell[k] for k in keys], (line, row)
+        assert (said["shift"], said["p"], said["holm"]) == (shift, p, holm), (line, row)
 
 
 @pytest.mark.parametrize("folder", RESULTS, ids=[f"{p.parent.name}/{p.name}" for p in RESULTS])
@@ -804,9 +1263,12 @@ def test_each_verdict_line_states_its_table_rows_numbers(folder):
   rank-sum p of its shift."""
   text = (folder / "README.md").read_text()
   figure = FIGURES[json.loads((folder / "summary.json").read_text())["task"]]
-  check_verdict_lines_against_table(text, readme_sections(text)["Verdicts"], figure)
+  sections = readme_sections(text)
+  lines = sections["Verdicts"]
+  lines += sections.get("Verdicts of the earlier design (the selected lrs alone)", [])
+  check_verdict_lines_against_table(text, lines, figure)
   overview = overview_blocks((ROOT / "README.md").read_text())[str(folder.relative_to(ROOT))]
-  check_verdict_lines_against_table(text, [line.strip() for line in overview], figure)
+  check_verdict_lines_against_table(text, [line.strip() for line in overview], figure, True)
 
 
 def grid_marks(text, heading):
@@ -843,7 +1305,10 @@ def test_the_grid_table_marks_an_lr_selected_only_where_the_design_selects_it(fo
 
 def test_the_checks_hold_for_a_result_with_its_evaluation_seeds(tmp_path):
   """Synthetic Fig. 2 runs: 5 selection seeds, 10 evaluation seeds where the claims are
-  decided (gelu_tanh well below relu, beside elu), one jump, one run that does not learn."""
+  decided (gelu_tanh well below relu, beside elu), one jump, one run that does not learn.
+  gelu_tanh's selection cannot tell its two lrs apart: both are candidates. Without dropout
+  its second candidate is trained (above relu there: the verdict depends on the lr); with
+  dropout it is not (pending, naming the run and the command)."""
   rng = np.random.default_rng(0)
   out = tmp_path / "results" / "fashion_mnist" / "mnist"
   centres = {"gelu_tanh": 0.05, "relu": 0.10, "elu": 0.0502}
@@ -857,33 +1322,56 @@ def test_the_checks_hold_for_a_result_with_its_evaluation_seeds(tmp_path):
           if (name, lr, seed) == ("elu", 1e-3, 3):
             train = [0.5, 0.1, 0.35]  # A jump, at the last epoch: 3.5x the running minimum.
           error = 0.6 if name == "relu_dropout0.5" else 0.12
+          gap = 0.0 if activation == "gelu_tanh" else 0.1  # gelu_tanh: no lr told apart.
           selection.append(
             member(seed, lr, train_loss=train,
-                   validation_loss=[0.5, 0.3 + 0.1 * i + rng.normal(0, 0.001), 0.4],
+                   validation_loss=[0.5, 0.3 + gap * i + rng.normal(0, 0.001), 0.4],
                    validation_error=constant(0.1), test_loss=constant(0.4),
                    test_error=[0.7, error + rng.normal(0, 0.001), error + 0.01])
           )  # fmt: skip
       write_workdir(out / "runs" / name, selection, activation=activation, dropout=dropout)
-      if name != "elu_dropout0.5":  # Its evaluation seeds are not trained: pending.
+      selected = 1e-3 if activation != "gelu_tanh" else None
+      if selected is None:  # gelu_tanh's selected lr: the lower median of the two.
+        medians = {
+          lr: np.median([min(m["validation_loss"]) for m in selection if m["learning_rate"] == lr])
+          for lr in (1e-3, 1e-4)
+        }
+        selected = min(medians, key=medians.get)
+      trained = [(selected, f"{name}_eval", centre)]
+      if name == "gelu_tanh":
+        other = 1e-4 if selected == 1e-3 else 1e-3
+        trained.append((other, f"{name}_eval_lr{other:g}", 0.2))  # Above relu there.
+      if name == "elu_dropout0.5":  # Its evaluation seeds are not trained: pending.
+        trained = []
+      for lr, workdir, final in trained:
         evaluation = [
-          member(seed, 1e-3, train_loss=[0.5, 0.3, centre + rng.normal(0, 0.002)],
+          member(seed, lr, train_loss=[0.5, 0.3, final + rng.normal(0, 0.002)],
                  validation_loss=[0.5, 0.3, 0.4], validation_error=constant(0.1),
                  test_loss=constant(0.4), test_error=[0.7, 0.12 + rng.normal(0, 0.002), 0.13])
           for seed in range(100, 110)
         ]  # fmt: skip
-        write_workdir(
-          out / "runs" / f"{name}_eval", evaluation, activation=activation, dropout=dropout
-        )
+        write_workdir(out / "runs" / workdir, evaluation, activation=activation, dropout=dropout)
   from gelujax import study
 
   study.render("mnist", out=out, root=tmp_path)
   text = (out / "README.md").read_text()
-  verdicts = [row.split(" | ")[-1] for row in table_rows(text, "## Primary hypotheses")]
-  assert verdicts[0] == "confirmed |" and verdicts[3] == "pending: evaluation seeds not trained |"
+  verdicts = {cells(row)[0]: cells(row)[-1] for row in table_rows(text, "## Primary hypotheses")}
+  assert verdicts["1"].startswith("depends on the learning rate: confirmed at gelu_tanh lr ")
+  assert verdicts["1a"].startswith("confirmed") and verdicts["1b"].startswith("refuted")
+  assert verdicts["3"].startswith("pending: candidate lr ")
+  assert "gelu_tanh_dropout0.5_eval_lr" in verdicts["3"]
+  assert verdicts["4"].startswith("pending: candidate lr")
+  assert (
+    "gelu_tanh_dropout0.5_eval_lr" in verdicts["4"] and ", elu_dropout0.5_eval;" in verdicts["4"]
+  )
+  assert "## Earlier design: primary hypotheses at the selected lrs alone" in text
   assert (
     "- Unstable [elu, lr 0.001, seed 3]" in text and "- Does not learn [relu_dropout0.5" in text
   )
   check_result(out)
+  sections = readme_sections(text)
+  lines = sections["Verdicts"] + sections["Verdicts of the earlier design (the selected lrs alone)"]
+  check_verdict_lines_against_table(text, lines, "Fig. 2")
 
 
 def overview_blocks(text):
@@ -911,7 +1399,8 @@ def test_the_readme_results_overview_leads_with_each_results_verdicts():
     expected = Expected(ROOT / where)
     keep = ("- Does not learn [", "- Final value on a spike [")
     curves = [line for line in expected.curve_lines() if line.startswith(keep)]
-    wanted = expected.verdict_lines() + expected.contradiction_lines() + curves
+    verdicts = [line for line in expected.verdict_lines() if line.startswith("- Hypothesis [")]
+    wanted = verdicts + expected.earlier_lines() + expected.contradiction_lines() + curves
     assert lines == [f"  {line}" for line in wanted], where
 
 
@@ -926,3 +1415,23 @@ def test_the_readme_results_prose_states_no_ranking_or_significance():
     assert not re.search(rf"(is|are|was|were|stays?) {verdict}", prose), verdict
   for phrase in phrases:
     assert phrase not in prose, phrase
+
+
+def test_the_design_changes_reason_states_the_committed_fig2_selection():
+  """The numbers the candidate rule's reason quotes (gelujax.paper.DESIGN_CHANGES, written by
+  hand) are those of the committed Fig. 2 runs: gelu_tanh's selection 1e-4 over 1e-3, and at
+  the shared lr 1e-3 its final train loss below relu's and elu's on every selection seed."""
+  from gelujax.paper import DESIGN_CHANGES
+
+  reason = DESIGN_CHANGES[0].reason
+  runs_dir = ROOT / "results" / "fashion_mnist" / "mnist" / "runs"
+  gelu_tanh = Run(runs_dir / "gelu_tanh")
+  medians = {lr: float(np.median(gelu_tanh.selection_values(lr))) for lr in (1e-4, 1e-3)}
+  assert gelu_tanh.selected() == 1e-4
+  assert f"{medians[1e-4]:.5f} against {medians[1e-3]:.5f}" in reason
+  p = rank_p(gelu_tanh.selection_values(1e-4), gelu_tanh.selection_values(1e-3))
+  assert f"(rank-sum p = {p:.2g} over 5 seeds)" in reason
+  for baseline in ("relu", "elu"):
+    other = Run(runs_dir / baseline)
+    a, b = gelu_tanh.values(1e-3, "final.train_loss"), other.values(1e-3, "final.train_loss")
+    assert max(a) < min(b) and f"p = {rank_p(a, b):.2g})" in reason

@@ -1,6 +1,8 @@
 """Tests for gelujax.study.analysis: which seeds each hypothesis is tested on, the fixed-lr
 sensitivity, the selections and the paper values that contradict their claim."""
 
+import dataclasses
+
 import pytest
 
 from gelujax.paper import HYPOTHESES, PRIMARY, SECONDARY, Design
@@ -13,19 +15,39 @@ LOSS = "final.train_loss"
 
 
 def run(
-  activation, selection, evaluation, selected=1e-3, dropout=0.0, evaluation_seeds=(), key=LOSS
+  activation,
+  selection,
+  evaluation,
+  selected=1e-3,
+  dropout=0.0,
+  evaluation_seeds=(),
+  key=LOSS,
+  candidates=(),
+  facts=None,
 ):
+  """A run's values: lists of values in seed order (selection seeds 0, 1, ...; evaluation seeds
+  ``evaluation_seeds``, or 100, 101, ...), or a pending reason for the run or an lr."""
+
+  def seeded(values, first):
+    if isinstance(values, str):
+      return values
+    seeds = list(evaluation_seeds) if first == 100 and evaluation_seeds else None
+    return {key: dict(zip(seeds or range(first, first + len(values)), values, strict=True))}
+
   return RunValues(
     activation if dropout == 0 else f"{activation}_dropout{dropout:g}",
     activation,
     dropout,
     selected,
-    {lr: {key: v} for lr, v in selection.items()},
-    evaluation if isinstance(evaluation, str) else {lr: {key: v} for lr, v in evaluation.items()},
+    {lr: seeded(v, 0) for lr, v in selection.items()},
+    evaluation if isinstance(evaluation, str) else {lr: seeded(v, 100) for lr, v in
+                                                    evaluation.items()},
     (0, 1, 2),
     evaluation_seeds,
     tuple(selection),
-  )
+    candidates,
+    facts or {},
+  )  # fmt: skip
 
 
 def first_primary(task="mnist"):
@@ -148,3 +170,101 @@ def test_every_hypothesis_names_a_gelu_run_and_a_baseline(task):
     assert h.gelu == "gelu_tanh" and h.baseline in ("relu", "elu")
     assert h.family in (PRIMARY, SECONDARY)
     assert (h.margin is not None) == (h.direction == "equivalent")
+
+
+def test_a_hypothesis_is_tested_at_every_pair_of_candidate_lrs():
+  h = first_primary()  # gelu_tanh below relu, dropout 0.
+  seeds = {"evaluation_seeds": range(100, 105)}
+  values = [
+    run("gelu_tanh", {1e-3: [1, 2, 3], 1e-4: [1, 2, 3]}, {1e-4: [1, 2, 3, 4, 5],
+        1e-3: analysis.PENDING_EVALUATION}, 1e-4, candidates=(1e-4, 1e-3), **seeds),
+    run("relu", {1e-3: [5, 5, 5], 1e-4: [9, 9, 9]}, {1e-3: [6, 7, 8, 9, 10]},
+        candidates=(1e-3,), **seeds),
+  ]  # fmt: skip
+  assert analysis.candidate_pairs(h, values, SELECT) == [(1e-4, 1e-3), (1e-3, 1e-3)]
+  # The earlier design: the selected lrs alone.
+  earlier = dataclasses.replace(SELECT, candidates=False)
+  assert analysis.candidate_pairs(h, values, earlier) == [(1e-4, 1e-3)]
+  selected, other = analysis.candidate_evidence(h, values, SELECT)
+  assert selected.learning_rates == (1e-4, 1e-3)
+  assert selected.evidence.seeds == "evaluation seeds 100–104 at the selected lr"
+  assert selected.evidence.gelu_seeds == (100, 101, 102, 103, 104)
+  assert (
+    other.evidence == "pending: evaluation seeds not trained at candidate lr 0.001 of gelu_tanh"
+  )
+  (verdict,) = verdicts.judge([h], lambda x: analysis.candidate_evidence(x, values, SELECT))
+  assert verdict.verdict == verdicts.PENDING
+  assert analysis.untrained_runs(h, verdict, values, SELECT) == [
+    ("gelu_tanh", 1e-3, "gelu_tanh_eval_lr0.001")
+  ]
+  # Trained: the pair at other lrs names them.
+  values[0] = run("gelu_tanh", {1e-3: [1, 2, 3], 1e-4: [1, 2, 3]},
+                  {1e-4: [1, 2, 3, 4, 5], 1e-3: [11, 12, 13, 14, 15]}, 1e-4,
+                  candidates=(1e-4, 1e-3), **seeds)  # fmt: skip
+  _, other = analysis.candidate_evidence(h, values, SELECT)
+  assert other.evidence.seeds == "evaluation seeds 100–104 at lrs 0.001 vs 0.001"
+  assert other.evidence.gelu == (11, 12, 13, 14, 15)
+  (verdict,) = verdicts.judge([h], lambda x: analysis.candidate_evidence(x, values, SELECT))
+  # Holm over the 2 pairs: 2 x 2/252 = 0.016 each; below at one, above at the other.
+  assert [o.verdict for o in verdict.outcomes] == [verdicts.CONFIRMED, verdicts.REFUTED]
+  assert verdict.verdict == verdicts.DEPENDS
+
+
+def test_analyse_keeps_the_earlier_designs_verdicts_where_the_candidates_change_it():
+  values = [
+    run("gelu_tanh", {1e-3: [1, 2, 3], 1e-4: [1, 2, 3]},
+        {1e-4: [1, 2, 3, 4, 5], 1e-3: [11, 12, 13, 14, 15]}, 1e-4, candidates=(1e-4, 1e-3)),
+    run("relu", {1e-3: [5, 5, 5]}, {1e-3: [6, 7, 8, 9, 10]}, candidates=(1e-3,)),
+  ]  # fmt: skip
+  options = {"selection_rows": [], "metrics": [], "command": "python x.py"}
+  found = analysis.analyse("mnist", values, SELECT, **options)
+  assert found.changed() and found.command == "python x.py"
+  assert [v.verdict for v in found.primary[:1]] == [verdicts.DEPENDS]
+  # The earlier design: the selected lrs alone, one test per hypothesis (Holm over the 4).
+  earlier = found.earlier_primary[0]
+  assert earlier.verdict == verdicts.CONFIRMED and earlier.single.learning_rates == (1e-4, 1e-3)
+  assert earlier.holm == pytest.approx(4 * 2 / 252)
+  # Every run with one candidate: nothing changed, no earlier verdicts kept.
+  values = [dataclasses.replace(v, candidates=v.candidates[:1]) for v in values]
+  found = analysis.analyse("mnist", values, SELECT, **options)
+  assert not found.changed() and found.earlier_primary == []
+
+
+def test_caveats_a_verdict_carries():
+  h = first_primary()  # final.train_loss: a value after the last epoch.
+  fall = {"median": 0.01, "start": 40.0, "epoch": 50.0}
+  learns_not = {"median": 0.49, "chance": 0.9, "classes": 10}
+  values = [
+    run("gelu_tanh", {1e-3: [1, 2, 3]}, {1e-3: [1, 2, 3]},
+        facts={1e-3: {"falling": {"train_loss": fall}, "not_learning": None}}),
+    run("relu", {1e-3: [5, 5, 5]}, {1e-3: [6, 7, 8]},
+        facts={1e-3: {"falling": {"train_loss": {**fall, "median": 0.002}},
+                      "not_learning": learns_not}}),
+  ]  # fmt: skip
+  e = analysis.evidence(h, values, SELECT, None, {"epochs": {"epochs": 20, "paper": 250}})
+  assert e.caveats == (
+    ("falling", {"metric": "train_loss", "start": 40.0, "epoch": 50.0, "gelu": 0.01,
+                 "baseline": 0.002}),
+    ("not_learning", {"run": "relu", "learning_rate": 1e-3, **learns_not}),
+    ("epochs", {"epochs": 20, "paper": 250}),
+  )  # fmt: skip
+  # Below the share (1%) in both runs, the paper's epochs, a metric at the best epoch: none.
+  slow = {1e-3: {"falling": {"train_loss": {**fall, "median": 0.0099}}}}
+  values = [dataclasses.replace(v, facts=slow) for v in values]
+  assert (
+    analysis.evidence(h, values, SELECT, None, {"epochs": {"epochs": 50, "paper": 50}}).caveats
+    == ()
+  )
+  secondary = next(x for x in HYPOTHESES["mnist"] if x.metric == "best.test_error")
+  facts = {1e-3: {"falling": {"test_error": fall, "train_loss": fall}}}
+  values = [
+    run(a, {1e-3: [1, 2, 3]}, {1e-3: [1, 2, 3]}, key=secondary.metric, facts=facts)
+    for a in ("gelu_tanh", "relu")
+  ]
+  assert analysis.evidence(secondary, values, SELECT).caveats == ()
+
+
+def test_values_without_their_seeds_are_refused():
+  with pytest.raises(ValueError, match="3 values for 2 seeds"):
+    analysis.seeded([1.0, 2.0, 3.0], [0, 1])
+  assert analysis.seeded({5: 1.0}, []) == {5: 1.0}

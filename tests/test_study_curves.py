@@ -77,3 +77,21 @@ def test_not_learning_is_judged_against_the_chance_error(tmp_path):
   members = [member(0, 1e-3, train_loss=constant(0.1), test_loss=constant(0.2))]
   run = runs.load_run(write_workdir(tmp_path / "ae", members, task="mnist_ae"))
   assert curves.not_learning(run, 1e-3) is None
+
+
+def test_still_falling_measures_the_last_fifth_of_training(tmp_path):
+  # 10 epochs: the last fifth runs from epoch 8 (8 <= 0.8 x 10) to 10. Seed 0 falls from 0.5 to
+  # 0.4 (20%), seed 1 from 0.2 to 0.19 (5%), seed 2 rises from 0.1 to 0.11 (-10%): median 5%.
+  members = [
+    member(s, 1e-3, train_loss=[1.0] * 7 + [start, 0.9 * start + 0.1 * end, end],
+           validation_loss=constant(1, 10))
+    for s, (start, end) in enumerate(((0.5, 0.4), (0.2, 0.19), (0.1, 0.11)))
+  ]  # fmt: skip
+  members.append(member(3, 1e-3, train_loss=constant(0.1, 10), validation_loss=constant(1, 10),
+                        diverged_epoch=9))  # fmt: skip
+  run = runs.load_run(write_workdir(tmp_path / "gelu", members))
+  found = curves.still_falling(run, 1e-3, "train_loss")
+  assert (found["start"], found["epoch"], found["members"]) == (8.0, 10.0, 3)
+  assert found["median"] == pytest.approx(0.05)
+  assert (found["low"], found["high"]) == (pytest.approx(-0.1), pytest.approx(0.2))
+  assert curves.still_falling(run, 1e-3, "no_such_metric") is None

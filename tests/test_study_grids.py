@@ -1,5 +1,6 @@
 """Tests for gelujax.study.grids: the runs a study trains, trained by the real trainer."""
 
+import dataclasses
 import json
 import os
 import re
@@ -65,6 +66,31 @@ def test_evaluation_grids_train_fresh_seeds_at_the_selected_lr():
     "mnist_ae", selection[:1], [row("gelu_tanh", 1e-3)], Design((3, 4, 5), select_lr=False)
   )
   assert grid.learning_rates == (1e-3, 1e-4)
+
+
+def test_every_candidate_lr_gets_its_evaluation_run():
+  """The selected lr's evaluation run is <run>_eval; each other candidate lr's
+  <run>_eval_lr<lr>, with the same evaluation seeds; the earlier design trains the selected lr
+  alone."""
+  spec = tasks.get("mnist").replace(dataset="fashion_mnist")
+  selection = grids.make_grids(spec, ["gelu_tanh"], [0.0], [1e-3, 1e-4, 1e-5], Path("/o"))
+  found = [{**row("gelu_tanh", 1e-4), "candidates": [1e-4, 1e-3]}]
+  plan = design("mnist", 5)
+  made = grids.evaluation_grids("mnist", selection, found, plan)
+  assert [(g.name, g.workdir, g.learning_rates) for g in made] == [
+    ("gelu_tanh_eval", Path("/o/runs/gelu_tanh_eval"), (1e-4,)),
+    ("gelu_tanh_eval_lr0.001", Path("/o/runs/gelu_tanh_eval_lr0.001"), (1e-3,)),
+  ]
+  assert all(g.spec == selection[0].spec for g in made)
+  earlier = dataclasses.replace(plan, candidates=False)
+  assert [g.name for g in grids.evaluation_grids("mnist", selection, found, earlier)] == [
+    "gelu_tanh_eval"
+  ]
+  # The names read back: each evaluation run belongs to its selection grid.
+  assert runs.evaluated_run("gelu_tanh_eval_lr0.001") == "gelu_tanh"
+  assert runs.evaluated_run("gelu_tanh_dropout0.5_eval") == "gelu_tanh_dropout0.5"
+  assert runs.evaluated_run("gelu_tanh_dropout0.5_eval_lr1e-05") == "gelu_tanh_dropout0.5"
+  assert runs.evaluated_run("gelu_tanh") is None and runs.evaluated_run("evaluation") is None
 
 
 def test_cifar10_retrains_on_the_whole_train_file_at_the_selected_lr():

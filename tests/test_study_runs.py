@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 import pytest
+import scipy.stats
 
 from gelujax.study import runs, tables
 from tests.fake_workdirs import constant, member, write_workdir
@@ -170,3 +171,40 @@ def test_load_run_needs_a_summary(tmp_path):
   partial = write_workdir(tmp_path / "gelu", grid([[0.1, 0.2, 0.3]]), finished=False)
   with pytest.raises(ValueError, match=r"no summary\.json"):
     runs.load_run(partial)
+
+
+def test_candidate_lrs_are_those_the_rank_sum_test_cannot_tell_from_the_selected():
+  """5 seeds a side: lr 1e-4 overlaps the selected 1e-3 in 3 of the 25 pairs (U = 3, p =
+  2 x 7/252 = 0.056 >= 0.05): a candidate; 1e-5 in 2 (U = 2, p = 2 x 4/252 = 0.032): not one;
+  an lr whose members all diverged: never. Each p is SciPy's exact Mann-Whitney p."""
+  selected = [1.0, 2.0, 3.0, 4.0, 5.0]
+  close = [3.5, 4.5, 6.0, 7.0, 8.0]  # 3.5 below 4 and 5, 4.5 below 5: U = 3.
+  apart = [4.5, 4.8, 7.0, 8.0, 9.0]  # 4.5 and 4.8 below 5 only: U = 2.
+  grid_ = [
+    {"learning_rate": 1e-3, "members": 5, "diverged": 0, "select_values": selected},
+    {"learning_rate": 1e-4, "members": 5, "diverged": 0, "select_values": close},
+    {"learning_rate": 1e-5, "members": 5, "diverged": 0, "select_values": apart},
+    {"learning_rate": 1e-6, "members": 5, "diverged": 5, "select_values": [None] * 5},
+  ]
+  found = runs.candidate_lrs(grid_, 1e-3)
+  for lr, values in ((1e-4, close), (1e-5, apart)):
+    expected = scipy.stats.mannwhitneyu(values, selected, method="exact").pvalue
+    assert found[lr] == pytest.approx(expected, rel=1e-12)
+  assert found[1e-4] == pytest.approx(2 * 7 / 252) and found[1e-5] == pytest.approx(2 * 4 / 252)
+  assert found[1e-3] is None and found[1e-6] is None
+  assert list(found) == [1e-3, 1e-4, 1e-5, 1e-6]  # The selected first, then the grid's order.
+  assert runs.candidates(found, 1e-3) == [1e-3, 1e-4]
+  assert runs.candidate_lrs(grid_, None) == {}
+
+
+def test_summarize_run_lists_the_candidates(three_lr_run):
+  # 3 seeds a side: the smallest p is 0.1, so every lr not wholly diverged is a candidate.
+  # Against the selected 1e-4 (0.15, 0.5, 0.16): 1e-3 (0.3, 0.1, 0.2) and 1e-5 (0.4, 0.41,
+  # 0.42), SciPy's exact p-values.
+  row = runs.summarize_run(three_lr_run)
+  assert row["candidates"] == [1e-4, 1e-3, 1e-5]
+  best = [0.15, 0.5, 0.16]
+  expected = [scipy.stats.mannwhitneyu(x, best, method="exact").pvalue
+              for x in ([0.3, 0.1, 0.2], [0.4, 0.41, 0.42])]  # fmt: skip
+  found = [g["candidate_p"] for g in row["grid"]]
+  assert found[1] is None and found[::2] == pytest.approx(expected)

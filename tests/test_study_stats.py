@@ -209,3 +209,114 @@ def test_seeds_for_power_edge_cases():
   assert at_margin is None
   inside = stats.seeds_for_power([0.0, 1.0, 2.0, 3.0], [0.1, 1.1, 2.1, 3.1], level=0.05, margin=3)
   assert inside is not None and inside >= 5
+
+
+# ------------------------------------------------------------------- the paired counterparts
+
+
+def brute_force_signed_rank_p(d, alternative):
+  """Every one of the 2^n sign assignments of the non-zero differences' SciPy mid-ranks: the
+  share whose positive rank sum is as extreme as the observed one."""
+  d = np.asarray(d, float)
+  d = d[d != 0]
+  ranks = scipy.stats.rankdata(np.abs(d))
+  observed, centre = ranks[d > 0].sum(), ranks.sum() / 2
+  sums = np.array([
+    sum(r for r, s in zip(ranks, signs, strict=True) if s)
+    for signs in itertools.product((0, 1), repeat=len(d))
+  ])  # fmt: skip
+  if alternative == "two-sided":
+    extreme = np.abs(sums - centre) >= abs(observed - centre) - 1e-9
+  elif alternative == "less":
+    extreme = sums <= observed + 1e-9
+  else:
+    extreme = sums >= observed - 1e-9
+  return extreme.mean()
+
+
+@pytest.mark.parametrize("n", [1, 4, 5, 6, 10, 12])
+@pytest.mark.parametrize("alternative", ["two-sided", "less", "greater"])
+def test_signed_rank_test_matches_scipy_exact_without_ties(n, alternative):
+  rng = np.random.default_rng(n)
+  for centre in (0.0, 0.4, 2.0):
+    d = rng.normal(centre, 1.0, n)
+    expected = scipy.stats.wilcoxon(d, alternative=alternative, method="exact").pvalue
+    assert stats.signed_rank_test(d, alternative) == pytest.approx(expected, rel=1e-12)
+
+
+@pytest.mark.parametrize("alternative", ["two-sided", "less", "greater"])
+def test_signed_rank_test_with_ties_and_zeros_matches_enumeration(alternative):
+  rng = np.random.default_rng(1)
+  for _ in range(10):
+    d = rng.integers(-3, 4, size=9) / 4  # Tied |d| and zeros.
+    if not np.any(d):
+      continue
+    expected = brute_force_signed_rank_p(d, alternative)
+    assert stats.signed_rank_test(d, alternative) == pytest.approx(expected, rel=1e-12)
+
+
+def test_signed_rank_test_by_hand():
+  # One sign: only the 2 most extreme of 2^n assignments (1 on a side).
+  assert stats.signed_rank_test([1, 2, 3, 4, 5]) == pytest.approx(2 / 32)
+  assert stats.signed_rank_test([-1, -2, -3, -4, -5] * 2) == pytest.approx(2 / 1024)
+  assert stats.signed_rank_test([-1, -2, -3, -4, -5], "less") == pytest.approx(1 / 32)
+  assert stats.signed_rank_test([-1, -2, -3, -4, -5], "greater") == 1.0
+  # A zero difference is dropped: the same p as without it.
+  assert stats.signed_rank_test([0, 1, 2, 3, 4, 5]) == stats.signed_rank_test([1, 2, 3, 4, 5])
+  assert math.isnan(stats.signed_rank_test([0.0, 0.0]))
+  with pytest.raises(ValueError, match="alternative"):
+    stats.signed_rank_test([1], "sideways")
+
+
+@pytest.mark.parametrize("n", [1, 2, 5, 8])
+def test_signed_rank_counts_match_enumeration(n):
+  counts = np.zeros(n * (n + 1) // 2 + 1, int)
+  for signs in itertools.product((0, 1), repeat=n):
+    counts[sum(r for r, s in zip(range(1, n + 1), signs, strict=True) if s)] += 1
+  assert stats.signed_rank_counts(n) == counts.tolist()
+
+
+def test_walsh_median_by_hand():
+  # Walsh averages of 1, 2, 9: 1, 1.5, 5, 2, 5.5, 9 -> sorted 1, 1.5, 2, 5, 5.5, 9 -> 3.5.
+  assert stats.walsh_averages([1, 2, 9]).tolist() == [1, 1.5, 2, 5, 5.5, 9]
+  assert stats.walsh_median([1, 2, 9]) == pytest.approx(3.5)
+  assert math.isnan(stats.walsh_median([]))
+
+
+def test_paired_interval_by_hand():
+  # 10 pairs: P(T+ <= 8) = 25/1024 <= 0.025 < P(T+ <= 9) = 30/1024, so k = 9: the 9th and the
+  # 47th of the 55 Walsh averages, at level 1 - 50/1024.
+  d = np.arange(1.0, 11.0)
+  low, high, level = stats.paired_interval(d)
+  averages = stats.walsh_averages(d)
+  assert (low, high) == (averages[8], averages[46])
+  assert level == pytest.approx(1 - 50 / 1024)
+  # 5 pairs: the smallest tail, 1/32, exceeds 0.025: no interval at 95%.
+  assert stats.paired_interval([1, 2, 3, 4, 5]) == (-math.inf, math.inf, 1.0)
+
+
+@pytest.mark.parametrize("n", [6, 8, 10])
+def test_paired_interval_is_the_inverted_signed_rank_test(n):
+  """A shift s lies in the interval exactly where SciPy's exact two-sided signed-rank test of
+  d - s does not reject at the interval's own level."""
+  rng = np.random.default_rng(n)
+  d = rng.normal(0.5, 1.0, n)
+  low, high, level = stats.paired_interval(d)
+  averages = stats.walsh_averages(d)
+  midpoints = (averages[1:] + averages[:-1]) / 2
+  for s in [averages[0] - 1, *midpoints, averages[-1] + 1]:
+    p = scipy.stats.wilcoxon(d - s, method="exact").pvalue
+    assert (low < s < high) == (p > 1 - level + 1e-12), (s, p, low, high)
+
+
+@pytest.mark.parametrize("n", [6, 7, 9])
+def test_paired_interval_covers_the_centre_at_its_level(n):
+  """Coverage by enumeration: for differences symmetric about 0, each of the 2^n sign
+  assignments of the same magnitudes is equally likely; the interval holds 0 in exactly the
+  share its level says."""
+  magnitudes = np.arange(1, n + 1) * 1.3 + 0.1
+  covered = []
+  for signs in itertools.product((-1, 1), repeat=n):
+    low, high, level = stats.paired_interval(magnitudes * np.array(signs))
+    covered.append(low <= 0.0 <= high)
+  assert np.mean(covered) == pytest.approx(level, abs=1e-12)

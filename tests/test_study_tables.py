@@ -101,9 +101,36 @@ def test_hypotheses_table_rows():
   assert lines[0] == tables.HYPOTHESES_HEAD
   assert lines[2] == (
     "| 1 | gelu_tanh below relu: final train log loss (nats), dropout 0 | 0.008 vs 0.007 | "
-    "3 vs 8 (seeds 0–4; 5 vs 5) | -5 [-8, -2] | 0.0079 | 0.016 | confirmed |"
+    "– vs – | 3 vs 8 (seeds 0–4; 5 vs 5) | -5 [-8, -2] | 0.0079 | 0.016 | confirmed |"
   )
   assert lines[3] == (
-    "| 2 | gelu_tanh below elu: final train log loss (nats), dropout 0 | 0.008 vs 0.013 | – | – "
-    "| – | – | pending: evaluation seeds not trained |"
+    "| 2 | gelu_tanh below elu: final train log loss (nats), dropout 0 | 0.008 vs 0.013 | – vs – "
+    "| – | – | – | – | pending: evaluation seeds not trained |"
   )
+
+
+def test_a_hypothesis_at_several_pairs_of_candidate_lrs_has_a_row_per_pair():
+  (first,) = (h for h in HYPOTHESES["mnist"] if h.family == "primary" and h.baseline == "relu"
+              and h.dropout == 0.5)  # fmt: skip
+  pairs = [
+    verdicts.Candidate((1e-3, 1e-3), Evidence((1, 2, 3, 4, 5), (6, 7, 8, 9, 10), "s",
+                                              caveats=(("epochs", {"epochs": 2, "paper": 50}),))),
+    verdicts.Candidate((1e-4, 1e-3), "pending: evaluation seeds not trained at candidate lr x"),
+  ]  # fmt: skip
+  (verdict,) = verdicts.judge([first], lambda _: pairs)
+  lines = tables.format_hypotheses([verdict]).splitlines()
+  assert lines[2] == (
+    "| 1 | gelu_tanh below relu: final train log loss (nats), dropout 0.5 | 0.044 vs 0.35 | 2 "
+    "pairs of candidate lrs | – | – | – | – | pending: evaluation seeds not trained at candidate "
+    "lr x |"
+  )
+  # Holm over the 2 pairs: 2 x 2/252 = 0.016.
+  assert lines[3] == (
+    "| 1a | | | 0.001 vs 0.001 | 3 vs 8 (s; 5 vs 5) | -5 [-8, -2] | 0.0079 | 0.016 | confirmed; "
+    "caveats: judged at epoch 2 of the paper's 50 |"
+  )
+  assert lines[4] == (
+    "| 1b | | | 0.0001 vs 0.001 | – | – | – | – | pending: evaluation seeds not trained at "
+    "candidate lr x |"
+  )
+  assert len(lines) == 5

@@ -1,5 +1,7 @@
 """Tests for gelujax.study.verdicts: each verdict from values whose tests SciPy computes."""
 
+import math
+
 import numpy as np
 import pytest
 import scipy.stats
@@ -89,3 +91,84 @@ def test_comparison_holds_the_shift_interval_and_p():
   assert c.p == pytest.approx(2 / 252) and c.ties == 0
   assert (c.median_a, c.median_b) == (3, 8)
   assert c.to_json()["a"] == [1, 2, 3, 4, 5]
+
+
+def candidates(h, pairs):
+  """``pairs``: (lrs, gelu values, baseline values) or (lrs, pending reason)."""
+  return [
+    verdicts.Candidate(lrs, rest[0] if len(rest) == 1 else Evidence(*rest, "seeds", lrs))
+    for lrs, *rest in pairs
+  ]
+
+
+def test_each_pair_of_candidate_lrs_is_a_test_of_the_family():
+  """Holm runs over every pair of every hypothesis: 3 pairs and 1 pending hypothesis make a
+  family of 4 tests; a verdict stands only where every pair agrees."""
+  h, other = hypothesis(), hypothesis(baseline="elu")
+  low, high = [1, 2, 3, 4, 5], [6, 7, 8, 9, 10]
+
+  def judged(pairs):
+    return verdicts.judge(
+      [h, other], lambda x: candidates(h, pairs) if x is h else "pending: evaluation seeds"
+    )
+
+  # Below at every pair: confirmed, each pair's Holm p = 4 x 2/252 (the 4 tests share it).
+  first, second = judged([((1e-3, 1e-3), low, high), ((1e-3, 1e-4), low, high),
+                          ((1e-4, 1e-3), low, high)])  # fmt: skip
+  assert first.verdict == verdicts.CONFIRMED
+  assert [o.holm for o in first.outcomes] == pytest.approx([4 * 2 / 252] * 3)
+  assert [o.learning_rates for o in first.outcomes] == [(1e-3, 1e-3), (1e-3, 1e-4), (1e-4, 1e-3)]
+  assert (first.comparison, first.single) == (None, None) and math.isnan(first.p)
+  assert second.verdict == verdicts.PENDING and second.holm == 1.0
+  # Below at one pair, above at another: depends on the learning rate.
+  (first, _) = judged([((1e-3, 1e-3), low, high), ((1e-4, 1e-3), high, low)])
+  assert first.verdict == verdicts.DEPENDS
+  assert [o.verdict for o in first.outcomes] == [verdicts.CONFIRMED, verdicts.REFUTED]
+  # Confirmed at one pair, undecided at another (Holm 3 x 2/252 = 0.024; the other p = 1).
+  (first, _) = judged([((1e-3, 1e-3), low, high), ((1e-4, 1e-3), [1, 2, 3], [1, 2, 3])])
+  assert first.verdict == verdicts.DEPENDS
+  # A pair still waiting for its seeds: pending, whatever the others say; it counts as p = 1.
+  (first, _) = judged([((1e-3, 1e-3), low, high), ((1e-4, 1e-3), "pending: lr 1e-4 of x")])
+  assert first.verdict == verdicts.PENDING
+  assert [o.verdict for o in first.outcomes] == [verdicts.CONFIRMED, verdicts.PENDING]
+  assert first.outcomes[1].seeds == "pending: lr 1e-4 of x" and first.outcomes[1].p == 1.0
+  assert first.outcomes[0].holm == pytest.approx(3 * 2 / 252)
+  assert first.pending() == [first.outcomes[1]]
+
+
+def test_a_hypothesis_without_runs_has_no_pairs_and_counts_once():
+  h, other = hypothesis(), hypothesis(baseline="elu")
+  first, second = verdicts.judge(
+    [h, other],
+    lambda x: Evidence((1, 2, 3, 4, 5), (6, 7, 8, 9, 10), "s") if x is h else "not run: no elu",
+  )
+  assert second.outcomes == () and second.verdict == verdicts.PENDING
+  assert (second.seeds, second.p, second.holm) == ("not run: no elu", 1.0, 1.0)
+  assert first.holm == pytest.approx(2 * 2 / 252)
+
+
+def test_paired_comparison_against_scipy():
+  """The pairs are the seeds both sides have; the signed-rank p is SciPy's exact one, the
+  shift the median of the Walsh averages of the differences, by hand."""
+  rng = np.random.default_rng(5)
+  a = dict(zip(range(100, 110), rng.normal(0.0, 1.0, 10), strict=True))
+  b = {seed: value + rng.normal(0.3, 0.2) for seed, value in a.items() if seed != 104}
+  b[200] = 9.0  # Not a seed of a: unpaired.
+  e = Evidence(tuple(a.values()), tuple(b.values()), "s", gelu_seeds=tuple(a),
+               baseline_seeds=tuple(b))  # fmt: skip
+  paired = e.paired()
+  seeds = [s for s in a if s != 104]
+  d = np.array([a[s] - b[s] for s in seeds])
+  assert paired.seeds == tuple(seeds)
+  assert paired.differences == pytest.approx(d)
+  assert paired.p == pytest.approx(scipy.stats.wilcoxon(d, method="exact").pvalue, rel=1e-12)
+  walsh = [(d[i] + d[j]) / 2 for i in range(len(d)) for j in range(i, len(d))]
+  assert paired.shift == pytest.approx(np.median(walsh))
+  assert paired.correlation == pytest.approx(
+    np.corrcoef([a[s] for s in seeds], [b[s] for s in seeds])[0, 1]
+  )
+  assert paired.zeros == 0 and paired.low < paired.shift < paired.high
+  # Without the seeds, no pairs; judged, the outcome carries the pairs.
+  assert Evidence((1.0,), (2.0,), "s").paired() is None
+  (verdict,) = verdicts.judge([hypothesis()], lambda _: e)
+  assert verdict.single.paired == paired

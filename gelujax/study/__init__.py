@@ -1,10 +1,11 @@
 """The study: the paper's experiments from grids of runs to verdicts, one job per module.
 
-- :mod:`~gelujax.study.runs`: reading runs from their files; learning-rate selection.
+- :mod:`~gelujax.study.runs`: reading runs from their files; learning-rate selection and its
+  candidates.
 - :mod:`~gelujax.study.curves`: what a run's curves show (instabilities, still improving,
   final spikes, not learning), by fixed rules.
-- :mod:`~gelujax.study.stats`: exact rank tests, Hodges–Lehmann shifts and intervals, TOST,
-  Holm, power.
+- :mod:`~gelujax.study.stats`: exact rank-sum and signed-rank tests, Hodges–Lehmann shifts and
+  intervals (unpaired and paired), TOST, Holm, power.
 - :mod:`~gelujax.study.verdicts`: pre-registered hypotheses (``gelujax.paper.HYPOTHESES``)
   judged within their family.
 - :mod:`~gelujax.study.analysis`: a result's verdicts, sensitivity and exploratory statistics.

@@ -17,6 +17,11 @@ them. The rules:
 - *does not learn* (:func:`not_learning`): the median over the lr's members of the test error
   at the best-selection epoch is above half the chance error 1 - 1/K of the data set's K
   classes: closer to guessing than to perfect.
+- *still falling* (:func:`still_falling`): how much a metric fell over the last fifth of
+  training (from each member's last evaluation at or before ``IMPROVING_AFTER`` of the last
+  epoch to its last), as a share of its value there, median over the lr's members; a verdict on
+  the metric's final value says so where that share is at least ``FALLING_SHARE`` (the
+  *still improving* rule reads the selection metric, not the metric a hypothesis tests).
 """
 
 from __future__ import annotations
@@ -36,6 +41,9 @@ JUMP_RATIO = 2.0
 IMPROVING_AFTER = 0.8
 # A run does not learn where its median test error exceeds this share of the chance error.
 NOT_LEARNING_SHARE = 0.5
+# A metric still falls at the last epoch where its median fall over the last fifth of training
+# is at least this share of its value at the start of that fifth.
+FALLING_SHARE = 0.01
 
 
 def find_jumps(
@@ -139,6 +147,40 @@ def not_learning(run: Run, learning_rate: float) -> dict[str, Any] | None:
     "high": max(errors),
     "train_low": min(train),
     "train_high": max(train),
+  }
+
+
+def still_falling(run: Run, learning_rate: float, key: str) -> dict[str, Any] | None:
+  """How much ``key`` fell over the last fifth of training at ``learning_rate``: per
+  non-diverged member, (value at its last evaluation at or before ``IMPROVING_AFTER`` of the
+  last epoch - value at its last evaluation) / the former.
+
+  Returns:
+    ``{"median", "low", "high", "start", "epoch", "members"}`` (the shares' median and range,
+    the epochs the fifth runs from and to, the members), or None where no member has two
+    evaluations of ``key`` with a non-zero value at the start.
+  """
+  last = max((float(r["epoch"]) for r in run.records), default=math.nan)
+  shares, start = [], math.nan
+  for member in runs.lr_members(run, learning_rate):
+    records = runs.member_records(run, member, key)
+    before = [r for r in records if float(r["epoch"]) <= IMPROVING_AFTER * last]
+    if member["diverged"] or not before or before[-1] is records[-1]:
+      continue
+    begin, end = float(before[-1][key]), float(records[-1][key])
+    if begin == 0.0:
+      continue
+    shares.append((begin - end) / begin)
+    start = float(before[-1]["epoch"])
+  if not shares:
+    return None
+  return {
+    "median": float(np.median(shares)),
+    "low": min(shares),
+    "high": max(shares),
+    "start": start,
+    "epoch": last,
+    "members": len(shares),
   }
 
 

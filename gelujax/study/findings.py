@@ -5,7 +5,17 @@ curve shows is written here from :class:`gelujax.study.analysis.Analysis`, each 
 rule, as a line ``- <Kind> [<where>]: ...``:
 
 - ``Hypothesis``: a verdict (:data:`gelujax.study.verdicts.VERDICTS`), with its shift,
-  interval, p and Holm p; an inconclusive one with the seeds a side that would decide it.
+  interval, p and Holm p; an inconclusive one with the way it leans and the seeds a side that
+  would decide it were the observed effect the true one; a pending one with the candidate lrs
+  still to train and the command that trains them; and its caveats (the tested metric still
+  falling at the last epoch, a run that does not learn, fewer epochs than the paper's).
+- ``Candidate``: where a hypothesis is tested at several pairs of candidate lrs, each pair's
+  outcome, worded as a verdict.
+- ``Earlier design``: a verdict of the design before ``gelujax.paper.DESIGN_CHANGES`` (the
+  selected lrs alone), kept where the change altered the design.
+- ``Paired``: each judged pair of lrs compared seed by seed on the seeds both runs trained
+  (signed-rank test, paired Hodges–Lehmann shift), beside the unpaired test (exploratory).
+- ``Candidates``: each run's candidate lrs, with each lr's rank-sum p against the selected.
 - ``Paper values``: a claim whose values, as read off the paper's figure, are ordered against
   the claim's own direction.
 - ``Does not learn``, ``Still improving``, ``Final value on a spike``, ``Unstable``: what the
@@ -25,16 +35,37 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from gelujax.paper import FIGURES, LOWER, Hypothesis
+from gelujax.paper import CANDIDATE_ALPHA, DESIGN_CHANGES, EQUIVALENT, FIGURES, LOWER, Hypothesis
 from gelujax.study import curves, stats
-from gelujax.study.analysis import Analysis, Sensitivity
-from gelujax.study.verdicts import INCONCLUSIVE, PENDING, Comparison, Verdict
+from gelujax.study.analysis import Analysis, Sensitivity, describe_seeds
+from gelujax.study.verdicts import (
+  DEPENDS,
+  INCONCLUSIVE,
+  PENDING,
+  Comparison,
+  Outcome,
+  PairedComparison,
+  Verdict,
+)
 
 
 def method(task: str, analysis: Analysis) -> str:
   """The README's paragraph on how the verdicts are reached."""
   design = analysis.design
-  if design.select_lr:
+  if design.select_lr and design.candidates:
+    seeds = (
+      "Each run's learning rate is selected on its selection seeds (the grid's), and its "
+      "candidate lrs are the selected one and every lr whose per-seed best selection metric "
+      "the exact rank-sum test does not tell apart from the selected lr's (two-sided p >= "
+      f"{CANDIDATE_ALPHA:g}; the design change above). Each candidate is trained on fresh "
+      "evaluation seeds (`runs/<run>_eval/` at the selected lr, `runs/<run>_eval_lr<lr>/` at "
+      "another candidate), so the selection cannot favour the seeds that judge it, and each "
+      "hypothesis is tested at every pair of a candidate lr of GELU's run and one of the "
+      "baseline's, each pair a test of its family. A verdict is stated only where every pair "
+      "gives the same one; otherwise it *depends on the learning rate*, each pair's result "
+      "shown; while a pair's seeds are not trained it is *pending*."
+    )
+  elif design.select_lr:
     seeds = (
       "Each run's learning rate is selected on its selection seeds (the grid's); the "
       "hypotheses are tested on fresh evaluation seeds trained at that lr only "
@@ -55,24 +86,63 @@ def method(task: str, analysis: Analysis) -> str:
     "one-sided rank tests of the shift against ±its margin (TOST) and by the test that the "
     "shift lies beyond the margin; its p is twice the smaller. The p-values of each family "
     "(primary: the paper's claims; secondary: its own) are adjusted by Holm's method within "
-    f"the family, a pending hypothesis counting as p = 1. Verdicts, at Holm p < {stats.ALPHA:g}: "
+    "the family (over every pair of lrs of every hypothesis), a pending one counting as "
+    f"p = 1. Verdicts, at Holm p < {stats.ALPHA:g}: "
     "*confirmed* (in the paper's direction), *refuted* (against it, or beyond the margin), "
-    "*equivalent* (within the margin); otherwise *inconclusive*, with the seeds a side that "
-    f"would decide the observed effect with {stats.POWER:.0%} power (a normal approximation "
-    "to the Hodges–Lehmann shift: the observed shift taken as the true one, its standard error "
-    "s·sqrt(π/3 · 2/n) with n seeds a side and s the pooled standard deviation, at "
+    "*equivalent* (within the margin); otherwise *inconclusive*, with the way it leans (the "
+    "side of 0, or of the margin, its shift lies on) and the seeds a side that would decide "
+    f"the observed effect with {stats.POWER:.0%} power if it were the true one (a normal "
+    "approximation to the Hodges–Lehmann shift: its standard error s·sqrt(π/3 · 2/n) with n "
+    "seeds a side and s the pooled standard deviation, at "
     f"{stats.ALPHA:g} over the family's size, the strictest step of Holm's correction). "
+    "A verdict carries its caveats: the tested metric still falling at the last epoch (a "
+    "value after the last epoch whose median fall over the last fifth of training is at least "
+    f"{curves.FALLING_SHARE:.0%} in either run), a run that does not learn, fewer epochs than "
+    "the paper trained. "
     "Every comparison gives the Hodges–Lehmann shift (the median of all differences, GELU "
     "minus baseline, or run minus baseline) with its exact distribution-free interval (at "
-    f"least {stats.CONFIDENCE:.0%}; {interval_levels(analysis)}) beside the p. Everything else "
-    "is exploratory: effects with intervals and uncorrected p, no verdicts."
+    f"least {stats.CONFIDENCE:.0%}; {interval_levels(analysis)}) beside the p. A seed fixes "
+    "the initial draw, the batch order and the dropout stream whatever the activation, so the "
+    "two runs' values of one seed are a pair: each judged pair of lrs is also compared seed by "
+    "seed (exploratory, beside the pre-registered unpaired test): the exact Wilcoxon "
+    "signed-rank test of the differences (zeros dropped, mid-ranks for ties) and the paired "
+    "Hodges–Lehmann shift (the median of the differences' Walsh averages) with its exact "
+    f"interval ({paired_levels(analysis)}). Everything else is exploratory: effects with "
+    "intervals and uncorrected p, no verdicts."
   )
+
+
+def design_change_lines(task: str, analysis: Analysis) -> list[str]:
+  """The README's statement of each design change that applies to the result: its rule, its
+  reason, the earlier design, and what it changed here."""
+  lines = []
+  for change in DESIGN_CHANGES:
+    if task not in change.tasks or not analysis.design.select_lr:
+      continue
+    effect_here = (
+      "Here some hypothesis has more than one pair of candidate lrs: the verdicts of the "
+      "earlier design are kept below, as such."
+      if analysis.changed()
+      else "Here every run has one candidate lr: the verdicts are those of the earlier design."
+    )
+    lines += [
+      f"## Design change of {change.date}: {change.title} (made after seeing data)",
+      "",
+      f"Rule: {change.rule}",
+      "",
+      f"Why: {change.reason}",
+      "",
+      f"Earlier design: {change.earlier} {effect_here}",
+      "",
+    ]
+  return lines
 
 
 def interval_levels(analysis: Analysis) -> str:
   """``"96.8% with 5 seeds a side, 95.7% with 10"``: the achieved level of the intervals of
   the result's comparisons, by their sizes."""
-  comparisons = [v.comparison for v in (*analysis.primary, *analysis.secondary)]
+  verdicts = (*analysis.primary, *analysis.secondary)
+  comparisons = [o.comparison for v in verdicts for o in v.outcomes]
   comparisons += [e.comparison for e in analysis.exploratory]
   comparisons += [s["comparison"] for s in analysis.selections]
   sizes = sorted({(len(c.a), len(c.b)) for c in comparisons if c is not None})
@@ -86,30 +156,131 @@ def interval_levels(analysis: Analysis) -> str:
   return ", ".join(words)
 
 
-def seeds_needed_words(verdict: Verdict) -> str:
-  """``"23 seeds a side for 80% power at the observed effect"``, or why there is no such
-  number."""
-  n, c, margin = verdict.seeds_needed, verdict.comparison, verdict.hypothesis.margin
+def paired_levels(analysis: Analysis) -> str:
+  """``"95.1% with 10 pairs, none with 5"``: the achieved level of the paired intervals."""
+  sizes = sorted(
+    {len(o.paired.seeds) for v in (*analysis.primary, *analysis.secondary) for o in v.outcomes
+     if o.paired is not None}
+  )  # fmt: skip
+  if not sizes:
+    return "no pairs here"
+  words = []
+  for n in sizes:
+    level = stats.paired_interval(range(1, n + 1))[2]
+    words.append(f"{level:.1%} with {n} pairs" if level < 1 else f"none with {n} pairs")
+  return ", ".join(words)
+
+
+def seeds_needed_words(outcome: Outcome | Verdict, h: Hypothesis | None = None) -> str:
+  """``"23 seeds a side for 80% power if the observed effect were the true one"``, or why
+  there is no such number."""
+  h = h or outcome.hypothesis
+  n, c, margin = outcome.seeds_needed, outcome.comparison, h.margin
   if n is not None:
-    return f"{n} seeds a side for {stats.POWER:.0%} power at the observed effect"
+    return f"{n} seeds a side for {stats.POWER:.0%} power if the observed effect were the true one"
   if len(c.a) + len(c.b) < 3:
     return "too few seeds to estimate the seeds a side 80% power would need"
   if abs(c.shift) == (margin or 0.0):
     where = "at the margin" if margin else "of 0"
     return f"no number of seeds decides the observed shift {where}"
   return (
-    f"more than {stats.MAX_SEEDS} seeds a side for {stats.POWER:.0%} power at the observed effect"
+    f"more than {stats.MAX_SEEDS} seeds a side for {stats.POWER:.0%} power if the observed "
+    "effect were the true one"
   )
 
 
-def verdict_words(verdict: Verdict) -> str:
-  """``"confirmed"``, ``"inconclusive: 23 seeds a side for 80% power at the observed
-  effect"``, ``"pending: evaluation seeds not trained"``."""
+def lean_words(outcome: Outcome | Verdict, h: Hypothesis | None = None) -> str:
+  """Which way an inconclusive comparison leans: ``"leaning towards the claim"``, ``"leaning
+  against the claim"`` (the side of 0 its shift lies on; for an equivalence claim, of the
+  margin), or ``"leaning neither way"`` (a shift of exactly 0, or exactly the margin)."""
+  h = h or outcome.hypothesis
+  shift = outcome.comparison.shift
+  if h.direction == EQUIVALENT:
+    if abs(shift) == h.margin:
+      return "leaning neither way"
+    return "leaning towards the claim" if abs(shift) < h.margin else "leaning against the claim"
+  if shift == 0.0:
+    return "leaning neither way"
+  towards = (shift < 0) == (h.direction == LOWER)
+  return "leaning towards the claim" if towards else "leaning against the claim"
+
+
+def outcome_words(outcome: Outcome, h: Hypothesis) -> str:
+  """One pair's outcome: ``"confirmed"``, ``"inconclusive, leaning towards the claim: 23 seeds
+  a side ..."``, or its pending reason."""
+  if outcome.verdict == PENDING:
+    return outcome.seeds
+  if outcome.verdict == INCONCLUSIVE:
+    return f"{INCONCLUSIVE}, {lean_words(outcome, h)}: {seeds_needed_words(outcome, h)}"
+  return outcome.verdict
+
+
+def lr_pair(h: Hypothesis, learning_rates: tuple[float | None, float | None]) -> str:
+  """``"gelu_tanh lr 0.0001 vs relu lr 0.001"``."""
+  a, b = ("–" if lr is None else f"{lr:g}" for lr in learning_rates)
+  return f"{h.gelu} lr {a} vs {h.baseline} lr {b}"
+
+
+def pending_words(verdict: Verdict, analysis: Analysis | None) -> str:
+  """A pending verdict: the candidate lrs whose evaluation seeds are not trained and the
+  command that trains them; else the first pending pair's reason."""
+  missing = (analysis.untrained.get(verdict.hypothesis) if analysis else None) or []
+  if not missing:
+    pending = verdict.pending()
+    return pending[0].seeds if pending else verdict.seeds
+  lrs = ", ".join(f"{lr:g} of {run}" for run, lr, _ in missing)
+  seeds = describe_seeds(analysis.evaluation_seeds) if analysis.evaluation_seeds else ""
+  names = ", ".join(name for *_, name in missing)
+  command = f"`{analysis.command}` trains them" if analysis.command else "not trained yet"
+  return (
+    f"{PENDING}: candidate lr{'s' if len(missing) > 1 else ''} {lrs} "
+    f"need{'' if len(missing) > 1 else 's'} evaluation seeds {seeds} ({names}; {command})"
+  )
+
+
+def verdict_words(verdict: Verdict, analysis: Analysis | None = None) -> str:
+  """``"confirmed"``, ``"inconclusive, leaning towards the claim: 23 seeds a side for 80% power
+  if the observed effect were the true one"``, ``"pending: ..."``, ``"depends on the learning
+  rate: refuted at ...; confirmed at ..."``, ``"refuted at every pair of candidate lrs (4)"``."""
+  h = verdict.hypothesis
   if verdict.verdict == PENDING:
-    return verdict.seeds
-  if verdict.verdict == INCONCLUSIVE:
-    return f"{INCONCLUSIVE}: {seeds_needed_words(verdict)}"
-  return verdict.verdict
+    return pending_words(verdict, analysis)
+  if verdict.single is not None:
+    return outcome_words(verdict.single, h)
+  if verdict.verdict == DEPENDS:
+    groups: dict[str, list[str]] = {}
+    for o in verdict.outcomes:
+      groups.setdefault(o.verdict, []).append(lr_pair(h, o.learning_rates))
+    parts = [f"{word} at {', '.join(pairs)}" for word, pairs in groups.items()]
+    return f"{DEPENDS}: " + "; ".join(parts)
+  return f"{verdict.verdict} at every pair of candidate lrs ({len(verdict.outcomes)})"
+
+
+def caveat_words(outcome: Outcome, h: Hypothesis) -> str:
+  """``"caveats: the tested metric ... still falls at the last epoch (...); ..."``, or ``""``."""
+  words = []
+  for kind, fact in outcome.caveats:
+    if kind == "falling":
+      shares = ", ".join(
+        f"{run} {share:.1%}"
+        for run, share in ((h.gelu, fact["gelu"]), (h.baseline, fact["baseline"]))
+        if share is not None
+      )
+      words.append(
+        f"the tested metric, final {fact['metric']}, still falls at the last epoch (median fall "
+        f"over the last fifth of training, epochs {fact['start']:g}–{fact['epoch']:g}: {shares})"
+      )
+    elif kind == "not_learning":
+      words.append(
+        f"{fact['run']} does not learn at lr {fact['learning_rate']:g} (median test error "
+        f"{number(fact['median'], 100)}%, above {curves.NOT_LEARNING_SHARE:.0%} of the chance "
+        f"error {number(fact['chance'], 100)}%)"
+      )
+    elif kind == "epochs":
+      words.append(f"judged at epoch {fact['epochs']} of the paper's {fact['paper']}")
+    else:
+      raise ValueError(f"No wording rule for a caveat of kind {kind!r}.")
+  return "caveats: " + "; ".join(words) if words else ""
 
 
 def format_number(value: float | None, scale: float = 1.0, digits: int = 4) -> str:
@@ -141,19 +312,132 @@ def effect(comparison: Comparison, scale: float = 1.0, p: float | None = None) -
   return f"shift {format_shift(comparison, scale)}, p = {p:.2g}"
 
 
-def hypothesis_line(task: str, index: int, verdict: Verdict) -> str:
-  """``- Hypothesis [Fig. 2, 1]: gelu_tanh below relu: ...: confirmed (gelu_tanh 0.08 vs relu
-  0.11; shift ..., p = ..., Holm ...).``, with the verdict's own p (an equivalence claim's TOST
-  or beyond-the-margin p, not the rank-sum p of the shift), the p its table row shows."""
-  h, c = verdict.hypothesis, verdict.comparison
-  head = f"- Hypothesis [{FIGURES.get(task, task)}, {h.family} {index}]: {h.describe()}"
+def outcome_tail(h: Hypothesis, outcome: Outcome) -> str:
+  """`` (gelu_tanh 0.08 vs relu 0.11, <seeds>; shift ..., p = ..., Holm ...)`` and its caveats,
+  or ``""`` for a pending pair."""
+  c = outcome.comparison
   if c is None:
-    return f"{head}: {verdict_words(verdict)}."
+    return ""
+  caveat = caveat_words(outcome, h)
   return (
-    f"{head}: {verdict_words(verdict)} ({h.gelu} {number(c.median_a, h.scale)} vs "
-    f"{h.baseline} {number(c.median_b, h.scale)}, {verdict.seeds}; "
-    f"{effect(c, h.scale, verdict.p)}, Holm {verdict.holm:.2g})."
+    f" ({h.gelu} {number(c.median_a, h.scale)} vs {h.baseline} {number(c.median_b, h.scale)}, "
+    f"{outcome.seeds}; {effect(c, h.scale, outcome.p)}, Holm {outcome.holm:.2g})"
+    + (f"; {caveat}" if caveat else "")
   )
+
+
+def pair_letter(index: int) -> str:
+  return "abcdefghijklmnopqrstuvwxyz"[index]
+
+
+def hypothesis_line(
+  task: str,
+  index: int,
+  verdict: Verdict,
+  analysis: Analysis | None = None,
+  kind: str = "Hypothesis",
+) -> str:
+  """``- Hypothesis [Fig. 2, primary 1]: gelu_tanh below relu: ...: confirmed (gelu_tanh 0.08
+  vs relu 0.11, ...; shift ..., p = ..., Holm ...).``, with the verdict's own p (an equivalence
+  claim's TOST or beyond-the-margin p, not the rank-sum p of the shift), the p its table row
+  shows, and its caveats. A hypothesis tested at several pairs of candidate lrs names them;
+  each pair's own line is :func:`candidate_line`."""
+  h = verdict.hypothesis
+  head = f"- {kind} [{FIGURES.get(task, task)}, {h.family} {index}]: {h.describe()}"
+  words = verdict_words(verdict, analysis)
+  if verdict.single is not None:
+    return f"{head}: {words}{outcome_tail(h, verdict.single)}."
+  if not verdict.outcomes:
+    return f"{head}: {words}."
+  lrs = [list(dict.fromkeys(o.learning_rates[i] for o in verdict.outcomes)) for i in (0, 1)]
+  gelu, baseline = (", ".join("–" if lr is None else f"{lr:g}" for lr in x) for x in lrs)
+  return (
+    f"{head}: {words}; tested at {len(verdict.outcomes)} pairs of candidate lrs ({h.gelu} "
+    f"{gelu} × {h.baseline} {baseline}), each a Candidate line."
+  )
+
+
+def candidate_line(task: str, index: int, verdict: Verdict, i: int) -> str:
+  """``- Candidate [Fig. 2, primary 1b: gelu_tanh lr 0.001 vs relu lr 0.001]: ...``: one pair
+  of a hypothesis tested at several."""
+  h, outcome = verdict.hypothesis, verdict.outcomes[i]
+  head = (
+    f"- Candidate [{FIGURES.get(task, task)}, {h.family} {index}{pair_letter(i)}: "
+    f"{lr_pair(h, outcome.learning_rates)}]"
+  )
+  return f"{head}: {outcome_words(outcome, h)}{outcome_tail(h, outcome)}."
+
+
+def verdict_lines(
+  task: str, family: Sequence[Verdict], analysis: Analysis | None, kind: str = "Hypothesis"
+) -> list[str]:
+  """A family's verdict lines, each followed by its pairs' Candidate lines where it has
+  several."""
+  lines = []
+  for index, verdict in enumerate(family, 1):
+    lines.append(hypothesis_line(task, index, verdict, analysis, kind))
+    if len(verdict.outcomes) > 1:
+      lines += [candidate_line(task, index, verdict, i) for i in range(len(verdict.outcomes))]
+  return lines
+
+
+def paired_line(task: str, label: str, h: Hypothesis, outcome: Outcome) -> str:
+  """``- Paired [Fig. 2, primary 1: gelu_tanh lr 0.0001 vs relu lr 0.001]: 10 pairs (seeds
+  100–109), correlation 0.71; paired shift ... [...], signed-rank p = ...; unpaired: shift ...
+  [...], rank-sum p = ....``"""
+  d: PairedComparison = outcome.paired
+  c = outcome.comparison
+  correlation = "–" if math.isnan(d.correlation) else f"{d.correlation:.2f}"
+  zeros = f", {d.zeros} zero difference{'s' if d.zeros > 1 else ''} dropped" if d.zeros else ""
+  low, high, shift = (format_number(v, h.scale, 3) for v in (d.low, d.high, d.shift))
+  return (
+    f"- Paired [{FIGURES.get(task, task)}, {h.family} {label}: "
+    f"{lr_pair(h, outcome.learning_rates)}]: {len(d.seeds)} pairs (seeds "
+    f"{describe_seeds(d.seeds)}{zeros}), correlation {correlation}; paired shift {shift} "
+    f"[{low}, {high}], signed-rank p = {d.p:.2g}; unpaired: shift {format_shift(c, h.scale)}, "
+    f"rank-sum p = {c.p:.2g}."
+  )
+
+
+def paired_lines(analysis: Analysis) -> list[str]:
+  lines = []
+  for family in (analysis.primary, analysis.secondary):
+    for index, verdict in enumerate(family, 1):
+      several = len(verdict.outcomes) > 1
+      for i, outcome in enumerate(verdict.outcomes):
+        if outcome.paired is None or outcome.comparison is None:
+          continue
+        label = f"{index}{pair_letter(i) if several else ''}"
+        lines.append(paired_line(analysis.task, label, verdict.hypothesis, outcome))
+  return lines
+
+
+def candidates_lines(analysis: Analysis) -> list[str]:
+  """Each run's candidate lrs, with each other lr's rank-sum p against the selected."""
+  lines = []
+  for entry in analysis.candidates:
+    head = f"- Candidates [{entry['run']}]"
+    if entry["selected"] is None:
+      lines.append(f"{head}: none, every member diverged.")
+      continue
+    chosen, others = [], []
+    for lr, p, candidate in entry["lrs"]:
+      if runs_same(lr, entry["selected"]):
+        chosen.append(f"lr {lr:g} (selected)")
+      elif p is None:
+        others.append(f"lr {lr:g} (every member diverged)")
+      else:
+        (chosen if candidate else others).append(f"lr {lr:g} (p = {p:.2g})")
+    lines.append(
+      f"{head}: {', '.join(chosen)}"
+      + (f"; not candidates: {', '.join(others)}" if others else "")
+      + "."
+    )
+  return lines
+
+
+def runs_same(a: float, b: float) -> bool:
+  return math.isclose(a, b, rel_tol=1e-9)
 
 
 def contradiction_line(task: str, h: Hypothesis) -> str:
@@ -254,29 +538,39 @@ def sensitivity_line(index: int, s: Sensitivity) -> str:
 def write_findings(analysis: Analysis) -> dict[str, list[str]]:
   """The findings of a result, by section: each a list of ``- <Kind> ...`` lines."""
   task = analysis.task
-  numbered = {id(v): i for family in (analysis.primary, analysis.secondary) for i, v in
-              enumerate(family, 1)}  # fmt: skip
+  numbered = {id(v.hypothesis): i for family in (analysis.primary, analysis.secondary)
+              for i, v in enumerate(family, 1)}  # fmt: skip
+  earlier = [
+    line
+    for family in (analysis.earlier_primary, analysis.earlier_secondary)
+    for line in verdict_lines(task, family, None, "Earlier design")
+  ]
   sections = {
     "Verdicts": [
-      hypothesis_line(task, numbered[id(v)], v) for v in (*analysis.primary, *analysis.secondary)
+      line
+      for family in (analysis.primary, analysis.secondary)
+      for line in verdict_lines(task, family, analysis)
     ],
+    "Verdicts of the earlier design (the selected lrs alone)": earlier,
+    "Paired comparisons (exploratory)": paired_lines(analysis),
     "Paper values against their claim": [
       contradiction_line(task, h) for h in analysis.contradictions
     ],
     "What the curves show": curve_lines(analysis),
+    "Learning-rate candidates": candidates_lines(analysis),
     "Learning-rate selection (exploratory)": selection_lines(analysis),
     "Fixed-lr sensitivity (exploratory)": [
-      sensitivity_line(numbered[id(v)], s)
-      for s in analysis.sensitivity
-      for v in (*analysis.primary, *analysis.secondary)
-      if v.hypothesis is s.hypothesis
+      sensitivity_line(numbered[id(s.hypothesis)], s) for s in analysis.sensitivity
     ],
   }
   return {name: lines for name, lines in sections.items() if lines}
 
 
 def overview_findings(findings: Mapping[str, Sequence[str]]) -> list[str]:
-  """The findings the top-level README repeats: every verdict, then the paper values that
-  contradict their claim, the runs that do not learn and the final values taken on a spike."""
-  keep = ("- Hypothesis [", "- Paper values [", "- Does not learn [", "- Final value on a spike [")
+  """The findings the top-level README repeats: every verdict, then the earlier design's
+  verdicts where a design change altered them, the paper values that contradict their claim,
+  the runs that do not learn and the final values taken on a spike (each pair of candidate lrs
+  has its own line in the result's README only)."""
+  keep = ("- Hypothesis [", "- Earlier design [", "- Paper values [")
+  keep += ("- Does not learn [", "- Final value on a spike [")
   return [line for lines in findings.values() for line in lines if line.startswith(keep)]

@@ -4,9 +4,11 @@ Each activation (and, for MNIST, each dropout rate) is one run: its learning-rat
 trained as members by :func:`gelujax.engine.fit` into ``<out>/runs/<run>/`` (the *selection*
 grid; its seeds are the selection seeds). Each run's *evaluation* run, ``<out>/runs/<run>_eval/``,
 holds fresh seeds trained at the lr selected on the selection seeds (or, for a task that selects
-nothing, at every lr). Finished runs (their summary.json) are skipped and partial ones resume
-from their checkpoints, so a killed study restarts where it stopped; each training's time and
-machine are added to ``<out>/timings.json``.
+nothing, at every lr); each other candidate lr of the run (``gelujax.paper.DESIGN_CHANGES``) has
+its own, ``<out>/runs/<run>_eval_lr<lr>/``, with the same seeds. Finished runs (their
+summary.json) are skipped and partial ones resume from their checkpoints, so a killed study
+restarts where it stopped; each training's time and machine are added to
+``<out>/timings.json``.
 """
 
 from __future__ import annotations
@@ -22,7 +24,6 @@ from gelujax import workdir as workdirs
 from gelujax.members import Members
 from gelujax.paper import RETRAIN_TASKS, Design
 from gelujax.study import runs
-from gelujax.study.runs import EVAL_SUFFIX
 from gelujax.workdir import CONFIG_FILE, SUMMARY_FILE, read_json
 
 TIMINGS_FILE = "timings.json"
@@ -77,7 +78,7 @@ def find_grids(out: Path, spec: Any) -> list[Grid]:
   runs_dir = out / "runs"
   found = []
   for workdir in sorted(runs_dir.glob("*/")) if runs_dir.is_dir() else []:
-    if workdir.name.endswith(EVAL_SUFFIX):
+    if runs.evaluated_run(workdir.name) is not None:
       continue
     run = runs.load_run(workdir)  # ValueError when unfinished: nothing is trained here.
     found.append((run.dropout, activation_order(run.activation), workdir, run))
@@ -95,20 +96,28 @@ def find_grids(out: Path, spec: Any) -> list[Grid]:
 def evaluation_grids(
   task: str, grids: Sequence[Grid], rows: Sequence[dict[str, Any]], design: Design
 ) -> list[Grid]:
-  """Each run's evaluation run ``<run>_eval`` beside it: at the lr its selection grid selected
-  (none where every member diverged), or at every lr where the design selects nothing; for
-  ``RETRAIN_TASKS``, trained on the whole train file (no validation split), as the paper
-  retrains."""
+  """Each run's evaluation runs beside it: ``<run>_eval`` at the lr its selection grid selected
+  (none where every member diverged), then, where the design evaluates every candidate lr,
+  ``<run>_eval_lr<lr>`` at each other candidate; or one ``<run>_eval`` at every lr where the
+  design selects nothing. For ``RETRAIN_TASKS``, each is trained on the whole train file (no
+  validation split), as the paper retrains."""
   evaluation = []
   for grid, row in zip(grids, rows, strict=True):
     if design.select_lr and row["selected"] is None:
       continue
-    lrs = (row["selected"]["learning_rate"],) if design.select_lr else grid.learning_rates
     spec = grid.spec
     if task in RETRAIN_TASKS:
       spec = spec.replace(data_options={**spec.data_options, "train_on_all": True})
-    name = grid.name + EVAL_SUFFIX
-    evaluation.append(Grid(name, spec, grid.workdir.parent / name, tuple(lrs)))
+    if not design.select_lr:
+      lrs = [(None, grid.learning_rates)]
+    else:
+      selected = row["selected"]["learning_rate"]
+      candidates = row.get("candidates", [selected]) if design.candidates else []
+      others = [lr for lr in candidates if not runs.same_lr(lr, selected)]
+      lrs = [(None, (selected,)), *[(lr, (lr,)) for lr in others]]
+    for name_lr, learning_rates in lrs:
+      name = runs.evaluation_name(grid.name, name_lr)
+      evaluation.append(Grid(name, spec, grid.workdir.parent / name, tuple(learning_rates)))
   return evaluation
 
 

@@ -3,10 +3,12 @@ seeds -> verdicts, tables, figures, README.
 
 Each run's selection grid is trained into ``<out>/runs/<run>/`` (:mod:`gelujax.study.grids`);
 each run's lr is selected on those seeds; its evaluation run, fresh seeds at that lr, is
-trained into ``<out>/runs/<run>_eval/``; then, from the workdir files alone, ``<out>`` receives
-``table.md``, ``summary.json``, the figure PNG(s) and a ``README.md`` that opens with the
-task's hypotheses and their verdicts. :func:`render` trains nothing and rebuilds a result from
-the files already there; a hypothesis whose evaluation run is absent or unfinished is *pending*.
+trained into ``<out>/runs/<run>_eval/``, and the same seeds at each other candidate lr
+(``gelujax.paper.DESIGN_CHANGES``) into ``<out>/runs/<run>_eval_lr<lr>/``; then, from the
+workdir files alone, ``<out>`` receives ``table.md``, ``summary.json``, the figure PNG(s) and a
+``README.md`` that opens with the task's hypotheses and their verdicts. :func:`render` trains
+nothing and rebuilds a result from the files already there; a hypothesis whose evaluation run
+is absent or unfinished is *pending*.
 
 A task named ``<classifier>_noise`` (``mnist_noise``) trains nothing new when the classifier
 task's no-dropout runs exist beside ``<out>`` (``<out>/../mnist/runs/``): it restores the
@@ -23,6 +25,7 @@ from typing import Any
 
 from gelujax import tasks
 from gelujax.paper import (
+  HYPOTHESES,
   NOISE_SUFFIX,
   PAPER_NOISE_ACCURACY,
   REPORTS,
@@ -125,9 +128,12 @@ def load_evaluation(grid: Grid, row: dict[str, Any], plan: Design) -> Run | str:
   if len(found) != len(grid.learning_rates) or not all(
     runs.same_lr(a, b) for a, b in zip(found, grid.learning_rates, strict=False)
   ):
+    which = "grid"
+    if plan.select_lr:
+      which = "selected lr" if grid.name == runs.evaluation_name(row["run"]) else "candidate lr"
     return (
-      f"pending: {grid.workdir.name} holds lrs {found}, not the "
-      f"{'selected lr' if plan.select_lr else 'grid'} {list(grid.learning_rates)}: retrain it"
+      f"pending: {grid.workdir.name} holds lrs {found}, not the {which} "
+      f"{list(grid.learning_rates)}: retrain it"
     )
   shared = sorted(set(run.seeds()) & set(row["grid"][0]["seeds"]))
   if plan.select_lr and shared:
@@ -135,16 +141,25 @@ def load_evaluation(grid: Grid, row: dict[str, Any], plan: Design) -> Run | str:
   return run
 
 
+# A selection grid's evaluation runs: each evaluation grid (None: there is none, for the reason
+# given) with its run or why it cannot be used.
+Evaluations = list[tuple[Grid | None, Run | str]]
+
+
 @dataclasses.dataclass(frozen=True)
 class Stages:
   """A result's runs: the selection grids (and their rows), the design they are judged by, and
-  each grid's evaluation run (or why it is not there: ``"pending: ..."``; ``{}`` where the
-  result has no evaluation runs)."""
+  each grid's evaluation runs (the selected lr's first; each one's run or why it is not there,
+  ``"pending: ..."``; ``[]`` where the result has no evaluation runs)."""
 
   selection: list[Run]
   rows: list[dict[str, Any]]
   plan: Design
-  evaluated: dict[str, Run | str | dict]
+  evaluated: dict[str, Evaluations]
+
+  def evaluation_runs(self) -> list[Run]:
+    """Every evaluation run that is there, grid by grid."""
+    return [r for found in self.evaluated.values() for _, r in found if isinstance(r, Run)]
 
 
 def run_stages(
@@ -157,9 +172,10 @@ def run_stages(
   data_dir: str | None,
   train: bool,
 ) -> Stages:
-  """Trains (with ``train``) the selection grids, then each one's evaluation run at its
-  selected lr, and reads them back. A result has evaluation runs where it trains some
-  (``evaluation_seeds``), or, rendered, where its design asks for them or some are there."""
+  """Trains (with ``train``) the selection grids, then each one's evaluation runs at its
+  selected lr and its other candidate lrs, and reads them back. A result has evaluation runs
+  where it trains some (``evaluation_seeds``), or, rendered, where its design asks for them or
+  some are there."""
   if train:
     grids.train_grids(selection_grids, seeds=seeds, data_dir=data_dir, out=out)
   selection = [runs.load_run(g.workdir, g.name) for g in selection_grids]
@@ -172,31 +188,86 @@ def run_stages(
   expected = expected or any(g.workdir.exists() for g in evaluation_grids)
   if not expected:
     no_runs = dataclasses.replace(plan, evaluation_seeds=())
-    return Stages(selection, rows, no_runs, {row["run"]: {} for row in rows})
-  by_name = {g.name.removesuffix(EVAL_SUFFIX): g for g in evaluation_grids}
-  evaluated: dict[str, Run | str | dict] = {}
+    return Stages(selection, rows, no_runs, {row["run"]: [] for row in rows})
+  by_run: dict[str, list[Grid]] = {}
+  for g in evaluation_grids:
+    by_run.setdefault(runs.evaluated_run(g.name), []).append(g)
+  evaluated: dict[str, Evaluations] = {}
   for row in rows:
-    grid = by_name.get(row["run"])
+    found = by_run.get(row["run"])
     evaluated[row["run"]] = (
-      load_evaluation(grid, row, plan) if grid else "pending: every selection member diverged"
+      [(g, load_evaluation(g, row, plan)) for g in found]
+      if found
+      else [(None, "pending: every selection member diverged")]
     )
-  found = [s for r in evaluated.values() if isinstance(r, Run) for s in r.seeds()]
+  found = [s for r in Stages(selection, rows, plan, evaluated).evaluation_runs() for s in r.seeds()]
   seeds_found = tuple(dict.fromkeys(found)) or tuple(evaluation_seeds) or plan.evaluation_seeds
   return Stages(selection, rows, dataclasses.replace(plan, evaluation_seeds=seeds_found), evaluated)
 
 
-def grid_values(row: dict[str, Any]) -> dict[float, dict[str, list[float]]]:
-  """lr -> metric key -> the per-seed values of a row's non-diverged members."""
+def grid_values(row: dict[str, Any]) -> dict[float, dict[str, dict[int, float]]]:
+  """lr -> metric key -> seed -> the value of each of a row's non-diverged members."""
   return {
-    g["learning_rate"]: {k: list(s["values"]) for k, s in g["metrics"].items()} for g in row["grid"]
+    g["learning_rate"]: {
+      k: dict(zip(s["seeds"], s["values"], strict=True)) for k, s in g["metrics"].items()
+    }
+    for g in row["grid"]
   }
 
 
-def write_runs(task: str, stages: Stages, out: Path) -> Result:
+def evaluation_values(
+  found: Evaluations, values: dict[str, dict[float, dict[str, dict[int, float]]]]
+) -> dict[float, dict[str, dict[int, float]] | str] | str:
+  """A run's :attr:`gelujax.study.analysis.RunValues.evaluation`: lr -> the values of its
+  evaluation run there (``values``: evaluation run name -> its :func:`grid_values`), or why
+  there are none; the reason alone where the run has no evaluation grid."""
+  if len(found) == 1 and found[0][0] is None:
+    return found[0][1]
+  evaluation: dict[float, dict[str, dict[int, float]] | str] = {}
+  for grid, run in found:
+    if isinstance(run, Run):
+      evaluation.update(values[run.name])
+    else:
+      evaluation.update({lr: run for lr in grid.learning_rates})
+  return evaluation
+
+
+def curve_caveats(
+  task: str, tested: Sequence[tuple[float, Sequence[Run]]]
+) -> dict[float, dict[str, Any]]:
+  """lr -> what the curves of the runs whose values are tested at that lr show, as
+  :attr:`gelujax.study.analysis.RunValues.facts` holds it."""
+  keys = {
+    h.metric.split(".", 1)[1] for h in HYPOTHESES.get(task, ()) if h.metric.startswith("final.")
+  }
+  facts = {}
+  for lr, found in tested:
+    if not found:
+      continue
+    merged = runs.merge_runs(found, found[0].name)
+    falling = {key: curves.still_falling(merged, lr, key) for key in sorted(keys)}
+    facts[lr] = {
+      "falling": {key: fact for key, fact in falling.items() if fact is not None},
+      "not_learning": curves.not_learning(merged, lr),
+    }
+  return facts
+
+
+def tested_runs(selection: Run, found: Evaluations, plan: Design) -> list[tuple[float, list[Run]]]:
+  """Per lr, the runs whose values the hypotheses test there: the evaluation run at that lr, or,
+  where nothing is selected, the selection grid and its evaluation run together."""
+  evaluation = [r for _, r in found if isinstance(r, Run)]
+  if not plan.select_lr:
+    return [(lr, [selection, *evaluation]) for lr in selection.learning_rates()]
+  return [(lr, [run]) for run in evaluation for lr in run.learning_rates()]
+
+
+def write_runs(task: str, stages: Stages, out: Path, root: Path) -> Result:
   """table.md, summary.json and the figure of a trained task, from its runs' files."""
   selection, rows, plan, evaluated = stages.selection, stages.rows, stages.plan, stages.evaluated
-  evaluation_runs = [r for r in evaluated.values() if isinstance(r, Run)]
+  evaluation_runs = stages.evaluation_runs()
   evaluation_rows = {run.name: summarize(run, run.learning_rates()) for run in evaluation_runs}
+  evaluation_grid_values = {name: grid_values(row) for name, row in evaluation_rows.items()}
   settings = read_settings(task, selection, evaluation_runs)
   values = []
   for run, row in zip(selection, rows, strict=True):
@@ -208,10 +279,12 @@ def write_runs(task: str, stages: Stages, out: Path) -> Result:
         row["dropout"],
         row["selected"] and row["selected"]["learning_rate"],
         grid_values(row),
-        grid_values(evaluation_rows[found.name]) if isinstance(found, Run) else found,
+        evaluation_values(found, evaluation_grid_values),
         run.seeds(),
-        found.seeds() if isinstance(found, Run) else (),
+        tuple(dict.fromkeys(s for _, r in found if isinstance(r, Run) for s in r.seeds())),
         run.learning_rates(),
+        row["candidates"],
+        curve_caveats(task, tested_runs(run, found, plan)),
       )
     )
   report = REPORTS.get(task) or default_report(rows)
@@ -223,6 +296,8 @@ def write_runs(task: str, stages: Stages, out: Path) -> Result:
     selection_rows=rows,
     metrics=metrics,
     curves=curve_facts([*rows, *evaluation_rows.values()]),
+    epochs=(settings["epochs"], tasks.get(task).epochs),
+    command=readme.reproduce_command(settings, tasks.get(task), out=out, root=root),
   )
   table = write_table(task, rows, list(evaluation_rows.values()), report, result, metrics, out)
   if task == "mnist_ae":
@@ -244,9 +319,14 @@ def write_runs(task: str, stages: Stages, out: Path) -> Result:
     "statistics (every lr of every selection grid and evaluation run: median, mean, std and the "
     "values of every seed); every exploratory comparison; the findings",
     f"{figure.name}: median over seeds with min–max bands",
-    "runs/<run>/: the selection grids, runs/<run>_eval/: the evaluation runs, each a trainer "
-    "workdir: config.json, metrics.jsonl, summary.json (and tensorboard/, checkpoints/, which git "
-    "does not track under results/)",
+    "runs/<run>/: the selection grids, runs/<run>_eval/: the evaluation runs"
+    + (
+      " at the selected lr, runs/<run>_eval_lr<lr>/: at another candidate lr"
+      if plan.select_lr and plan.candidates
+      else ""
+    )
+    + ", each a trainer workdir: config.json, metrics.jsonl, summary.json (and tensorboard/, "
+    "checkpoints/, which git does not track under results/)",
   ]
   return Result(settings, report, result, table, files, sections)
 
@@ -254,14 +334,14 @@ def write_runs(task: str, stages: Stages, out: Path) -> Result:
 def loss_curves(
   selection: Sequence[Run],
   rows: Sequence[dict[str, Any]],
-  evaluated: dict[str, Run | str],
+  evaluated: dict[str, Evaluations],
   evaluation_rows: dict[str, dict[str, Any]],
 ) -> list[tuple[Run, dict[str, Any] | None, str]]:
-  """Each run's curves as Fig. 2 draws them: its evaluation run where it is trained, else its
-  selection grid at the selected lr."""
+  """Each run's curves as Fig. 2 draws them: its evaluation run at the selected lr where it is
+  trained, else its selection grid at the selected lr."""
   shown = []
   for run, row in zip(selection, rows, strict=True):
-    found = evaluated[row["run"]]
+    found = next((r for _, r in evaluated[row["run"]]), None)
     if isinstance(found, Run):
       shown.append((found, evaluation_rows[found.name]["grid"][0], "evaluation seeds"))
     else:
@@ -289,8 +369,11 @@ def write_summary(
   extra = {k: dataclasses.asdict(v) if dataclasses.is_dataclass(v) else v for k, v in extra.items()}
   if "evaluated" in extra:
     extra["evaluated"] = {
-      name: found if isinstance(found, str | dict) else found.name
-      for name, found in extra["evaluated"].items()
+      name: {
+        (grid.name if grid else ""): found if isinstance(found, str) else found.name
+        for grid, found in evaluations
+      }
+      for name, evaluations in extra["evaluated"].items()
     }
   write_json(
     out / "summary.json",
@@ -301,6 +384,18 @@ def write_summary(
       "verdicts": {
         "primary": [v.to_json() for v in result.primary],
         "secondary": [v.to_json() for v in result.secondary],
+      },
+      "earlier_design_verdicts": {
+        "primary": [v.to_json() for v in result.earlier_primary],
+        "secondary": [v.to_json() for v in result.earlier_secondary],
+      },
+      "candidates": [
+        {**c, "lrs": [{"learning_rate": lr, "p": p, "candidate": ok} for lr, p, ok in c["lrs"]]}
+        for c in result.candidates
+      ],
+      "untrained": {
+        h.describe(): [{"run": r, "learning_rate": lr, "workdir": w} for r, lr, w in missing]
+        for h, missing in result.untrained.items()
       },
       "sensitivity": [
         {
@@ -437,7 +532,7 @@ def find_noise_grids(out: Path, spec: Any, root: Path) -> list[Grid]:
   for path in paths:
     workdir = root / read_json(path)["workdir"]
     # An evaluation run's classifiers stand for the selection grid beside them.
-    workdir = workdir.parent / workdir.name.removesuffix(EVAL_SUFFIX)
+    workdir = workdir.parent / (runs.evaluated_run(workdir.name) or workdir.name)
     workdirs[workdir.name] = workdir
   if not workdirs:
     raise ValueError(
@@ -456,10 +551,10 @@ def find_noise_grids(out: Path, spec: Any, root: Path) -> list[Grid]:
   return [grid for _, grid in sorted(found, key=lambda g: g[0])]
 
 
-def noise_values(result: dict[str, Any]) -> dict[str, list[float]]:
-  """Metric key (``"accuracy@1"``) -> per-seed values of a noise evaluation."""
+def noise_values(result: dict[str, Any]) -> dict[str, dict[int, float]]:
+  """Metric key (``"accuracy@1"``) -> seed -> its value in a noise evaluation."""
   return {
-    f"{key}@{a:g}": noise.noise_values(result, key, a)
+    f"{key}@{a:g}": dict(zip(result["seeds"], noise.noise_values(result, key, a), strict=True))
     for key in ("accuracy", "loss")
     for a in analysis.NOISE_LEVELS_COMPARED
   }
@@ -478,9 +573,8 @@ def evaluate_noise(stages: Stages, out: Path, *, root: Path, data_dir: str | Non
   for run in stages.selection:
     for lr in noise_lrs(stages.rows):
       noise.cached_noise(run.workdir, lr, **options)
-  for found in stages.evaluated.values():
-    if isinstance(found, Run):
-      noise.cached_noise(found.workdir, found.learning_rates()[0], **options)
+  for found in stages.evaluation_runs():
+    noise.cached_noise(found.workdir, found.learning_rates()[0], **options)
 
 
 def write_noise(task: str, stages: Stages, out: Path, *, root: Path) -> Result:
@@ -494,25 +588,33 @@ def write_noise(task: str, stages: Stages, out: Path, *, root: Path) -> Result:
     kept = {lr: noise.cached_noise(run.workdir, lr, **options) for lr in lrs}
     kept = {lr: result for lr, result in kept.items() if result is not None}
     found = stages.evaluated[row["run"]]
-    evaluation: dict[float, dict[str, list[float]]] | str = found if isinstance(found, str) else {}
-    if isinstance(found, Run):
-      evaluation_runs.append(found)
-      evaluation_rows[found.name] = summarize(found, found.learning_rates())
-      lr = found.learning_rates()[0]
-      result = noise.cached_noise(found.workdir, lr, **options)
+    evaluation: dict[float, Any] | str = {}
+    if len(found) == 1 and found[0][0] is None:
+      evaluation = found[0][1]
+    tested: list[tuple[float, list[Run]]] = []
+    for grid, classifiers in found if isinstance(evaluation, dict) else []:
+      if isinstance(classifiers, str):
+        evaluation.update({lr: classifiers for lr in grid.learning_rates})
+        continue
+      evaluation_runs.append(classifiers)
+      evaluation_rows[classifiers.name] = summarize(classifiers, classifiers.learning_rates())
+      lr = classifiers.learning_rates()[0]
+      tested.append((lr, [classifiers]))
+      result = noise.cached_noise(classifiers.workdir, lr, **options)
       if result is None:
-        evaluation = "pending: noise evaluation of the evaluation seeds not run"
+        evaluation[lr] = "pending: noise evaluation of the evaluation seeds not run"
       else:
-        evaluation = {lr: noise_values(result)}
-        shown[found.name] = result
+        evaluation[lr] = noise_values(result)
+        shown[classifiers.name] = result
     selected = row["selected"] and row["selected"]["learning_rate"]
-    if row["run"] + EVAL_SUFFIX not in shown and selected in kept:
+    if runs.evaluation_name(row["run"]) not in shown and selected in kept:
       shown[row["run"]] = kept[selected]
     values.append(
       RunValues(
         row["run"], row["activation"], row["dropout"], selected,
         {lr: noise_values(result) for lr, result in kept.items()}, evaluation, run.seeds(),
-        found.seeds() if isinstance(found, Run) else (), lrs,
+        tuple(dict.fromkeys(s for _, r in found if isinstance(r, Run) for s in r.seeds())),
+        lrs, row["candidates"], curve_caveats(task + NOISE_SUFFIX, tested),
       )
     )  # fmt: skip
   settings = read_settings(task + NOISE_SUFFIX, selection, evaluation_runs)
@@ -523,6 +625,8 @@ def write_noise(task: str, stages: Stages, out: Path, *, root: Path) -> Result:
     selection_rows=rows,
     metrics=analysis.noise_metrics(),
     curves=curve_facts([*rows, *evaluation_rows.values()]),
+    epochs=(settings["epochs"], tasks.get(task).epochs),
+    command=readme.reproduce_command(settings, tasks.get(task), out=out, root=root),
   )
   table = write_noise_table(task + NOISE_SUFFIX, shown, result, out)
   labels = {
@@ -663,7 +767,7 @@ def write(task: str, stages: Stages, *, out: Path, root: Path, trained: bool) ->
   if task.endswith(NOISE_SUFFIX):
     result = write_noise(base, stages, out, root=root)
   else:
-    result = write_runs(base, stages, out)
+    result = write_runs(base, stages, out, root)
   write_result(task, result, out=out, root=root, trained=trained)
   return out
 

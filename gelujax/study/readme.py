@@ -186,6 +186,8 @@ def describe_settings(settings: Mapping[str, Any], report: Report | None) -> lis
   evals = spec["evals_per_epoch"]
   authors = AUTHORS_EVALS_PER_EPOCH.get(base)
   evaluation = settings.get("evaluation_seeds") or []
+  plan = design(base, len(settings["seeds"]))
+  candidates = plan.select_lr and plan.candidates
   lines = [
     f"Task {base}: model {spec['model']}, batch size {spec['batch_size']}, "
     f"{settings['epochs']} epochs",
@@ -198,7 +200,8 @@ def describe_settings(settings: Mapping[str, Any], report: Report | None) -> lis
     f"Selection seeds (the grids'): {', '.join(map(str, settings['seeds']))}",
     "Evaluation seeds: "
     + (", ".join(map(str, evaluation)) if evaluation else "none trained yet")
-    + " (`runs/<run>_eval/`)",
+    + " (`runs/<run>_eval/`"
+    + (", and `runs/<run>_eval_lr<lr>/` at another candidate lr)" if candidates else ")"),
   ]
   if base in RETRAIN_TASKS and not noise:
     lines.append(
@@ -243,7 +246,8 @@ def describe_training(timings: dict[str, dict[str, Any]]) -> list[str]:
 
 
 def hypotheses_part(task: str, analysis: Analysis) -> list[str]:
-  """The README's opening: the hypotheses tables, their notes and the method."""
+  """The README's opening: the hypotheses tables, their notes, the design changes that apply
+  (with the earlier design's verdicts, where the change altered them) and the method."""
   figure = FIGURES.get(task, task)
   lines = []
   if task in CLAIM_TEXT:
@@ -254,7 +258,7 @@ def hypotheses_part(task: str, analysis: Analysis) -> list[str]:
     ]
   lines += ["## Primary hypotheses", ""]
   if analysis.primary:
-    lines.append(tables.format_hypotheses(analysis.primary))
+    lines.append(tables.format_hypotheses(analysis.primary, analysis=analysis))
   else:
     lines += ["None: the paper states no claim for this task.", ""]
   lines += [findings.contradiction_line(task, h) for h in analysis.contradictions]
@@ -266,8 +270,23 @@ def hypotheses_part(task: str, analysis: Analysis) -> list[str]:
       "",
       "Corrected within their own family.",
       "",
-      tables.format_hypotheses(analysis.secondary),
+      tables.format_hypotheses(analysis.secondary, analysis=analysis),
     ]
+  lines += findings.design_change_lines(task, analysis)
+  for family, verdicts in (
+    ("primary", analysis.earlier_primary),
+    ("secondary", analysis.earlier_secondary),
+  ):
+    if verdicts:
+      lines += [
+        f"## Earlier design: {family} hypotheses at the selected lrs alone",
+        "",
+        "The verdicts as the design stood before the change above: each run at the lr its "
+        "selection seeds selected, one test per hypothesis in Holm's family. Kept as the "
+        "record, superseded by the tables above.",
+        "",
+        tables.format_hypotheses(verdicts),
+      ]
   lines += ["## How the verdicts are reached", "", findings.method(task, analysis), ""]
   return lines
 

@@ -11,12 +11,18 @@ loss). A diverged member counts as +inf in that median, so an lr where most memb
 loses to a stable one, and an lr where every member diverged is never selected. Reported
 statistics (median, mean and sample std over seeds) use the members that did not diverge, and
 every row carries its diverged count so nothing is averaged away silently.
+
+The selected lr is not always told apart from the others by the selection seeds. Its
+*candidates* (:func:`candidate_lrs`, the rule of ``gelujax.paper.DESIGN_CHANGES``) are the
+selected lr and every lr, not wholly diverged, whose per-seed best selection metric the exact
+rank-sum test does not distinguish from the selected lr's (p >= ``CANDIDATE_ALPHA``).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
+import re
 import statistics
 from collections.abc import Sequence
 from pathlib import Path
@@ -24,12 +30,27 @@ from typing import Any
 
 import numpy as np
 
-from gelujax.study.stats import Stats
+from gelujax.paper import CANDIDATE_ALPHA
+from gelujax.study.stats import Stats, rank_test
 from gelujax.workdir import CONFIG_FILE, SUMMARY_FILE, read_json, read_metrics
 
 # A run trained on evaluation seeds at the lr selected on another run's (selection) seeds is
-# named like that run, with this suffix.
+# named like that run, with this suffix; one at another candidate lr also ends in
+# ``_lr<lr>`` (``gelu_tanh_eval_lr0.001``).
 EVAL_SUFFIX = "_eval"
+_EVALUATION_NAME = re.compile(rf"^(?P<run>.+){EVAL_SUFFIX}(_lr(?P<lr>[^_/]+))?$")
+
+
+def evaluation_name(run: str, learning_rate: float | None = None) -> str:
+  """The evaluation run of ``run``: ``<run>_eval`` at the selected lr (``learning_rate`` None),
+  ``<run>_eval_lr<lr>`` at another candidate lr."""
+  return run + EVAL_SUFFIX + ("" if learning_rate is None else f"_lr{learning_rate:g}")
+
+
+def evaluated_run(name: str) -> str | None:
+  """The selection grid an evaluation run's ``name`` belongs to (None: not an evaluation run)."""
+  match = _EVALUATION_NAME.match(name)
+  return match["run"] if match else None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -112,6 +133,19 @@ def load_run(workdir: str | Path, name: str | None = None) -> Run:
   )
 
 
+def merge_runs(found: Sequence[Run], name: str) -> Run:
+  """The members and records of several runs (a grid and its evaluation run: different seeds)
+  as one run named ``name``, with the first one's config."""
+  first = found[0]
+  return Run(
+    name=name,
+    workdir=first.workdir,
+    config=first.config,
+    summary={**first.summary, "members": [m for run in found for m in run.members]},
+    records=[r for run in found for r in run.records],
+  )
+
+
 def same_lr(a: float, b: float) -> bool:
   """Whether two learning rates are the same (as JSON round-trips them)."""
   return math.isclose(a, b, rel_tol=1e-9)
@@ -186,8 +220,12 @@ def member_stats(run: Run, learning_rate: float) -> dict[str, Any]:
   )
   stats = {}
   for key in keys:
-    values = [v for v in (member_value(m, key) for m in kept) if math.isfinite(v)]
-    stats[key] = dataclasses.asdict(Stats.of(values))
+    seeded = [(m["seed"], member_value(m, key)) for m in kept]
+    seeded = [(seed, v) for seed, v in seeded if math.isfinite(v)]
+    stats[key] = {
+      **dataclasses.asdict(Stats.of([v for _, v in seeded])),
+      "seeds": [seed for seed, _ in seeded],
+    }
   return {
     "learning_rate": learning_rate,
     "members": len(members),
@@ -208,6 +246,9 @@ def summarize_run(run: Run) -> dict[str, Any]:
     stats["select_median"] = stats["metrics"].get(f"best.{metric}", {}).get("median", math.nan)
     stats["select_values"] = selection_values(run, lr, metric)
     grid.append(stats)
+  found = candidate_lrs(grid, selected)
+  for g in grid:
+    g["candidate_p"] = found.get(g["learning_rate"])
   return {
     "run": run.name,
     "activation": run.activation,
@@ -216,7 +257,39 @@ def summarize_run(run: Run) -> dict[str, Any]:
     "select_metric": metric,
     "selected": next((g for g in grid if g["learning_rate"] == selected), None),
     "grid": grid,
+    "candidates": candidates(found, selected),
   }
+
+
+def candidates(found: dict[float, float | None], selected: float | None) -> list[float]:
+  """The candidate lrs of :func:`candidate_lrs`'s ``found``: the selected lr, then each lr
+  whose p against it is at least ``CANDIDATE_ALPHA``, in grid order."""
+  return [
+    lr for lr, p in found.items() if lr == selected or (p is not None and p >= CANDIDATE_ALPHA)
+  ]
+
+
+def candidate_lrs(
+  grid: Sequence[dict[str, Any]], selected: float | None
+) -> dict[float, float | None]:
+  """Each lr of a selection grid (``grid``: entries with ``learning_rate``, ``members``,
+  ``diverged`` and ``select_values``) -> the exact two-sided rank-sum p of its per-seed best
+  selection metric against the selected lr's (None for the selected lr itself and for an lr
+  whose members all diverged), the selected lr first, then the grid's order. Its candidates
+  are the selected lr and the lrs with p >= ``CANDIDATE_ALPHA``; none where nothing is
+  selected."""
+  if selected is None:
+    return {}
+  chosen = next(g for g in grid if same_lr(g["learning_rate"], selected))
+  best = [math.inf if v is None else v for v in chosen["select_values"]]
+  found: dict[float, float | None] = {chosen["learning_rate"]: None}
+  for g in grid:
+    if g is chosen:
+      continue
+    values = [math.inf if v is None else v for v in g["select_values"]]
+    whole = g["diverged"] == g["members"]
+    found[g["learning_rate"]] = None if whole else rank_test(values, best)
+  return found
 
 
 def at_learning_rate(row: dict[str, Any], learning_rate: float) -> dict[str, Any] | None:

@@ -16,7 +16,7 @@ from gelujax.study.analysis import Analysis, Exploratory
 from gelujax.study.findings import format_number, format_shift
 from gelujax.study.noise import noise_at
 from gelujax.study.stats import Stats
-from gelujax.study.verdicts import Verdict
+from gelujax.study.verdicts import Outcome, Verdict
 
 
 def diverged_label(row: dict[str, Any]) -> str:
@@ -159,34 +159,62 @@ def format_noise_table(
 
 
 HYPOTHESES_HEAD = (
-  "| # | claim | paper | ours: median GELU vs baseline | HL shift [exact CI] | p | Holm p | "
-  "verdict |"
+  "| # | claim | paper | lrs: GELU vs baseline | ours: median GELU vs baseline | "
+  "HL shift [exact CI] | p | Holm p | verdict |"
 )
 
 
-def format_hypotheses(family: Sequence[Verdict], first: int = 1) -> str:
-  """A Markdown table of one family's verdicts: the claim, the paper's values, our medians,
-  the Hodges–Lehmann shift (GELU minus baseline) with its exact interval, the p-value, the
-  Holm-adjusted p-value within the family and the verdict. Rows are numbered from ``first``."""
-  lines = [HYPOTHESES_HEAD, "|---|---|---|---|---|---|---|---|"]
+def _lrs(learning_rates: tuple[float | None, float | None]) -> str:
+  return " vs ".join("–" if lr is None else f"{lr:g}" for lr in learning_rates)
+
+
+def _outcome_cells(v: Verdict, o: Outcome) -> list[str]:
+  """The cells of one pair of lrs: the lrs, our medians, the shift, p, Holm p and the outcome
+  with its caveats."""
+  h, c = v.hypothesis, o.comparison
+  if c is None:
+    return [_lrs(o.learning_rates), "–", "–", "–", "–"]
+  ours = (
+    f"{format_number(c.median_a, h.scale)} vs {format_number(c.median_b, h.scale)} "
+    f"({o.seeds}; {len(c.a)} vs {len(c.b)})"
+  )
+  return [_lrs(o.learning_rates), ours, format_shift(c, h.scale), f"{o.p:.2g}", f"{o.holm:.2g}"]
+
+
+def _with_caveats(words: str, v: Verdict, o: Outcome) -> str:
+  caveat = findings.caveat_words(o, v.hypothesis)
+  return f"{words}; {caveat}" if caveat else words
+
+
+def format_hypotheses(
+  family: Sequence[Verdict], first: int = 1, analysis: Analysis | None = None
+) -> str:
+  """A Markdown table of one family's verdicts: the claim, the paper's values, the lrs tested,
+  our medians, the Hodges–Lehmann shift (GELU minus baseline) with its exact interval, the
+  p-value, the Holm-adjusted p-value within the family and the verdict with its caveats. Rows
+  are numbered from ``first``; a hypothesis tested at several pairs of candidate lrs has a row
+  for its verdict, then one per pair (``1a``, ``1b``, ...)."""
+  lines = [HYPOTHESES_HEAD, "|---|---|---|---|---|---|---|---|---|"]
   for i, v in enumerate(family, first):
-    h, c = v.hypothesis, v.comparison
+    h = v.hypothesis
     paper = " vs ".join(format_number(x, h.scale) for x in h.paper)
     if all(x is None for x in h.paper):
       paper = "–"
-    if c is None:
-      ours = shift = p = holm = "–"
-    else:
-      ours = (
-        f"{format_number(c.median_a, h.scale)} vs {format_number(c.median_b, h.scale)} "
-        f"({v.seeds}; {len(c.a)} vs {len(c.b)})"
+    words = findings.verdict_words(v, analysis)
+    if v.single is not None:
+      cells = _outcome_cells(v, v.single)
+      lines.append(
+        f"| {i} | {h.describe()} | {paper} | {' | '.join(cells)} | "
+        f"{_with_caveats(words, v, v.single)} |"
       )
-      shift = format_shift(c, h.scale)
-      p, holm = f"{v.p:.2g}", f"{v.holm:.2g}"
-    lines.append(
-      f"| {i} | {h.describe()} | {paper} | {ours} | {shift} | {p} | {holm} | "
-      f"{findings.verdict_words(v)} |"
-    )
+      continue
+    pairs = f"{len(v.outcomes)} pairs of candidate lrs" if v.outcomes else "–"
+    lines.append(f"| {i} | {h.describe()} | {paper} | {pairs} | – | – | – | – | {words} |")
+    for k, o in enumerate(v.outcomes):
+      words = _with_caveats(findings.outcome_words(o, h), v, o)
+      lines.append(
+        f"| {i}{findings.pair_letter(k)} | | | {' | '.join(_outcome_cells(v, o))} | {words} |"
+      )
   return "\n".join(lines) + "\n"
 
 
