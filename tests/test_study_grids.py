@@ -149,6 +149,34 @@ def test_run_grid_trains_then_skips_and_keeps_an_all_diverged_result(tmp_path):
   assert row["selected"] is None
 
 
+_READS: list[str] = []
+
+
+@dataclasses.dataclass(frozen=True)
+class CountedSpec(TinySpec):
+  """The tiny task, counting its reads of the data."""
+
+  def load_data(self, data_dir=None):
+    _READS.append(self.activation)
+    return super().load_data(data_dir)
+
+
+def test_one_invocation_reads_each_data_set_once(tmp_path):
+  """A study's grids share one read of their data: the relu and gelu grids of the tiny task
+  read it once, and train as a grid reading its own would (the same records)."""
+  _READS.clear()
+  spec = CountedSpec(epochs=1)
+  made = [
+    grids.Grid(a, spec.replace(activation=a), tmp_path / a, (1e-2,)) for a in ("relu", "gelu")
+  ]
+  grids.train_grids(made, seeds=[0], data_dir=None, out=tmp_path)
+  assert _READS == ["relu"]
+  alone = tmp_path / "gelu_alone"
+  grids.run_grid(spec.replace(activation="gelu"), alone, Members([1e-2], [0]), progress=False)
+  assert _READS == ["relu", "gelu"]
+  assert (alone / "metrics.jsonl").read_text() == (tmp_path / "gelu" / "metrics.jsonl").read_text()
+
+
 SCRIPT = """
 import sys
 sys.path[:0] = [{tests!r}, {repo!r}]

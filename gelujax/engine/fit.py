@@ -109,6 +109,7 @@ def fit(
   members: Members | None = None,
   *,
   data_dir: str | None = None,
+  splits: Mapping[str, Any] | None = None,
   progress: bool = True,
   checkpoint_every: int = 1,
   keep_checkpoints: int = 2,
@@ -124,6 +125,8 @@ def fit(
     workdir: where config.json, metrics.jsonl, tensorboard/, checkpoints/ and summary.json go.
     members: the grid; default: the task's own (`Members.of_task`).
     data_dir: passed to ``task.load_data``.
+    splits: the data as ``task.load_data(data_dir)`` returns them, read once and shared by
+      several fits (a study's grids); None reads them here.
     progress: show a progress bar.
     checkpoint_every: save a checkpoint every this many epochs (and after the first and the
       last: a workdir with records past epoch 1 and no checkpoint lost its checkpoints).
@@ -148,7 +151,7 @@ def fit(
       "devices of the mesh's data axis, since every batch is split evenly over them."
     )
   config = workdirs.make_config(task, members)
-  splits = task.load_data(data_dir)
+  splits = task.load_data(data_dir) if splits is None else splits
   # Where the data came from and what was verified: recorded, never part of the run's identity
   # (`workdir.identity` and `check_run` read task, spec and members only).
   record = getattr(splits, "info", {}).get("record")

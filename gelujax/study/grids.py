@@ -157,11 +157,14 @@ def run_grid(
   *,
   data_dir: str | None = None,
   progress: bool = True,
+  loaded: dict[tuple, Any] | None = None,
 ) -> tuple[dict[str, Any], bool]:
   """Trains one run's grid ``members``, unless the workdir already finished it.
 
   A partial workdir (checkpoints but no summary for ``spec.epochs``) is resumed by the trainer.
   A grid whose members all diverge is a result too (every lr then shows n/n diverged).
+  ``loaded`` keeps the data read for a grid, by what determines them, for the next grids of
+  the same data (one invocation's grids read each data set once).
 
   Returns:
     ``(summary, trained)``: the run's summary and whether this call trained.
@@ -172,8 +175,17 @@ def run_grid(
   # Imported here so that reading results and drawing tables needs no accelerator stack.
   from gelujax import engine
 
+  splits = None
+  if loaded is not None:
+    key = (spec.dataset, repr(spec.data_options), getattr(spec, "preprocessing", ()), data_dir)
+    if key not in loaded:
+      loaded.clear()  # one data set held at a time
+      loaded[key] = spec.load_data(data_dir)
+    splits = loaded[key]
   try:
-    summary = engine.fit(spec, str(workdir), members, data_dir=data_dir, progress=progress)
+    summary = engine.fit(
+      spec, str(workdir), members, data_dir=data_dir, splits=splits, progress=progress
+    )
   except engine.DivergedError:
     summary = read_json(Path(workdir) / SUMMARY_FILE)
   return summary, True
@@ -186,6 +198,7 @@ def train_grids(
   in ``out/timings.json``, also for a grid interrupted by Ctrl-C or SIGTERM."""
   timings = read_timings(out)
   machine = host.describe_machine()
+  loaded: dict[tuple, Any] = {}
   for i, grid in enumerate(grids, 1):
     start = time.time()
     lrs = ", ".join(f"{lr:g}" for lr in grid.learning_rates)
@@ -197,8 +210,9 @@ def train_grids(
     trained = False
     try:
       _, trained = run_grid(
-        grid.spec, grid.workdir, Members(grid.learning_rates, seeds), data_dir=data_dir
-      )
+        grid.spec, grid.workdir, Members(grid.learning_rates, seeds), data_dir=data_dir,
+        loaded=loaded,
+      )  # fmt: skip
     except (KeyboardInterrupt, SystemExit):  # Ctrl-C or SIGTERM: keep the time trained so far.
       trained = True
       raise
