@@ -304,6 +304,10 @@ class Program:
   def abstract_state(self) -> TrainState:
     """The shapes, dtypes and (replicated) shardings of an unpadded state: what checkpoints
     hold."""
+    return self._abstract_state
+
+  @functools.cached_property
+  def _abstract_state(self) -> TrainState:  # Traced once a program: the model's init is slow.
     config, num = self.config, self.num_members
     shapes = jax.eval_shape(
       jax.vmap(functools.partial(step.init_member, config)),
