@@ -90,7 +90,8 @@ def test_help_lists_every_flag_with_its_default():
     (["--task=mnsit"], "--task 'mnsit' is unknown. Did you mean mnist? Known tasks: "),
     (
       ["--task=tiny_mnist", "--activation=quick_gelu"],
-      "soi_map. 'quick_gelu' is another library's name, written here with its namespace: "
+      "(e.g. my_pkg.acts:squareplus). 'quick_gelu' is another library's name, written here with "
+      "its namespace: "
       "transformers:quick_gelu (computes gelujax's gelu_sigmoid), timm:quick_gelu (computes "
       "gelujax's gelu_sigmoid).",
     ),
