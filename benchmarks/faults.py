@@ -98,6 +98,12 @@ class Outcome:
     return f"| {self.fault} | {self.caused_by} | {seen} | {'yes' if self.ok else '**NO**'} |"
 
 
+_EXEC_IGNORING_SIGINT = (
+  "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_IGN); "
+  "os.execv(sys.argv[1], sys.argv[1:])"
+)
+
+
 class Lab:
   """MNIST-format fixture files, finished reference runs and the commands of the faults."""
 
@@ -134,14 +140,13 @@ class Lab:
     self, workdir: Path, *flags: str, ignore_sigint: bool = False, **options
   ) -> subprocess.Popen:
     """train.py started in the background; ``ignore_sigint``: with SIGINT ignored, as a
-    non-interactive shell starts ``cmd &``."""
+    non-interactive shell starts ``cmd &`` (a Python that ignores it, then execs train.py: an
+    ignored signal stays ignored across exec)."""
+    command = self.command(workdir, *flags, **options)
+    if ignore_sigint:
+      command = [sys.executable, "-c", _EXEC_IGNORING_SIGINT, *command]
     return subprocess.Popen(
-      self.command(workdir, *flags, **options),
-      env=self.env(),
-      stdout=subprocess.PIPE,
-      stderr=subprocess.PIPE,
-      text=True,
-      preexec_fn=(lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if ignore_sigint else None,
+      command, env=self.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
 
   def reference(self, epochs: int, *flags: str, **options) -> Path:
