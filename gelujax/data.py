@@ -54,7 +54,8 @@ Datasets, layouts and their files:
   line followed by its vector (whitespace separated; a later duplicate replaces an earlier one,
   as in the authors' code); the vocabulary is then the file's words in file order (it must
   contain ``</s>`` and ``UUUNKKK``) and ``info["embeddings"]`` is float32 ``[vocab, dim]``.
-  Words outside the vocabulary map to ``UUUNKKK`` in every split.
+  Words outside the vocabulary map to ``UUUNKKK`` in every split. ``info["words"]``: per split,
+  the word of each token (its window's centre) as the file spells it, in the targets' order.
 * ``timit`` (licensed by the LDC: never downloaded; looked for in ``data_dir`` or, without
   it, the cache's ``timit/`` folder): ``train.npz``,
   ``validation.npz``, ``test.npz``, each holding ``features`` float ``[frames, 26]`` (all
@@ -814,6 +815,7 @@ def _load_twitter_pos(data_dir: Path | None, *, embeddings: str | Path | None = 
     "vocab": vocab,
     "tags": list(TWITTER_TAGS),
     "embeddings": vectors,
+    "words": {k: [w for tokens, _ in t for w in tokens] for k, t in tweets.items()},
   }
   return Splits({k: _window_ids(t, ids) for k, t in tweets.items()}, info)
 

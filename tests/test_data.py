@@ -410,6 +410,12 @@ def test_twitter_windows_by_hand(tmp_path):
   )
   np.testing.assert_array_equal(splits["validation"]["targets"], [1, 0, 18])
   np.testing.assert_array_equal(splits["test"]["inputs"], [[pad, tokyo, pad]])
+  # Each token's word as the file spells it, in the targets' order (the lookup baseline's).
+  assert splits.info["words"] == {
+    "train": ["I", "❤️", "東京", "naïve", "I"],
+    "validation": ["I", "zzz", "@user"],
+    "test": ["東京"],
+  }
   assert splits["train"]["inputs"].dtype == np.int32
   assert splits["train"]["targets"].dtype == np.int32
   assert splits.info["num_classes"] == 25

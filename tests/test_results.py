@@ -1052,9 +1052,129 @@ class Expected:
         lines.append(f"{head}: " + "; ".join(parts) + ".")
     return lines
 
+  # --- the data's baselines without training (Twitter POS)
+
+  def baselines(self):
+    """baselines.json where the task has one and its files' sha256 are those every run
+    recorded, else why not (None: the task has none)."""
+    if self.base != "twitter_pos":
+      return None
+    configs = [r.config for r in [*self.runs, *self.evaluation.values()]]
+    records = [c.get("data") or {} for c in configs]
+    if not all(r.get("sha256") for r in records):
+      return (
+        "not computed: the runs' config.json files do not all record the sha256 of their data files"
+      )
+    if any(r["sha256"] != records[0]["sha256"] for r in records):
+      return "not computed: the runs were trained on data files of different sha256"
+    path = self.folder / "baselines.json"
+    assert path.exists(), f"{path}: render {self.folder} where the runs' data files are"
+    found = json.loads(path.read_text())
+    assert found["data"]["sha256"] == records[0]["sha256"], path
+    return found
+
+  def baseline_lines(self):
+    found = self.baselines()
+    if found is None:
+      return []
+    if isinstance(found, str):
+      return [f"- Lookup baseline [{self.figure}]: {found}."]
+    lookup = found["lookup"]
+    train, n = lookup["train"], {k: lookup[k]["tokens"] for k in ("validation", "test")}
+    oov = {k: lookup[k]["out_of_vocabulary"] for k in n}
+    errors = {k: lookup[k]["lookup_errors"] for k in n}
+
+    def pct(count, split):
+      return f"{fmt(count / n[split], 100)}%"
+
+    read_as = ""
+    if not self.runs[0].config["spec"]["data_options"].get("embeddings"):
+      read_as = (
+        ": the runs' vocabulary is those types, so each is read as UUUNKKK, a vector no training "
+        "token reaches"
+      )
+    lines = [
+      f"- Out of vocabulary [{self.figure}]: {pct(oov['validation']['cased'], 'validation')} of "
+      f"the validation tokens ({oov['validation']['cased']} of {n['validation']}) and "
+      f"{pct(oov['test']['cased'], 'test')} of the test tokens ({oov['test']['cased']} of "
+      f"{n['test']}) are words the training split does not hold (not among its "
+      f"{train['types']['cased']} word types, {train['tokens']} tokens){read_as}; with every "
+      f"word lowercased, {pct(oov['validation']['lowercased'], 'validation')} and "
+      f"{pct(oov['test']['lowercased'], 'test')} ({oov['validation']['lowercased']} and "
+      f"{oov['test']['lowercased']}; {train['types']['lowercased']} lowercased types)."
+    ]
+    # The runs set against it: each evaluation run at its lr, else each grid at its selected lr.
+    shown = [(r.name, r.lrs[0], "evaluation seeds", r) for r in self.evaluation.values()]
+    if not shown:
+      shown = [(r.name, r.selected(), "selection seeds", r) for r in self.runs if r.selected()]
+    shown = [(name, lr, which, r.seeded(lr, "best.test_error")) for name, lr, which, r in shown]
+    shown = [s for s in shown if s[3]]
+    words = {}
+    run_lines = []
+    for name, lr, which, seeded in shown:
+      values = np.array(list(seeded.values()))
+      median = float(np.median(values))
+      parts, words[name] = [], []
+      for case in ("cased", "lowercased"):
+        error = errors["test"][case] / n["test"]
+        below, count = error - median, int((values < error).sum())
+        if median >= error:
+          word = "does not beat"
+        elif (error - median) / error >= 0.1 and count == len(values):
+          word = "beats"
+        else:
+          word = "barely beats"
+        words[name].append(word)
+        if below > 0:
+          where = f"{fmt(below, 100, 3)} points below it ({below / error:.1%} of its error)"
+        elif below < 0:
+          where = f"{fmt(-below, 100, 3)} points above it"
+        else:
+          where = "equal to it"
+        parts.append(
+          f"the {case} lookup's {fmt(error, 100)}%: {where}, {count} of {len(values)} seeds "
+          f"below it: {word} it"
+        )
+      run_lines.append(
+        f"- Against the lookup [{name}, lr {lr:g}]: median test error at the best-validation "
+        f"epoch {fmt(median, 100)}% ({which} {describe_seeds(list(seeded))}); "
+        + "; ".join(parts)
+        + "."
+      )
+    groups = collections.defaultdict(list)
+    for name, pair in words.items():
+      groups[tuple(pair)].append(name)
+    plural = {"beats": "beat", "barely beats": "barely beat", "does not beat": "do not beat"}
+    summary = "; ".join(
+      (names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}")
+      + f" {plural[c] if len(names) > 1 else c} the cased lookup and "
+      f"{plural[lo] if len(names) > 1 else lo} the lowercased one"
+      for (c, lo), names in groups.items()
+    )
+    against = (
+      f"Against it, by the median test error at the best-validation epoch: {summary} (beats: a "
+      "median below the lookup's error by at least 10% of it, every seed below it; barely "
+      "beats: a median below it otherwise)."
+      if shown
+      else "No run has test errors to set against it yet."
+    )
+    lines.append(
+      f"- Lookup baseline [{self.figure}]: each word tagged with its most frequent tag in the "
+      "training split (ties: the tag seen first there; a word it does not hold: its most "
+      f"frequent tag, {train['most_frequent_tag']}, {train['most_frequent_tag_tokens']} of "
+      f"{train['tokens']} tokens), trained on nothing else, errs on "
+      f"{pct(errors['test']['cased'], 'test')} of the test tokens ({errors['test']['cased']} of "
+      f"{n['test']}; validation {pct(errors['validation']['cased'], 'validation')}) and on "
+      f"{pct(errors['test']['lowercased'], 'test')} with every word lowercased "
+      f"({errors['test']['lowercased']}; validation "
+      f"{pct(errors['validation']['lowercased'], 'validation')}). {against}"
+    )
+    return lines + run_lines
+
   def sections(self):
     sections = {
       "Verdicts": self.verdict_lines(),
+      "Baselines without training": self.baseline_lines(),
       "Verdicts of the earlier design (the selected lrs alone)": self.earlier_lines(),
       "Paired comparisons (exploratory)": self.paired_lines(),
       "Paper values against their claim": self.contradiction_lines(),
@@ -1400,7 +1520,12 @@ def test_the_readme_results_overview_leads_with_each_results_verdicts():
     keep = ("- Does not learn [", "- Final value on a spike [")
     curves = [line for line in expected.curve_lines() if line.startswith(keep)]
     verdicts = [line for line in expected.verdict_lines() if line.startswith("- Hypothesis [")]
-    wanted = verdicts + expected.earlier_lines() + expected.contradiction_lines() + curves
+    lookup = [
+      line
+      for line in expected.baseline_lines()
+      if line.startswith(("- Out of vocabulary [", "- Lookup baseline ["))
+    ]
+    wanted = verdicts + lookup + expected.earlier_lines() + expected.contradiction_lines() + curves
     assert lines == [f"  {line}" for line in wanted], where
 
 
@@ -1435,3 +1560,141 @@ def test_the_design_changes_reason_states_the_committed_fig2_selection():
     other = Run(runs_dir / baseline)
     a, b = gelu_tanh.values(1e-3, "final.train_loss"), other.values(1e-3, "final.train_loss")
     assert max(a) < min(b) and f"p = {rank_p(a, b):.2g})" in reason
+
+
+# ------------------------------------------------------------- the data's baselines (Twitter POS)
+
+
+def read_ark(path):
+  """(word, tag) of every token of an ARK file, read here with plain Python."""
+  tokens = []
+  for line in path.read_text(encoding="utf-8-sig").splitlines():
+    if line.strip():
+      word, tag = line.split("\t")
+      tokens.append((word, tag))
+  return tokens
+
+
+def lookup_by_hand(folder):
+  """baselines.json's "lookup" recomputed from the ARK files in ``folder``: each word's tag
+  counted in a Counter (whose most_common keeps the first seen of equal counts)."""
+  splits = {k: read_ark(folder / f"oct27.{s}") for k, s in
+            (("train", "train"), ("validation", "dev"), ("test", "test"))}  # fmt: skip
+  fallback, count = collections.Counter(t for _, t in splits["train"]).most_common(1)[0]
+  found = {
+    "train": {"tokens": len(splits["train"]), "types": {}, "most_frequent_tag": fallback,
+              "most_frequent_tag_tokens": count},
+    **{k: {"tokens": len(splits[k]), "out_of_vocabulary": {}, "lookup_errors": {}}
+       for k in ("validation", "test")},
+  }  # fmt: skip
+  for case, fold in (("cased", str), ("lowercased", str.lower)):
+    tags = collections.defaultdict(collections.Counter)
+    for word, tag in splits["train"]:
+      tags[fold(word)][tag] += 1
+    found["train"]["types"][case] = len(tags)
+    for k in ("validation", "test"):
+      found[k]["out_of_vocabulary"][case] = sum(fold(w) not in tags for w, _ in splits[k])
+      found[k]["lookup_errors"][case] = sum(
+        (tags[fold(w)].most_common(1)[0][0] if fold(w) in tags else fallback) != t
+        for w, t in splits[k]
+      )
+  return found
+
+
+TWITTER_RESULTS = [f for f in RESULTS if (f / "baselines.json").exists()]
+
+
+@pytest.mark.parametrize(
+  "folder", TWITTER_RESULTS, ids=[f"{p.parent.name}/{p.name}" for p in TWITTER_RESULTS]
+)
+def test_the_committed_baselines_are_those_of_the_runs_data_files_where_found(folder):
+  """A committed baselines.json against the data files its runs were trained on, recomputed here
+  where they are found (the folder the runs' config.json names, from the repository root; the
+  data are not committed, so elsewhere only their sha256 are checked against the runs')."""
+  import hashlib
+
+  found = json.loads((folder / "baselines.json").read_text())
+  record = json.loads(next((folder / "runs").glob("*/config.json")).read_text())["data"]
+  assert found["data"]["sha256"] == record["sha256"]
+  data = ROOT / Path(record["source"].removeprefix("ARK files ").split(", ")[0]).parent
+  files = {name: data / name for name in record["sha256"]}
+  if not all(path.is_file() for path in files.values()):
+    pytest.skip(f"the data files are not in {data}")
+  digests = {n: hashlib.sha256(p.read_bytes()).hexdigest() for n, p in files.items()}
+  assert digests == record["sha256"]
+  assert found["lookup"] == lookup_by_hand(data)
+
+
+TINY_ARK = {
+  "oct27.train": "Go\tV\ngo\tV\ngo\tN\nLOL\t!\n\nlol\t!\nHome\tN\n@x\t@\nhome\tV\nok\tN\n",
+  "oct27.dev": "GO\tV\nhome\tN\n\nok\tV\n",
+  "oct27.test": "Lol\t!\nHOME\tN\nzzz\tN\n@x\t@\n\ngo\tN\n",
+}
+
+
+def test_the_checks_hold_for_a_twitter_result_with_its_lookup_baseline(tmp_path):
+  """Synthetic Twitter POS runs on tiny ARK files (the lookup errs on 4 of 5 test tokens cased,
+  2 of 5 lowercased): gelu_tanh's test error beats both lookups, relu's barely beats the cased
+  one, elu's beats the cased one and not the lowercased one. The README states the lookup where
+  the data are; re-rendered without them, from baselines.json, it states the same."""
+  import hashlib
+
+  data = tmp_path / "data"
+  data.mkdir()
+  for name, text in TINY_ARK.items():
+    (data / name).write_text(text, encoding="utf-8")
+  record = {
+    "dataset": "twitter_pos",
+    "source": "ARK files " + ", ".join(str(data / name) for name in TINY_ARK),
+    "sha256": {n: hashlib.sha256((data / n).read_bytes()).hexdigest() for n in TINY_ARK},
+  }
+  rng = np.random.default_rng(0)
+  out = tmp_path / "results" / "twitter_pos" / "twitter_pos"
+  centres = {"gelu_tanh": 0.3, "relu": [0.7, 0.75, 0.85], "elu": 0.5}
+  for activation, centre in centres.items():
+    workdirs = []
+    selection = [
+      member(seed, lr, train_loss=[1.0, 0.5, 0.4],
+             validation_loss=constant(0.5),
+             validation_error=[0.6, 0.3 + i * 0.1 + rng.normal(0, 0.001), 0.5],
+             test_loss=constant(0.5), test_error=[0.9, 0.5, 0.5])
+      for i, lr in enumerate((1e-3, 1e-4)) for seed in range(5)
+    ]  # fmt: skip
+    workdirs.append(
+      write_workdir(out / "runs" / activation, selection, activation=activation, dropout=0.2,
+                    task="twitter_pos", dataset="twitter_pos", select_metric="validation_error")
+    )  # fmt: skip
+    errors = [centre] * 10 if isinstance(centre, float) else [*centre, *[0.75] * 7]
+    evaluation = [
+      member(seed, 1e-3, train_loss=[1.0, 0.5, 0.4], validation_loss=constant(0.5),
+             validation_error=[0.6, 0.3, 0.5], test_loss=constant(0.5),
+             test_error=[0.9, errors[i] + rng.normal(0, 0.001), 0.9 + rng.normal(0, 0.001)])
+      for i, seed in enumerate(range(100, 110))
+    ]  # fmt: skip
+    workdirs.append(
+      write_workdir(out / "runs" / f"{activation}_eval", evaluation, activation=activation,
+                    dropout=0.2, task="twitter_pos", dataset="twitter_pos",
+                    select_metric="validation_error")
+    )  # fmt: skip
+    for workdir in workdirs:
+      config = json.loads((workdir / "config.json").read_text())
+      (workdir / "config.json").write_text(json.dumps({**config, "data": record}))
+  from gelujax import study
+
+  study.render("twitter_pos", out=out, root=tmp_path)
+  assert json.loads((out / "baselines.json").read_text())["data"]["sha256"] == record["sha256"]
+  check_result(out)
+  lines = readme_sections((out / "README.md").read_text())["Baselines without training"]
+  assert lines[0].startswith("- Out of vocabulary [§3.3]: 33.33% of the validation tokens (1 of ")
+  assert "errs on 80% of the test tokens (4 of 5; " in lines[1]
+  assert "and on 40% with every word lowercased (2; validation 33.33%)" in lines[1]
+  assert (
+    "gelu_tanh_eval beats the cased lookup and beats the lowercased one; relu_eval barely beats "
+    "the cased lookup and does not beat the lowercased one; elu_eval beats the cased lookup and "
+    "does not beat the lowercased one"
+  ) in lines[1]
+  for path in data.iterdir():
+    path.unlink()
+  study.render("twitter_pos", out=out, root=tmp_path)
+  check_result(out)
+  assert readme_sections((out / "README.md").read_text())["Baselines without training"] == lines

@@ -23,6 +23,11 @@ rule, as a line ``- <Kind> [<where>]: ...``:
 - ``Selection``: each run's selected lr against the runner-up (exploratory).
 - ``Sensitivity``: each selected-lr hypothesis on the selection seeds at each lr both runs
   trained, and whether its shift has the sign of the selected-lr result (exploratory).
+- ``Out of vocabulary``, ``Lookup baseline``, ``Against the lookup``: what a task's data give
+  without training (:mod:`gelujax.study.baselines`; Twitter POS): the validation and test tokens
+  outside the training split's words, the per-word most-frequent-tag lookup's test error, and
+  each run's median test error against it, in words fixed by
+  :func:`gelujax.study.baselines.compare`.
 
 Exploratory lines state effects (shift, interval, uncorrected p), never significance. Typed
 prose around the findings may explain and interpret them; it never states a ranking or a
@@ -36,6 +41,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from gelujax.paper import CANDIDATE_ALPHA, DESIGN_CHANGES, EQUIVALENT, FIGURES, LOWER, Hypothesis
+from gelujax.study import baselines as lookups
 from gelujax.study import curves, stats
 from gelujax.study.analysis import Analysis, Sensitivity, describe_seeds
 from gelujax.study.verdicts import (
@@ -566,11 +572,128 @@ def write_findings(analysis: Analysis) -> dict[str, list[str]]:
   return {name: lines for name, lines in sections.items() if lines}
 
 
+BASELINES_SECTION = "Baselines without training"
+# The plural of each word of `gelujax.study.baselines.compare`.
+_PLURAL = {lookups.BEATS: "beat", lookups.BARELY: "barely beat", lookups.NOT_BELOW: "do not beat"}
+
+
+def with_baselines(sections: Mapping[str, list[str]], lines: Sequence[str]) -> dict[str, list[str]]:
+  """``sections`` with the baselines' lines as a section right after the verdicts."""
+  if not lines:
+    return dict(sections)
+  out: dict[str, list[str]] = {}
+  for name, section_lines in sections.items():
+    out[name] = section_lines
+    if name == "Verdicts":
+      out[BASELINES_SECTION] = list(lines)
+  out.setdefault(BASELINES_SECTION, list(lines))
+  return out
+
+
+def _join(names: Sequence[str]) -> str:
+  return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+
+def _percent(count: int, total: int) -> str:
+  return f"{number(count / total, 100)}%"
+
+
+def baseline_lines(
+  task: str,
+  found: Mapping[str, Any] | str | None,
+  compared: Sequence[Mapping[str, Any]],
+  *,
+  embeddings: bool,
+) -> list[str]:
+  """The lines of a result's baselines (:func:`gelujax.study.baselines.result_baselines`, or
+  why there are none; None: its task has none) and of its runs against the lookup
+  (:func:`gelujax.study.baselines.compare`)."""
+  figure = FIGURES.get(task, task)
+  if found is None:
+    return []
+  if isinstance(found, str):
+    return [f"- Lookup baseline [{figure}]: {found}."]
+  lookup = found["lookup"]
+  train, validation, test = lookup["train"], lookup["validation"], lookup["test"]
+  oov = {k: lookup[k]["out_of_vocabulary"] for k in lookups.SPLITS}
+  read_as = (
+    ""
+    if embeddings
+    else ": the runs' vocabulary is those types, so each is read as UUUNKKK, a vector no "
+    "training token reaches"
+  )
+  lines = [
+    f"- Out of vocabulary [{figure}]: {_percent(oov['validation']['cased'], validation['tokens'])}"
+    f" of the validation tokens ({oov['validation']['cased']} of {validation['tokens']}) and "
+    f"{_percent(oov['test']['cased'], test['tokens'])} of the test tokens "
+    f"({oov['test']['cased']} of {test['tokens']}) are words the training split does not hold "
+    f"(not among its {train['types']['cased']} word types, {train['tokens']} tokens){read_as}; "
+    f"with every word lowercased, {_percent(oov['validation']['lowercased'], validation['tokens'])}"
+    f" and {_percent(oov['test']['lowercased'], test['tokens'])} ("
+    f"{oov['validation']['lowercased']} and {oov['test']['lowercased']}; "
+    f"{train['types']['lowercased']} lowercased types)."
+  ]
+  errors = {k: lookup[k]["lookup_errors"] for k in lookups.SPLITS}
+  groups: dict[tuple[str, str], list[str]] = {}
+  for c in compared:
+    key = (c["against"]["cased"]["word"], c["against"]["lowercased"]["word"])
+    groups.setdefault(key, []).append(c["run"])
+  summary = "; ".join(
+    f"{_join(runs)} {(_PLURAL[cased] if len(runs) > 1 else cased)} the cased lookup and "
+    f"{(_PLURAL[lower] if len(runs) > 1 else lower)} the lowercased one"
+    for (cased, lower), runs in groups.items()
+  )
+  lines.append(
+    f"- Lookup baseline [{figure}]: each word tagged with its most frequent tag in the training "
+    f"split (ties: the tag seen first there; a word it does not hold: its most frequent tag, "
+    f"{train['most_frequent_tag']}, {train['most_frequent_tag_tokens']} of {train['tokens']} "
+    f"tokens), trained on nothing else, errs on {_percent(errors['test']['cased'], test['tokens'])}"
+    f" of the test tokens ({errors['test']['cased']} of {test['tokens']}; validation "
+    f"{_percent(errors['validation']['cased'], validation['tokens'])}) and on "
+    f"{_percent(errors['test']['lowercased'], test['tokens'])} with every word lowercased "
+    f"({errors['test']['lowercased']}; validation "
+    f"{_percent(errors['validation']['lowercased'], validation['tokens'])}). "
+    + (
+      f"Against it, by the median {lookups.METRIC_WORDS}: {summary} (beats: a median below the "
+      f"lookup's error by at least {lookups.BEATS_SHARE:.0%} of it, every seed below it; barely "
+      "beats: a median below it otherwise)."
+      if compared
+      else "No run has test errors to set against it yet."
+    )
+  )
+  for c in compared:
+    parts = []
+    for case, against in c["against"].items():
+      n = len(c["seeds"])
+      if against["below"] > 0:
+        where = (
+          f"{number(against['below'], 100, 3)} points below it ({against['share']:.1%} of its "
+          "error)"
+        )
+      elif against["below"] < 0:
+        where = f"{number(-against['below'], 100, 3)} points above it"
+      else:
+        where = "equal to it"
+      parts.append(
+        f"the {case} lookup's {number(against['lookup_error'], 100)}%: {where}, "
+        f"{against['seeds_below']} of {n} seeds below it: {against['word']} it"
+      )
+    lines.append(
+      f"- Against the lookup [{c['run']}, lr {c['learning_rate']:g}]: median "
+      f"{lookups.METRIC_WORDS} {number(c['median'], 100)}% ({c['which']} "
+      f"{describe_seeds(c['seeds'])}); " + "; ".join(parts) + "."
+    )
+  return lines
+
+
 def overview_findings(findings: Mapping[str, Sequence[str]]) -> list[str]:
-  """The findings the top-level README repeats: every verdict, then the earlier design's
-  verdicts where a design change altered them, the paper values that contradict their claim,
-  the runs that do not learn and the final values taken on a spike (each pair of candidate lrs
-  has its own line in the result's README only)."""
-  keep = ("- Hypothesis [", "- Earlier design [", "- Paper values [")
+  """The findings the top-level README repeats: every verdict, the data's baselines without
+  training (the out-of-vocabulary tokens, the lookup and how the runs compare with it), then
+  the earlier design's verdicts where a design change altered them, the paper values that
+  contradict their claim, the runs that do not learn and the final values taken on a spike
+  (each pair of candidate lrs, and each run against the lookup, has its own line in the
+  result's README only)."""
+  keep = ("- Hypothesis [", "- Out of vocabulary [", "- Lookup baseline [")
+  keep += ("- Earlier design [", "- Paper values [")
   keep += ("- Does not learn [", "- Final value on a spike [")
   return [line for lines in findings.values() for line in lines if line.startswith(keep)]

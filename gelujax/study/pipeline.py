@@ -34,6 +34,7 @@ from gelujax.paper import (
   design,
 )
 from gelujax.study import analysis, curves, findings, grids, noise, plots, readme, runs, tables
+from gelujax.study import baselines as lookups
 from gelujax.study.analysis import Analysis, RunValues
 from gelujax.study.grids import Grid
 from gelujax.study.runs import EVAL_SUFFIX, Run
@@ -310,15 +311,36 @@ def write_runs(task: str, stages: Stages, out: Path, root: Path) -> Result:
     figure = plots.draw_loss_figure(
       task, loss_curves(selection, rows, evaluated, evaluation_rows), out
     )
-  sections = findings.write_findings(result)
+  # The data's baselines (Twitter POS), computed where the runs' data are found, else read.
+  records = [run.config.get("data") for run in [*selection, *evaluation_runs]]
+  found = lookups.result_baselines(task, out, records, root)
+  compared = []
+  if isinstance(found, dict):
+    compared = lookups.compare(found["lookup"], lookups.shown_runs(evaluation_rows, rows))
+  embeddings = bool(settings["spec"]["data_options"].get("embeddings"))
+  sections = findings.with_baselines(
+    findings.write_findings(result),
+    findings.baseline_lines(task, found, compared, embeddings=embeddings),
+  )
+  extra = {} if found is None else {"baselines": {"found": found, "compared": compared}}
   write_summary(out, task, settings, result, sections, report=report, rows=rows,
-                evaluation_rows=evaluation_rows, evaluated=evaluated)  # fmt: skip
+                evaluation_rows=evaluation_rows, evaluated=evaluated, **extra)  # fmt: skip
   files = [
     "table.md: the tables below",
     "summary.json: every verdict with its values, shift, interval, p and Holm p; every run's "
     "statistics (every lr of every selection grid and evaluation run: median, mean, std and the "
     "values of every seed); every exploratory comparison; the findings",
     f"{figure.name}: median over seeds with min–max bands",
+  ]
+  if isinstance(found, dict):
+    files.append(
+      f"{lookups.BASELINES_FILE}: the data's baselines without training (the out-of-vocabulary "
+      "tokens and the most-frequent-tag lookup's errors, validation and test, cased and "
+      "lowercased), with the sha256 of the data files they were computed from "
+      "(`gelujax.study.baselines`; recomputed whenever the result is written where those files "
+      "are found, read from here where they are not)"
+    )
+  files += [
     "runs/<run>/: the selection grids, runs/<run>_eval/: the evaluation runs"
     + (
       " at the selected lr, runs/<run>_eval_lr<lr>/: at another candidate lr"
