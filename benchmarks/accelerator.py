@@ -60,7 +60,6 @@ START = time.perf_counter()  # The budget counts from here: imports and JAX's st
 
 import argparse  # noqa: E402
 import dataclasses  # noqa: E402
-import functools  # noqa: E402
 import gc  # noqa: E402
 import json  # noqa: E402
 import math  # noqa: E402
@@ -170,31 +169,9 @@ def step_kernels(config, batch_size: int) -> list[dict[str, Any]]:
     ValueError: a product inside a loop or a branch of the step, which this count does not
       cover.
   """
-  import jax
-  import jax.numpy as jnp
+  from training import step_jaxpr  # beside this file: imports only what it uses
 
-  from gelujax.engine import step
-
-  state = jax.eval_shape(
-    functools.partial(step.init_member, config), jnp.int32(0), jnp.float32(1e-3)
-  )
-  batch = {
-    k: jax.ShapeDtypeStruct((batch_size, *v.shape[1:]), v.dtype) for k, v in config.sample.items()
-  }
-  keys = jax.eval_shape(
-    lambda: jax.tree.map(
-      lambda k: k[0],
-      step.step_keys(jnp.int32(0), jnp.int32(1), jnp.zeros(1, jnp.int32), config.dropout_bits),
-    )
-  )
-  closed = jax.make_jaxpr(functools.partial(step.train_step, config))(
-    state,
-    jax.ShapeDtypeStruct((), jnp.float32),
-    batch,
-    jax.ShapeDtypeStruct((batch_size,), jnp.float32),
-    keys,
-    jax.ShapeDtypeStruct((), jnp.int32),
-  )
+  closed = step_jaxpr(config, batch_size)
   products: list[dict[str, Any]] = []
   _number(closed.jaxpr, [("input", i) for i in range(len(closed.jaxpr.invars))], {}, products)
   return products

@@ -205,6 +205,16 @@ def step_products(config, batch_size: int) -> list[dict[str, Any]]:
     ValueError: the step holds a convolution, or a product inside a loop or branch, which
       this count does not cover.
   """
+  closed = step_jaxpr(config, batch_size)
+  products: list[dict[str, Any]] = []
+  inputs = [("input", i) for i in range(len(closed.jaxpr.invars))]
+  _number_values(closed.jaxpr, inputs, {}, products)
+  return products
+
+
+def step_jaxpr(config, batch_size: int):
+  """One member's training step (`gelujax.engine.step.train_step` with ``config``) on a batch
+  of ``batch_size`` examples, traced to a closed jaxpr from shapes alone."""
   import jax
   import jax.numpy as jnp
 
@@ -222,7 +232,7 @@ def step_products(config, batch_size: int) -> list[dict[str, Any]]:
       step.step_keys(jnp.int32(0), jnp.int32(1), jnp.zeros(1, jnp.int32), config.dropout_bits),
     )
   )
-  closed = jax.make_jaxpr(functools.partial(step.train_step, config))(
+  return jax.make_jaxpr(functools.partial(step.train_step, config))(
     state,
     jax.ShapeDtypeStruct((), jnp.float32),
     batch,
@@ -230,10 +240,6 @@ def step_products(config, batch_size: int) -> list[dict[str, Any]]:
     keys,
     jax.ShapeDtypeStruct((), jnp.int32),
   )
-  products: list[dict[str, Any]] = []
-  inputs = [("input", i) for i in range(len(closed.jaxpr.invars))]
-  _number_values(closed.jaxpr, inputs, {}, products)
-  return products
 
 
 def _number_values(jaxpr, inputs: list, numbers: dict, products: list) -> list:
