@@ -100,20 +100,8 @@ def rank_test(a: Sequence[float], b: Sequence[float], alternative: str = TWO_SID
   ways[0, 0] = 1.0
   for r in ranks2:
     ways[1:, r:] = ways[1:, r:] + ways[:-1, :-r]
-  sums = np.arange(ways.shape[1])
   observed = int(ranks2[:n].sum())
-  if alternative == TWO_SIDED:
-    centre = n * (total + 1)  # The expected doubled rank sum.
-    extreme = np.abs(sums - centre) >= abs(observed - centre)
-  elif alternative == LESS:
-    extreme = sums <= observed
-  elif alternative == GREATER:
-    extreme = sums >= observed
-  else:
-    raise ValueError(
-      f"alternative {alternative!r}: expected one of {TWO_SIDED}, {LESS}, {GREATER}."
-    )
-  return float(min(1.0, ways[n, extreme].sum() / ways[n].sum()))
+  return _exact_p(ways[n], observed, n * (total + 1), alternative)  # centre: the expected sum
 
 
 def direction(a: Sequence[float], b: Sequence[float]) -> int:
@@ -224,10 +212,15 @@ def signed_rank_test(differences: Sequence[float], alternative: str = TWO_SIDED)
     return math.nan
   ranks2 = _doubled_ranks(np.abs(d))
   ways = _signed_rank_ways(ranks2)
-  sums = np.arange(len(ways))
   observed = int(ranks2[d > 0].sum())
+  return _exact_p(ways, observed, ranks2.sum() / 2.0, alternative)
+
+
+def _exact_p(ways: np.ndarray, observed: int, centre: float, alternative: str) -> float:
+  """The exact p of a (doubled) rank statistic: ``ways[s]`` arrangements give the sum ``s``;
+  two-sided, the sums at least as far from ``centre`` as ``observed``."""
+  sums = np.arange(len(ways))
   if alternative == TWO_SIDED:
-    centre = ranks2.sum() / 2.0
     extreme = np.abs(sums - centre) >= abs(observed - centre)
   elif alternative == LESS:
     extreme = sums <= observed
