@@ -169,66 +169,31 @@ def step_kernels(config, batch_size: int) -> list[dict[str, Any]]:
     ValueError: a product inside a loop or a branch of the step, which this count does not
       cover.
   """
-  from training import step_jaxpr  # beside this file: imports only what it uses
+  from training import number_values, step_jaxpr  # beside this file: light imports only
 
   closed = step_jaxpr(config, batch_size)
   products: list[dict[str, Any]] = []
-  _number(closed.jaxpr, [("input", i) for i in range(len(closed.jaxpr.invars))], {}, products)
+  inputs = [("input", i) for i in range(len(closed.jaxpr.invars))]
+  number_values(closed.jaxpr, inputs, {}, _count_products(products))
   return products
 
 
 _KINDS = {"dot_general": "dot", "conv_general_dilated": "conv"}
 
 
-def _number(jaxpr, inputs: list, numbers: dict, products: list) -> list:
-  """Value numbering of ``jaxpr`` (as `training._number_values`): two equations of one primitive
-  with equal parameters on the same values compute the same values; a product is appended to
-  ``products`` the first time it is seen. Calls are followed inside."""
-  from jax.extend import core
+def _count_products(products: list):
+  """`training.number_values`' visitor: each new dot product or convolution appended; one inside
+  a loop or a branch refused."""
+  from training import holds
 
-  env = dict(zip(jaxpr.invars, inputs, strict=True))
-  env.update({v: ("const", id(v)) for v in jaxpr.constvars})
+  def visit(eqn, inner, new):
+    name = eqn.primitive.name
+    if any(holds(j, tuple(_KINDS)) for j in inner):
+      raise ValueError(f"The step holds a {name!r} with a product inside; not counted here.")
+    if name in _KINDS and new:
+      products.append(_describe(eqn))
 
-  def key_of(v):
-    return ("literal", repr(v.val)) if isinstance(v, core.Literal) else env[v]
-
-  for eqn in jaxpr.eqns:
-    args = tuple(key_of(v) for v in eqn.invars)
-    inner = _sub_jaxprs(eqn.params)
-    if len(inner) == 1 and len(inner[0].invars) == len(eqn.invars):  # A call (jit, custom_jvp).
-      outputs = _number(inner[0], list(args), numbers, products)
-    else:
-      name = eqn.primitive.name
-      if any(_holds_product(j) for j in inner):
-        raise ValueError(f"The step holds a {name!r} with a product inside; not counted here.")
-      key = (name, repr(sorted((k, str(v)) for k, v in eqn.params.items())), args)
-      if name in _KINDS and key not in numbers:
-        products.append(_describe(eqn))
-      number = numbers.setdefault(key, len(numbers))
-      outputs = [(number, i) for i in range(len(eqn.outvars))]
-    env.update(zip(eqn.outvars, outputs, strict=True))
-  return [key_of(v) for v in jaxpr.outvars]
-
-
-def _sub_jaxprs(params: dict) -> list:
-  """The jaxprs an equation's parameters hold (a call's body, a loop's, a branch's), open."""
-  from jax.extend import core
-
-  found = []
-  for value in params.values():
-    for item in value if isinstance(value, list | tuple) else (value,):
-      if isinstance(item, core.ClosedJaxpr):
-        found.append(item.jaxpr)
-      elif isinstance(item, core.Jaxpr):
-        found.append(item)
-  return found
-
-
-def _holds_product(jaxpr) -> bool:
-  return any(
-    eqn.primitive.name in _KINDS or any(_holds_product(j) for j in _sub_jaxprs(eqn.params))
-    for eqn in jaxpr.eqns
-  )
+  return visit
 
 
 def _describe(eqn) -> dict[str, Any]:

@@ -208,7 +208,7 @@ def step_products(config, batch_size: int) -> list[dict[str, Any]]:
   closed = step_jaxpr(config, batch_size)
   products: list[dict[str, Any]] = []
   inputs = [("input", i) for i in range(len(closed.jaxpr.invars))]
-  _number_values(closed.jaxpr, inputs, {}, products)
+  number_values(closed.jaxpr, inputs, {}, _count_dots(products))
   return products
 
 
@@ -242,11 +242,12 @@ def step_jaxpr(config, batch_size: int):
   )
 
 
-def _number_values(jaxpr, inputs: list, numbers: dict, products: list) -> list:
+def number_values(jaxpr, inputs: list, numbers: dict, visit: Callable) -> list:
   """Value numbering of ``jaxpr``, whose inputs have the values ``inputs``: two equations of one
   primitive with equal parameters on the same values compute the same values (``numbers`` maps
-  each equation seen to its number), and a dot product is appended to ``products`` the first
-  time it is seen. Calls are followed inside. Returns the values of the outputs."""
+  each equation seen to its number). Calls (jit, custom_jvp) are followed inside; every other
+  equation is passed to ``visit(eqn, inner, new)`` (``inner``: the jaxprs its parameters hold;
+  ``new``: not seen before), which may raise or record it. Returns the values of the outputs."""
   from jax.extend import core
 
   env = dict(zip(jaxpr.invars, inputs, strict=True))
@@ -257,39 +258,50 @@ def _number_values(jaxpr, inputs: list, numbers: dict, products: list) -> list:
 
   for eqn in jaxpr.eqns:
     args = tuple(key_of(v) for v in eqn.invars)
-    inner = _sub_jaxprs(eqn.params)
+    inner = sub_jaxprs(eqn.params)
     if len(inner) == 1 and len(inner[0].invars) == len(eqn.invars):  # A call (jit, custom_jvp).
-      outputs = _number_values(inner[0], list(args), numbers, products)
+      outputs = number_values(inner[0], list(args), numbers, visit)
     else:
-      name = eqn.primitive.name
-      if name == "conv_general_dilated" or any(_holds_dot(j) for j in inner):
-        raise ValueError(
-          f"The step holds a {name!r} whose matrix products step_products does not count; it "
-          "lists the dot products of dense models (the MNIST classifier and autoencoder)."
-        )
-      key = (name, repr(sorted((k, str(v)) for k, v in eqn.params.items())), args)
-      if name == "dot_general" and key not in numbers:
-        products.append(_describe_product(eqn))
+      key = (eqn.primitive.name, repr(sorted((k, str(v)) for k, v in eqn.params.items())), args)
+      visit(eqn, inner, key not in numbers)
       number = numbers.setdefault(key, len(numbers))
       outputs = [(number, i) for i in range(len(eqn.outvars))]
     env.update(zip(eqn.outvars, outputs, strict=True))
   return [key_of(v) for v in jaxpr.outvars]
 
 
-def _sub_jaxprs(params: dict) -> list:
-  """The jaxprs an equation's parameters hold (a call's body, a loop's), open."""
+def sub_jaxprs(params: dict) -> list:
+  """The jaxprs an equation's parameters hold (a call's body, a loop's, a branch's), open."""
   from jax.extend import core
 
   return [j.jaxpr if isinstance(j, core.ClosedJaxpr) else j for j in core.jaxprs_in_params(params)]
 
 
-def _holds_dot(jaxpr) -> bool:
-  for eqn in jaxpr.eqns:
-    if eqn.primitive.name in ("dot_general", "conv_general_dilated"):
-      return True
-    if any(_holds_dot(j) for j in _sub_jaxprs(eqn.params)):
-      return True
-  return False
+def holds(jaxpr, primitives: tuple[str, ...]) -> bool:
+  """Whether ``jaxpr``, or a jaxpr inside it, holds one of ``primitives``."""
+  return any(
+    eqn.primitive.name in primitives or any(holds(j, primitives) for j in sub_jaxprs(eqn.params))
+    for eqn in jaxpr.eqns
+  )
+
+
+_PRODUCTS = ("dot_general", "conv_general_dilated")
+
+
+def _count_dots(products: list) -> Callable:
+  """`number_values`' visitor for `step_products`: each new dot product appended."""
+
+  def visit(eqn, inner, new):
+    name = eqn.primitive.name
+    if name == "conv_general_dilated" or any(holds(j, _PRODUCTS) for j in inner):
+      raise ValueError(
+        f"The step holds a {name!r} whose matrix products step_products does not count; it "
+        "lists the dot products of dense models (the MNIST classifier and autoencoder)."
+      )
+    if name == "dot_general" and new:
+      products.append(_describe_product(eqn))
+
+  return visit
 
 
 def _describe_product(eqn) -> dict[str, Any]:
