@@ -422,3 +422,75 @@ def seeds_for_power(
       return None
   needed = max(needed, floor)
   return needed if needed <= MAX_SEEDS else None
+
+
+def _one_sided(differences: np.ndarray, alternative: str) -> float:
+  """The one-sided signed-rank p, 1 where no difference is non-zero (no evidence either way)."""
+  p = signed_rank_test(differences, alternative)
+  return 1.0 if math.isnan(p) else p
+
+
+def paired_equivalence_test(differences: Sequence[float], margin: float) -> Equivalence:
+  """:func:`equivalence_test` for paired values: the two one-sided signed-rank tests (TOST) of
+  whether the paired shift (the centre of the differences) lies within ±``margin``, and the test
+  of whether it lies beyond, each the exact signed-rank test of the differences moved by the
+  margin."""
+  d = np.asarray(differences, np.float64)
+  above_low = _one_sided(d + margin, GREATER)  # H0: shift <= -margin.
+  below_high = _one_sided(d - margin, LESS)  # H0: shift >= +margin.
+  beyond_high = _one_sided(d - margin, GREATER)  # H0: shift <= +margin.
+  beyond_low = _one_sided(d + margin, LESS)  # H0: shift >= -margin.
+  return Equivalence(
+    margin, max(above_low, below_high), min(1.0, 2.0 * min(beyond_high, beyond_low))
+  )
+
+
+def pairs_for_power(
+  differences: Sequence[float], *, level: float, margin: float, power: float = POWER
+) -> int | None:
+  """The pairs with which the observed paired shift would be decided by
+  :func:`paired_equivalence_test` (its :attr:`Equivalence.p` at most ``level``) with ``power``.
+
+  The method is :func:`seeds_for_power`'s for pairs: the paired Hodges–Lehmann shift taken as
+  the true one, its standard error with n pairs s·sqrt(π/3 / n), s the differences' standard
+  deviation. Inside the margin the decision is equivalence (both one-sided tests at
+  ``level`` / 2); beyond it, a shift beyond the margin (one one-sided test at ``level`` / 4).
+  The answer is at least the pairs with which the exact test can reach that level at all
+  (1 / 2^n below it).
+
+  Returns:
+    The pairs, or None where no number decides (fewer than 3 differences, a shift of exactly
+    the margin) or more than ``MAX_SEEDS`` would be needed.
+  """
+  d = np.asarray(differences, np.float64)
+  if len(d) < 3:
+    return None
+  shift = walsh_median(d)
+  se = float(np.std(d, ddof=1)) * math.sqrt(math.pi / 3.0)  # times 1 / sqrt(n)
+  beyond = abs(shift) > margin
+  one_sided = level / 4.0 if beyond else level / 2.0
+  floor = next(n for n in range(1, MAX_SEEDS + 1) if 0.5**n <= one_sided)
+  if abs(shift) == margin:
+    return None
+  z_level, z_power = _z(1.0 - one_sided), _z(power)
+  if beyond:
+    needed = math.ceil((se * (z_level + z_power) / (abs(shift) - margin)) ** 2)
+  else:
+    normal = statistics.NormalDist()
+
+    def tost_power(n: int) -> float:
+      se_n = se / math.sqrt(n)
+      if se_n == 0.0:
+        return 1.0
+      return max(
+        0.0,
+        1.0
+        - normal.cdf(z_level - (margin - shift) / se_n)
+        - normal.cdf(z_level - (margin + shift) / se_n),
+      )
+
+    needed = next((n for n in range(2, MAX_SEEDS + 1) if tost_power(n) >= power), None)
+    if needed is None:
+      return None
+  needed = max(needed, floor)
+  return needed if needed <= MAX_SEEDS else None

@@ -1,0 +1,416 @@
+"""Which GELU? The study of the forms, fixed here before any of its runs was trained.
+
+The question practitioners ask: do the GELU forms (``gelu``, the exact erf form that PyTorch and
+TensorFlow default to; ``gelu_tanh``, the tanh approximation that ``jax.nn.gelu`` and Flax
+default to; ``gelu_sigmoid``, x·σ(1.702x)) train differently, and can a network trained with one
+be run with another? :data:`DESIGN` fixes the runs, the metrics, the equivalence margins and
+their reasons, the comparisons, their families and the verdict rule (:func:`judge`); ``relu`` is
+the positive control: a design that cannot tell relu from gelu cannot call the forms
+equivalent. The swap at inference (:func:`evaluate_swaps`) is exploratory: effect sizes with
+intervals, no verdicts.
+
+Runs: one grid per arm and dtype, ``<out>/runs/<arm>_<dtype>/``, every lr x every seed as the
+members of one program; one seed gives one initial draw, one batch order and (with dropout) one
+dropout stream in every arm, so each comparison is paired by seed. Swaps are kept in
+``<out>/swaps/<arm>_<dtype>.json`` so that a result re-renders from the committed files alone.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from gelujax import workdir as workdirs
+from gelujax.study import grids, runs, stats
+from gelujax.workdir import SUMMARY_FILE, read_json
+
+TASK = "gelu_forms"
+FORMS = ("gelu", "gelu_tanh", "gelu_sigmoid")
+CONTROL = "relu"
+EQUIVALENT, DIFFERENT, INCONCLUSIVE = "equivalent", "different", "inconclusive"
+FORMS_FAMILY, CONTROL_FAMILY = "forms", "control"
+
+
+@dataclasses.dataclass(frozen=True)
+class Metric:
+  """A per-network value the arms are compared on, and its equivalence margin.
+
+  Attributes:
+    key: ``"best.test_error"`` (at the best-validation epoch) or ``"final.train_loss"``
+      (after the last epoch), as a run's summary.json holds it.
+    label: its words, with units.
+    margin: the largest paired shift that counts as equivalent, in the compared units
+      (after ``log`` where set).
+    scale: multiplies the values and shifts shown (100 for percent).
+    log: compare the natural logs of the values (a shift of ln 1.05 is a 5% ratio).
+    reason: why the margin is what it is.
+  """
+
+  key: str
+  label: str
+  margin: float
+  scale: float = 1.0
+  log: bool = False
+  reason: str = ""
+
+  def compared(self, values: Sequence[float]) -> np.ndarray:
+    """The values as compared: their logs where :attr:`log` is set."""
+    x = np.asarray(values, np.float64)
+    return np.log(x) if self.log else x
+
+  def shown(self, shift: float) -> float:
+    """A shift in the units shown: percent points, nats, or percent of the ratio (log)."""
+    return 100.0 * math.expm1(shift) if self.log else shift * self.scale
+
+  @property
+  def unit(self) -> str:
+    return "%" if self.log else ("points" if self.scale == 100.0 else "nats")
+
+
+@dataclasses.dataclass(frozen=True)
+class Design:
+  """The study's runs and tests.
+
+  Attributes:
+    date: when the design was fixed in code (UTC), before any of its runs was trained.
+    task: the registered task trained (the paper's Fig. 2 MLP and optimizer).
+    dataset: its data set.
+    dropout: the dropout rate of every run.
+    epochs: epochs of every run, fixed from the timing trial :attr:`epochs_reason` states.
+    arms: the activations trained: the forms, then the control.
+    learning_rates: every arm is trained at each; the forms are compared at each lr (no lr is
+      selected, so no selection stands between two forms).
+    seeds: the shared seeds: one network per arm, lr, dtype and seed.
+    dtypes: what the layers and activations compute in (``TaskSpec.dtype``).
+    metrics: the compared values and their margins.
+    alpha: the level of every family, after Holm's correction.
+    epochs_reason: the timing trial that fixed the epochs.
+  """
+
+  date: str
+  task: str
+  dataset: str
+  dropout: float
+  epochs: int
+  arms: tuple[str, ...]
+  learning_rates: tuple[float, ...]
+  seeds: tuple[int, ...]
+  dtypes: tuple[str, ...]
+  metrics: tuple[Metric, ...]
+  alpha: float = stats.ALPHA
+  epochs_reason: str = ""
+
+  @property
+  def forms(self) -> tuple[str, ...]:
+    return tuple(a for a in self.arms if a != CONTROL)
+
+  def run_name(self, arm: str, dtype: str) -> str:
+    return f"{arm}_{dtype}"
+
+
+DESIGN = Design(
+  date="2026-11-26",
+  task="mnist",
+  dataset="fashion_mnist",
+  dropout=0.0,
+  epochs=20,
+  arms=(*FORMS, CONTROL),
+  learning_rates=(3e-4, 1e-3, 3e-3),
+  seeds=tuple(range(10)),
+  dtypes=("float32", "bfloat16"),
+  metrics=(
+    Metric(
+      "best.test_error", "test error (%) at the best-validation epoch", 0.002, scale=100.0,
+      reason="0.2 points is 20 of Fashion-MNIST's 10,000 test images, below the spread "
+      "between seeds of one arm and below the smallest gap the GELU paper reports between "
+      "activations (0.1-0.3 points on Twitter POS): not a difference a practitioner would "
+      "choose an activation by",
+    ),
+    Metric(
+      "best.test_loss", "test log loss (nats) at the best-validation epoch", 0.005,
+      reason="0.005 nats is about 1.5% of this MLP's test loss on Fashion-MNIST (about 0.3 "
+      "nats): a difference in calibration no practitioner would act on",
+    ),
+    Metric(
+      "final.train_loss", "final train log loss (ratio)", math.log(1.05), log=True,
+      reason="the train loss after a fixed number of epochs spans an order of magnitude "
+      "across the lrs, so its margin is a ratio: within 5% of each other (a shift of the "
+      "logs within ±ln 1.05); the GELU paper's Fig. 2 separates activations by factors of 2",
+    ),
+  ),
+  epochs_reason="a timing trial on a 2-core AMD EPYC (one 30-member grid, gelu, 2 epochs, "
+  "compile included) took 20.0 s an epoch in float32 and 25.3 s in bfloat16: 20 epochs of "
+  "the 8 grids take about 60 minutes, which fits a session beside other work; the paper's 50 "
+  "epochs and a dropout-0.5 arm would take 2.5 and 2 times as long, and are left for a later "
+  "run under another name",
+)  # fmt: skip
+
+
+@dataclasses.dataclass(frozen=True)
+class Comparison:
+  """One pre-registered test: the paired shift of ``first`` from ``second`` (first minus
+  second, seed by seed) on ``metric`` at ``learning_rate`` in ``dtype``."""
+
+  first: str
+  second: str
+  dtype: str
+  learning_rate: float
+  metric: Metric
+
+  @property
+  def family(self) -> tuple[str, str, str]:
+    """Holm's correction runs within (forms or control, dtype, metric)."""
+    kind = CONTROL_FAMILY if CONTROL in (self.first, self.second) else FORMS_FAMILY
+    return (kind, self.dtype, self.metric.key)
+
+
+def comparisons(design: Design = DESIGN) -> list[Comparison]:
+  """Every test: each pair of forms (later form minus earlier, in :data:`FORMS` order) and the
+  control minus ``gelu``, at every lr, in every dtype, on every metric."""
+  forms = design.forms
+  pairs = [(b, a) for i, a in enumerate(forms) for b in forms[i + 1 :]]
+  if CONTROL in design.arms:
+    pairs.append((CONTROL, forms[0]))
+  return [
+    Comparison(first, second, dtype, lr, metric)
+    for metric in design.metrics
+    for dtype in design.dtypes
+    for lr in design.learning_rates
+    for first, second in pairs
+  ]
+
+
+@dataclasses.dataclass(frozen=True)
+class Outcome:
+  """A comparison's evidence and verdict.
+
+  Attributes:
+    comparison: what was compared.
+    seeds: the seeds paired (both networks finite).
+    differences: first minus second per seed, as compared (logs for a ratio metric).
+    shift: the paired Hodges–Lehmann shift (median of the Walsh averages).
+    interval: its exact distribution-free interval and achieved level.
+    p_zero: the two-sided signed-rank p of a zero shift (descriptive, uncorrected).
+    equivalence: the paired TOST and beyond-the-margin tests.
+    p_holm: the equivalence test's p after Holm within the comparison's family.
+    verdict: equivalent, different or inconclusive.
+    direction: for a shift: ``"higher"`` or ``"lower"`` (first against second).
+    pairs_needed: for an inconclusive one, the pairs with which the observed shift would be
+      decided with 80% power at the family's strictest level (None: no number would).
+  """
+
+  comparison: Comparison
+  seeds: tuple[int, ...]
+  differences: tuple[float, ...]
+  shift: float
+  interval: tuple[float, float, float]
+  p_zero: float
+  equivalence: stats.Equivalence
+  p_holm: float = math.nan
+  verdict: str = INCONCLUSIVE
+  direction: str = ""
+  pairs_needed: int | None = None
+
+
+def paired_values(
+  first: dict[int, float], second: dict[int, float], metric: Metric
+) -> tuple[tuple[int, ...], np.ndarray]:
+  """The seeds both networks have a finite value for, and the differences first - second."""
+  seeds = tuple(
+    s for s in sorted(first) if s in second and math.isfinite(first[s]) and math.isfinite(second[s])
+  )
+  a = metric.compared([first[s] for s in seeds])
+  b = metric.compared([second[s] for s in seeds])
+  return seeds, a - b
+
+
+def test_comparison(
+  comparison: Comparison, first: dict[int, float], second: dict[int, float]
+) -> Outcome:
+  """The paired tests of one comparison (seed -> value of each arm), before Holm."""
+  seeds, d = paired_values(first, second, comparison.metric)
+  margin = comparison.metric.margin
+  if not len(d):
+    nan = math.nan
+    return Outcome(comparison, (), (), nan, (nan, nan, nan), nan, stats.Equivalence(margin, 1, 1))
+  return Outcome(
+    comparison,
+    seeds,
+    tuple(map(float, d)),
+    stats.walsh_median(d),
+    stats.paired_interval(d),
+    stats.signed_rank_test(d),
+    stats.paired_equivalence_test(d, margin),
+  )
+
+
+def judge(outcomes: Sequence[Outcome], alpha: float = stats.ALPHA) -> list[Outcome]:
+  """The verdicts, Holm's correction run within each family.
+
+  The rule: a comparison's p is its equivalence test's (:attr:`gelujax.study.stats.Equivalence.p`,
+  twice the smaller of the TOST p and the beyond-the-margin p, so either decision is made at
+  the level of one test). Where its Holm-adjusted p is at most ``alpha`` the verdict is the
+  decision that p stands for: *equivalent* (the paired shift lies within ±margin) or *different*
+  (it lies beyond the margin, ``direction`` saying which way). Otherwise *inconclusive*, with the
+  pairs that would decide the observed shift. A comparison without pairs is inconclusive.
+  """
+  families: dict[tuple[str, str, str], list[int]] = {}
+  for i, o in enumerate(outcomes):
+    families.setdefault(o.comparison.family, []).append(i)
+  judged = list(outcomes)
+  for members in families.values():
+    adjusted = stats.holm([outcomes[i].equivalence.p for i in members])
+    strictest = alpha / len(members)
+    for i, p in zip(members, adjusted, strict=True):
+      o = outcomes[i]
+      direction = "" if not o.seeds or o.shift == 0 else ("higher" if o.shift > 0 else "lower")
+      if o.seeds and p <= alpha:
+        verdict = EQUIVALENT if o.equivalence.equivalent else DIFFERENT
+        needed = None
+      else:
+        verdict = INCONCLUSIVE
+        margin = o.comparison.metric.margin
+        needed = stats.pairs_for_power(o.differences, level=strictest, margin=margin)
+      judged[i] = dataclasses.replace(
+        o, p_holm=p, verdict=verdict, direction=direction, pairs_needed=needed
+      )
+  return judged
+
+
+def make_grids(design: Design, out: Path) -> list[grids.Grid]:
+  """One grid per dtype and arm (dtype major), every lr and seed its members."""
+  from gelujax import tasks  # Here: tasks imports the models.
+
+  spec = tasks.get(design.task).replace(
+    dataset=design.dataset, dropout=design.dropout, epochs=design.epochs
+  )
+  return [
+    grids.Grid(
+      design.run_name(arm, dtype),
+      spec.replace(activation=arm, dtype=dtype),
+      out / "runs" / design.run_name(arm, dtype),
+      design.learning_rates,
+    )
+    for dtype in design.dtypes
+    for arm in design.arms
+  ]
+
+
+def swap_targets(design: Design, arm: str, dtype: str) -> list[tuple[str, str]]:
+  """What a network trained with ``arm`` in ``dtype`` is evaluated with, besides itself: each
+  other form in its own dtype (forms only), and its own activation in each lower-precision dtype
+  (a float32 network)."""
+  targets = [(f, dtype) for f in design.forms if arm in design.forms and f != arm]
+  if dtype == "float32":
+    targets += [(arm, d) for d in design.dtypes if d != "float32"]
+  return targets
+
+
+def swap_path(out: Path, name: str) -> Path:
+  return out / "swaps" / f"{name}.json"
+
+
+def evaluate_swaps(
+  design: Design, grid: grids.Grid, *, out: Path, data_dir: str | None
+) -> dict[str, Any] | None:
+  """The grid's networks, restored after their last epoch, on the test split with their own
+  activation and dtype and with each of :func:`swap_targets`; kept in ``out/swaps/`` and read
+  back from there (None where neither kept nor restorable).
+
+  Returns:
+    ``{"members": [{"seed", "learning_rate"}], "evaluations": [{"activation", "dtype",
+    "loss": [M], "error": [M]}]}``, the first evaluation the network's own; a diverged member's
+    values are null.
+  """
+  path = swap_path(out, grid.name)
+  if path.exists():
+    return read_json(path)
+  if not (grid.workdir / workdirs.CHECKPOINT_DIR).is_dir():
+    return None
+  from gelujax import engine  # Here: reading results needs no accelerator stack.
+
+  start = time.time()
+  members = read_json(grid.workdir / SUMMARY_FILE)["members"]
+  spec, _, state = engine.restore(str(grid.workdir), data_dir=data_dir)
+  test = spec.load_data(data_dir)["test"]
+  arm, dtype = spec.activation, spec.dtype
+  evaluations = []
+  for activation, to_dtype in [(arm, dtype), *swap_targets(design, arm, dtype)]:
+    swapped = spec.replace(activation=activation, dtype=to_dtype)
+    metrics = engine.evaluate_members(swapped, state, test)
+    values = {
+      key: [None if m["diverged"] else float(v) for m, v in zip(members, metrics[key], strict=True)]
+      for key in ("loss", "error")
+    }
+    evaluations.append({"activation": activation, "dtype": to_dtype, **values})
+  result = {
+    "members": [{"seed": m["seed"], "learning_rate": m["learning_rate"]} for m in members],
+    "evaluations": evaluations,
+  }
+  workdirs.write_json(path, result)
+  print(f"{grid.name}: swaps evaluated in {time.time() - start:.1f} s", flush=True)
+  return result
+
+
+def arm_values(workdir: Path, metric: Metric) -> dict[float, dict[int, float]]:
+  """A finished grid's values of ``metric``: lr -> seed -> value (NaN for a diverged member)."""
+  run = runs.load_run(workdir)
+  values: dict[float, dict[int, float]] = {}
+  for m in run.members:
+    value = math.nan if m["diverged"] else runs.member_value(m, metric.key)
+    values.setdefault(m["learning_rate"], {})[m["seed"]] = value
+  return values
+
+
+def find_lr(values: dict[float, Any], learning_rate: float) -> Any:
+  return next((v for lr, v in values.items() if runs.same_lr(lr, learning_rate)), {})
+
+
+def analyse(design: Design, out: Path) -> tuple[list[Outcome], list[str]]:
+  """Every comparison whose two grids have finished, judged; and the runs not finished."""
+  finished = {
+    name: path
+    for name in (design.run_name(a, d) for d in design.dtypes for a in design.arms)
+    if (path := out / "runs" / name).joinpath(SUMMARY_FILE).exists()
+  }
+  missing = [
+    design.run_name(a, d) for d in design.dtypes for a in design.arms
+    if design.run_name(a, d) not in finished
+  ]  # fmt: skip
+  cache: dict[tuple[str, str], dict[float, dict[int, float]]] = {}
+
+  def values(arm: str, c: Comparison) -> dict[int, float]:
+    name = design.run_name(arm, c.dtype)
+    if (name, c.metric.key) not in cache:
+      cache[name, c.metric.key] = arm_values(finished[name], c.metric)
+    return find_lr(cache[name, c.metric.key], c.learning_rate)
+
+  outcomes = [
+    test_comparison(c, values(c.first, c), values(c.second, c))
+    for c in comparisons(design)
+    if all(design.run_name(a, c.dtype) in finished for a in (c.first, c.second))
+  ]
+  return judge(outcomes, design.alpha), missing
+
+
+def reproduce(
+  design: Design, *, out: Path, root: Path, data_dir: str | None = None, train: bool = True
+) -> Path:
+  """Trains every grid of the design that is not finished (resuming partial ones), evaluates
+  each finished grid's swaps, and writes the result into ``out``; ``train=False`` trains and
+  evaluates nothing and renders from the files already there."""
+  if train:
+    todo = make_grids(design, out)
+    for i, grid in enumerate(todo, 1):
+      print(f"[{i}/{len(todo)}] {grid.name}", flush=True)
+      grids.train_grids([grid], seeds=design.seeds, data_dir=data_dir, out=out)
+      evaluate_swaps(design, grid, out=out, data_dir=data_dir)
+  from gelujax.study import forms_report  # Here: tables and figures need matplotlib.
+
+  return forms_report.write_result(design, out=out, root=root)
