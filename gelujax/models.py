@@ -19,6 +19,9 @@ presets for tests:
 - ``embedding_mlp_twitter_pos``: the window's 3 word ids -> a trainable 50-d table -> the same
   150 -> 2x256 -> 25 MLP (Twitter POS with trainable embeddings); its ``vocab_size`` comes from
   the data (``TaskSpec.for_data``).
+- ``spelling_mlp_twitter_pos``: ``embedding_mlp_twitter_pos`` that also reads each word's
+  spelling: hashed character n-grams and shape flags (:mod:`gelujax.spelling`, the task's
+  ``spell_words`` step), so that a word unseen in training is not one vector.
 - ``mlp_timit``: 286 -> 5x2048 -> 39 (TIMIT frames; the paper's intended 39-way output).
 - ``autoencoder_mnist``: 784 -> 1000 -> 500 -> 250 -> 30 -> 250 -> 500 -> 1000 -> 784 (Fig. 4).
 - ``cifar_cnn``: the 9-conv CIFAR-10 network. ``wrn_40_4``: Wide ResNet 40-4 for CIFAR-100.
@@ -40,6 +43,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
+from gelujax import spelling
 from gelujax.activations import Activation, gated
 from gelujax.registry import Registry
 
@@ -251,6 +255,12 @@ class EmbeddingMLP(nn.Module):
   ``[0, vocab_size)`` gives NaN outputs, never another word's row (the trainer then reports the
   member as diverged); ``TaskSpec.for_data`` rejects such data before training.
 
+  With ``buckets`` > 0 the model also reads each word's spelling (:mod:`gelujax.spelling`):
+  its inputs are ``[B, W, 1 + K + F]``, the word id, K hashed character n-gram rows (-1 for
+  none) and F shape flags, and a word's vector is its table row plus the mean of its n-grams'
+  rows of a second table (``ngrams``, ``[buckets, embed_dim]``, N(0, 1)) plus, with
+  ``use_flags``, a linear map of its flags (``flags``, zero-initialised, no bias).
+
   Attributes:
     features: widths of the MLP's hidden layers.
     num_outputs: width of the linear output layer.
@@ -259,6 +269,12 @@ class EmbeddingMLP(nn.Module):
     activation: activation spec, applied after every hidden dense layer.
     dropout: drop rate after every hidden activation (never on the embeddings).
     dtype: the type the layers and activations compute in (parameters stay float32).
+    buckets: rows of the n-gram table; 0: word ids alone.
+    use_flags: with ``buckets``, whether the shape flags add to a word's vector.
+    word_dropout: in training, the probability that a word's id is replaced by
+      ``unknown_id`` (``</s>`` padding, id 0, is kept), so that the model learns to tag a word
+      from its spelling alone, as it must for a word unseen in training.
+    unknown_id: the id of ``UUUNKKK`` (1 in the data's vocabulary).
   """
 
   features: Sequence[int]
@@ -268,27 +284,58 @@ class EmbeddingMLP(nn.Module):
   activation: str = "gelu_tanh"
   dropout: float = 0.0
   dtype: Any = jnp.float32
+  buckets: int = 0
+  use_flags: bool = True
+  word_dropout: float = 0.0
+  unknown_id: int = 1
 
   @nn.compact
-  def __call__(self, ids_BxW: jax.Array, train: bool) -> jax.Array:
+  def __call__(self, ids: jax.Array, train: bool) -> jax.Array:
     if self.vocab_size < 1:
       raise ValueError(
         f"EmbeddingMLP vocab_size={self.vocab_size!r}: the table needs the vocabulary's size, "
         "which comes from the data: build the model from TaskSpec.for_data(splits)."
       )
-    if not jnp.issubdtype(ids_BxW.dtype, jnp.integer):
+    if not jnp.issubdtype(ids.dtype, jnp.integer) or ids.ndim != (3 if self.buckets else 2):
+      want = "[batch, words, 1 + n-grams + flags] (the 'spell_words' step)" if self.buckets else (
+        "[batch, words]"
+      )  # fmt: skip
       raise ValueError(
-        f"EmbeddingMLP takes integer word ids, got {ids_BxW.dtype} inputs of shape "
-        f"{list(ids_BxW.shape)} (already embedded? leave out the host-side 'embed_words' step)."
+        f"EmbeddingMLP(buckets={self.buckets}) takes integer word ids {want}, got {ids.dtype} "
+        f"inputs of shape {list(ids.shape)} (already embedded? leave out the host-side "
+        "'embed_words' step)."
       )
-    shape = (self.vocab_size, self.embed_dim)
-    table = self.param("embedding", nn.initializers.normal(1.0), shape)
-    # jnp.take alone would wrap a negative id to a row from the end, or clamp a large one.
-    inside = (ids_BxW >= 0) & (ids_BxW < self.vocab_size)
-    rows = jnp.where(inside[..., None], jnp.take(table, ids_BxW, axis=0, mode="clip"), jnp.nan)
-    x = rows.reshape(ids_BxW.shape[0], -1)
+    words = ids[..., 0] if self.buckets else ids
+    if train and self.word_dropout > 0:
+      dropped = jax.random.bernoulli(self.make_rng("dropout"), self.word_dropout, words.shape)
+      words = jnp.where(dropped & (words != 0), self.unknown_id, words)
+    x = _lookup(
+      self.param("embedding", nn.initializers.normal(1.0), (self.vocab_size, self.embed_dim)), words
+    )
+    if self.buckets:
+      ngrams, flags = (
+        ids[..., 1 : ids.shape[-1] - len(spelling.FLAGS)],
+        ids[..., ids.shape[-1] - len(spelling.FLAGS) :],
+      )
+      table = self.param("ngrams", nn.initializers.normal(1.0), (self.buckets, self.embed_dim))
+      present = ngrams >= 0
+      rows = jnp.take(table, jnp.where(present, ngrams, 0), axis=0)
+      count = jnp.maximum(present.sum(-1, keepdims=True), 1)
+      x = x + (rows * present[..., None]).sum(-2) / count
+      if self.use_flags:
+        x = x + nn.Dense(
+          self.embed_dim, use_bias=False, kernel_init=nn.initializers.zeros, name="flags"
+        )(flags.astype(jnp.float32))
+    x = x.reshape(ids.shape[0], -1)
     mlp = MLP(self.features, self.num_outputs, self.activation, self.dropout, self.dtype)
     return mlp(x, train)
+
+
+def _lookup(table: jax.Array, ids: jax.Array) -> jax.Array:
+  """Rows of ``table``; NaN for an id outside it (jnp.take alone would wrap a negative id to a
+  row from the end, or clamp a large one)."""
+  inside = (ids >= 0) & (ids < table.shape[0])
+  return jnp.where(inside[..., None], jnp.take(table, ids, axis=0, mode="clip"), jnp.nan)
 
 
 class Autoencoder(nn.Module):
@@ -484,6 +531,12 @@ MODELS.register("mlp_twitter_pos", functools.partial(MLP, features=(256, 256), n
 MODELS.register(
   "embedding_mlp_twitter_pos",
   functools.partial(EmbeddingMLP, features=(256, 256), num_outputs=25, embed_dim=50),
+)
+MODELS.register(
+  "spelling_mlp_twitter_pos",
+  functools.partial(
+    EmbeddingMLP, features=(256, 256), num_outputs=25, embed_dim=50, buckets=spelling.BUCKETS
+  ),
 )
 MODELS.register("mlp_timit", functools.partial(MLP, features=(2048,) * 5, num_outputs=39))
 MODELS.register("mlp_tiny", functools.partial(MLP, features=(16, 16), num_outputs=10))

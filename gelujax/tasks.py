@@ -220,7 +220,7 @@ class TaskSpec:
       )
     size = len(vocab)
     for name, split in splits.items():
-      ids = split["inputs"]
+      ids = split["inputs"][..., 0] if split["inputs"].ndim == 3 else split["inputs"]  # spelled
       if ids.size and (ids.min() < 0 or ids.max() >= size):
         bad = ids.min() if ids.min() < 0 else ids.max()
         raise ValueError(
@@ -395,6 +395,22 @@ def _flip_double(splits) -> None:
 
   train = splits["train"]
   train["inputs"], train["targets"] = data.flip_double(train["inputs"], train["targets"])
+
+
+@PREPROCESSING.register("spell_words")
+def _spell_words(splits) -> None:
+  """Twitter POS: each window's 3 word ids with their words' spelling, ``[N, 3]`` ->
+  ``[N, 3, 1 + n-grams + flags]`` (:func:`gelujax.spelling.spell_windows`), for
+  ``spelling_mlp_twitter_pos``."""
+  from gelujax import data, spelling
+
+  vocab = splits.info["vocab"]
+  pad_id = vocab.index(data.PAD_WORD)
+  for name, split in splits.items():
+    words = splits.info["words"][name]
+    split["inputs"] = spelling.spell_windows(
+      split["inputs"], words, pad_id=pad_id, pad=data.PAD_WORD
+    )
 
 
 @PREPROCESSING.register("embed_words")

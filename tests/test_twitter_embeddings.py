@@ -155,7 +155,8 @@ def test_model_without_vocabulary_or_with_vectors_is_a_clear_error():
   model = MODELS.get("embedding_mlp_twitter_pos")()
   with pytest.raises(ValueError, match=r"vocab_size=0.*TaskSpec.for_data"):
     model.init(jax.random.key(0), jnp.zeros((1, 3), jnp.int32), train=False)
-  with pytest.raises(ValueError, match=r"integer word ids, got float32.*'embed_words'"):
+  message = r"integer word ids \[batch, words\], got float32.*'embed_words'"
+  with pytest.raises(ValueError, match=message):
     model.clone(vocab_size=5).init(jax.random.key(0), jnp.zeros((1, 150)), train=False)
 
 
