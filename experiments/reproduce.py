@@ -175,7 +175,12 @@ def run_forms() -> Path:
   if not _RENDER.value:
     host.configure_cpu(_CPU_DEVICES.value, len(design.learning_rates) * len(design.seeds))
   return forms.reproduce(
-    design, out=out, root=ROOT, data_dir=_DATA_DIR.value, train=not _RENDER.value
+    design,
+    out=out,
+    root=ROOT,
+    data_dir=_DATA_DIR.value,
+    train=not _RENDER.value,
+    command=" ".join(["python experiments/reproduce.py", *sys.argv[1:]]),
   )
 
 

@@ -196,7 +196,8 @@ class Outcome:
     differences: first minus second per seed, as compared (logs for a ratio metric).
     shift: the paired Hodges–Lehmann shift (median of the Walsh averages).
     interval: its exact distribution-free interval and achieved level.
-    p_zero: the two-sided signed-rank p of a zero shift (descriptive, uncorrected).
+    p_zero: the two-sided signed-rank p of a zero shift (descriptive, uncorrected); 1 where
+      every difference is 0.
     equivalence: the paired TOST and beyond-the-margin tests.
     p_holm: the equivalence test's p after Holm within the comparison's family.
     verdict: equivalent, different or inconclusive.
@@ -245,7 +246,7 @@ def test_comparison(
     tuple(map(float, d)),
     stats.walsh_median(d),
     stats.paired_interval(d),
-    stats.signed_rank_test(d),
+    stats.signed_rank_test(d) if np.any(d != 0) else 1.0,  # no shift at all: p = 1
     stats.paired_equivalence_test(d, margin),
   )
 
@@ -399,13 +400,45 @@ def analyse(design: Design, out: Path) -> tuple[list[Outcome], list[str]]:
   return judge(outcomes, design.alpha), missing
 
 
+PROVENANCE_FILE = "trained_with.json"
+
+
+def record_provenance(out: Path, root: Path, command: str) -> None:
+  """Keeps the command and the code's revision (``git rev-parse HEAD`` of ``root``, marked
+  ``+changes`` where tracked files differ from it) in ``out/trained_with.json``."""
+  import subprocess
+
+  def git(*args: str) -> str:
+    found = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True)
+    return found.stdout.strip() if found.returncode == 0 else ""
+
+  revision = git("rev-parse", "--short", "HEAD") or "unknown (not a git checkout)"
+  if git("status", "--porcelain", "--untracked-files=no"):
+    revision += "+changes"
+  out.mkdir(parents=True, exist_ok=True)
+  workdirs.write_json(out / PROVENANCE_FILE, {"command": command, "revision": revision})
+
+
 def reproduce(
-  design: Design, *, out: Path, root: Path, data_dir: str | None = None, train: bool = True
+  design: Design,
+  *,
+  out: Path,
+  root: Path,
+  data_dir: str | None = None,
+  train: bool = True,
+  command: str = f"python experiments/reproduce.py --task={TASK}",
 ) -> Path:
   """Trains every grid of the design that is not finished (resuming partial ones), evaluates
   each finished grid's swaps, and writes the result into ``out``; ``train=False`` trains and
-  evaluates nothing and renders from the files already there."""
+  evaluates nothing and renders from the files already there. Training records ``command``
+  and the code's revision (:func:`record_provenance`)."""
   if train:
+    record_provenance(out, root, command)
+  elif not (out / "runs").is_dir():
+    raise ValueError(
+      f"--render: {out / 'runs'} holds no runs to render. Pass the --out of a {TASK} study "
+      "that trained, or leave --render out to train it."
+    )
     todo = make_grids(design, out)
     for i, grid in enumerate(todo, 1):
       print(f"[{i}/{len(todo)}] {grid.name}", flush=True)

@@ -1,20 +1,485 @@
 """The README, tables, figure and summary of the GELU forms study (:mod:`gelujax.study.forms`),
-from the runs' files alone."""
+written from the runs' files alone: every word that states a verdict, a direction or a count is
+derived here from the outcomes, none typed by hand."""
 
 from __future__ import annotations
 
 import dataclasses
+import math
+from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
 from gelujax import workdir as workdirs
-from gelujax.study import forms
+from gelujax.study import forms, grids, plots, readme, runs, stats
+from gelujax.study.forms import CONTROL, DIFFERENT, EQUIVALENT, INCONCLUSIVE, Design, Outcome
+
+FIGURE = "forms.png"
+SWAP_KEYS = (("error", "test error (points)", 100.0), ("loss", "test log loss (nats)", 1.0))
 
 
-def write_result(design: forms.Design, *, out: Path, root: Path) -> Path:
-  """Writes ``out/summary.json`` (every comparison's outcome) and returns ``out``."""
+def lrs_words(design: Design) -> str:
+  return ", ".join(f"{lr:g}" for lr in design.learning_rates)
+
+
+def pair_words(o: Outcome) -> str:
+  c = o.comparison
+  return f"{c.first} − {c.second}" + (" (control)" if CONTROL in (c.first, c.second) else "")
+
+
+def signed(value: float, digits: int = 3) -> str:
+  return "n/a" if not math.isfinite(value) else f"{value:+.{digits}g}"
+
+
+def shift_words(o: Outcome) -> str:
+  """``"+0.04 points [-0.02, +0.11]"``: the paired shift and its interval, in the units shown."""
+  m = o.comparison.metric
+  if not o.seeds:
+    return "no pairs"
+  low, high, _ = o.interval
+  return f"{signed(m.shown(o.shift))} {m.unit} [{signed(m.shown(low))}, {signed(m.shown(high))}]"
+
+
+def verdict_words(o: Outcome) -> str:
+  """The verdict as a cell says it: equivalent; different, first higher; inconclusive, with
+  its lean and the pairs that would decide it."""
+  if o.verdict == EQUIVALENT:
+    return "**equivalent**"
+  if o.verdict == DIFFERENT:
+    return f"**different**: {o.comparison.first} {o.direction}"
+  lean = f"leans {o.direction}" if o.direction else "no lean"
+  needed = (
+    f"~{o.pairs_needed} pairs would decide" if o.pairs_needed else "no number of pairs decides"
+  )
+  return f"inconclusive ({lean}; {needed})"
+
+
+def control_gaps(outcomes: Sequence[Outcome]) -> set[tuple[str, float, str]]:
+  """(dtype, lr, metric key) where the control was not found different from gelu: there the
+  design could not tell relu from gelu, and a forms verdict of *equivalent* says little."""
+  return {
+    (o.comparison.dtype, o.comparison.learning_rate, o.comparison.metric.key)
+    for o in outcomes
+    if CONTROL in (o.comparison.first, o.comparison.second) and o.verdict != DIFFERENT
+  }
+
+
+def verdict_table(design: Design, outcomes: Sequence[Outcome], metric: forms.Metric) -> list[str]:
+  """One metric's verdicts: a row per pair, a column per dtype and lr."""
+  columns = [(d, lr) for d in design.dtypes for lr in design.learning_rates]
+  gaps = control_gaps(outcomes)
+  found = {
+    (pair_words(o), o.comparison.dtype, o.comparison.learning_rate): o
+    for o in outcomes
+    if o.comparison.metric.key == metric.key
+  }
+  pairs = list(dict.fromkeys(p for p, *_ in found))
+  lines = [
+    "| paired shift | " + " | ".join(f"{d}, lr {lr:g}" for d, lr in columns) + " |",
+    "|---|" + "---|" * len(columns),
+  ]
+  for pair in pairs:
+    cells = []
+    for d, lr in columns:
+      o = next((v for (p, dt, r), v in found.items() if p == pair and dt == d and r == lr), None)
+      if o is None:
+        cells.append("pending")
+        continue
+      mark = (
+        " †" if o.verdict == EQUIVALENT and CONTROL not in pair and (d, lr, metric.key) in gaps
+        else ""
+      )  # fmt: skip
+      cells.append(f"{verdict_words(o)}{mark}<br>{shift_words(o)}")
+    lines.append(f"| {pair} | " + " | ".join(cells) + " |")
+  return lines
+
+
+def full_table(outcomes: Sequence[Outcome]) -> list[str]:
+  """Every comparison with every number its verdict rests on."""
+  lines = [
+    "| metric | dtype | lr | paired shift | n | shift [interval, level] | p (shift 0) | "
+    "p (TOST) | p (beyond) | p | Holm p | verdict |",
+    "|---|---|---|---|---|---|---|---|---|---|---|---|",
+  ]
+  for o in outcomes:
+    c, e = o.comparison, o.equivalence
+    level = f", {100 * o.interval[2]:.1f}%" if o.seeds else ""
+    lines.append(
+      f"| {c.metric.key} | {c.dtype} | {c.learning_rate:g} | {pair_words(o)} | {len(o.seeds)} "
+      f"| {shift_words(o)}{level} | {o.p_zero:.3g} | {e.p_equivalent:.3g} | {e.p_beyond:.3g} "
+      f"| {e.p:.3g} | {o.p_holm:.3g} | {verdict_words(o)} |"
+    )
+  return lines
+
+
+def arm_table(design: Design, out: Path, metric: forms.Metric) -> list[str]:
+  """Each arm's median (and min-max over seeds) of a metric, per dtype and lr."""
+  columns = [(d, lr) for d in design.dtypes for lr in design.learning_rates]
+  lines = [
+    "| arm | " + " | ".join(f"{d}, lr {lr:g}" for d, lr in columns) + " |",
+    "|---|" + "---|" * len(columns),
+  ]
+  for arm in design.arms:
+    cells = []
+    for d, lr in columns:
+      workdir = out / "runs" / design.run_name(arm, d)
+      if not (workdir / workdirs.SUMMARY_FILE).exists():
+        cells.append("pending")
+        continue
+      values = forms.find_lr(forms.arm_values(workdir, metric), lr)
+      x = np.asarray([v for v in values.values() if math.isfinite(v)]) * metric.scale
+      diverged = len(values) - len(x)
+      cell = f"{np.median(x):.4g} ({x.min():.4g}–{x.max():.4g})" if len(x) else "—"
+      cells.append(cell + (f", {diverged} diverged" if diverged else ""))
+    lines.append(f"| {arm} | " + " | ".join(cells) + " |")
+  return lines
+
+
+@dataclasses.dataclass(frozen=True)
+class Swap:
+  """The change when networks trained with ``arm`` in ``dtype`` at ``learning_rate`` are
+  evaluated with ``activation`` in ``to_dtype``: per network, swapped minus own."""
+
+  arm: str
+  dtype: str
+  activation: str
+  to_dtype: str
+  learning_rate: float
+  key: str
+  changes: tuple[float, ...]
+
+  @property
+  def shift(self) -> float:
+    return stats.walsh_median(self.changes)
+
+  @property
+  def interval(self) -> tuple[float, float, float]:
+    return stats.paired_interval(self.changes)
+
+
+def read_swaps(design: Design, out: Path) -> list[Swap]:
+  """Every swap kept in ``out/swaps/``, per lr and metric (diverged networks left out)."""
+  found = []
+  for dtype in design.dtypes:
+    for arm in design.arms:
+      path = forms.swap_path(out, design.run_name(arm, dtype))
+      if not path.exists():
+        continue
+      kept = workdirs.read_json(path)
+      own, *others = kept["evaluations"]
+      for other in others:
+        for lr in design.learning_rates:
+          index = [i for i, m in enumerate(kept["members"]) if runs.same_lr(m["learning_rate"], lr)]
+          for key, *_ in SWAP_KEYS:
+            changes = tuple(
+              other[key][i] - own[key][i]
+              for i in index
+              if other[key][i] is not None and own[key][i] is not None
+            )
+            found.append(Swap(arm, dtype, other["activation"], other["dtype"], lr, key, changes))
+  return found
+
+
+def swap_table(design: Design, swaps: Sequence[Swap], key: str, scale: float) -> list[str]:
+  """One metric's swap changes: a row per (trained, evaluated) pair, a column per lr."""
+  lines = [
+    "| trained with | evaluated with | "
+    + " | ".join(f"lr {lr:g}: change [interval]; largest |change|" for lr in design.learning_rates)
+    + " |",
+    "|---|---|" + "---|" * len(design.learning_rates),
+  ]
+  rows: dict[tuple[str, str, str, str], dict[float, Swap]] = {}
+  for s in swaps:
+    if s.key == key:
+      rows.setdefault((s.arm, s.dtype, s.activation, s.to_dtype), {})[s.learning_rate] = s
+  for (arm, dtype, activation, to_dtype), by_lr in rows.items():
+    cells = []
+    for lr in design.learning_rates:
+      s = by_lr.get(lr)
+      if s is None or not s.changes:
+        cells.append("—")
+        continue
+      low, high, _ = s.interval
+      largest = max(abs(c) for c in s.changes) * scale
+      cells.append(
+        f"{signed(s.shift * scale)} [{signed(low * scale)}, {signed(high * scale)}]; {largest:.3g}"
+      )
+    lines.append(f"| {arm}, {dtype} | {activation}, {to_dtype} | " + " | ".join(cells) + " |")
+  return lines
+
+
+def draw_figure(design: Design, outcomes: Sequence[Outcome], path: Path) -> Path:
+  """Every comparison's paired shift with its interval, against the ±margin band: a panel per
+  metric (rows) and dtype (columns)."""
+  metrics, dtypes = design.metrics, design.dtypes
+  fig = Figure(figsize=(5.5 * len(dtypes), 4.2 * len(metrics)), layout="constrained")
+  FigureCanvasAgg(fig)
+  axes = fig.subplots(len(metrics), len(dtypes), squeeze=False)
+  for row, metric in enumerate(metrics):
+    for col, dtype in enumerate(dtypes):
+      ax = axes[row][col]
+      shown = [
+        o for o in outcomes if o.comparison.metric.key == metric.key and o.comparison.dtype == dtype
+      ]
+      margin = metric.shown(metric.margin)
+      ax.axvspan(-margin if not metric.log else metric.shown(-metric.margin), margin,
+                 color="0.85", lw=0, label="±margin")  # fmt: skip
+      ax.axvline(0.0, color="0.4", lw=0.8)
+      pairs = list(dict.fromkeys(pair_words(o) for o in shown))
+      for y, o in enumerate(shown):
+        if not o.seeds:
+          continue
+        low, high, _ = o.interval
+        color = f"C{pairs.index(pair_words(o)) % 10}"
+        x = metric.shown(o.shift)
+        lo, hi = metric.shown(low), metric.shown(high)
+        ax.errorbar(x, y, xerr=[[x - lo], [hi - x]], fmt="o", color=color, capsize=3)
+      ax.set_yticks(range(len(shown)))
+      ax.set_yticklabels([f"{pair_words(o)}, lr {o.comparison.learning_rate:g}" for o in shown],
+                         fontsize=7)  # fmt: skip
+      ax.invert_yaxis()
+      ax.set_xscale("symlog", linthresh=max(margin, 1e-9))
+      ax.set_xlabel(f"paired shift ({metric.unit}), exact {100 * stats.CONFIDENCE:g}% interval")
+      ax.set_title(f"{metric.label}, {dtype}", fontsize=9)
+  fig.suptitle(
+    f"GELU forms on {design.dataset}: paired shifts over {len(design.seeds)} seeds (grey: the "
+    "pre-registered equivalence margin)"
+  )
+  return plots.save_figure(fig, path)
+
+
+def tally(outcomes: Sequence[Outcome], control: bool) -> dict[str, int]:
+  """How many comparisons (forms, or the control) got each verdict."""
+  chosen = [
+    o for o in outcomes if (CONTROL in (o.comparison.first, o.comparison.second)) == control
+  ]
+  return {v: sum(o.verdict == v for o in chosen) for v in (EQUIVALENT, DIFFERENT, INCONCLUSIVE)}
+
+
+def count_words(counts: dict[str, int]) -> str:
+  return ", ".join(f"{n} {verdict}" for verdict, n in counts.items())
+
+
+def findings(design: Design, outcomes: Sequence[Outcome], missing: Sequence[str]) -> list[str]:
+  """The result in sentences, every count and direction derived from the outcomes."""
+  if missing:
+    return [
+      f"Pending: {len(missing)} of {len(design.arms) * len(design.dtypes)} grids are not "
+      f"finished ({', '.join(missing)}); the verdicts below are of the finished ones only, with "
+      "Holm's correction over the tests that can be made so far."
+    ]
+  lines = []
+  form_outcomes = [o for o in outcomes if CONTROL not in (o.comparison.first, o.comparison.second)]
+  counts = count_words(tally(outcomes, False))
+  lines.append(f"The forms, {len(form_outcomes)} pre-registered comparisons: {counts}.")
+  lines.append(
+    f"The control (relu − gelu), {sum(tally(outcomes, True).values())} comparisons: "
+    f"{count_words(tally(outcomes, True))}."
+  )
+  for metric in design.metrics:
+    for dtype in design.dtypes:
+      chosen = [
+        o for o in form_outcomes
+        if o.comparison.metric.key == metric.key and o.comparison.dtype == dtype
+      ]  # fmt: skip
+      different = [o for o in chosen if o.verdict == DIFFERENT]
+      counts = count_words(tally(chosen, False))
+      line = f"{metric.label}, {dtype}: {counts}"
+      if different:
+        line += "; different: " + "; ".join(
+          f"{o.comparison.first} {o.direction} than {o.comparison.second} at lr "
+          f"{o.comparison.learning_rate:g} ({shift_words(o)})"
+          for o in different
+        )
+      lines.append(line + ".")
+  gaps = control_gaps(outcomes)
+  if gaps:
+    lines.append(
+      f"Where the control was not found different from gelu ({len(gaps)} of "
+      f"{len(design.dtypes) * len(design.learning_rates) * len(design.metrics)} dtype, lr and "
+      "metric cells), the design could not tell relu from gelu either: an *equivalent* there "
+      "(marked †) says little about the forms."
+    )
+  return lines
+
+
+def swap_findings(swaps: Sequence[Swap]) -> list[str]:
+  """The largest change a swap made, per kind of swap and metric."""
+  lines = []
+  for key, label, scale in SWAP_KEYS:
+    for kind, chosen in (
+      ("another form, same dtype", [s for s in swaps if s.key == key and s.dtype == s.to_dtype]),
+      ("float32 → bfloat16", [s for s in swaps if s.key == key and s.dtype != s.to_dtype]),
+    ):
+      changes = [c for s in chosen for c in s.changes]
+      if not changes:
+        continue
+      worst = max(chosen, key=lambda s: max(map(abs, s.changes), default=0.0))
+      largest = max(map(abs, worst.changes)) * scale
+      lines.append(
+        f"Swap ({kind}), {label}: median change over all {len(changes)} network evaluations "
+        f"{signed(float(np.median(changes)) * scale)}; the largest |change| {largest:.3g}, "
+        f"{worst.arm} ({worst.dtype}) evaluated with {worst.activation} ({worst.to_dtype}) at lr "
+        f"{worst.learning_rate:g}."
+      )
+  return lines
+
+
+def design_lines(design: Design) -> list[str]:
+  """The design, as :data:`gelujax.study.forms.DESIGN` fixes it."""
+  n = len(design.seeds)
+  families = {}
+  for c in forms.comparisons(design):
+    families.setdefault(c.family, 0)
+    families[c.family] += 1
+  floors = []
+  for (kind, dtype, key), size in sorted(families.items()):
+    strictest = design.alpha / size
+    equivalent, beyond = 2 * 0.5**n, 4 * 0.5**n  # the smallest p of each decision
+    if equivalent > strictest or beyond > strictest:
+      floors.append(f"{kind}/{dtype}/{key} (smallest p {equivalent:.3g}, strictest level "
+                    f"{strictest:.3g})")  # fmt: skip
+  lines = [
+    f"Fixed in `gelujax/study/forms.py` (`DESIGN`, {design.date}) before any of its runs was "
+    "trained:",
+    "",
+    f"- Task: the GELU paper's Fig. 2 MLP (`--task={design.task}`) on {design.dataset}, "
+    f"dropout {design.dropout:g}, the paper's batch size and optimizer, {design.epochs} epochs: "
+    f"{design.epochs_reason}.",
+    f"- Arms: {', '.join(design.arms)} (relu is the positive control: a design that cannot tell "
+    "relu from gelu cannot call the forms equivalent).",
+    f"- Every arm at every lr ({lrs_words(design)}), with the same {n} seeds (one seed: one "
+    "initial draw and one batch order in every arm, so every comparison is paired by seed), "
+    f"computing in {' and '.join(design.dtypes)} (parameters, optimizer state and losses are "
+    "float32 either way).",
+    "- Compared: each pair of forms (later minus earlier) and relu − gelu, at each lr and in "
+    "each dtype, on:",
+  ]
+  for m in design.metrics:
+    margin = f"±{m.shown(m.margin):.3g} {m.unit}"
+    lines.append(f"  - {m.label} (`{m.key}`), margin {margin}: {m.reason}.")
+  lines += [
+    "- Tests: the paired shift is the Hodges–Lehmann median of the Walsh averages of the "
+    f"per-seed differences, with its exact {100 * stats.CONFIDENCE:g}% interval; the "
+    "equivalence test is two one-sided exact signed-rank tests of the differences moved by the "
+    "margin (TOST), the beyond-the-margin test the one-sided one in the other direction, "
+    "doubled; a comparison's p is twice the smaller of the two, so either decision is made at "
+    "the level of one test. Holm's correction runs within each family: (forms or control, "
+    f"dtype, metric), {sorted(set(families.values()))} tests each, at level {design.alpha:g}.",
+    "- Verdicts: *equivalent* (the shift lies within the margin), *different* (beyond it, with "
+    "its direction) where the Holm-adjusted p is at most the level; else *inconclusive*, with "
+    "the way the shift leans and the pairs that would decide it with 80% power (a normal "
+    "approximation, taking the observed shift as the true one). The two-sided signed-rank p "
+    "of a zero shift is shown beside it, uncorrected and descriptive.",
+    "- Swap at inference (exploratory, no verdicts): every network, restored after its last "
+    "epoch, evaluated on the test split with each other form in its own dtype, and every "
+    "float32 network in bfloat16; the change (swapped minus its own evaluation) per network, "
+    "its paired shift and exact interval.",
+  ]
+  if floors:
+    lines.append(f"- With {n} pairs these families cannot reach their strictest level: "
+                 f"{'; '.join(floors)}.")  # fmt: skip
+  else:
+    lines.append(
+      f"- With {n} pairs every decision can reach the strictest level of its family (the "
+      f"smallest p: {2 * 0.5**n:.3g} for equivalence, {4 * 0.5**n:.3g} beyond the margin)."
+    )
+  return lines
+
+
+def training_lines(out: Path, root: Path) -> list[str]:
+  timings = grids.read_timings(out)
+  path = out / forms.PROVENANCE_FILE
+  provenance = workdirs.read_json(path) if path.exists() else {}
+  lines = []
+  if provenance:
+    lines.append(
+      f"Trained with `{provenance['command']}` from a `git worktree` of {provenance['revision']}."
+    )
+  for name, t in timings.items():
+    machines = "; ".join(t["machines"]) or "unknown machine"
+    lines.append(f"- `{name}`: {t['seconds'] / 60:.1f} min on {machines}")
+  lines.append("")
+  lines.append(
+    f"Re-render from these files alone: `python experiments/reproduce.py --task={forms.TASK} "
+    f"--out={grids.repo_relative(out, root)} --render`."
+  )
+  return lines
+
+
+LIMITS = (
+  "What this does not say: one data set (Fashion-MNIST), one architecture (the paper's 8-layer "
+  "MLP) and one optimizer; {epochs} epochs, not the paper's 50; no dropout; bfloat16 as XLA "
+  "computes it on this CPU, which may differ from a GPU's or TPU's bfloat16 arithmetic; a verdict "
+  "of *equivalent* is within the stated margins only, and the swap changes are those of networks "
+  "trained to the end of the run, not at their best-validation epoch."
+)
+
+
+def title(design: Design) -> str:
+  return (
+    f"Which GELU? The forms trained and swapped on {design.dataset} ({', '.join(design.forms)}; "
+    f"{CONTROL} as the control; {len(design.seeds)} paired seeds, lrs {lrs_words(design)}, "
+    f"{' and '.join(design.dtypes)}, {design.epochs} epochs)"
+  )
+
+
+def write_result(design: Design, *, out: Path, root: Path) -> Path:
+  """Writes ``out``'s README.md, table.md, figure and summary.json; returns ``out``."""
   outcomes, missing = forms.analyse(design, out)
+  swaps = read_swaps(design, out)
+  found = findings(design, outcomes, missing) + swap_findings(swaps)
+  if outcomes:
+    draw_figure(design, outcomes, out / FIGURE)
+  table = ["# Every comparison", "", *full_table(outcomes), "", "# Each arm", ""]
+  for metric in design.metrics:
+    table += [f"## {metric.label}", "", *arm_table(design, out, metric), ""]
+  (out / "table.md").write_text("\n".join(table) + "\n")
+  lines = [
+    f"# {title(design)}",
+    "",
+    "Do the GELU forms train differently, and can a network trained with one be run with "
+    "another? `gelu` is the exact erf form (PyTorch's and TensorFlow's default), `gelu_tanh` "
+    "the tanh approximation (`jax.nn.gelu`'s and Flax's default, the GELU paper's), "
+    "`gelu_sigmoid` x·σ(1.702x).",
+    "",
+    "## Findings",
+    "",
+    *[f"- {line}" for line in found],
+    "",
+    LIMITS.format(epochs=design.epochs),
+    "",
+    "## Design",
+    "",
+    *design_lines(design),
+    "",
+    "## Verdicts",
+    "",
+    f"Each cell: the verdict, then the paired shift [exact {100 * stats.CONFIDENCE:g}% "
+    "interval]. † marks an *equivalent* where the control was not found different either.",
+  ]
+  for metric in design.metrics:
+    lines += ["", f"### {metric.label}", "", *verdict_table(design, outcomes, metric)]
+  if outcomes:
+    lines += ["", f"![paired shifts]({FIGURE})"]
+  lines += ["", "## Swapped at inference", ""]
+  for key, label, scale in SWAP_KEYS:
+    lines += [f"### Change in {label}", "", *swap_table(design, swaps, key, scale), ""]
+  lines += ["## Training", "", *training_lines(out, root), "", "All numbers: `table.md`."]
+  (out / "README.md").write_text("\n".join(lines) + "\n")
   workdirs.write_json(
     out / "summary.json",
-    {"missing": missing, "outcomes": [dataclasses.asdict(o) for o in outcomes]},
+    {
+      "study": forms.TASK,
+      "title": title(design),
+      "missing": list(missing),
+      "overview": [found[0]] if missing else found[:2],
+      "outcomes": [dataclasses.asdict(o) for o in outcomes],
+    },
   )
+  if out.resolve().is_relative_to((root / "results").resolve()):
+    readme.write_results_overview(root)
   return out

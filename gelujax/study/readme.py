@@ -382,13 +382,22 @@ def results_overview(root: Path) -> str:
   picks, copied from its summary.json."""
   order = {task: i for i, task in enumerate(PAPER_TASKS)}
   summaries = sorted(
-    (root / "results").glob("*/*/summary.json"),
-    key=lambda p: (p.parent.parent.name, order.get(p.parent.name, len(order)), p.parent.name),
+    ((path, workdirs.read_json(path)) for path in (root / "results").glob("*/*/summary.json")),
+    # A study of gelujax's own (its summary names it) leads; then the paper's, in its order.
+    key=lambda found: (
+      "study" not in found[1],
+      found[0].parent.parent.name,
+      order.get(found[0].parent.name, len(order)),
+      found[0].parent.name,
+    ),
   )
   lines = [OVERVIEW_BEGIN]
-  for path in summaries:
-    summary = workdirs.read_json(path)
+  for path, summary in summaries:
     where = grids.repo_relative(path.parent, root)
+    if "study" in summary:  # Its own findings, already worded (gelujax.study.forms_report).
+      lines.append(f"- [`{where}/`]({where}/README.md): {summary['title']}.")
+      lines += [f"  - {line}" for line in summary["overview"]]
+      continue
     if "verdicts" not in summary:  # Written before verdicts were generated.
       lines.append(f"- [`{where}/`]({where}/README.md): no generated verdicts; re-render it.")
       continue

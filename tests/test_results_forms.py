@@ -1,0 +1,228 @@
+"""The committed GELU forms study (results/*/gelu_forms/), re-derived from its runs' files by a
+second code path.
+
+The design is restated here from issue 32 and the design commit, not imported: the arms, lrs,
+seeds, dtypes, metrics and margins must equal ``gelujax.study.forms.DESIGN`` (a margin moved
+after the runs fails here). From each run's ``metrics.jsonl`` alone (the best-validation epoch
+and the last epoch of every member, read by ``tests.test_results.Run``), every comparison's
+paired differences, paired Hodges–Lehmann shift and exact interval, the enumerated exact
+signed-rank tests (TOST, beyond the margin, zero shift), Holm's correction within each family
+and the verdicts are recomputed with NumPy and SciPy and compared with summary.json and with
+every cell of the README's verdict tables; the swap tables are recomputed from ``swaps/*.json``.
+A result with grids still training must say so; the checks hold either way.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.stats
+
+from gelujax.study import forms
+from tests.test_results import Run, walsh_interval
+
+ROOT = Path(__file__).resolve().parents[1]
+STUDIES = [
+  p.parent
+  for p in sorted((ROOT / "results").glob("*/*/summary.json"))
+  if json.loads(p.read_text()).get("study") == "gelu_forms"
+]
+# The design, as issue 32 asks for it and the design commit (286afa5) fixed it.
+ARMS = ("gelu", "gelu_tanh", "gelu_sigmoid", "relu")
+LRS = (3e-4, 1e-3, 3e-3)
+SEEDS = tuple(range(10))
+DTYPES = ("float32", "bfloat16")
+METRICS = {  # key -> (margin, compared as logs)
+  "best.test_error": (0.002, False),
+  "best.test_loss": (0.005, False),
+  "final.train_loss": (math.log(1.05), True),
+}
+PAIRS = (("gelu_tanh", "gelu"), ("gelu_sigmoid", "gelu"), ("gelu_sigmoid", "gelu_tanh"))
+CONTROL = ("relu", "gelu")
+
+
+def one_sided_p(d, alternative):
+  """The exact one-sided signed-rank p, zeros dropped, every 2^n sign assignment of SciPy's
+  mid-ranks enumerated (exact with ties too)."""
+  d = np.asarray(d, float)
+  d = d[d != 0]
+  if not len(d):
+    return 1.0
+  ranks = scipy.stats.rankdata(np.abs(d))
+  signs = np.array(list(itertools.product((0, 1), repeat=len(d))), bool)
+  sums = (signs * ranks).sum(axis=1)
+  observed = ranks[d > 0].sum()
+  if alternative == "greater":
+    return float((sums >= observed - 1e-9).mean())
+  return float((sums <= observed + 1e-9).mean())
+
+
+def test_the_design_is_the_one_fixed_before_the_runs():
+  d = forms.DESIGN
+  assert (d.task, d.dataset, d.dropout, d.epochs) == ("mnist", "fashion_mnist", 0.0, 20)
+  assert (d.arms, d.learning_rates, d.seeds, d.dtypes) == (ARMS, LRS, SEEDS, DTYPES)
+  assert {m.key: (m.margin, m.log) for m in d.metrics} == METRICS
+  assert d.date == "2026-11-26" and d.alpha == 0.05
+
+
+def holm(p):
+  """Holm's step-down adjusted p-values."""
+  order = np.argsort(p, kind="stable")
+  adjusted, running = np.empty(len(p)), 0.0
+  for i, j in enumerate(order):
+    running = max(running, min(1.0, (len(p) - i) * p[j]))
+    adjusted[j] = running
+  return adjusted
+
+
+def expected_outcomes(folder, arms, lrs, dtypes, metrics):
+  """Every comparison recomputed: (first, second, dtype, lr, key) -> its numbers and verdict."""
+  found = {}
+  runs = {}
+  for dtype in dtypes:
+    for arm in arms:
+      workdir = folder / "runs" / f"{arm}_{dtype}"
+      if (workdir / "summary.json").exists():
+        runs[arm, dtype] = Run(workdir)
+  pairs = [p for p in (*PAIRS, CONTROL) if p[0] in arms and p[1] in arms]
+  for key, (margin, log) in metrics.items():
+    for dtype in dtypes:
+      for lr in lrs:
+        for first, second in pairs:
+          if (first, dtype) not in runs or (second, dtype) not in runs:
+            continue
+          a = runs[first, dtype].seeded(lr, key)
+          b = runs[second, dtype].seeded(lr, key)
+          seeds = sorted(set(a) & set(b))
+          f = np.log if log else np.asarray
+          d = np.asarray([f(a[s]) - f(b[s]) for s in seeds], float)
+          shift, low, high = walsh_interval(d)
+          tost = max(one_sided_p(d + margin, "greater"), one_sided_p(d - margin, "less"))
+          beyond = min(
+            1, 2 * min(one_sided_p(d - margin, "greater"), one_sided_p(d + margin, "less"))
+          )
+          zero = (
+            min(1.0, 2 * min(one_sided_p(d, "greater"), one_sided_p(d, "less"))) if d.any() else 1.0
+          )
+          family = ("control" if "relu" in (first, second) else "forms", dtype, key)
+          found[first, second, dtype, lr, key] = {
+            "family": family, "seeds": seeds, "shift": shift, "interval": (low, high),
+            "p_tost": tost, "p_beyond": beyond, "p": min(1.0, 2 * min(tost, beyond)),
+            "p_zero": zero, "equivalent": tost <= beyond,
+          }  # fmt: skip
+  families = {}
+  for k, v in found.items():
+    families.setdefault(v["family"], []).append(k)
+  for keys in families.values():
+    for k, p in zip(keys, holm(np.array([found[k]["p"] for k in keys])), strict=True):
+      v = found[k]
+      v["p_holm"] = p
+      if p <= 0.05:
+        v["verdict"] = "equivalent" if v["equivalent"] else "different"
+      else:
+        v["verdict"] = "inconclusive"
+  return found
+
+
+def check_forms_result(folder, arms=ARMS, lrs=LRS, dtypes=DTYPES, metrics=METRICS):
+  """Every outcome of ``folder``'s summary.json and every verdict cell of its README, against
+  the recomputed ones."""
+  summary = json.loads((folder / "summary.json").read_text())
+  expected = expected_outcomes(folder, arms, lrs, dtypes, metrics)
+  unfinished = [
+    f"{a}_{d}" for d in dtypes for a in arms
+    if not (folder / "runs" / f"{a}_{d}" / "summary.json").exists()
+  ]  # fmt: skip
+  assert summary["missing"] == unfinished
+  readme = (folder / "README.md").read_text()
+  if unfinished:
+    assert f"Pending: {len(unfinished)} of {len(arms) * len(dtypes)} grids" in readme
+  got = {}
+  for o in summary["outcomes"]:
+    c = o["comparison"]
+    got[c["first"], c["second"], c["dtype"], c["learning_rate"], c["metric"]["key"]] = o
+  assert sorted(got) == sorted(expected)
+  for k, e in expected.items():
+    o = got[k]
+    assert o["seeds"] == e["seeds"], k
+    assert o["shift"] == pytest.approx(e["shift"], abs=1e-12), k
+    assert o["interval"][:2] == pytest.approx(e["interval"], abs=1e-12), k
+    eq = o["equivalence"]
+    assert (eq["p_equivalent"], eq["p_beyond"]) == pytest.approx((e["p_tost"], e["p_beyond"])), k
+    assert o["p_zero"] == pytest.approx(e["p_zero"]), k
+    assert o["p_holm"] == pytest.approx(e["p_holm"]), k
+    assert o["verdict"] == e["verdict"], k
+  # Every verdict cell of the README: its verdict word and its shift and interval, as shown.
+  for key, (_, log) in metrics.items():
+    section = readme.split(f"(`{key}`)", 1)[0]  # the design names each metric's label first
+    label = section.rsplit("  - ", 1)[1].strip()
+    table = readme.split(f"\n### {label}\n", 1)[1].strip().split("\n\n", 1)[0]
+    header, _, *rows = table.splitlines()
+    columns = [c.strip() for c in header.strip("|").split("|")][1:]
+    for row in rows:
+      cells = [c.strip() for c in row.strip("|").split("|")]
+      first, second = cells[0].removesuffix(" (control)").split(" − ")
+      for column, cell in zip(columns, cells[1:], strict=True):
+        dtype, lr = re.fullmatch(r"(\w+), lr (\S+)", column).groups()
+        if cell == "pending":
+          assert (first, second, dtype, float(lr), key) not in expected
+          continue
+        e = expected[first, second, dtype, float(lr), key]
+        assert cell.startswith(
+          {"equivalent": "**equivalent**", "different": "**different**"}.get(
+            e["verdict"], "inconclusive"
+          )
+        ), (key, cells[0], column, cell)
+        shown = [float(x) for x in re.findall(r"[-+]\d[\d.e+-]*", cell.split("<br>")[1])]
+
+        def show(x, log=log, key=key):
+          return 100 * math.expm1(x) if log else x * (100 if "error" in key else 1)
+
+        want = [show(e["shift"]), show(e["interval"][0]), show(e["interval"][1])]
+        assert shown == pytest.approx(want, rel=5.1e-3, abs=1e-9), (key, cells[0], column)
+  check_swaps(folder, dtypes)
+
+
+def check_swaps(folder, dtypes):
+  """The swap tables' changes, recomputed from swaps/*.json: the paired Hodges–Lehmann shift of
+  (swapped - own) over each lr's networks."""
+  readme = (folder / "README.md").read_text()
+  for key, heading, scale in (
+    ("error", "test error (points)", 100.0),
+    ("loss", "test log loss (nats)", 1.0),
+  ):
+    table = readme.split(f"### Change in {heading}\n\n", 1)[1].split("\n\n", 1)[0]
+    header, _, *rows = table.splitlines()
+    lrs = [float(x) for x in re.findall(r"lr (\S+):", header)]
+    for row in rows:
+      cells = [c.strip() for c in row.strip("|").split("|")]
+      arm, dtype = cells[0].split(", ")
+      activation, to_dtype = cells[1].split(", ")
+      kept = json.loads((folder / "swaps" / f"{arm}_{dtype}.json").read_text())
+      own = kept["evaluations"][0]
+      other = next(
+        e for e in kept["evaluations"] if (e["activation"], e["dtype"]) == (activation, to_dtype)
+      )
+      for lr, cell in zip(lrs, cells[2:], strict=True):
+        index = [i for i, m in enumerate(kept["members"]) if math.isclose(m["learning_rate"], lr)]
+        d = [other[key][i] - own[key][i] for i in index if own[key][i] is not None]
+        shift, low, high = walsh_interval(np.asarray(d))
+        numbers = [float(x) for x in re.findall(r"[-+]?\d[\d.e+-]*", cell)]
+        want = [shift * scale, low * scale, high * scale, max(map(abs, d)) * scale]
+        assert numbers == pytest.approx(want, rel=5.1e-3, abs=1e-9), (cells[:2], lr)
+
+
+@pytest.mark.parametrize("folder", STUDIES, ids=[p.name for p in STUDIES])
+def test_the_committed_forms_study_is_rederived_from_its_runs(folder):
+  check_forms_result(folder)
+
+
+def test_a_forms_study_is_committed():
+  """The study's result is committed (finished or with its pending grids named)."""
+  assert [p.relative_to(ROOT).as_posix() for p in STUDIES] == ["results/fashion_mnist/gelu_forms"]
