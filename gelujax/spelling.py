@@ -1,11 +1,11 @@
 """What a word's spelling says, as integer features a model can embed: Twitter POS's
 spelling-aware substitute for the paper's pretrained tweet embeddings.
 
-Nearly a third of Twitter POS's test tokens are not among the train split's words, so a table of
-train words gives them all one vector. Their spelling still says much about their tag (a
-``#hashtag``, an ``@mention``, a URL, ``-ing`` and ``-ly`` endings, capitals, digits,
-emoticons). Each token gets, built from its own characters alone (nothing is fitted, so
-nothing comes from another split):
+Many of Twitter POS's test tokens are not among the train split's words (a Twitter result's
+``Out of vocabulary`` line says how many), so a table of train words gives them all one vector.
+Their spelling still says much about their tag (a ``#hashtag``, an ``@mention``, a URL, ``-ing``
+and ``-ly`` endings, capitals, digits, emoticons). Each token gets, built from its own
+characters alone (nothing is fitted, so nothing comes from another split):
 
 - :func:`char_ngrams`: its lowercased character n-grams (fastText's subwords, Bojanowski et al.
   2017), hashed into ``buckets`` rows of a trainable table; the model averages their vectors.

@@ -8,6 +8,7 @@ import math
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import jax
 import numpy as np
@@ -25,6 +26,7 @@ from test_twitter_embeddings import (
 from gelujax import spelling, tasks
 from gelujax.models import MODELS
 
+ROOT_PATH = Path(ROOT)
 SPELLED = "twitter_pos(model='spelling_mlp_twitter_pos', preprocessing=('spell_words',))"
 FLAG_NAMES = [name for name, _ in spelling.FLAGS]
 
@@ -183,3 +185,12 @@ def test_train_py_trains_the_spelled_model_one_epoch(tmp_path):
   record = json.loads(line)
   assert all(math.isfinite(v) for k, v in record.items() if k.endswith("_loss"))
   assert record["validation_error"] < 0.5  # learnable: each word has one tag
+
+
+def test_workspace_states_the_features_as_built():
+  text = " ".join((ROOT_PATH / "WORKSPACE.md").read_text().split())
+  kept, rows = spelling.MAX_NGRAMS, spelling.BUCKETS
+  assert f"(prefixes and suffixes first, at most {kept}, hashed by CRC-32 into {rows} rows)" in text
+  assert f"and {len(spelling.FLAGS)} yes/no shape flags" in text
+  sizes = spelling.NGRAM_SIZES
+  assert f"character n-grams of {sizes[0]} to {sizes[-1]} letters" in text
