@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter
 
 from gelujax import workdir as workdirs
 from gelujax.study import forms, grids, plots, readme, runs, stats
@@ -211,9 +212,14 @@ def swap_table(design: Design, swaps: Sequence[Swap], key: str, scale: float) ->
   return lines
 
 
+MARKERS = {EQUIVALENT: "o", DIFFERENT: "s", INCONCLUSIVE: "D"}
+
+
 def draw_figure(design: Design, outcomes: Sequence[Outcome], path: Path) -> Path:
-  """Every comparison's paired shift with its interval, against the ±margin band: a panel per
-  metric (rows) and dtype (columns)."""
+  """Every comparison's paired shift with its interval, in units of its margin (the band ±1 is
+  the equivalence margin), the marker its verdict: a panel per metric (rows) and dtype
+  (columns), on a scale linear within ±1 and logarithmic beyond (the control's shifts are many
+  margins)."""
   metrics, dtypes = design.metrics, design.dtypes
   fig = Figure(figsize=(5.5 * len(dtypes), 4.2 * len(metrics)), layout="constrained")
   FigureCanvasAgg(fig)
@@ -224,29 +230,34 @@ def draw_figure(design: Design, outcomes: Sequence[Outcome], path: Path) -> Path
       shown = [
         o for o in outcomes if o.comparison.metric.key == metric.key and o.comparison.dtype == dtype
       ]
-      margin = metric.shown(metric.margin)
-      ax.axvspan(-margin if not metric.log else metric.shown(-metric.margin), margin,
-                 color="0.85", lw=0, label="±margin")  # fmt: skip
+      ax.axvspan(-1.0, 1.0, color="0.88", lw=0)
       ax.axvline(0.0, color="0.4", lw=0.8)
       pairs = list(dict.fromkeys(pair_words(o) for o in shown))
       for y, o in enumerate(shown):
         if not o.seeds:
           continue
-        low, high, _ = o.interval
-        color = f"C{pairs.index(pair_words(o)) % 10}"
-        x = metric.shown(o.shift)
-        lo, hi = metric.shown(low), metric.shown(high)
-        ax.errorbar(x, y, xerr=[[x - lo], [hi - x]], fmt="o", color=color, capsize=3)
+        x, (low, high, _) = o.shift / metric.margin, o.interval
+        lo, hi = low / metric.margin, high / metric.margin
+        ax.errorbar(
+          x, y, xerr=[[x - lo], [hi - x]], fmt=MARKERS[o.verdict], capsize=3,
+          color=f"C{pairs.index(pair_words(o)) % 10}",
+          markerfacecolor="white" if o.verdict == INCONCLUSIVE else None,
+        )  # fmt: skip
       ax.set_yticks(range(len(shown)))
       ax.set_yticklabels([f"{pair_words(o)}, lr {o.comparison.learning_rate:g}" for o in shown],
                          fontsize=7)  # fmt: skip
       ax.invert_yaxis()
-      ax.set_xscale("symlog", linthresh=max(margin, 1e-9))
-      ax.set_xlabel(f"paired shift ({metric.unit}), exact {100 * stats.CONFIDENCE:g}% interval")
+      ax.set_xscale("symlog", linthresh=1.0)
+      ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}"))
+      ax.set_xlabel(
+        f"paired shift in margins (±{metric.shown(metric.margin):.3g} {metric.unit}), "
+        f"exact {100 * stats.CONFIDENCE:g}% interval",
+        fontsize=8,
+      )
       ax.set_title(f"{metric.label}, {dtype}", fontsize=9)
   fig.suptitle(
-    f"GELU forms on {design.dataset}: paired shifts over {len(design.seeds)} seeds (grey: the "
-    "pre-registered equivalence margin)"
+    f"GELU forms on {design.dataset}, {len(design.seeds)} paired seeds: grey, the equivalence "
+    "margin; marker: equivalent ●, different ■, inconclusive ◇"
   )
   return plots.save_figure(fig, path)
 
