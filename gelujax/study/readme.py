@@ -163,9 +163,11 @@ def list_deviations(
   if task == "twitter_pos" and not spec["data_options"].get("embeddings"):
     deviations.append(
       "Twitter POS without the paper's pretrained 50-d tweet embeddings (not publicly "
-      "retrievable): a substitute is used, frozen random (the task's `embed_words` step) or "
-      "trainable random (`model='embedding_mlp_twitter_pos'`; see gelujax.tasks), as the "
-      "fields above say; `scripts/twitter_trial.py` chose between them on validation error "
+      "retrievable): a substitute is used, frozen random (the task's `embed_words` step), "
+      "trainable random (`model='embedding_mlp_twitter_pos'`; see gelujax.tasks) or one that "
+      "also reads each word's spelling (`model='spelling_mlp_twitter_pos'` with the "
+      "`spell_words` step; see gelujax.spelling), as the fields above say; the rounds of "
+      "`scripts/twitter_trial.py` chose among them on validation error "
       "(`results/twitter_pos/trial/README.md`)."
     )
   if noise:
