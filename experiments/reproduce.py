@@ -23,15 +23,14 @@ from absl import app, flags, logging
 
 from gelujax import host, study
 from gelujax.paper import (
+  DEFAULT_ACTIVATIONS,
   EVALUATION_SEED_START,
   NOISE_SUFFIX,
-  PAPER_DROPOUT_RATES,
   PAPER_TASKS,
-  design,
+  defaults,
 )
 from gelujax.registry import parse_name
 from gelujax.study import forms
-from gelujax.study.grids import DEFAULT_ACTIVATIONS
 
 _TASK = flags.DEFINE_string(
   "task",
@@ -56,7 +55,7 @@ _EVALUATION_SEEDS = flags.DEFINE_list(
   f"The seeds of the evaluation runs, trained at each run's candidate lrs (the selected one "
   f"and those its selection seeds cannot tell apart from it): a count N (seeds "
   f"{EVALUATION_SEED_START}..{EVALUATION_SEED_START}+N-1) or a comma list; none may be a "
-  "selection seed; default: the task's (gelujax.paper.DESIGNS).",
+  "selection seed; default: the task's (its design in gelujax.paper.PAPER).",
 )
 _LEARNING_RATES = flags.DEFINE_list("learning_rates", None, "Learning rates; default: the task's.")
 _DROPOUT_RATES = flags.DEFINE_list(
@@ -125,21 +124,20 @@ def run() -> Path:
       )
     return study.render(task, out=out, root=ROOT)
   seeds = _flags.parse_seeds(_SEEDS.value, spec.seeds)
+  default = defaults(task, spec, len(seeds))  # The one place the defaults are written.
   evaluation_seeds = _flags.parse_seeds(
-    _EVALUATION_SEEDS.value,
-    design(name, len(seeds)).evaluation_seeds,
-    "evaluation_seeds",
-    EVALUATION_SEED_START,
+    _EVALUATION_SEEDS.value, default.evaluation_seeds, "evaluation_seeds", EVALUATION_SEED_START
   )
-  learning_rates = _flags.parse_floats("learning_rates", _LEARNING_RATES.value, spec.learning_rates)
-  default_rates = (0.0,) if noise else PAPER_DROPOUT_RATES.get(name, (spec.dropout,))
-  dropout_rates = _flags.parse_floats("dropout_rates", _DROPOUT_RATES.value, default_rates)
+  learning_rates = _flags.parse_floats(
+    "learning_rates", _LEARNING_RATES.value, default.learning_rates
+  )
+  dropout_rates = _flags.parse_floats("dropout_rates", _DROPOUT_RATES.value, default.dropout_rates)
   if noise and dropout_rates != [0.0]:
     raise ValueError(
       f"--dropout_rates {','.join(_DROPOUT_RATES.value)} with --task {task}: the noise "
       "experiment evaluates the no-dropout classifiers only; leave --dropout_rates out."
     )
-  activations = list(_ACTIVATIONS.value or DEFAULT_ACTIVATIONS)
+  activations = list(_ACTIVATIONS.value or default.activations)
   for activation in activations:  # Every run's spec, checked before anything trains.
     for rate in dropout_rates:
       _flags.replace_spec(

@@ -6,9 +6,13 @@ paper's "GELU" is the tanh approximation, ``gelu_tanh``; ``gelu`` (the exact erf
 ``silu`` are activations it reports no numbers for. Nothing here is a result of ours: these are
 the numbers and claims our results are set beside.
 
-The paper's claims are written here as pre-registered hypotheses (:data:`HYPOTHESES`: metric,
-condition, comparison, direction, family), fixed before the evaluation seeds that judge them
-were trained, and each task's :class:`Design` (:data:`DESIGNS`) says which seeds judge them.
+Each of the paper's experiments is one :class:`PaperTask` record in :data:`PAPER`: where it
+stands in the paper, its claim in the paper's words, the numbers its table is set beside, its
+claims as pre-registered hypotheses (metric, condition, comparison, direction, family), fixed
+before the evaluation seeds that judge them were trained, its :class:`Design` (which seeds judge
+them), and the protocol facts a reproduction runs by (dropout rates, retraining on all the train
+file). :func:`defaults` gives what ``reproduce.py`` trains where a flag is not given, the one
+place those defaults are written.
 A change of the design made after seeing data is a dated :class:`DesignChange`
 (:data:`DESIGN_CHANGES`): the results state it, and keep the verdicts of the earlier design
 beside the new ones.
@@ -22,7 +26,6 @@ from typing import Any
 
 import numpy as np
 
-PAPER_TASKS = ("mnist", "mnist_noise", "mnist_ae", "twitter_pos", "timit", "cifar10", "cifar100")
 # A task named <classifier>_noise evaluates the classifier task's runs under input noise.
 NOISE_SUFFIX = "_noise"
 # Fig. 3's noise levels: PAPER.md's documented choice (the paper gives only "a up to 3").
@@ -32,15 +35,8 @@ PAPER_ACTIVATIONS = ("gelu_tanh", "relu", "elu")
 # The baselines GELU is compared with (the exploratory comparisons set every other run against
 # them).
 BASELINES = ("relu", "elu")
-# MNIST classification is run with and without dropout (Fig. 2's two panels).
-PAPER_DROPOUT_RATES = {"mnist": (0.0, 0.5)}
-# Tasks whose lr is selected on the validation split and then retrained on the whole train file
-# at that lr (CIFAR-10, §3.5); the table reports the retrained runs.
-RETRAIN_TASKS = ("cifar10",)
-# Evaluations per epoch in the authors' scripts (the paper states none): mnist_fcn.py saves
-# every 429 // 3 = 143 of 429 batches (3 a epoch), mnist_ae.py every 937 // 5 = 187 of 937
-# (batches 0, 187, ..., 935: 6 a epoch). gelujax evaluates once, after each epoch.
-AUTHORS_EVALS_PER_EPOCH = {"mnist": 3, "mnist_ae": 6}
+# The activations a reproduction trains by default: the paper's, the exact GELU and SiLU.
+DEFAULT_ACTIVATIONS = ("gelu", "gelu_tanh", "relu", "elu", "silu")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -65,87 +61,12 @@ class Report:
   learning_rate: float | None = None
 
 
-# The paper's reported numbers. Twitter POS, TIMIT and CIFAR are the medians stated in §3.3-3.5;
-# the MNIST numbers are approximate values read off the v4 figures (PAPER.md: "for sanity checks
-# only").
-REPORTS = {
-  "mnist": Report(
-    "final.train_loss",
-    "final train log loss (nats)",
-    paper={
-      "gelu_tanh": 0.008,
-      "relu": 0.007,
-      "elu": 0.013,
-      "gelu_tanh_dropout0.5": 0.044,
-      "relu_dropout0.5": 0.35,
-      "elu_dropout0.5": 0.105,
-    },
-    source="Fig. 2 at epoch 50, read off the figure (approximate)",
-  ),
-  "mnist_ae": Report(
-    "final.test_loss",
-    "final test MSE",
-    paper={"gelu_tanh": 0.0044, "relu": 0.0097, "elu": 0.006},
-    source="Fig. 4 at epoch 250 and lr 1e-3, read off the figure (approximate)",
-    learning_rate=1e-3,
-  ),
-  "twitter_pos": Report(
-    "best.test_error",
-    "test error (%)",
-    100.0,
-    paper={"gelu_tanh": 0.1257, "relu": 0.1267, "elu": 0.1291},
-    source="§3.3, median test error",
-  ),
-  "timit": Report(
-    "best.test_error",
-    "test error (%)",
-    100.0,
-    paper={"gelu_tanh": 0.293, "relu": 0.295, "elu": 0.296},
-    source="§3.4, median test error at the lowest-validation checkpoint",
-  ),
-  "cifar10": Report(
-    "final.test_error",
-    "test error (%)",
-    100.0,
-    paper={"gelu_tanh": 0.0789, "relu": 0.0816, "elu": 0.0841},
-    source="§3.5, median test error",
-  ),
-  "cifar100": Report(
-    "final.test_error",
-    "test error (%)",
-    100.0,
-    paper={"gelu_tanh": 0.2074, "relu": 0.2177, "elu": 0.2298},
-    source="§3.5, median test error",
-  ),
-}
 # Fig. 3, GELU's test accuracy at a = 0, 1, 3, read off the figure (approximate; PAPER.md).
 PAPER_NOISE_ACCURACY = {"gelu_tanh": {0.0: 0.98, 1.0: 0.67, 3.0: 0.24}}
 # Classes of each classification data set: a guess is wrong 1 - 1/K of the time.
 NUM_CLASSES = {
   "mnist": 10, "fashion_mnist": 10, "twitter_pos": 25, "timit": 39, "cifar10": 10, "cifar100": 100
 }  # fmt: skip
-# Where each task's result stands in the paper.
-FIGURES = {
-  "mnist": "Fig. 2",
-  "mnist_noise": "Fig. 3",
-  "mnist_ae": "Fig. 4",
-  "twitter_pos": "§3.3",
-  "timit": "§3.4",
-  "cifar10": "§3.5",
-  "cifar100": "§3.5",
-}
-
-
-# What the paper states, per task (PAPER.md), in its words.
-CLAIM_TEXT = {
-  "mnist": "GELU tends to have the lowest median training log loss with and without dropout",
-  "mnist_noise": "GELU's accuracy under noise stays above ELU's (ReLU close to GELU)",
-  "mnist_ae": "GELU reconstructs best at every learning rate",
-  "twitter_pos": "GELU has the lowest median test error (12.57%, ReLU 12.67%, ELU 12.91%)",
-  "timit": "GELU has the lowest median test error (29.3%, ReLU 29.5%, ELU 29.6%)",
-  "cifar10": "GELU has the lowest median test error (7.89%, ReLU 8.16%, ELU 8.41%)",
-  "cifar100": "GELU has the lowest median test error (20.74%, ReLU 21.77%, ELU 22.98%)",
-}
 LOWER, HIGHER, EQUIVALENT = "lower", "higher", "equivalent"
 PRIMARY, SECONDARY = "primary", "secondary"
 
@@ -241,57 +162,6 @@ def _pairs(
 # points) that counts as close; the paper's curves are read to about ±0.01 (PAPER.md).
 NOISE_EQUIVALENCE_MARGIN = 0.02
 _DROPOUTS = ({"dropout": 0.0}, {"dropout": 0.5})
-# The paper's claims as hypotheses, per task: primary (the paper's claims, Holm within the
-# task's primary family), then secondary (test error at the best-validation epoch, its own
-# Holm). Fixed before the evaluation seeds that judge them were trained.
-HYPOTHESES: dict[str, tuple[Hypothesis, ...]] = {
-  "mnist": (
-    *_pairs(
-      "mnist", PRIMARY, "final.train_loss", "final train log loss (nats)", _DROPOUTS,
-      paper={0.0: {"gelu_tanh": 0.008, "relu": 0.007, "elu": 0.013},
-             0.5: {"gelu_tanh": 0.044, "relu": 0.35, "elu": 0.105}},
-    ),
-    *_pairs(
-      "mnist", SECONDARY, "best.test_error", "test error (%) at the best-validation epoch",
-      _DROPOUTS, scale=100.0,
-    ),
-  ),
-  "mnist_noise": tuple(
-    Hypothesis(
-      "mnist_noise", PRIMARY, f"accuracy@{a:g}", "test accuracy under noise", "gelu_tanh",
-      baseline, direction, dropout=0.0, margin=margin,
-      paper=(PAPER_NOISE_ACCURACY["gelu_tanh"][a], None),
-    )
-    for baseline, direction, margin in (
-      ("elu", HIGHER, None), ("relu", EQUIVALENT, NOISE_EQUIVALENCE_MARGIN)
-    )
-    for a in (1.0, 3.0)
-  ),
-  "mnist_ae": _pairs(
-    "mnist_ae", PRIMARY, "final.test_loss", "final test MSE",
-    ({"learning_rate": 1e-3}, {"learning_rate": 1e-4}),
-    paper={1e-3: {"gelu_tanh": 0.0044, "relu": 0.0097, "elu": 0.006}},
-  ),
-  # Twitter POS and TIMIT report the test error at the best-validation epoch; their secondary
-  # family is the test error after the last epoch. CIFAR trains the tested runs on all of the
-  # train file, with no validation split: no secondary family.
-  **{
-    task: (
-      *_pairs(task, PRIMARY, "best.test_error", "test error (%) at the best-validation epoch",
-              ({},), scale=100.0, paper={None: REPORTS[task].paper}),
-      *_pairs(task, SECONDARY, "final.test_error", "test error (%) after the last epoch", ({},),
-              scale=100.0),
-    )
-    for task in ("twitter_pos", "timit")
-  },
-  **{
-    task: _pairs(task, PRIMARY, "final.test_error", "test error (%) after the last epoch", ({},),
-                 scale=100.0, paper={None: REPORTS[task].paper})
-    for task in ("cifar10", "cifar100")
-  },
-}  # fmt: skip
-
-
 # The level of the candidate rule (DESIGN_CHANGES[0]): a learning rate whose selection metric
 # differs from the selected lr's with a two-sided exact rank-sum p below it is distinguishable
 # from the selected lr, and not a candidate. Not corrected for the lrs compared: a lower bar to
@@ -386,18 +256,214 @@ class Design:
 
 # The first evaluation seed of a task without its own design.
 EVALUATION_SEED_START = 100
-DESIGNS = {
-  "mnist": Design(tuple(range(100, 110))),
-  "twitter_pos": Design(tuple(range(100, 110))),
-  # Both lrs are hypotheses: 3 new seeds at each, tested with the grid's 3 (6 a side).
-  "mnist_ae": Design((3, 4, 5), select_lr=False),
-  # One lr (Nesterov SGD at 0.1): nothing to select, the grid's 3 seeds are tested.
-  "cifar100": Design((), select_lr=False),
-}
+
+
+@dataclasses.dataclass(frozen=True)
+class PaperTask:
+  """One of the paper's experiments, everything gelujax knows of it in one record.
+
+  Attributes:
+    name: the task (``"mnist"``; ``"mnist_noise"`` evaluates mnist's classifiers under noise).
+    figure: where its result stands in the paper (``"Fig. 2"``, ``"§3.3"``).
+    claim: what the paper states, in its words (PAPER.md).
+    hypotheses: its claims as pre-registered hypotheses: primary (Holm within the task's
+      primary family), then secondary (their own Holm), fixed before the evaluation seeds that
+      judge them were trained.
+    report: what its table reports, with the paper's numbers; None: the noise experiment.
+    design: which seeds judge the hypotheses; None: :func:`design`'s default (the lr selected,
+      as many evaluation seeds as the grid has).
+    dropout_rates: the dropout rates it runs, one run each; None: the task's own.
+    retrain: its lr is selected on the validation split and the tested runs retrained on all
+      of the train file at that lr (CIFAR-10, §3.5).
+    authors_evals_per_epoch: evaluations per epoch in the authors' scripts (the paper states
+      none; gelujax evaluates once, after each epoch): mnist_fcn.py saves every 429 // 3 = 143
+      of 429 batches, mnist_ae.py every 937 // 5 = 187 of 937 (batches 0, 187, ..., 935).
+  """
+
+  name: str
+  figure: str
+  claim: str
+  hypotheses: tuple[Hypothesis, ...] = ()
+  report: Report | None = None
+  design: Design | None = None
+  dropout_rates: tuple[float, ...] | None = None
+  retrain: bool = False
+  authors_evals_per_epoch: int | None = None
+
+
+_DROPOUTS = ({"dropout": 0.0}, {"dropout": 0.5})
+_BEST_ERROR = "test error (%) at the best-validation epoch"
+_FINAL_ERROR = "test error (%) after the last epoch"
+
+
+def _median_error_task(
+  name: str,
+  figure: str,
+  claim: str,
+  paper: Mapping[str, float],
+  source: str,
+  *,
+  best: bool,
+  **fields: Any,
+) -> PaperTask:
+  """A task whose table is the median test error (Twitter POS, TIMIT, CIFAR): GELU below each
+  baseline in it, at the best-validation epoch (``best``; then, as a secondary family, after
+  the last epoch) or after the last epoch."""
+  report = Report(
+    "best.test_error" if best else "final.test_error", "test error (%)", 100.0, paper, source
+  )
+  primary = _pairs(
+    name, PRIMARY, report.metric, _BEST_ERROR if best else _FINAL_ERROR, ({},), scale=100.0,
+    paper={None: paper},
+  )  # fmt: skip
+  secondary = (
+    _pairs(name, SECONDARY, "final.test_error", _FINAL_ERROR, ({},), scale=100.0) if best else ()
+  )
+  return PaperTask(name, figure, claim, (*primary, *secondary), report, **fields)
+
+
+# The paper's experiments, in its order. Twitter POS, TIMIT and CIFAR report the medians stated
+# in §3.3-3.5; the MNIST numbers are approximate values read off the v4 figures (PAPER.md: "for
+# sanity checks only"). Twitter POS and TIMIT report the test error at the best-validation
+# epoch, their secondary family the test error after the last epoch; CIFAR trains the tested
+# runs on all of the train file, with no validation split: no secondary family.
+PAPER: dict[str, PaperTask] = {
+  t.name: t
+  for t in (
+    PaperTask(
+      "mnist", "Fig. 2",
+      "GELU tends to have the lowest median training log loss with and without dropout",
+      (
+        *_pairs(
+          "mnist", PRIMARY, "final.train_loss", "final train log loss (nats)", _DROPOUTS,
+          paper={0.0: {"gelu_tanh": 0.008, "relu": 0.007, "elu": 0.013},
+                 0.5: {"gelu_tanh": 0.044, "relu": 0.35, "elu": 0.105}},
+        ),
+        *_pairs("mnist", SECONDARY, "best.test_error", _BEST_ERROR, _DROPOUTS, scale=100.0),
+      ),
+      Report(
+        "final.train_loss", "final train log loss (nats)",
+        paper={
+          "gelu_tanh": 0.008, "relu": 0.007, "elu": 0.013, "gelu_tanh_dropout0.5": 0.044,
+          "relu_dropout0.5": 0.35, "elu_dropout0.5": 0.105,
+        },
+        source="Fig. 2 at epoch 50, read off the figure (approximate)",
+      ),
+      Design(tuple(range(100, 110))),
+      dropout_rates=(0.0, 0.5),
+      authors_evals_per_epoch=3,
+    ),
+    PaperTask(
+      "mnist_noise", "Fig. 3",
+      "GELU's accuracy under noise stays above ELU's (ReLU close to GELU)",
+      tuple(
+        Hypothesis(
+          "mnist_noise", PRIMARY, f"accuracy@{a:g}", "test accuracy under noise", "gelu_tanh",
+          baseline, direction, dropout=0.0, margin=margin,
+          paper=(PAPER_NOISE_ACCURACY["gelu_tanh"][a], None),
+        )
+        for baseline, direction, margin in (
+          ("elu", HIGHER, None), ("relu", EQUIVALENT, NOISE_EQUIVALENCE_MARGIN)
+        )
+        for a in (1.0, 3.0)
+      ),
+    ),
+    PaperTask(
+      "mnist_ae", "Fig. 4", "GELU reconstructs best at every learning rate",
+      _pairs(
+        "mnist_ae", PRIMARY, "final.test_loss", "final test MSE",
+        ({"learning_rate": 1e-3}, {"learning_rate": 1e-4}),
+        paper={1e-3: {"gelu_tanh": 0.0044, "relu": 0.0097, "elu": 0.006}},
+      ),
+      Report(
+        "final.test_loss", "final test MSE",
+        paper={"gelu_tanh": 0.0044, "relu": 0.0097, "elu": 0.006},
+        source="Fig. 4 at epoch 250 and lr 1e-3, read off the figure (approximate)",
+        learning_rate=1e-3,
+      ),
+      # Both lrs are hypotheses: 3 new seeds at each, tested with the grid's 3 (6 a side).
+      Design((3, 4, 5), select_lr=False),
+      authors_evals_per_epoch=6,
+    ),
+    _median_error_task(
+      "twitter_pos", "§3.3",
+      "GELU has the lowest median test error (12.57%, ReLU 12.67%, ELU 12.91%)",
+      {"gelu_tanh": 0.1257, "relu": 0.1267, "elu": 0.1291},
+      "§3.3, median test error", best=True, design=Design(tuple(range(100, 110))),
+    ),
+    _median_error_task(
+      "timit", "§3.4",
+      "GELU has the lowest median test error (29.3%, ReLU 29.5%, ELU 29.6%)",
+      {"gelu_tanh": 0.293, "relu": 0.295, "elu": 0.296},
+      "§3.4, median test error at the lowest-validation checkpoint", best=True,
+    ),
+    _median_error_task(
+      "cifar10", "§3.5",
+      "GELU has the lowest median test error (7.89%, ReLU 8.16%, ELU 8.41%)",
+      {"gelu_tanh": 0.0789, "relu": 0.0816, "elu": 0.0841},
+      "§3.5, median test error", best=False, retrain=True,
+    ),
+    _median_error_task(
+      "cifar100", "§3.5",
+      "GELU has the lowest median test error (20.74%, ReLU 21.77%, ELU 22.98%)",
+      {"gelu_tanh": 0.2074, "relu": 0.2177, "elu": 0.2298},
+      "§3.5, median test error", best=False,
+      # One lr (Nesterov SGD at 0.1): nothing to select, the grid's 3 seeds are tested.
+      design=Design((), select_lr=False),
+    ),
+  )
+}  # fmt: skip
+PAPER_TASKS = tuple(PAPER)
+
+
+def figure(task: str) -> str:
+  """Where the task's result stands in the paper (a noise task: its own, else its
+  classifier's); the task's name for a task the paper does not run."""
+  found = PAPER.get(task) or PAPER.get(task.removesuffix(NOISE_SUFFIX))
+  return found.figure if found else task
+
+
+def hypotheses(task: str) -> tuple[Hypothesis, ...]:
+  """The task's pre-registered hypotheses; none for a task the paper does not run."""
+  return PAPER[task].hypotheses if task in PAPER else ()
 
 
 def design(task: str, seeds: int) -> Design:
   """The task's design; a task without one selects its lr and draws as many evaluation seeds
   as its grid has, from ``EVALUATION_SEED_START``."""
-  default = Design(tuple(range(EVALUATION_SEED_START, EVALUATION_SEED_START + seeds)))
-  return DESIGNS.get(task, default)
+  found = PAPER[task].design if task in PAPER else None
+  return found or Design(tuple(range(EVALUATION_SEED_START, EVALUATION_SEED_START + seeds)))
+
+
+@dataclasses.dataclass(frozen=True)
+class Defaults:
+  """What a reproduction of a task trains where ``reproduce.py`` is given no flag for it."""
+
+  activations: tuple[str, ...]
+  seeds: tuple[int, ...]
+  evaluation_seeds: tuple[int, ...]
+  learning_rates: tuple[float, ...]
+  dropout_rates: tuple[float, ...]
+  epochs: int
+
+
+def defaults(task: str, spec: Any, seeds: int | None = None) -> Defaults:
+  """The defaults of ``task`` (``mnist_noise`` included) for its ``TaskSpec``: the default
+  activations, the spec's seeds, lrs and epochs, the design's evaluation seeds for ``seeds``
+  selection seeds (default: the spec's count), and the paper's dropout rates (the noise
+  experiment: the no-dropout classifiers alone)."""
+  base = task.removesuffix(NOISE_SUFFIX)
+  record = PAPER.get(base)
+  if task.endswith(NOISE_SUFFIX):
+    rates: tuple[float, ...] = (0.0,)
+  else:
+    rates = (record.dropout_rates if record else None) or (spec.dropout,)
+  count = spec.seeds if seeds is None else seeds
+  return Defaults(
+    DEFAULT_ACTIVATIONS,
+    tuple(range(spec.seeds)),
+    design(base, count).evaluation_seeds,
+    tuple(spec.learning_rates),
+    rates,
+    spec.epochs,
+  )

@@ -3,13 +3,13 @@ results' lines are re-derived in tests/test_results.py)."""
 
 import pytest
 
-from gelujax.paper import HYPOTHESES, Design
+from gelujax.paper import PAPER, Design
 from gelujax.study import analysis, findings, verdicts
 from gelujax.study.verdicts import Evidence
 
 
 def test_a_claim_whose_paper_values_contradict_it_says_so():
-  h = next(h for h in HYPOTHESES["mnist"] if h.baseline == "relu" and h.dropout == 0.0)
+  h = next(h for h in PAPER["mnist"].hypotheses if h.baseline == "relu" and h.dropout == 0.0)
   assert findings.contradiction_line("mnist", h) == (
     "- Paper values [Fig. 2, gelu_tanh below relu: final train log loss (nats), dropout 0]: the "
     "paper's text claims gelu_tanh below relu, but its values, gelu_tanh 0.008 vs relu 0.007, put "
@@ -19,7 +19,7 @@ def test_a_claim_whose_paper_values_contradict_it_says_so():
 
 
 def test_verdict_words_and_lines():
-  h = HYPOTHESES["mnist"][0]
+  h = PAPER["mnist"].hypotheses[0]
   (undecided,) = verdicts.judge([h], lambda _: Evidence((1.0, 2.0, 3.0), (2.0, 1.0, 3.0), "s"))
   # Equal samples: shift 0, which no number of seeds decides.
   assert findings.verdict_words(undecided) == (
@@ -42,7 +42,7 @@ def test_verdict_words_and_lines():
 def test_an_equivalence_verdict_line_gives_the_verdicts_p_not_its_shifts():
   """The line's p is the one the verdict and its table row rest on: an equivalence claim's
   TOST-or-beyond p (twice the smaller one-sided p), not the rank-sum p of the shift."""
-  h = next(h for h in HYPOTHESES["mnist_noise"] if h.direction == "equivalent")
+  h = next(h for h in PAPER["mnist_noise"].hypotheses if h.direction == "equivalent")
   gelu, relu = (0.50, 0.51, 0.52, 0.53, 0.54), (0.40, 0.41, 0.42, 0.43, 0.44)
   (v,) = verdicts.judge([h], lambda _: Evidence(gelu, relu, "s"))
   assert (f"{v.comparison.p:.2g}", f"{v.p:.2g}", v.verdict) == ("0.0079", "0.016", "refuted")
@@ -76,7 +76,7 @@ def test_format_number():
 
 
 def test_an_inconclusive_verdict_says_which_way_it_leans_and_what_its_seeds_assume():
-  below, above = HYPOTHESES["mnist"][0], HYPOTHESES["mnist"][0]  # gelu_tanh below relu.
+  below, above = PAPER["mnist"].hypotheses[0], PAPER["mnist"].hypotheses[0]  # gelu_tanh below relu.
   (towards,) = verdicts.judge([below], lambda _: Evidence((1.0, 2.0, 3.5), (2.0, 3.0, 4.0), "s"))
   assert findings.verdict_words(towards).startswith("inconclusive, leaning towards the claim: ")
   assert findings.verdict_words(towards).endswith(
@@ -85,7 +85,7 @@ def test_an_inconclusive_verdict_says_which_way_it_leans_and_what_its_seeds_assu
   (against,) = verdicts.judge([above], lambda _: Evidence((2.0, 3.0, 4.0), (1.0, 2.0, 3.5), "s"))
   assert findings.verdict_words(against).startswith("inconclusive, leaning against the claim: ")
   # An equivalence claim leans towards equivalence inside its margin, against it beyond.
-  h = next(h for h in HYPOTHESES["mnist_noise"] if h.direction == "equivalent")  # ±0.02.
+  h = next(h for h in PAPER["mnist_noise"].hypotheses if h.direction == "equivalent")  # ±0.02.
   (inside,) = verdicts.judge([h], lambda _: Evidence((0.50, 0.52, 0.54), (0.5, 0.51, 0.52), "s"))
   assert findings.lean_words(inside.single, h) == "leaning towards the claim"
   (beyond,) = verdicts.judge([h], lambda _: Evidence((0.50, 0.52, 0.54), (0.4, 0.5, 0.44), "s"))
@@ -93,7 +93,7 @@ def test_an_inconclusive_verdict_says_which_way_it_leans_and_what_its_seeds_assu
 
 
 def test_caveat_words():
-  h = HYPOTHESES["mnist"][0]
+  h = PAPER["mnist"].hypotheses[0]
   caveats = (
     ("falling", {"metric": "train_loss", "start": 40.0, "epoch": 50.0, "gelu": 0.108,
                  "baseline": 0.172}),
@@ -125,7 +125,7 @@ def candidate_verdict(h, pairs, others=()):
 
 
 def test_the_words_of_a_hypothesis_tested_at_several_pairs_of_candidate_lrs():
-  h = HYPOTHESES["mnist"][0]
+  h = PAPER["mnist"].hypotheses[0]
   low, high = (1, 2, 3, 4, 5), (6, 7, 8, 9, 10)
   depends = candidate_verdict(h, [((1e-4, 1e-3), high, low), ((1e-3, 1e-3), low, high)])
   assert findings.verdict_words(depends) == (
@@ -146,7 +146,7 @@ def test_the_words_of_a_hypothesis_tested_at_several_pairs_of_candidate_lrs():
 
 
 def test_a_pending_verdict_names_the_runs_to_train_and_the_command():
-  h = HYPOTHESES["mnist"][0]
+  h = PAPER["mnist"].hypotheses[0]
   v = candidate_verdict(
     h,
     [((1e-4, 1e-3), (1, 2, 3, 4, 5), (6, 7, 8, 9, 10)),
@@ -171,7 +171,7 @@ def test_a_pending_verdict_names_the_runs_to_train_and_the_command():
 
 
 def test_paired_and_candidates_lines():
-  h = HYPOTHESES["mnist"][0]
+  h = PAPER["mnist"].hypotheses[0]
   gelu, relu = (1.0, 2.0, 3.0, 4.0, 5.0, 6.0), (1.5, 3.0, 3.5, 5.0, 5.5, 7.0)
   e = Evidence(gelu, relu, "s", (1e-4, 1e-3), tuple(range(100, 106)), tuple(range(100, 106)))
   (v,) = verdicts.judge([h], lambda _: e)

@@ -6,7 +6,8 @@ import shlex
 
 from gelujax import host, tasks
 from gelujax import workdir as workdirs
-from gelujax.study import grids, readme
+from gelujax.paper import DEFAULT_ACTIVATIONS
+from gelujax.study import readme
 
 
 def test_deviations_compare_the_runs_spec_with_the_paper_spec():
@@ -57,7 +58,7 @@ def test_reproduce_command_leaves_defaults_out(tmp_path):
     "task": "mnist",
     "dataset": "fashion_mnist",
     "epochs": 50,
-    "activations": list(grids.DEFAULT_ACTIVATIONS),
+    "activations": list(DEFAULT_ACTIVATIONS),
     "seeds": [0, 1, 2, 3, 4],
     "evaluation_seeds": list(range(100, 110)),
     "learning_rates": [1e-3, 1e-4, 1e-5],
@@ -100,7 +101,7 @@ def test_reproduce_command_names_spec_overrides_no_flag_sets(tmp_path):
     "task": "twitter_pos",
     "dataset": "twitter_pos",
     "epochs": 30,
-    "activations": list(grids.DEFAULT_ACTIVATIONS),
+    "activations": list(DEFAULT_ACTIVATIONS),
     "seeds": [0, 1, 2, 3, 4],
     "evaluation_seeds": list(range(100, 110)),
     "learning_rates": [1e-3, 1e-4, 1e-5],

@@ -2,7 +2,7 @@
 
 import pytest
 
-from gelujax.paper import HYPOTHESES
+from gelujax.paper import PAPER
 from gelujax.study import noise, runs, tables, verdicts
 from gelujax.study.verdicts import Evidence
 from tests.fake_workdirs import constant, member, write_workdir
@@ -85,7 +85,7 @@ def test_noise_table_interpolates_each_seed_then_takes_the_median():
 
 
 def test_hypotheses_table_rows():
-  first, second, *_ = (h for h in HYPOTHESES["mnist"] if h.family == "primary")
+  first, second, *_ = (h for h in PAPER["mnist"].hypotheses if h.family == "primary")
   # gelu_tanh 1..5 against relu 6..10: no overlap, p = 2 / C(10, 5); differences -9..-1, the
   # 3rd and 23rd of 25 sorted: -8 and -2; median -5. The second waits: Holm counts it as p = 1,
   # so the first's p is multiplied by the family's 2.
@@ -110,7 +110,7 @@ def test_hypotheses_table_rows():
 
 
 def test_a_hypothesis_at_several_pairs_of_candidate_lrs_has_a_row_per_pair():
-  (first,) = (h for h in HYPOTHESES["mnist"] if h.family == "primary" and h.baseline == "relu"
+  (first,) = (h for h in PAPER["mnist"].hypotheses if h.family == "primary" and h.baseline == "relu"
               and h.dropout == 0.5)  # fmt: skip
   pairs = [
     verdicts.Candidate((1e-3, 1e-3), Evidence((1, 2, 3, 4, 5), (6, 7, 8, 9, 10), "s",

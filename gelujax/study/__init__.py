@@ -6,7 +6,7 @@
   final spikes, not learning), by fixed rules.
 - :mod:`~gelujax.study.stats`: exact rank-sum and signed-rank tests, Hodges–Lehmann shifts and
   intervals (unpaired and paired), TOST, Holm, power.
-- :mod:`~gelujax.study.verdicts`: pre-registered hypotheses (``gelujax.paper.HYPOTHESES``)
+- :mod:`~gelujax.study.verdicts`: pre-registered hypotheses (``gelujax.paper.PAPER``)
   judged within their family.
 - :mod:`~gelujax.study.analysis`: a result's verdicts, sensitivity and exploratory statistics.
 - :mod:`~gelujax.study.findings`: the fixed wording of every statement.

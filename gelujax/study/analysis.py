@@ -34,7 +34,6 @@ from typing import Any
 from gelujax.paper import (
   BASELINES,
   HIGHER,
-  HYPOTHESES,
   LOWER,
   PRIMARY,
   SECONDARY,
@@ -42,6 +41,7 @@ from gelujax.paper import (
   Hypothesis,
   Report,
 )
+from gelujax.paper import hypotheses as paper_hypotheses
 from gelujax.study import curves, runs, verdicts
 from gelujax.study.verdicts import Candidate, Comparison, Evidence, Verdict
 
@@ -215,7 +215,8 @@ class Analysis:
   Attributes:
     task: the experiment.
     design: how its hypotheses meet their data.
-    primary, secondary: the verdicts of each family, in the order of ``paper.HYPOTHESES``.
+    primary, secondary: the verdicts of each family, in the order of the task's hypotheses
+      (its ``gelujax.paper.PAPER`` record).
     sensitivity: per hypothesis whose lr is selected, its fixed-lr sensitivity.
     selections: per selection grid: ``{"run", "metric", "selected", "runner_up",
       "comparison", "lrs"}`` (``comparison`` None when there is nothing to compare).
@@ -609,7 +610,7 @@ def analyse(
 ) -> Analysis:
   """The statistics of one result (see the module doc). ``epochs``: the runs' and the paper's
   (a caveat where fewer); ``command``: what trains the missing runs, for the pending words."""
-  hypotheses = HYPOTHESES.get(task, ())
+  hypotheses = paper_hypotheses(task)
   facts = {"epochs": {"epochs": epochs[0], "paper": epochs[1]}} if epochs else {}
   earlier_design = dataclasses.replace(design, candidates=False)
   families, earlier = {}, {}

@@ -40,7 +40,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from gelujax.paper import CANDIDATE_ALPHA, DESIGN_CHANGES, EQUIVALENT, FIGURES, LOWER, Hypothesis
+from gelujax.paper import CANDIDATE_ALPHA, DESIGN_CHANGES, EQUIVALENT, LOWER, Hypothesis, figure
 from gelujax.study import baselines as lookups
 from gelujax.study import curves, stats
 from gelujax.study.analysis import Analysis, Sensitivity, describe_seeds
@@ -349,7 +349,7 @@ def hypothesis_line(
   shows, and its caveats. A hypothesis tested at several pairs of candidate lrs names them;
   each pair's own line is :func:`candidate_line`."""
   h = verdict.hypothesis
-  head = f"- {kind} [{FIGURES.get(task, task)}, {h.family} {index}]: {h.describe()}"
+  head = f"- {kind} [{figure(task)}, {h.family} {index}]: {h.describe()}"
   words = verdict_words(verdict, analysis)
   if verdict.single is not None:
     return f"{head}: {words}{outcome_tail(h, verdict.single)}."
@@ -368,7 +368,7 @@ def candidate_line(task: str, index: int, verdict: Verdict, i: int) -> str:
   of a hypothesis tested at several."""
   h, outcome = verdict.hypothesis, verdict.outcomes[i]
   head = (
-    f"- Candidate [{FIGURES.get(task, task)}, {h.family} {index}{pair_letter(i)}: "
+    f"- Candidate [{figure(task)}, {h.family} {index}{pair_letter(i)}: "
     f"{lr_pair(h, outcome.learning_rates)}]"
   )
   return f"{head}: {outcome_words(outcome, h)}{outcome_tail(h, outcome)}."
@@ -397,7 +397,7 @@ def paired_line(task: str, label: str, h: Hypothesis, outcome: Outcome) -> str:
   zeros = f", {d.zeros} zero difference{'s' if d.zeros > 1 else ''} dropped" if d.zeros else ""
   low, high, shift = (format_number(v, h.scale, 3) for v in (d.low, d.high, d.shift))
   return (
-    f"- Paired [{FIGURES.get(task, task)}, {h.family} {label}: "
+    f"- Paired [{figure(task)}, {h.family} {label}: "
     f"{lr_pair(h, outcome.learning_rates)}]: {len(d.seeds)} pairs (seeds "
     f"{describe_seeds(d.seeds)}{zeros}), correlation {correlation}; paired shift {shift} "
     f"[{low}, {high}], signed-rank p = {d.p:.2g}; unpaired: shift {format_shift(c, h.scale)}, "
@@ -450,7 +450,7 @@ def contradiction_line(task: str, h: Hypothesis) -> str:
   gelu, baseline = (number(v, h.scale) for v in h.paper)
   side = "above" if h.direction == LOWER else "below"
   return (
-    f"- Paper values [{FIGURES.get(task, task)}, {h.describe()}]: the paper's text claims "
+    f"- Paper values [{figure(task)}, {h.describe()}]: the paper's text claims "
     f"{h.claim()}, but its values, {h.gelu} {gelu} vs {h.baseline} {baseline}, put {h.gelu} "
     f"{side} {h.baseline}: the values quoted contradict the claim's direction; the hypothesis "
     "tests the text's claim."
@@ -608,11 +608,11 @@ def baseline_lines(
   """The lines of a result's baselines (:func:`gelujax.study.baselines.result_baselines`, or
   why there are none; None: its task has none) and of its runs against the lookup
   (:func:`gelujax.study.baselines.compare`)."""
-  figure = FIGURES.get(task, task)
+  fig = figure(task)
   if found is None:
     return []
   if isinstance(found, str):
-    return [f"- Lookup baseline [{figure}]: {found}."]
+    return [f"- Lookup baseline [{fig}]: {found}."]
   lookup = found["lookup"]
   train, validation, test = lookup["train"], lookup["validation"], lookup["test"]
   oov = {k: lookup[k]["out_of_vocabulary"] for k in lookups.SPLITS}
@@ -623,7 +623,7 @@ def baseline_lines(
     "training token reaches"
   )
   lines = [
-    f"- Out of vocabulary [{figure}]: {_percent(oov['validation']['cased'], validation['tokens'])}"
+    f"- Out of vocabulary [{fig}]: {_percent(oov['validation']['cased'], validation['tokens'])}"
     f" of the validation tokens ({oov['validation']['cased']} of {validation['tokens']}) and "
     f"{_percent(oov['test']['cased'], test['tokens'])} of the test tokens "
     f"({oov['test']['cased']} of {test['tokens']}) are words the training split does not hold "
@@ -644,7 +644,7 @@ def baseline_lines(
     for (cased, lower), runs in groups.items()
   )
   lines.append(
-    f"- Lookup baseline [{figure}]: each word tagged with its most frequent tag in the training "
+    f"- Lookup baseline [{fig}]: each word tagged with its most frequent tag in the training "
     f"split (ties: the tag seen first there; a word it does not hold: its most frequent tag, "
     f"{train['most_frequent_tag']}, {train['most_frequent_tag_tokens']} of {train['tokens']} "
     f"tokens), trained on nothing else, errs on {_percent(errors['test']['cased'], test['tokens'])}"

@@ -22,12 +22,11 @@ from typing import Any
 from gelujax import host
 from gelujax import workdir as workdirs
 from gelujax.members import Members
-from gelujax.paper import RETRAIN_TASKS, Design
+from gelujax.paper import DEFAULT_ACTIVATIONS, PAPER, Design
 from gelujax.study import runs
 from gelujax.workdir import CONFIG_FILE, SUMMARY_FILE, read_json
 
 TIMINGS_FILE = "timings.json"
-DEFAULT_ACTIVATIONS = ("gelu", "gelu_tanh", "relu", "elu", "silu")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -99,14 +98,14 @@ def evaluation_grids(
   """Each run's evaluation runs beside it: ``<run>_eval`` at the lr its selection grid selected
   (none where every member diverged), then, where the design evaluates every candidate lr,
   ``<run>_eval_lr<lr>`` at each other candidate; or one ``<run>_eval`` at every lr where the
-  design selects nothing. For ``RETRAIN_TASKS``, each is trained on the whole train file (no
-  validation split), as the paper retrains."""
+  design selects nothing. For a task the paper retrains (``PaperTask.retrain``), each is
+  trained on the whole train file (no validation split), as the paper does."""
   evaluation = []
   for grid, row in zip(grids, rows, strict=True):
     if design.select_lr and row["selected"] is None:
       continue
     spec = grid.spec
-    if task in RETRAIN_TASKS:
+    if task in PAPER and PAPER[task].retrain:
       spec = spec.replace(data_options={**spec.data_options, "train_on_all": True})
     if not design.select_lr:
       lrs = [(None, grid.learning_rates)]

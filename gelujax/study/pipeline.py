@@ -25,13 +25,13 @@ from typing import Any
 
 from gelujax import tasks
 from gelujax.paper import (
-  HYPOTHESES,
   NOISE_SUFFIX,
+  PAPER,
   PAPER_NOISE_ACCURACY,
-  REPORTS,
   Design,
   Report,
   design,
+  hypotheses,
 )
 from gelujax.study import analysis, curves, findings, grids, noise, plots, readme, runs, tables
 from gelujax.study import baselines as lookups
@@ -238,9 +238,7 @@ def curve_caveats(
 ) -> dict[float, dict[str, Any]]:
   """lr -> what the curves of the runs whose values are tested at that lr show, as
   :attr:`gelujax.study.analysis.RunValues.facts` holds it."""
-  keys = {
-    h.metric.split(".", 1)[1] for h in HYPOTHESES.get(task, ()) if h.metric.startswith("final.")
-  }
+  keys = {h.metric.split(".", 1)[1] for h in hypotheses(task) if h.metric.startswith("final.")}
   facts = {}
   for lr, found in tested:
     if not found:
@@ -288,7 +286,7 @@ def write_runs(task: str, stages: Stages, out: Path, root: Path) -> Result:
         curve_caveats(task, tested_runs(run, found, plan)),
       )
     )
-  report = REPORTS.get(task) or default_report(rows)
+  report = (PAPER[task].report if task in PAPER else None) or default_report(rows)
   metrics = analysis.table_metrics(rows, report)
   result = analysis.analyse(
     task,

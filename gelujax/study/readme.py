@@ -21,17 +21,15 @@ from typing import Any
 from gelujax import host, tasks
 from gelujax import workdir as workdirs
 from gelujax.paper import (
-  AUTHORS_EVALS_PER_EPOCH,
-  CLAIM_TEXT,
-  FIGURES,
   NOISE_LEVELS,
   NOISE_SUFFIX,
+  PAPER,
   PAPER_ACTIVATIONS,
-  PAPER_DROPOUT_RATES,
   PAPER_TASKS,
-  RETRAIN_TASKS,
   Report,
+  defaults,
   design,
+  figure,
 )
 from gelujax.study import findings, grids, tables
 from gelujax.study.analysis import Analysis
@@ -74,26 +72,26 @@ def reproduce_command(settings: Mapping[str, Any], paper: Any, *, out: Path, roo
   ]
   name = f"{base}({', '.join(overrides)})" if overrides else base
   flags = [f"--task={name}{NOISE_SUFFIX if noise else ''}"]
+  seeds = settings["seeds"]
+  default = defaults(task, paper, len(seeds))
   if settings["dataset"] != paper.dataset:
     flags.append(f"--dataset={settings['dataset']}")
-  if settings["epochs"] != paper.epochs:
+  if settings["epochs"] != default.epochs:
     flags.append(f"--epochs={settings['epochs']}")
-  if tuple(settings["activations"]) != grids.DEFAULT_ACTIVATIONS:
+  if tuple(settings["activations"]) != default.activations:
     flags.append(f"--activations={','.join(settings['activations'])}")
-  seeds = settings["seeds"]
-  if seeds != list(range(paper.seeds)):
+  if tuple(seeds) != default.seeds:
     flags.append(
       f"--seeds={len(seeds)}"
       if seeds == list(range(len(seeds)))
       else f"--seeds={','.join(map(str, seeds))},"
     )
   evaluation = settings.get("evaluation_seeds")
-  if evaluation and tuple(evaluation) != design(base, len(seeds)).evaluation_seeds:
+  if evaluation and tuple(evaluation) != default.evaluation_seeds:
     flags.append(f"--evaluation_seeds={','.join(map(str, evaluation))},")
-  if settings["learning_rates"] != list(paper.learning_rates):
+  if tuple(settings["learning_rates"]) != default.learning_rates:
     flags.append(f"--learning_rates={','.join(f'{lr:g}' for lr in settings['learning_rates'])}")
-  default_rates = [0.0] if noise else list(PAPER_DROPOUT_RATES.get(base, (paper.dropout,)))
-  if settings["dropout_rates"] != default_rates:
+  if tuple(settings["dropout_rates"]) != default.dropout_rates:
     flags.append(f"--dropout_rates={','.join(f'{r:g}' for r in settings['dropout_rates'])}")
   embeddings = settings["spec"]["data_options"].get("embeddings")
   if embeddings:
@@ -133,7 +131,7 @@ def list_deviations(
     ours = spec.get(field, theirs)  # config.json leaves some fields out at their default.
     if field not in varied and ours != theirs:
       deviations.append(f"{field}: {ours!r} instead of the paper's {theirs!r}.")
-  authors_evals = AUTHORS_EVALS_PER_EPOCH.get(task)
+  authors_evals = PAPER[task].authors_evals_per_epoch if task in PAPER else None
   if authors_evals is not None and spec.get("evals_per_epoch") != authors_evals:
     deviations.append(
       f"(choice) Evaluations per epoch: {spec.get('evals_per_epoch')} instead of the "
@@ -148,7 +146,7 @@ def list_deviations(
     deviations.append(
       f"Learning rates: {list(learning_rates)} instead of the paper's {list(paper.learning_rates)}."
     )
-  paper_rates = (0.0,) if noise else PAPER_DROPOUT_RATES.get(task, (paper.dropout,))
+  paper_rates = defaults(task + (NOISE_SUFFIX if noise else ""), paper).dropout_rates
   if tuple(dropout_rates) != tuple(paper_rates):
     deviations.append(f"Dropout rates: {list(dropout_rates)} instead of {list(paper_rates)}.")
   missing = [a for a in PAPER_ACTIVATIONS if a not in activations]
@@ -186,7 +184,7 @@ def describe_settings(settings: Mapping[str, Any], report: Report | None) -> lis
   if spec["data_options"].get("train_on_all"):
     splits = "test split (the task has no validation split)"
   evals = spec["evals_per_epoch"]
-  authors = AUTHORS_EVALS_PER_EPOCH.get(base)
+  authors = PAPER[base].authors_evals_per_epoch if base in PAPER else None
   evaluation = settings.get("evaluation_seeds") or []
   plan = design(base, len(settings["seeds"]))
   candidates = plan.select_lr and plan.candidates
@@ -205,7 +203,7 @@ def describe_settings(settings: Mapping[str, Any], report: Report | None) -> lis
     + " (`runs/<run>_eval/`"
     + (", and `runs/<run>_eval_lr<lr>/` at another candidate lr)" if candidates else ")"),
   ]
-  if base in RETRAIN_TASKS and not noise:
+  if base in PAPER and PAPER[base].retrain and not noise:
     lines.append(
       "The evaluation runs train on the whole train file at the selected lr, as the paper retrains"
     )
@@ -250,12 +248,11 @@ def describe_training(timings: dict[str, dict[str, Any]]) -> list[str]:
 def hypotheses_part(task: str, analysis: Analysis) -> list[str]:
   """The README's opening: the hypotheses tables, their notes, the design changes that apply
   (with the earlier design's verdicts, where the change altered them) and the method."""
-  figure = FIGURES.get(task, task)
   lines = []
-  if task in CLAIM_TEXT:
+  if task in PAPER:
     lines += [
-      f"{figure} states: “{CLAIM_TEXT[task]}”. Its claims, fixed in code as hypotheses before "
-      "the runs that judge them (`gelujax.paper.HYPOTHESES`), and their verdicts:",
+      f"{figure(task)} states: “{PAPER[task].claim}”. Its claims, fixed in code as hypotheses "
+      "before the runs that judge them (`gelujax.paper.PAPER`), and their verdicts:",
       "",
     ]
   lines += ["## Primary hypotheses", ""]
@@ -364,12 +361,12 @@ def describe_result(settings: Mapping[str, Any], paper: Any) -> str:
   """One line on what a result ran, for the top-level README."""
   task = settings["task"]
   base = task.removesuffix(NOISE_SUFFIX)
-  figure = FIGURES.get(task, FIGURES.get(base, task))
   evals = settings["spec"]["evals_per_epoch"]
-  authors = AUTHORS_EVALS_PER_EPOCH.get(base)
+  authors = PAPER[base].authors_evals_per_epoch if base in PAPER else None
   evaluation = settings.get("evaluation_seeds") or []
   return (
-    f"{figure}, {task} on {settings['dataset']}: {', '.join(settings['activations'])}; dropout "
+    f"{figure(task)}, {task} on {settings['dataset']}: {', '.join(settings['activations'])}; "
+    "dropout "
     f"{' and '.join(f'{r:g}' for r in settings['dropout_rates'])}; lrs "
     f"{', '.join(f'{lr:g}' for lr in settings['learning_rates'])}; {len(settings['seeds'])} "
     f"selection seeds, {len(evaluation)} evaluation seeds; {settings['epochs']} epochs (the "
