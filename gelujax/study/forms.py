@@ -434,16 +434,15 @@ def reproduce(
   and the code's revision (:func:`record_provenance`)."""
   if train:
     record_provenance(out, root, command)
+    grids.train_grids(
+      make_grids(design, out), seeds=design.seeds, data_dir=data_dir, out=out,
+      after=lambda grid: evaluate_swaps(design, grid, out=out, data_dir=data_dir),
+    )  # fmt: skip
   elif not (out / "runs").is_dir():
     raise ValueError(
       f"--render: {out / 'runs'} holds no runs to render. Pass the --out of a {TASK} study "
       "that trained, or leave --render out to train it."
     )
-    todo = make_grids(design, out)
-    for i, grid in enumerate(todo, 1):
-      print(f"[{i}/{len(todo)}] {grid.name}", flush=True)
-      grids.train_grids([grid], seeds=design.seeds, data_dir=data_dir, out=out)
-      evaluate_swaps(design, grid, out=out, data_dir=data_dir)
   from gelujax.study import forms_report  # Here: tables and figures need matplotlib.
 
   return forms_report.write_result(design, out=out, root=root)

@@ -125,12 +125,16 @@ def arm_table(design: Design, out: Path, metric: forms.Metric) -> list[str]:
   ]
   for arm in design.arms:
     cells = []
-    for d, lr in columns:
+    found = {}  # dtype -> lr -> seed -> value, each finished grid read once
+    for d in design.dtypes:
       workdir = out / "runs" / design.run_name(arm, d)
-      if not (workdir / workdirs.SUMMARY_FILE).exists():
+      if (workdir / workdirs.SUMMARY_FILE).exists():
+        found[d] = forms.arm_values(workdir, metric)
+    for d, lr in columns:
+      if d not in found:
         cells.append("pending")
         continue
-      values = forms.find_lr(forms.arm_values(workdir, metric), lr)
+      values = forms.find_lr(found[d], lr)
       x = np.asarray([v for v in values.values() if math.isfinite(v)]) * metric.scale
       diverged = len(values) - len(x)
       cell = f"{np.median(x):.4g} ({x.min():.4g}–{x.max():.4g})" if len(x) else "—"

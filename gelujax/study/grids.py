@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -191,10 +191,16 @@ def run_grid(
 
 
 def train_grids(
-  grids: Sequence[Grid], *, seeds: Sequence[int], data_dir: str | None, out: Path
+  grids: Sequence[Grid],
+  *,
+  seeds: Sequence[int],
+  data_dir: str | None,
+  out: Path,
+  after: Callable[[Grid], Any] | None = None,
 ) -> None:
   """Trains (or skips, or resumes) every grid, one progress line each; records training time
-  in ``out/timings.json``, also for a grid interrupted by Ctrl-C or SIGTERM."""
+  in ``out/timings.json``, also for a grid interrupted by Ctrl-C or SIGTERM. ``after`` is
+  called with each grid once it is finished (trained now or before)."""
   timings = read_timings(out)
   machine = host.describe_machine()
   loaded: dict[tuple, Any] = {}
@@ -225,6 +231,8 @@ def train_grids(
         workdirs.write_json(out / TIMINGS_FILE, timings)
     done = f"trained in {elapsed:.1f} s" if trained else "finished earlier: skipped"
     print(f"[{i}/{len(grids)}] {grid.name}: {done} ({grid.workdir})", flush=True)
+    if after is not None:
+      after(grid)
 
 
 def read_timings(out: Path) -> dict[str, dict[str, Any]]:
