@@ -61,7 +61,7 @@ def test_pairs_for_power_gives_about_80_percent_power_by_simulation(shift, sd, m
 
 def outcome(first, second, lr, d, metric=forms.DESIGN.metrics[0], dtype="float32"):
   c = forms.Comparison(first, second, dtype, lr, metric)
-  return forms.test_comparison(
+  return forms.paired_outcome(
     c, dict(enumerate(np.zeros(len(d)) + d)), dict.fromkeys(range(len(d)), 0.0)
   )
 
@@ -95,7 +95,7 @@ def test_the_verdict_rule_by_hand():
 def test_the_ratio_metric_compares_logs():
   metric = next(m for m in forms.DESIGN.metrics if m.log)
   c = forms.Comparison("gelu_tanh", "gelu", "float32", 1e-3, metric)
-  o = forms.test_comparison(c, {0: 0.105, 1: 0.21}, {0: 0.1, 1: 0.2})
+  o = forms.paired_outcome(c, {0: 0.105, 1: 0.21}, {0: 0.1, 1: 0.2})
   np.testing.assert_allclose(o.differences, [math.log(1.05), math.log(1.05)])
   assert metric.shown(o.shift) == pytest.approx(5.0)
 

@@ -231,7 +231,7 @@ def paired_values(
   return seeds, a - b
 
 
-def test_comparison(
+def paired_outcome(
   comparison: Comparison, first: dict[int, float], second: dict[int, float]
 ) -> Outcome:
   """The paired tests of one comparison (seed -> value of each arm), before Holm."""
@@ -393,7 +393,7 @@ def analyse(design: Design, out: Path) -> tuple[list[Outcome], list[str]]:
     return find_lr(cache[name, c.metric.key], c.learning_rate)
 
   outcomes = [
-    test_comparison(c, values(c.first, c), values(c.second, c))
+    paired_outcome(c, values(c.first, c), values(c.second, c))
     for c in comparisons(design)
     if all(design.run_name(a, c.dtype) in finished for a in (c.first, c.second))
   ]
