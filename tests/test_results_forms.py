@@ -186,6 +186,15 @@ def check_forms_result(folder, arms=ARMS, lrs=LRS, dtypes=DTYPES, metrics=METRIC
 
         want = [show(e["shift"]), show(e["interval"][0]), show(e["interval"][1])]
         assert shown == pytest.approx(want, rel=5.1e-3, abs=1e-9), (key, cells[0], column)
+  if not unfinished:  # The tallies the findings (and the overview) open with.
+    for control, words in ((False, "The forms, {n} pre-registered comparisons: "),
+                           (True, "The control (relu − gelu), {n} comparisons: ")):  # fmt: skip
+      chosen = [e for e in expected.values() if (e["family"][0] == "control") == control]
+      counts = ", ".join(
+        f"{sum(e['verdict'] == v for e in chosen)} {v}"
+        for v in ("equivalent", "different", "inconclusive")
+      )
+      assert f"- {words.format(n=len(chosen))}{counts}." in readme.splitlines()
   check_swaps(folder, dtypes)
 
 
@@ -226,3 +235,14 @@ def test_the_committed_forms_study_is_rederived_from_its_runs(folder):
 def test_a_forms_study_is_committed():
   """The study's result is committed (finished or with its pending grids named)."""
   assert [p.relative_to(ROOT).as_posix() for p in STUDIES] == ["results/fashion_mnist/gelu_forms"]
+
+
+@pytest.mark.parametrize("folder", STUDIES, ids=[p.name for p in STUDIES])
+def test_the_readme_overview_states_the_studys_own_lines(folder):
+  from tests.test_results import overview_blocks
+
+  summary = json.loads((folder / "summary.json").read_text())
+  blocks = overview_blocks((ROOT / "README.md").read_text())
+  assert blocks[folder.relative_to(ROOT).as_posix()] == [f"  - {x}" for x in summary["overview"]]
+  findings = (folder / "README.md").read_text().split("## Findings\n\n", 1)[1].split("\n\n")[0]
+  assert all(f"- {x}" in findings.splitlines() for x in summary["overview"])

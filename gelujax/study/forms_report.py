@@ -446,7 +446,8 @@ def write_result(design: Design, *, out: Path, root: Path) -> Path:
   """Writes ``out``'s README.md, table.md, figure and summary.json; returns ``out``."""
   outcomes, missing = forms.analyse(design, out)
   swaps = read_swaps(design, out)
-  found = findings(design, outcomes, missing) + swap_findings(swaps)
+  judged, swapped = findings(design, outcomes, missing), swap_findings(swaps)
+  found = judged + swapped
   if outcomes:
     draw_figure(design, outcomes, out / FIGURE)
   table = ["# Every comparison", "", *full_table(outcomes), "", "# Each arm", ""]
@@ -491,7 +492,8 @@ def write_result(design: Design, *, out: Path, root: Path) -> Path:
       "study": forms.TASK,
       "title": title(design),
       "missing": list(missing),
-      "overview": [found[0]] if missing else found[:2],
+      # The overview: the tallies (or what is pending), then what a swap does.
+      "overview": judged[:1 if missing else 2] + swapped,
       "outcomes": [dataclasses.asdict(o) for o in outcomes],
     },
   )
