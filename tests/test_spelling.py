@@ -5,9 +5,6 @@ path through experiments/train.py on ARK-format files."""
 import binascii
 import json
 import math
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import jax
@@ -19,7 +16,7 @@ from test_twitter_embeddings import (
   VOCAB_SIZE,
   np_gelu_tanh,
   np_layers,
-  write_learnable_ark,
+  train_one_epoch,
   write_tweets,
 )
 
@@ -164,20 +161,7 @@ def test_word_dropout_replaces_words_by_the_unknown_one_in_training_only():
 
 
 def test_train_py_trains_the_spelled_model_one_epoch(tmp_path):
-  data_dir, workdir = tmp_path / "data", tmp_path / "run"
-  data_dir.mkdir()
-  rng = np.random.default_rng(7)
-  for name, tokens in (("oct27.train", 480), ("oct27.dev", 64), ("oct27.test", 64)):
-    write_learnable_ark(data_dir / name, tokens, rng)
-  env = dict(os.environ, PYTHONPATH=ROOT, JAX_PLATFORMS="cpu")
-  task = f"{SPELLED[:-1]}, model_options={{'word_dropout': 0.25}})"
-  command = [
-    sys.executable, os.path.join(ROOT, "experiments", "train.py"), f"--task={task}",
-    f"--data_dir={data_dir}", f"--workdir={workdir}", "--epochs=1", "--seeds=1",
-    "--learning_rates=1e-2", "--compilation_cache=none",
-  ]  # fmt: skip
-  result = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
-  assert result.returncode == 0, result.stderr
+  _, workdir = train_one_epoch(tmp_path, f"{SPELLED[:-1]}, model_options={{'word_dropout': 0.25}})")
   config = json.loads((workdir / "config.json").read_text())
   assert config["spec"]["model"] == "spelling_mlp_twitter_pos"
   assert config["spec"]["model_options"] == {"word_dropout": 0.25}

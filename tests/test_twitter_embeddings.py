@@ -232,24 +232,31 @@ def write_learnable_ark(path, num_tokens, rng):
   path.write_text("\n".join(lines), encoding="utf-8")
 
 
-@pytest.mark.slow
-def test_train_py_trains_the_embeddings_one_epoch(tmp_path):
+def train_one_epoch(tmp_path, task):
+  """experiments/train.py of ``task`` for one epoch of one seed on learnable ARK files written
+  here; the data folder and the workdir."""
   data_dir, workdir = tmp_path / "data", tmp_path / "run"
   data_dir.mkdir()
   rng = np.random.default_rng(7)
   for name, tokens in (("oct27.train", 480), ("oct27.dev", 64), ("oct27.test", 64)):
     write_learnable_ark(data_dir / name, tokens, rng)
-  train_words = {
-    line.split("\t")[0] for line in (data_dir / "oct27.train").read_text().splitlines() if line
-  }
   env = dict(os.environ, PYTHONPATH=ROOT, JAX_PLATFORMS="cpu")
   command = [
-    sys.executable, os.path.join(ROOT, "experiments", "train.py"), f"--task={TRAINABLE}",
+    sys.executable, os.path.join(ROOT, "experiments", "train.py"), f"--task={task}",
     f"--data_dir={data_dir}", f"--workdir={workdir}", "--epochs=1", "--seeds=1",
     "--learning_rates=1e-2", "--compilation_cache=none",
   ]  # fmt: skip
   result = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
   assert result.returncode == 0, result.stderr
+  return data_dir, workdir
+
+
+@pytest.mark.slow
+def test_train_py_trains_the_embeddings_one_epoch(tmp_path):
+  data_dir, workdir = train_one_epoch(tmp_path, TRAINABLE)
+  train_words = {
+    line.split("\t")[0] for line in (data_dir / "oct27.train").read_text().splitlines() if line
+  }
 
   # config.json holds the task as given: the vocabulary size is the data's, not a setting.
   config = json.loads((workdir / "config.json").read_text())

@@ -493,7 +493,7 @@ def write_result(design: Design, *, out: Path, root: Path) -> Path:
       "title": title(design),
       "missing": list(missing),
       # The overview: the tallies (or what is pending), then what a swap does.
-      "overview": judged[:1 if missing else 2] + swapped,
+      "overview": judged[: 1 if missing else 2] + swapped,
       "outcomes": [dataclasses.asdict(o) for o in outcomes],
     },
   )

@@ -32,7 +32,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -404,24 +404,33 @@ def seeds_for_power(
     z_level = _z(1.0 - level / 2.0)
     if abs(shift) == margin:
       return None
-
-    def tost_power(n: int) -> float:
-      se_n = se * math.sqrt(2.0 / n)
-      if se_n == 0.0:
-        return 1.0
-      normal = statistics.NormalDist()
-      return max(
-        0.0,
-        1.0
-        - normal.cdf(z_level - (margin - shift) / se_n)
-        - normal.cdf(z_level - (margin + shift) / se_n),
-      )
-
-    needed = next((n for n in range(2, MAX_SEEDS + 1) if tost_power(n) >= power), None)
+    needed = _tost_count(lambda n: se * math.sqrt(2.0 / n), shift, margin, z_level, power)
     if needed is None:
       return None
   needed = max(needed, floor)
   return needed if needed <= MAX_SEEDS else None
+
+
+def _tost_count(
+  standard_error: Callable[[int], float], shift: float, margin: float, z_level: float, power: float
+) -> int | None:
+  """The smallest count n (from 2) at which both one-sided tests of a shift inside ±``margin``
+  reject at the normal quantile ``z_level`` with ``power``, the shift's standard error with n
+  being ``standard_error(n)``; None beyond ``MAX_SEEDS``."""
+  normal = statistics.NormalDist()
+
+  def tost_power(n: int) -> float:
+    se = standard_error(n)
+    if se == 0.0:
+      return 1.0
+    return max(
+      0.0,
+      1.0
+      - normal.cdf(z_level - (margin - shift) / se)
+      - normal.cdf(z_level - (margin + shift) / se),
+    )
+
+  return next((n for n in range(2, MAX_SEEDS + 1) if tost_power(n) >= power), None)
 
 
 def _one_sided(differences: np.ndarray, alternative: str) -> float:
@@ -478,20 +487,7 @@ def pairs_for_power(
   if beyond:
     needed = math.ceil((se * (z_level + z_power) / (abs(shift) - margin)) ** 2)
   else:
-    normal = statistics.NormalDist()
-
-    def tost_power(n: int) -> float:
-      se_n = se / math.sqrt(n)
-      if se_n == 0.0:
-        return 1.0
-      return max(
-        0.0,
-        1.0
-        - normal.cdf(z_level - (margin - shift) / se_n)
-        - normal.cdf(z_level - (margin + shift) / se_n),
-      )
-
-    needed = next((n for n in range(2, MAX_SEEDS + 1) if tost_power(n) >= power), None)
+    needed = _tost_count(lambda n: se / math.sqrt(n), shift, margin, z_level, power)
     if needed is None:
       return None
   needed = max(needed, floor)
