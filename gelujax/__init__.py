@@ -8,9 +8,6 @@ import importlib
 
 from gelujax.activations import (
   ACTIVATIONS,
-  Activation,
-  GatedMLP,
-  LearnableGELU,
   activation_aliases,
   activation_names,
   clipped_gelu,
@@ -30,6 +27,7 @@ from gelujax.activations import (
   soi_map,
   swiglu,
 )
+from gelujax.linen import Activation, GatedMLP, LearnableGELU
 from gelujax.registry import Registry
 
 __all__ = [

@@ -8,20 +8,23 @@ right, so second derivatives (Hessian-vector products, gradient penalties) are e
 numerics (polynomial fits, the exponential, the tails) live in ``gelujax/_gelu_numerics.py``.
 
 Every activation is in the :data:`ACTIVATIONS` registry by name, and models take it by name
-(:class:`Activation`). The names other frameworks give their GELUs are registered as aliases
-written ``framework:name`` with the framework's own arguments, e.g. ``"jax:gelu"``,
-``"torch:gelu(approximate='tanh')"`` or ``"transformers:gelu_new"``: the same word means
-different formulas in different places (``jax.nn.gelu`` is the tanh approximation by default,
-``torch.nn.functional.gelu`` the exact form; Hugging Face's ``gelu_fast`` truncates
-``sqrt(2 / pi)``), so a bare name never stands for another framework's, and the prefix says
-whose name it is. Bare ``gelu`` here is the exact ``x * Phi(x)``. :func:`activation_aliases`
-lists them, and the README's table gives each one's formula and deviation from exact GELU.
+(:class:`gelujax.linen.Activation`). The names other frameworks give their GELUs are
+registered as aliases written ``framework:name`` with the framework's own arguments, e.g.
+``"jax:gelu"``, ``"torch:gelu(approximate='tanh')"`` or ``"transformers:gelu_new"``: the same
+word means different formulas in different places (``jax.nn.gelu`` is the tanh approximation
+by default, ``torch.nn.functional.gelu`` the exact form; Hugging Face's ``gelu_fast``
+truncates ``sqrt(2 / pi)``), so a bare name never stands for another framework's, and the
+prefix says whose name it is. Bare ``gelu`` here is the exact ``x * Phi(x)``.
+:func:`activation_aliases` lists them, and the README's table gives each one's formula and
+deviation from exact GELU.
 
 The gated linear units of Shazeer (2020), :func:`geglu`, :func:`swiglu`, :func:`reglu` and
 :func:`gated` with any activation, split the input's last axis into a value and a gate; they
-are functions, not registry entries, and :class:`GatedMLP` is their feed-forward block. The
-Flax Linen modules (:class:`Activation`, :class:`LearnableGELU`, :class:`GatedMLP`) are here;
-their NNX twins are in :mod:`gelujax.nnx`.
+are functions, not registry entries. The Flax Linen modules (:class:`gelujax.linen.Activation`,
+:class:`gelujax.linen.LearnableGELU`, registered here as ``learnable_gelu``, and
+:class:`gelujax.linen.GatedMLP`, the gated units' feed-forward block) are in :mod:`gelujax.linen`;
+their NNX twins in :mod:`gelujax.nnx`. Both apply an activation through
+:func:`resolve_activation`, the one place a spec becomes a function.
 """
 
 from __future__ import annotations
@@ -39,7 +42,6 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-from flax import linen as nn
 from jax import Array
 from jax.typing import ArrayLike
 
@@ -599,49 +601,6 @@ def reglu(x: ArrayLike) -> Array:
   return _gated(x, relu, "reglu")
 
 
-@ACTIVATIONS.register("learnable_gelu")
-class LearnableGELU(nn.Module):
-  r"""GELU with a learned gate: ``gaussian_gelu(x, mu, sigma)`` with ``mu``, ``sigma`` trained.
-
-  ``sigma = exp(log_sigma)`` so it stays positive; both parameters are scalars or, with
-  ``per_feature=True``, vectors over the last axis of the input. Its Flax NNX twin,
-  :class:`gelujax.nnx.LearnableGELU`, has the same parameters (``nnx.bridge`` maps one to one)
-  and computes the same numbers.
-
-  Attributes:
-    per_feature: one (mu, sigma) per feature of the last axis instead of a scalar pair.
-    mu_init: initial mu.
-    sigma_init: initial sigma, > 0.
-    dtype: the dtype of the computation; None (default) computes in the input's dtype, the
-      parameters cast to it.
-    param_dtype: the dtype of the parameters (default float32).
-  """
-
-  per_feature: bool = False
-  mu_init: float = 0.0
-  sigma_init: float = 1.0
-  dtype: Any = None
-  param_dtype: Any = jnp.float32
-
-  @nn.compact
-  def __call__(self, x: ArrayLike) -> Array:
-    if not self.sigma_init > 0:
-      raise ValueError(
-        f"LearnableGELU(sigma_init={self.sigma_init!r}): sigma_init must be a positive float."
-      )
-    x = jnp.asarray(x)
-    shape = (x.shape[-1],) if self.per_feature else ()
-    mu = self.param("mu", nn.initializers.constant(self.mu_init), shape, self.param_dtype)
-    log_sigma = self.param(
-      "log_sigma", nn.initializers.constant(np.log(self.sigma_init)), shape, self.param_dtype
-    )
-    if self.dtype is not None:
-      x, mu, log_sigma = (jnp.asarray(a, self.dtype) for a in (x, mu, log_sigma))
-    # Otherwise computed in x's type (bfloat16 in a mixed-precision model): gaussian_gelu casts
-    # mu and sigma to it.
-    return gaussian_gelu(x, mu, jnp.exp(log_sigma))
-
-
 # Other frameworks' GELUs by the names their users meet, each mapped to the gelujax function
 # that computes the same formula (tests/test_activations.py checks each against the
 # framework's own formula in float64). PyTorch: torch.nn.GELU and torch.nn.functional.gelu,
@@ -858,107 +817,3 @@ def resolve_activation(spec: str) -> tuple[str, dict[str, Any], Callable[..., Ar
   canonical = ACTIVATIONS.resolve(spec)
   name, kwargs = parse_name(canonical)
   return name, kwargs, ACTIVATIONS.get(canonical)
-
-
-class Activation(nn.Module):
-  """Applies the activation named by ``spec``: the way models use activations.
-
-  Pure functions are applied directly; ``"learnable_gelu(...)"`` creates a
-  :class:`LearnableGELU` submodule; ``"soi_map"`` draws its mask from the ``'dropout'`` rng
-  stream when not deterministic and is ``x * Phi(x)`` when deterministic. ``deterministic`` is
-  given as ``flax.linen.Dropout`` takes it, as a field or in the call (not both), and only
-  ``soi_map`` needs it: ``Activation("gelu").apply({}, x)`` is ``gelu(x)``. In Flax NNX:
-  :class:`gelujax.nnx.Activation`.
-
-  Attributes:
-    spec: an activation name with optional keyword literals (see :func:`activation_names`), or
-      an alias (see :func:`activation_aliases`).
-    deterministic: whether ``soi_map`` is its expectation rather than a random mask; None
-      (default) to pass it in the call.
-  """
-
-  spec: str
-  deterministic: bool | None = None
-
-  @nn.compact
-  def __call__(self, x: ArrayLike, *, deterministic: bool | None = None) -> Array:
-    if self.deterministic is not None and deterministic is not None:
-      raise ValueError(
-        f"Activation({self.spec!r}) got deterministic both as a field and in the call; pass it "
-        "once, as for flax.linen.Dropout."
-      )
-    deterministic = self.deterministic if deterministic is None else deterministic
-    name, _, entry = resolve_activation(self.spec)
-    if name == "learnable_gelu":
-      return entry(name="learnable_gelu")(x)
-    if name == "soi_map":
-      if deterministic is None:
-        raise ValueError(
-          f"Activation({self.spec!r}) draws a random mask unless deterministic; pass "
-          "deterministic=True or False, as a field or in the call."
-        )
-      key = None if deterministic else self.make_rng("dropout")
-      return entry(x, key, train=not deterministic)
-    return entry(x)
-
-
-class GatedMLP(nn.Module):
-  r"""A gated feed-forward block (Shazeer 2020): ``out(value * act(gate))``.
-
-  Computes
-
-  .. math::
-    \mathrm{GatedMLP}(x) = \big[(x V + b_V) \odot \mathrm{act}(x W + b_W)\big] \, W_o + b_o
-
-  with one dense layer ``hidden`` of ``2 * hidden_features`` outputs whose first half is the
-  value :math:`xV + b_V` and second half the gate :math:`xW + b_W` (the convention of
-  :func:`gated`), the activation ``activation`` on the gate (module ``gate``), and the dense
-  layer ``out``. ``activation="gelu"`` is GEGLU's block, ``"silu"`` SwiGLU's, ``"relu"``
-  ReGLU's; any registered activation works, ``learnable_gelu(...)`` and ``soi_map`` included
-  (``deterministic`` then as in :class:`Activation`). Shazeer's blocks have no biases
-  (``use_bias=False``); Flax's ``Dense`` default, ``True``, is kept here. Its Flax NNX twin is
-  :class:`gelujax.nnx.GatedMLP`, with the same parameters.
-
-  For more information, see `GLU Variants Improve Transformer
-  <https://arxiv.org/abs/2002.05202>`_.
-
-  Attributes:
-    hidden_features: the width of the value and of the gate.
-    out_features: the output's width; None (default) for the input's last axis, as in a
-      transformer's feed-forward block.
-    activation: the gate's activation spec (see :func:`activation_names`) or alias.
-    use_bias: whether the dense layers add biases.
-    dtype: the dtype of the computation; None (default) infers it from the input and the
-      parameters, as ``flax.linen.Dense`` does.
-    param_dtype: the dtype of the dense layers' parameters (default float32).
-    kernel_init: the dense layers' kernel initializer (``flax.linen.Dense``'s default).
-    bias_init: their bias initializer.
-    deterministic: passed to the gate's :class:`Activation` (only ``soi_map`` needs it).
-  """
-
-  hidden_features: int
-  out_features: int | None = None
-  activation: str = "gelu"
-  use_bias: bool = True
-  dtype: Any = None
-  param_dtype: Any = jnp.float32
-  kernel_init: Callable[..., Array] = nn.initializers.lecun_normal()
-  bias_init: Callable[..., Array] = nn.initializers.zeros
-  deterministic: bool | None = None
-
-  @nn.compact
-  def __call__(self, x: ArrayLike, *, deterministic: bool | None = None) -> Array:
-    x = jnp.asarray(x)
-    dense = functools.partial(
-      nn.Dense,
-      use_bias=self.use_bias,
-      dtype=self.dtype,
-      param_dtype=self.param_dtype,
-      kernel_init=self.kernel_init,
-      bias_init=self.bias_init,
-    )
-    h = dense(2 * self.hidden_features, name="hidden")(x)
-    act = Activation(self.activation, deterministic=self.deterministic, name="gate")
-    y = gated(h, functools.partial(act, deterministic=deterministic))
-    out_features = x.shape[-1] if self.out_features is None else self.out_features
-    return dense(out_features, name="out")(y)

@@ -1,7 +1,7 @@
 """Flax Linen models of the GELU paper, each taking its activation by name.
 
 Every model is ``__call__(x, train: bool)`` and has the fields ``activation`` (a spec for
-:class:`gelujax.activations.Activation`, e.g. ``"gelu_tanh"`` or ``"gaussian_gelu(sigma=0.5)"``),
+:class:`gelujax.linen.Activation`, e.g. ``"gelu_tanh"`` or ``"gaussian_gelu(sigma=0.5)"``),
 ``dropout`` (the drop rate; 0 disables it) and ``dtype``, the type its layers and activations
 compute in (``jnp.bfloat16`` for mixed precision; parameters and batch statistics stay float32,
 as Flax's ``param_dtype`` default keeps them). Dropout draws from the ``'dropout'`` rng and is
@@ -44,7 +44,8 @@ import jax
 import jax.numpy as jnp
 
 from gelujax import spelling
-from gelujax.activations import Activation, gated
+from gelujax.activations import gated
+from gelujax.linen import Activation
 from gelujax.registry import Registry
 
 MODELS: Registry = Registry("model")

@@ -19,9 +19,6 @@ from scipy import optimize, special
 
 from gelujax import activations
 from gelujax.activations import (
-  Activation,
-  GatedMLP,
-  LearnableGELU,
   activation_aliases,
   activation_names,
   clipped_gelu,
@@ -40,6 +37,7 @@ from gelujax.activations import (
   soi_map,
   swiglu,
 )
+from gelujax.linen import Activation, GatedMLP, LearnableGELU
 
 F32_TINY = float(np.finfo(np.float32).smallest_normal)
 HYPOTHESIS = settings(deadline=None, max_examples=25)
