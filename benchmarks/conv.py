@@ -1,7 +1,7 @@
 """Times a convolution's gradients inside a ``lax.scan`` (as the trainer runs steps) and outside.
 
 JAX's own kernel gradient of a convolution runs far slower on XLA:CPU inside a loop than outside
-it (jax-ml/jax#12868); ``gelujax.models.conv_general_dilated`` computes the same numbers from
+it (jax-ml/jax#12868); ``gelujax.conv.conv_general_dilated`` computes the same numbers from
 explicitly transposed operands. For convolutions of the paper's CIFAR networks this times the
 gradients (input and kernel) of ``sum(conv(x, k) * g)`` with each, in a scan of ``STEPS`` steps
 and as ``STEPS`` separate calls of one jitted step, median of ``ROUNDS`` interleaved rounds.
@@ -25,8 +25,8 @@ import jax.numpy as jnp
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from gelujax.conv import conv_general_dilated
 from gelujax.host import describe_machine
-from gelujax.models import conv_general_dilated
 
 RESULTS = Path(__file__).parent / "results"
 ROUNDS = 3

@@ -28,7 +28,7 @@ presets for tests:
 - ``mlp_tiny``, ``mlp_tiny_gated``, ``embedding_mlp_tiny``, ``autoencoder_tiny``,
   ``cifar_cnn_tiny``, ``wrn_tiny``: small versions, for tests.
 
-Every convolution is ``Conv``: ``nn.Conv`` through :func:`conv_general_dilated`, whose kernel
+Every convolution is :data:`gelujax.conv.Conv`: ``nn.Conv`` through a convolution whose kernel
 gradient keeps a convolution net's training step inside the trainer's ``lax.scan`` fast on CPU.
 """
 
@@ -45,6 +45,7 @@ import jax.numpy as jnp
 
 from gelujax import spelling
 from gelujax.activations import gated
+from gelujax.conv import Conv
 from gelujax.linen import Activation
 from gelujax.registry import Registry
 
@@ -64,93 +65,6 @@ def unit_norm_init(key: jax.Array, shape: Sequence[int], dtype=jnp.float32) -> j
 # Lasagne's HeNormal(gain='relu') and HeNormal(): untruncated normals, std = gain/sqrt(fan_in).
 _he_normal_relu = nn.initializers.variance_scaling(2.0, "fan_in", "normal")
 _he_normal = nn.initializers.variance_scaling(1.0, "fan_in", "normal")
-
-
-_NHWC = ("NHWC", "HWIO", "NHWC")
-
-
-def _lax_conv_nhwc(x: jax.Array, kernel: jax.Array, strides: tuple, padding: tuple) -> jax.Array:
-  return jax.lax.conv_general_dilated(x, kernel, strides, padding, dimension_numbers=_NHWC)
-
-
-_conv_nhwc = jax.custom_vjp(_lax_conv_nhwc, nondiff_argnums=(2, 3))
-
-
-def _conv_nhwc_fwd(x, kernel, strides, padding):
-  return _conv_nhwc(x, kernel, strides, padding), (x, kernel)
-
-
-def _conv_nhwc_bwd(strides, padding, residuals, dy):
-  x, kernel = residuals
-  _, input_vjp = jax.vjp(lambda x: _lax_conv_nhwc(x, kernel, strides, padding), x)
-  (dx,) = input_vjp(dy)
-  # dK[i, j, c, o] = sum over b, h, w of x_padded[b, s h + i, s w + j, c] dy[b, h, w, o]: a
-  # stride-1 convolution of x's channels (as the batch) by dy dilated by the strides, both
-  # transposed explicitly into the NHWC/HWIO layout (see `conv_general_dilated`).
-  dk = jax.lax.conv_general_dilated(
-    jnp.transpose(x, (3, 1, 2, 0)),
-    jnp.transpose(dy, (1, 2, 0, 3)),
-    (1, 1),
-    padding,
-    rhs_dilation=strides,
-    dimension_numbers=_NHWC,
-  )
-  height, width = kernel.shape[:2]
-  return dx, jnp.transpose(dk[:, :height, :width], (1, 2, 0, 3))
-
-
-_conv_nhwc.defvjp(_conv_nhwc_fwd, _conv_nhwc_bwd)
-
-
-def conv_general_dilated(
-  lhs: jax.Array,
-  rhs: jax.Array,
-  window_strides: Sequence[int],
-  padding: str | Sequence[tuple[int, int]],
-  lhs_dilation: Sequence[int] | None = None,
-  rhs_dilation: Sequence[int] | None = None,
-  dimension_numbers: jax.lax.ConvDimensionNumbers | None = None,
-  feature_group_count: int = 1,
-  precision=None,
-) -> jax.Array:
-  """``lax.conv_general_dilated`` for ``nn.Conv``, with the kernel gradient in NHWC layout.
-
-  XLA:CPU computes the kernel gradient that JAX derives for a convolution 36-86x slower inside
-  a loop (the trainer's ``lax.scan`` over steps) than this one (``benchmarks/results/conv.md``),
-  as its operands' transposed layout then misses the fast convolution kernels
-  (jax-ml/jax#12868; a CIFAR-10 step took five minutes). For the 2-D NHWC/HWIO convolutions
-  of these models, undilated and ungrouped, the kernel gradient is therefore computed from
-  explicitly transposed operands, the same numbers in the layout XLA expects; any other
-  convolution goes to ``lax`` unchanged.
-  """
-  plain = (
-    len(window_strides) == 2
-    and all(d == 1 for d in (*(lhs_dilation or ()), *(rhs_dilation or ())))
-    and feature_group_count == 1
-    and precision is None
-    and jax.lax.conv_dimension_numbers(lhs.shape, rhs.shape, dimension_numbers)
-    == jax.lax.conv_dimension_numbers(lhs.shape, rhs.shape, _NHWC)
-  )
-  if not plain:
-    return jax.lax.conv_general_dilated(
-      lhs,
-      rhs,
-      window_strides,
-      padding,
-      lhs_dilation,
-      rhs_dilation,
-      dimension_numbers,
-      feature_group_count=feature_group_count,
-      precision=precision,
-    )
-  if isinstance(padding, str):
-    padding = jax.lax.padtype_to_pads(lhs.shape[1:3], rhs.shape[:2], window_strides, padding)
-  pads = tuple((int(lo), int(hi)) for lo, hi in padding)
-  return _conv_nhwc(lhs, rhs, tuple(int(s) for s in window_strides), pads)
-
-
-# Every model's convolution.
-Conv = functools.partial(nn.Conv, conv_general_dilated=conv_general_dilated)
 
 
 def _batch_norm(train: bool, dtype: Any) -> nn.BatchNorm:

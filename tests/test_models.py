@@ -13,12 +13,12 @@ from flax.errors import InvalidRngError
 from jitted import init, jit
 
 from gelujax import tasks
+from gelujax.conv import conv_general_dilated
 from gelujax.models import (
   MLP,
   MODELS,
   WideResNet,
   WideResNetBlock,
-  conv_general_dilated,
   gated_features,
   unit_norm_init,
 )
