@@ -39,6 +39,7 @@ from gelujax.members import learning_rates_problem
 from gelujax.models import MODELS
 from gelujax.objectives import OBJECTIVES
 from gelujax.optimizers import OPTIMIZERS
+from gelujax.preprocessing import PREPROCESSING
 from gelujax.prng import DROPOUT_BITS
 from gelujax.registry import Registry, close_names, did_you_mean, parse_name, sentences
 
@@ -47,9 +48,6 @@ TASKS: Registry = Registry("task")
 SPLITS = ("train", "validation", "test")
 # What a model may compute in (TaskSpec.dtype); parameters are float32 either way.
 DTYPES = ("float32", "bfloat16")
-
-# Host-side preprocessing steps, applied in order by TaskSpec.load_data; each edits the Splits.
-PREPROCESSING: Registry = Registry("preprocessing step")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -360,77 +358,6 @@ def _check_field(spec: TaskSpec, field: str, value: Any) -> None:
   if not is_valid(spec, value):
     hint = _HINTS[field](spec, value) if field in _HINTS and isinstance(value, str) else ""
     raise SpecError(spec.name, field, value, valid(spec), hint)
-
-
-# ------------------------------------------------------------------- host-side preprocessing
-
-
-@PREPROCESSING.register("zca")
-def _zca(splits) -> None:
-  """CIFAR-10: (x − 127.5)/128, then ZCA whitening (ε = 1e-5) fitted on the train split."""
-  from gelujax import data
-
-  for split in splits.values():
-    split["inputs"] = (split["inputs"].astype(np.float32) - np.float32(127.5)) / np.float32(128)
-  mean, whitening = data.fit_zca(splits["train"]["inputs"], eps=1e-5)
-  for split in splits.values():
-    split["inputs"] = data.apply_zca(split["inputs"], mean, whitening)
-
-
-@PREPROCESSING.register("pixel_mean")
-def _pixel_mean(splits) -> None:
-  """CIFAR-100: x/255 minus the per-pixel (h, w, c) mean of the train split."""
-  from gelujax import data
-
-  names = ["train", *(name for name in splits if name != "train")]
-  centred = data.subtract_pixel_mean(*(data.scale_pixels(splits[n]["inputs"]) for n in names))
-  for name, inputs in zip(names, centred, strict=True):
-    splits[name]["inputs"] = inputs
-
-
-@PREPROCESSING.register("flip_double")
-def _flip_double(splits) -> None:
-  """CIFAR-100: the train split followed by its horizontally flipped copy (same targets)."""
-  from gelujax import data
-
-  train = splits["train"]
-  train["inputs"], train["targets"] = data.flip_double(train["inputs"], train["targets"])
-
-
-@PREPROCESSING.register("spell_words")
-def _spell_words(splits) -> None:
-  """Twitter POS: each window's 3 word ids with their words' spelling, ``[N, 3]`` ->
-  ``[N, 3, 1 + n-grams + flags]`` (:func:`gelujax.spelling.spell_windows`), for
-  ``spelling_mlp_twitter_pos``."""
-  from gelujax import data, spelling
-
-  vocab = splits.info["vocab"]
-  pad_id = vocab.index(data.PAD_WORD)
-  for name, split in splits.items():
-    words = splits.info["words"][name]
-    split["inputs"] = spelling.spell_windows(
-      split["inputs"], words, pad_id=pad_id, pad=data.PAD_WORD
-    )
-
-
-@PREPROCESSING.register("embed_words")
-def _embed_words(splits) -> None:
-  """Twitter POS: the frozen lookup of each window's 3 words, concatenated ([N, 3] -> [N, 150]).
-
-  The table is ``splits.info["embeddings"]`` (the pretrained 50-d tweet embeddings) when the
-  data were loaded with one, else *(choice)* a frozen N(0, 1) table drawn with NumPy seed 0 (the
-  same for every run: the published embeddings file is not retrievable). A frozen lookup is a
-  constant function of the input, so it is done once here, as in the authors' code, rather than
-  by an embedding layer in the model. The trainable substitute leaves this step out and gives
-  the ids to ``embedding_mlp_twitter_pos``.
-  """
-  table = splits.info.get("embeddings")
-  if table is None:
-    table = np.random.default_rng(0).standard_normal((len(splits.info["vocab"]), 50))
-  table = np.asarray(table, np.float32)
-  for split in splits.values():
-    ids = split["inputs"]
-    split["inputs"] = table[ids].reshape(len(ids), -1)
 
 
 # ---------------------------------------------------------------------------------- tasks

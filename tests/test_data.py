@@ -13,7 +13,7 @@ import pytest
 import scipy.linalg
 import tensorflow_datasets as tfds
 
-from gelujax import data, download
+from gelujax import data, download, preprocessing
 
 RNG = np.random.default_rng(0)
 
@@ -627,37 +627,41 @@ def test_timit_converter_from_authors_h5(tmp_path):
 
 
 def test_scale_pixels():
-  scaled = data.scale_pixels(np.array([0, 51, 255], np.uint8))
+  scaled = preprocessing.scale_pixels(np.array([0, 51, 255], np.uint8))
   assert scaled.dtype == np.float32
   np.testing.assert_allclose(scaled, [0.0, 0.2, 1.0], rtol=1e-7)
 
 
 def test_add_uniform_noise():
   x = np.full((200_000,), 0.5, np.float32)
-  noisy = data.add_uniform_noise(x, 1.5, np.random.default_rng(3))
+  noisy = preprocessing.add_uniform_noise(x, 1.5, np.random.default_rng(3))
   noise = noisy.astype(np.float64) - 0.5
   assert noisy.dtype == np.float32
   assert -1.5 <= noise.min() and noise.max() <= 1.5
   # Unif[-a, a] has mean 0 and variance a^2 / 3; tolerances are ~5 standard errors.
   assert abs(noise.mean()) < 5 * 1.5 / np.sqrt(3 * len(x))
   assert abs(noise.var() - 0.75) < 0.01
-  np.testing.assert_array_equal(noisy, data.add_uniform_noise(x, 1.5, np.random.default_rng(3)))
-  np.testing.assert_array_equal(data.add_uniform_noise(x, 0.0, np.random.default_rng(0)), x)
+  np.testing.assert_array_equal(
+    noisy, preprocessing.add_uniform_noise(x, 1.5, np.random.default_rng(3))
+  )
+  np.testing.assert_array_equal(
+    preprocessing.add_uniform_noise(x, 0.0, np.random.default_rng(0)), x
+  )
   with pytest.raises(ValueError, match="a=-1"):
-    data.add_uniform_noise(x, -1, np.random.default_rng(0))
+    preprocessing.add_uniform_noise(x, -1, np.random.default_rng(0))
 
 
 @pytest.mark.parametrize("n", [500, 9])  # more examples than the 12 features, and fewer
 def test_zca_against_inverse_matrix_square_root(n):
   rng = np.random.default_rng(4)
   x = rng.normal(size=(n, 2, 2, 3)) @ rng.normal(size=(3, 3)) + 5.0
-  mean, whitening = data.fit_zca(x, eps=1e-3)
+  mean, whitening = preprocessing.fit_zca(x, eps=1e-3)
   flat = x.reshape(n, -1)
   covariance = np.cov(flat, rowvar=False, bias=True)
   reference = scipy.linalg.fractional_matrix_power(covariance + 1e-3 * np.eye(12), -0.5)
   np.testing.assert_allclose(mean, flat.mean(0), rtol=1e-6)
   np.testing.assert_allclose(whitening, reference, rtol=1e-4, atol=1e-4 * np.abs(reference).max())
-  white = data.apply_zca(x, mean, whitening)
+  white = preprocessing.apply_zca(x, mean, whitening)
   assert white.shape == x.shape and white.dtype == np.float32
   expected = (flat - flat.mean(0)) @ reference
   np.testing.assert_allclose(white.reshape(n, -1), expected, atol=1e-3 * np.abs(expected).max())
@@ -666,14 +670,14 @@ def test_zca_against_inverse_matrix_square_root(n):
 def test_zca_whitens_well_conditioned_data():
   rng = np.random.default_rng(5)
   x = rng.normal(size=(2000, 6)) @ rng.normal(size=(6, 6))
-  white = data.apply_zca(x, *data.fit_zca(x, eps=1e-8)).astype(np.float64)
+  white = preprocessing.apply_zca(x, *preprocessing.fit_zca(x, eps=1e-8)).astype(np.float64)
   np.testing.assert_allclose(np.cov(white, rowvar=False, bias=True), np.eye(6), atol=1e-4)
 
 
 def test_subtract_pixel_mean():
   train = np.array([[[[0]], [[10]]], [[[4]], [[20]]]], np.uint8)  # [2, 2, 1, 1]
   test = np.array([[[[2]], [[0]]]], np.uint8)
-  train_c, test_c = data.subtract_pixel_mean(train, test)
+  train_c, test_c = preprocessing.subtract_pixel_mean(train, test)
   np.testing.assert_array_equal(train_c[..., 0, 0], [[-2, -5], [2, 5]])
   np.testing.assert_array_equal(test_c[..., 0, 0], [[0, -15]])
   assert train_c.dtype == test_c.dtype == np.float32
@@ -681,7 +685,7 @@ def test_subtract_pixel_mean():
 
 def test_flip_double():
   images = np.array([[[[1], [2], [3]]], [[[4], [5], [6]]]], np.uint8)  # [2, 1, 3, 1]
-  doubled, labels = data.flip_double(images, np.array([7, 8], np.int32))
+  doubled, labels = preprocessing.flip_double(images, np.array([7, 8], np.int32))
   np.testing.assert_array_equal(
     doubled[..., 0], [[[1, 2, 3]], [[4, 5, 6]], [[3, 2, 1]], [[6, 5, 4]]]
   )

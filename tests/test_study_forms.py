@@ -173,7 +173,7 @@ def test_the_study_end_to_end_writes_every_verdict_and_swap(tiny_study):
 def test_swaps_match_a_numpy_forward_pass_in_float64(tiny_study):
   """A float32 gelu network evaluated with each other form: the losses the swap file keeps are
   those of the restored parameters run through the MLP in NumPy with that form."""
-  from gelujax import data, engine
+  from gelujax import engine, preprocessing
 
   _, out, _, data_dir = tiny_study
   workdir = out / "runs" / "gelu_float32"
@@ -184,7 +184,9 @@ def test_swaps_match_a_numpy_forward_pass_in_float64(tiny_study):
   ]  # fmt: skip
   spec, _, state = engine.restore(str(workdir), data_dir=str(data_dir))
   test = spec.load_data(str(data_dir))["test"]
-  x0 = np.asarray(data.scale_pixels(test["inputs"]), np.float64).reshape(len(test["targets"]), -1)
+  x0 = np.asarray(preprocessing.scale_pixels(test["inputs"]), np.float64).reshape(
+    len(test["targets"]), -1
+  )
   params = state.params["params"] if "params" in state.params else state.params
   layers = sorted(params, key=lambda k: int(k.split("_")[-1]))
   summary = json.loads((workdir / "summary.json").read_text())["members"]

@@ -44,7 +44,7 @@ def evaluate_noise(
     "loss": [S][A]}`` over the S non-diverged members.
   """
   # Imported here so that reading results and drawing tables needs no accelerator stack.
-  from gelujax import data, engine
+  from gelujax import engine, preprocessing
 
   workdir = Path(workdir)
   members = read_json(workdir / SUMMARY_FILE)["members"]
@@ -62,12 +62,12 @@ def evaluate_noise(
       f"{workdir} holds a {spec.name!r} run: the noise evaluation needs an image classifier "
       f"(uint8 pixels), as mnist's; its test inputs are {test['inputs'].dtype}."
     )
-  clean = data.scale_pixels(test["inputs"])
+  clean = preprocessing.scale_pixels(test["inputs"])
   rng = np.random.default_rng(noise_seed)
   accuracy, loss = [], []
   for a in levels:
     metrics = engine.evaluate_members(
-      spec, state, {**test, "inputs": data.add_uniform_noise(clean, float(a), rng)}
+      spec, state, {**test, "inputs": preprocessing.add_uniform_noise(clean, float(a), rng)}
     )
     if "error" not in metrics:
       raise ValueError(
