@@ -27,13 +27,12 @@ hold those files, verified, where ``root`` is `cache_root`: ``--data_dir`` when 
 
 TIMIT is licensed by the LDC and is never downloaded.
 
-``python -m gelujax.data download NAME [--data_dir DIR]`` fetches ahead of time (`main`);
-``python -m gelujax.data list`` shows where `gelujax.data.load` would read each data set from.
+The command line that fetches ahead of time, ``python -m gelujax.data download NAME
+[--data_dir DIR]``, is :mod:`gelujax.data.__main__`.
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import dataclasses
 import errno
@@ -776,62 +775,3 @@ def _member_kind(member: tarfile.TarInfo) -> str:
   if member.ischr() or member.isblk():
     return "device"
   return "FIFO" if member.isfifo() else "special file"
-
-
-# --------------------------------------------------------------------- command line
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-  """``python -m gelujax.data download NAME... [--data_dir DIR]`` or ``... list``."""
-  parser = argparse.ArgumentParser(
-    prog="python -m gelujax.data",
-    description="Fetch gelujax's data sets ahead of time, or list what the cache holds.",
-  )
-  commands = parser.add_subparsers(dest="command", required=True)
-  download = commands.add_parser(
-    "download", help="download, verify (and extract) data sets into the cache"
-  )
-  download.add_argument("names", nargs="+", metavar="NAME", help=", ".join(PUBLISHED))
-  listing = commands.add_parser(
-    "list", help="show where each data set would be read from (the loader, without the network)"
-  )
-  for command in (download, listing):
-    command.add_argument(
-      "--data_dir",
-      default=None,
-      help=f"the cache folder (default: ${DATA_DIR_VARIABLE}, else {DEFAULT_CACHE})",
-    )
-  args = parser.parse_args(argv)
-  root = cache_root(args.data_dir)
-  try:
-    if args.command == "list":
-      mirror = os.environ.get(MIRROR_VARIABLE)
-      print(f"cache {root}; mirror {mirror or 'none'}; offline {is_offline()}", flush=True)
-      from gelujax import data  # here: gelujax.data imports this module
-
-      print("\n".join(data.describe_sources(root)))
-      return 0
-    for name in args.names:
-      published(name)
-    for name in args.names:
-      if is_offline():
-        raise ValueError(
-          f"{OFFLINE_VARIABLE}={os.environ[OFFLINE_VARIABLE]} forbids the network, so {name} "
-          f"cannot be downloaded. {where_to_put(name, root)}"
-        )
-      try:
-        entry = fetch(name, root)
-      except NotFound as e:
-        raise ValueError(f"Cannot download {name}: {e}. {where_to_put(name, root)}") from None
-      print(f"{name}: {entry.folder}: {entry.record['verified']}.", flush=True)
-  except ValueError as e:
-    print(f"python -m gelujax.data: error: {' '.join(str(e).split())}", file=sys.stderr)
-    return 1
-  except KeyboardInterrupt:
-    print(
-      "python -m gelujax.data: interrupted; a partial file is kept as <file>.part and the same "
-      "command resumes it.",
-      file=sys.stderr,
-    )
-    return 130
-  return 0

@@ -14,6 +14,7 @@ import scipy.linalg
 import tensorflow_datasets as tfds
 
 from gelujax import data, download, preprocessing
+from gelujax.data.__main__ import main as data_main
 
 RNG = np.random.default_rng(0)
 
@@ -133,7 +134,7 @@ def test_list_shows_where_load_reads_each_data_set(tmp_path, no_tfds, monkeypatc
   write_mnist(tmp_path / "debian", n_train=5001)  # the default split holds 5000 out
   monkeypatch.setattr(data, "DEBIAN_FASHION_MNIST", tmp_path / "debian")
   cache = tmp_path / "cache"
-  assert download.main(["list", "--data_dir", str(cache)]) == 0
+  assert data_main(["list", "--data_dir", str(cache)]) == 0
   listing = {line[:14].strip(): line[14:] for line in capsys.readouterr().out.splitlines()[1:]}
   assert sorted(listing) == data.dataset_names()
   assert listing["fashion_mnist"].startswith(f"found     IDX files in {tmp_path / 'debian'}; ")
@@ -150,7 +151,7 @@ def test_list_shows_where_load_reads_each_data_set(tmp_path, no_tfds, monkeypatc
 
 
 def test_a_near_miss_data_set_name_gets_a_suggestion(capsys):
-  assert download.main(["download", "cifar11"]) == 1
+  assert data_main(["download", "cifar11"]) == 1
   error = capsys.readouterr().err
   assert error.startswith(
     "python -m gelujax.data: error: No published files for data set 'cifar11'. Did you mean "

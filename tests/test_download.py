@@ -31,6 +31,7 @@ from tiny_task import write_mnist_files
 
 from gelujax import data, download, engine, tasks
 from gelujax import workdir as workdirs
+from gelujax.data.__main__ import main as data_main
 from gelujax.members import Members
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -328,7 +329,7 @@ def test_the_download_command_fetches_ahead_and_list_verifies(
   files = twitter_files()
   publish(monkeypatch, server, "twitter_pos", files)
   target = tmp_path / "prefetched"
-  assert download.main(["download", "twitter_pos", "--data_dir", str(target)]) == 0
+  assert data_main(["download", "twitter_pos", "--data_dir", str(target)]) == 0
   assert (target / "twitter_pos" / "oct27.test").read_bytes() == files["oct27.test"]
   # The folder is then a --data_dir like any other, and its files are the published ones.
   splits = data.load("twitter_pos", target)
@@ -336,7 +337,7 @@ def test_the_download_command_fetches_ahead_and_list_verifies(
     splits.info["record"]["verified"] == "each of the 3 files matches its published sha256 and size"
   )
   capsys.readouterr()
-  assert download.main(["list", "--data_dir", str(target)]) == 0
+  assert data_main(["list", "--data_dir", str(target)]) == 0
   listing = capsys.readouterr().out.splitlines()
   folder = target / "twitter_pos"
   assert (
@@ -353,19 +354,19 @@ def test_the_download_command_fetches_ahead_and_list_verifies(
   )
   path = target / "twitter_pos" / "oct27.dev"
   path.write_bytes(path.read_bytes().replace(b"\t", b" ", 1))  # One byte changed on disk.
-  download.main(["list", "--data_dir", str(target)])
+  data_main(["list", "--data_dir", str(target)])
   listing = capsys.readouterr().out
   damaged = f"{path} is damaged: sha256 {hashlib.sha256(path.read_bytes()).hexdigest()}"
   assert f"the cache {folder} ({damaged}" in listing
   # Fetching again replaces only the damaged file.
   server.requests.clear()
-  assert download.main(["download", "twitter_pos", "--data_dir", str(target)]) == 0
+  assert data_main(["download", "twitter_pos", "--data_dir", str(target)]) == 0
   assert server.gets() == ["/published/oct27.dev"]
   assert path.read_bytes() == files["oct27.dev"]
 
 
 def test_timit_is_never_downloaded(online, capsys):
-  assert download.main(["download", "timit"]) == 1
+  assert data_main(["download", "timit"]) == 1
   assert "licensed by the LDC" in capsys.readouterr().err
 
 
@@ -465,6 +466,7 @@ def test_a_tarball_with_a_member_out_of_place_is_refused_and_nothing_extracted(
 RUNNER = """
 import json, sys
 from gelujax import data, download
+from gelujax.data.__main__ import main as data_main
 for name, entry in json.loads(sys.argv[1]).items():
   download.PUBLISHED[name] = download.Published(
     files=tuple(download.PublishedFile(**f) for f in entry["files"]),
@@ -474,7 +476,7 @@ if sys.argv[2] == "load":
   splits = data.load(sys.argv[3])
   print(json.dumps({k: len(v["targets"]) for k, v in splits.items()}), flush=True)
 else:
-  sys.exit(download.main(sys.argv[3:]))
+  sys.exit(data_main(sys.argv[3:]))
 """
 
 
@@ -551,7 +553,7 @@ def test_sigint_mid_download_leaves_nothing_under_the_final_name_and_a_rerun_res
   assert 1024 <= part.stat().st_size < len(files["oct27.train"])
   kept = part.stat().st_size
   server.requests.clear()
-  assert download.main(["download", "twitter_pos"]) == 0
+  assert data_main(["download", "twitter_pos"]) == 0
   assert server.requests[0] == ("/published/oct27.train", f"bytes={kept}-", 206)
   assert (cache / "twitter_pos" / "oct27.train").read_bytes() == files["oct27.train"]
   assert not part.exists()
@@ -589,7 +591,7 @@ def test_offline_never_touches_the_network_and_names_every_place(server, cache, 
 
 
 def test_offline_download_command_is_an_error(cache, capsys):
-  assert download.main(["download", "twitter_pos"]) == 1
+  assert data_main(["download", "twitter_pos"]) == 1
   assert "GELUJAX_OFFLINE=1 forbids the network" in capsys.readouterr().err
 
 

@@ -1,8 +1,74 @@
-"""``python -m gelujax.data``: the data command line (:func:`gelujax.download.main`)."""
+"""``python -m gelujax.data``: the data command line. ``download NAME... [--data_dir DIR]``
+fetches and verifies data sets into the cache ahead of time (:func:`gelujax.download.fetch`);
+``list`` shows where :func:`gelujax.data.load` would read each one, without the network
+(:func:`gelujax.data.describe_sources`)."""
 
+from __future__ import annotations
+
+import argparse
+import os
 import sys
+from collections.abc import Sequence
 
-from gelujax import download
+from gelujax import data, download
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+  """``python -m gelujax.data download NAME... [--data_dir DIR]`` or ``... list``."""
+  parser = argparse.ArgumentParser(
+    prog="python -m gelujax.data",
+    description="Fetch gelujax's data sets ahead of time, or list what the cache holds.",
+  )
+  commands = parser.add_subparsers(dest="command", required=True)
+  fetching = commands.add_parser(
+    "download", help="download, verify (and extract) data sets into the cache"
+  )
+  fetching.add_argument("names", nargs="+", metavar="NAME", help=", ".join(download.PUBLISHED))
+  listing = commands.add_parser(
+    "list", help="show where each data set would be read from (the loader, without the network)"
+  )
+  for command in (fetching, listing):
+    command.add_argument(
+      "--data_dir",
+      default=None,
+      help=f"the cache folder (default: ${download.DATA_DIR_VARIABLE}, else "
+      f"{download.DEFAULT_CACHE})",
+    )
+  args = parser.parse_args(argv)
+  root = download.cache_root(args.data_dir)
+  try:
+    if args.command == "list":
+      mirror = os.environ.get(download.MIRROR_VARIABLE)
+      print(f"cache {root}; mirror {mirror or 'none'}; offline {download.is_offline()}", flush=True)
+      print("\n".join(data.describe_sources(root)))
+      return 0
+    for name in args.names:
+      download.published(name)
+    for name in args.names:
+      if download.is_offline():
+        raise ValueError(
+          f"{download.OFFLINE_VARIABLE}={os.environ[download.OFFLINE_VARIABLE]} forbids the "
+          f"network, so {name} cannot be downloaded. {download.where_to_put(name, root)}"
+        )
+      try:
+        entry = download.fetch(name, root)
+      except download.NotFound as e:
+        raise ValueError(
+          f"Cannot download {name}: {e}. {download.where_to_put(name, root)}"
+        ) from None
+      print(f"{name}: {entry.folder}: {entry.record['verified']}.", flush=True)
+  except ValueError as e:
+    print(f"python -m gelujax.data: error: {' '.join(str(e).split())}", file=sys.stderr)
+    return 1
+  except KeyboardInterrupt:
+    print(
+      "python -m gelujax.data: interrupted; a partial file is kept as <file>.part and the same "
+      "command resumes it.",
+      file=sys.stderr,
+    )
+    return 130
+  return 0
+
 
 if __name__ == "__main__":
-  sys.exit(download.main())
+  sys.exit(main())
