@@ -14,7 +14,13 @@
   Markdown tables, figures, READMEs.
 - :mod:`~gelujax.study.noise`: Fig. 3's noise evaluation.
 - :mod:`~gelujax.study.grids`: the runs to train (selection grids, evaluation runs), training.
+- :mod:`~gelujax.study.stages`: a result's stages read from the runs' files (the selection
+  grids, their candidates, the evaluation runs, the per-seed values).
+- :mod:`~gelujax.study.summary`: ``summary.json``, ``table.md`` and the loss curves.
+- :mod:`~gelujax.study.noise_task`: Fig. 3's result, from the noise evaluations.
 - :mod:`~gelujax.study.pipeline`: the orchestration, :func:`reproduce` and :func:`render`.
+- :mod:`~gelujax.study.forms`, :mod:`~gelujax.study.forms_report`: the GELU forms study, its
+  fixed design, paired tests and swaps, and its README.
 """
 
 from gelujax.study.grids import Grid, evaluation_grids, make_grids, train_grids
