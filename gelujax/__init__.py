@@ -8,8 +8,6 @@ import importlib
 
 from gelujax.activations import (
   ACTIVATIONS,
-  activation_aliases,
-  activation_names,
   clipped_gelu,
   elu,
   gated,
@@ -19,8 +17,6 @@ from gelujax.activations import (
   gelu_fast,
   gelu_sigmoid,
   gelu_tanh,
-  get_activation,
-  register_activation,
   reglu,
   relu,
   silu,
@@ -29,6 +25,7 @@ from gelujax.activations import (
 )
 from gelujax.linen import Activation, GatedMLP, LearnableGELU
 from gelujax.registry import Registry
+from gelujax.specs import activation_aliases, activation_names, get_activation, register_activation
 
 __all__ = [
   "ACTIVATIONS",

@@ -2,7 +2,7 @@
 :mod:`gelujax.nnx`, with the same parameters.
 
 - :class:`Activation`: applies an activation named by its spec (the way models take one),
-  through :func:`gelujax.activations.resolve_activation`, the resolver the NNX twin shares.
+  through :func:`gelujax.specs.resolve_activation`, the resolver the NNX twin shares.
 - :class:`LearnableGELU`: GELU with a learned gate, registered as ``learnable_gelu``.
 - :class:`GatedMLP`: the gated linear units' feed-forward block (Shazeer 2020).
 """
@@ -19,7 +19,8 @@ from flax import linen as nn
 from jax import Array
 from jax.typing import ArrayLike
 
-from gelujax.activations import ACTIVATIONS, gated, gaussian_gelu, resolve_activation
+from gelujax.activations import ACTIVATIONS, gated, gaussian_gelu
+from gelujax.specs import resolve_activation
 
 
 @ACTIVATIONS.register("learnable_gelu")

@@ -38,7 +38,8 @@ from flax import nnx
 from jax import Array
 from jax.typing import ArrayLike, DTypeLike
 
-from gelujax.activations import gated, gaussian_gelu, resolve_activation
+from gelujax.activations import gated, gaussian_gelu
+from gelujax.specs import resolve_activation
 
 # nnx.Linear's defaults, which GatedMLP keeps.
 _KERNEL_INIT = nnx.initializers.lecun_normal()

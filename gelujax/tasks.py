@@ -34,7 +34,7 @@ import flax.linen as nn
 import jax.numpy as jnp
 import numpy as np
 
-from gelujax.activations import ACTIVATIONS, activation_names, get_activation
+from gelujax.activations import ACTIVATIONS
 from gelujax.members import learning_rates_problem
 from gelujax.models import MODELS
 from gelujax.objectives import OBJECTIVES
@@ -42,6 +42,7 @@ from gelujax.optimizers import OPTIMIZERS
 from gelujax.preprocessing import PREPROCESSING
 from gelujax.prng import DROPOUT_BITS
 from gelujax.registry import Registry, close_names, did_you_mean, parse_name, sentences
+from gelujax.specs import activation_names, get_activation
 
 TASKS: Registry = Registry("task")
 

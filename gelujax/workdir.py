@@ -58,7 +58,7 @@ RECORD_FILE = "metadata"
 
 # Fields of a run's spec that may change when it is resumed; the identity leaves them out.
 RESUMABLE_FIELDS = ("epochs",)
-# config.json's record of a user's activation (`gelujax.activations.activation_source`).
+# config.json's record of a user's activation (`gelujax.specs.activation_source`).
 ACTIVATION_SOURCE = "activation_source"
 # Spec fields added after runs were committed: config.json leaves each out at its default, so
 # the configs (and identities) of runs written before it stay the same.
@@ -202,7 +202,7 @@ def make_config(task: Any, members: Members) -> dict[str, Any]:
     "spec": spec,
     "members": members.to_json(),
   }
-  from gelujax.activations import activation_source  # here: reading runs needs no JAX
+  from gelujax.specs import activation_source  # here: reading runs needs no JAX
 
   source = activation_source(task.activation)
   if source is not None:  # the user's function: its module, name and file's sha256

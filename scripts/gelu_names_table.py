@@ -21,7 +21,7 @@ import numpy as np
 from scipy import special
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from gelujax import activations
+from gelujax import specs
 from gelujax.registry import parse_name
 
 README = Path(__file__).resolve().parents[1] / "README.md"
@@ -48,7 +48,7 @@ def deviation_from_exact(spec: str) -> tuple[float, np.ndarray]:
   """Max |f(x) - x Phi(x)| over the grid and the x (one or two, mirrored) where it peaks."""
   x = np.linspace(-X_MAX, X_MAX, round(2 * X_MAX / STEP) + 1)
   with jax.enable_x64(True):
-    y = np.asarray(activations.get_activation(spec)(jax.numpy.asarray(x)), np.float64)
+    y = np.asarray(specs.get_activation(spec)(jax.numpy.asarray(x)), np.float64)
   deviation = np.abs(y - x * special.ndtr(x))
   peak = deviation.max()
   return float(peak), x[deviation >= peak * (1 - 1e-9)]
@@ -70,7 +70,7 @@ def describe_peak(peak: float, where: np.ndarray) -> tuple[str, str]:
 def rows() -> list[tuple[str, str, str, str, str]]:
   """(name, formula, max deviation, at x, gelujax function) for every GELU name."""
   table = []
-  for name, target in [*((n, n) for n in OWN_NAMES), *activations.activation_aliases().items()]:
+  for name, target in [*((n, n) for n in OWN_NAMES), *specs.activation_aliases().items()]:
     function, kwargs = parse_name(target)
     formula = FORMULAS[function].format(**{**DEFAULTS.get(function, {}), **kwargs})
     deviation, at = describe_peak(*deviation_from_exact(target))

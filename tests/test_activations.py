@@ -19,8 +19,6 @@ from scipy import optimize, special
 
 from gelujax import activations
 from gelujax.activations import (
-  activation_aliases,
-  activation_names,
   clipped_gelu,
   elu,
   gated,
@@ -30,7 +28,6 @@ from gelujax.activations import (
   gelu_fast,
   gelu_sigmoid,
   gelu_tanh,
-  get_activation,
   reglu,
   relu,
   silu,
@@ -38,6 +35,7 @@ from gelujax.activations import (
   swiglu,
 )
 from gelujax.linen import Activation, GatedMLP, LearnableGELU
+from gelujax.specs import activation_aliases, activation_names, get_activation
 
 F32_TINY = float(np.finfo(np.float32).smallest_normal)
 HYPOTHESIS = settings(deadline=None, max_examples=25)

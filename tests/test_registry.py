@@ -5,10 +5,10 @@ import functools
 import pytest
 
 from gelujax import data, tasks
-from gelujax.activations import activation_names, get_activation
 from gelujax.models import MODELS
 from gelujax.optimizers import OPTIMIZERS
 from gelujax.registry import Registry, close_names, did_you_mean, parse_name, sentences
+from gelujax.specs import activation_names, get_activation
 
 
 def scale(x, factor=1.0, offset=0.0):

@@ -180,7 +180,7 @@ def test_register_activation_for_scripts():
   assert gelujax.get_activation("halved_for_a_test") is halved
   out = gelujax.Activation("halved_for_a_test").apply({}, jnp.arange(3.0))
   np.testing.assert_array_equal(out, [0.0, 0.5, 1.0])
-  source = gelujax.activations.activation_source("halved_for_a_test")
+  source = gelujax.specs.activation_source("halved_for_a_test")
   with open(__file__, "rb") as f:
     digest = hashlib.sha256(f.read()).hexdigest()
   assert source == {
