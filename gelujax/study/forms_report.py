@@ -32,7 +32,11 @@ def pair_words(o: Outcome) -> str:
 
 
 def signed(value: float, digits: int = 3) -> str:
-  return "n/a" if not math.isfinite(value) else f"{value:+.{digits}g}"
+  """``+0.04``; a value within rounding of zero (the mean of two opposite test errors in
+  floating point) is ``+0``."""
+  if not math.isfinite(value):
+    return "n/a"
+  return f"{0.0 if abs(value) < 1e-12 else value:+.{digits}g}"
 
 
 def shift_words(o: Outcome) -> str:
