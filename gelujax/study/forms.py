@@ -72,6 +72,10 @@ class Metric:
   def unit(self) -> str:
     return "%" if self.log else ("points" if self.scale == 100.0 else "nats")
 
+  def amount(self, text: str) -> str:
+    """``text`` with the unit: ``"+0.04 points"``, ``"+1.2%"``."""
+    return f"{text}%" if self.log else f"{text} {self.unit}"
+
 
 @dataclasses.dataclass(frozen=True)
 class Design:

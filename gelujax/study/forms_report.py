@@ -45,7 +45,7 @@ def shift_words(o: Outcome) -> str:
   if not o.seeds:
     return "no pairs"
   low, high, _ = o.interval
-  return f"{signed(m.shown(o.shift))} {m.unit} [{signed(m.shown(low))}, {signed(m.shown(high))}]"
+  return f"{m.amount(signed(m.shown(o.shift)))} [{signed(m.shown(low))}, {signed(m.shown(high))}]"
 
 
 def verdict_words(o: Outcome) -> str:
@@ -258,7 +258,7 @@ def draw_figure(design: Design, outcomes: Sequence[Outcome], path: Path) -> Path
       ax.set_xscale("symlog", linthresh=1.0)
       ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}"))
       ax.set_xlabel(
-        f"paired shift in margins (±{metric.shown(metric.margin):.3g} {metric.unit}), "
+        f"paired shift in margins ({metric.amount(f'±{metric.shown(metric.margin):.3g}')}), "
         f"exact {100 * stats.CONFIDENCE:g}% interval",
         fontsize=8,
       )
@@ -361,6 +361,10 @@ def design_lines(design: Design) -> list[str]:
     if equivalent > strictest or beyond > strictest:
       floors.append(f"{kind}/{dtype}/{key} (smallest p {equivalent:.3g}, strictest level "
                     f"{strictest:.3g})")  # fmt: skip
+  sizes = " and ".join(
+    f"{n} tests in each {kind} family"
+    for kind, n in sorted({(k[0], size) for k, size in families.items()})
+  )
   lines = [
     f"Fixed in `gelujax/study/forms.py` (`DESIGN`, {design.date}) before any of its runs was "
     "trained:",
@@ -378,7 +382,7 @@ def design_lines(design: Design) -> list[str]:
     "each dtype, on:",
   ]
   for m in design.metrics:
-    margin = f"±{m.shown(m.margin):.3g} {m.unit}"
+    margin = m.amount(f"±{m.shown(m.margin):.3g}")
     lines.append(f"  - {m.label} (`{m.key}`), margin {margin}: {m.reason}.")
   lines += [
     "- Tests: the paired shift is the Hodges–Lehmann median of the Walsh averages of the "
@@ -387,7 +391,7 @@ def design_lines(design: Design) -> list[str]:
     "margin (TOST), the beyond-the-margin test the one-sided one in the other direction, "
     "doubled; a comparison's p is twice the smaller of the two, so either decision is made at "
     "the level of one test. Holm's correction runs within each family: (forms or control, "
-    f"dtype, metric), {sorted(set(families.values()))} tests each, at level {design.alpha:g}.",
+    f"dtype, metric), {sizes}, at level {design.alpha:g}.",
     "- Verdicts: *equivalent* (the shift lies within the margin), *different* (beyond it, with "
     "its direction) where the Holm-adjusted p is at most the level; else *inconclusive*, with "
     "the way the shift leans and the pairs that would decide it with 80% power (a normal "
@@ -418,6 +422,7 @@ def training_lines(out: Path, root: Path) -> list[str]:
     lines.append(
       f"Trained with `{provenance['command']}` from a `git worktree` of {provenance['revision']}."
     )
+  lines.append("Wall-clock time per grid, with whatever else ran on the machine beside it:")
   for name, t in timings.items():
     machines = "; ".join(t["machines"]) or "unknown machine"
     lines.append(f"- `{name}`: {t['seconds'] / 60:.1f} min on {machines}")
