@@ -1091,11 +1091,21 @@ class Expected:
       return f"{fmt(count / n[split], 100)}%"
 
     read_as = ""
-    if not self.runs[0].config["spec"]["data_options"].get("embeddings"):
-      read_as = (
-        ": the runs' vocabulary is those types, so each is read as UUUNKKK, a vector no training "
-        "token reaches"
-      )
+    spec = self.runs[0].config["spec"]
+    if not spec["data_options"].get("embeddings"):
+      untrained = "a vector no training token reaches"
+      if spec["model"] == "spelling_mlp_twitter_pos":
+        trained = (
+          "trained on the train words word dropout replaces by it"
+          if spec["model_options"].get("word_dropout")
+          else untrained
+        )
+        read_as = (
+          f": the runs' vocabulary is those types, so each is read as UUUNKKK ({trained}) plus "
+          "the word's own spelling (character n-grams, shape flags)"
+        )
+      else:
+        read_as = f": the runs' vocabulary is those types, so each is read as UUUNKKK, {untrained}"
     lines = [
       f"- Out of vocabulary [{self.figure}]: {pct(oov['validation']['cased'], 'validation')} of "
       f"the validation tokens ({oov['validation']['cased']} of {n['validation']}) and "

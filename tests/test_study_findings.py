@@ -195,3 +195,21 @@ def test_paired_and_candidates_lines():
     "- Candidates [relu]: lr 0.001 (selected); not candidates: lr 0.0001 (every member diverged).",
     "- Candidates [elu]: none, every member diverged.",
   ]
+
+
+def test_how_an_unseen_word_is_read_follows_the_runs_model():
+  plain = {"model": "embedding_mlp_twitter_pos", "model_options": {}, "data_options": {}}
+  assert findings.unseen_words(plain).endswith(
+    "read as UUUNKKK, a vector no training token reaches"
+  )
+  pretrained = {**plain, "data_options": {"embeddings": "vectors.txt"}}
+  assert findings.unseen_words(pretrained) == ""
+  spelled = {**plain, "model": "spelling_mlp_twitter_pos"}
+  assert findings.unseen_words(spelled).endswith(
+    "UUUNKKK (a vector no training token reaches) plus the word's own spelling (character "
+    "n-grams, shape flags)"
+  )
+  dropped = {**spelled, "model_options": {"word_dropout": 0.25}}
+  assert "UUUNKKK (trained on the train words word dropout replaces by it)" in (
+    findings.unseen_words(dropped)
+  )

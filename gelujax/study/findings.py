@@ -598,16 +598,36 @@ def _percent(count: int, total: int) -> str:
   return f"{number(count / total, 100)}%"
 
 
+def unseen_words(spec: Mapping[str, Any]) -> str:
+  """How the runs of ``spec`` (config.json's) read a word the training split does not hold:
+  nothing to say with pretrained embeddings (the file decides); else UUUNKKK's vector, alone
+  (never trained), or with the word's spelling (``spelling_mlp_twitter_pos``), trained by word
+  dropout where the model replaces train words by UUUNKKK."""
+  if spec["data_options"].get("embeddings"):
+    return ""
+  options = spec.get("model_options", {})
+  words = ": the runs' vocabulary is those types, so each is read as UUUNKKK"
+  if spec["model"] != "spelling_mlp_twitter_pos" and not options.get("buckets"):
+    return words + ", a vector no training token reaches"
+  trained = (
+    "trained on the train words word dropout replaces by it"
+    if options.get("word_dropout")
+    else "a vector no training token reaches"
+  )
+  return f"{words} ({trained}) plus the word's own spelling (character n-grams, shape flags)"
+
+
 def baseline_lines(
   task: str,
   found: Mapping[str, Any] | str | None,
   compared: Sequence[Mapping[str, Any]],
   *,
-  embeddings: bool,
+  spec: Mapping[str, Any],
 ) -> list[str]:
   """The lines of a result's baselines (:func:`gelujax.study.baselines.result_baselines`, or
   why there are none; None: its task has none) and of its runs against the lookup
-  (:func:`gelujax.study.baselines.compare`)."""
+  (:func:`gelujax.study.baselines.compare`). ``spec``: the runs' task, as config.json holds it,
+  which says how they read an unseen word (:func:`unseen_words`)."""
   fig = figure(task)
   if found is None:
     return []
@@ -616,12 +636,7 @@ def baseline_lines(
   lookup = found["lookup"]
   train, validation, test = lookup["train"], lookup["validation"], lookup["test"]
   oov = {k: lookup[k]["out_of_vocabulary"] for k in lookups.SPLITS}
-  read_as = (
-    ""
-    if embeddings
-    else ": the runs' vocabulary is those types, so each is read as UUUNKKK, a vector no "
-    "training token reaches"
-  )
+  read_as = unseen_words(spec)
   lines = [
     f"- Out of vocabulary [{fig}]: {_percent(oov['validation']['cased'], validation['tokens'])}"
     f" of the validation tokens ({oov['validation']['cased']} of {validation['tokens']}) and "

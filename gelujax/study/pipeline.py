@@ -102,10 +102,9 @@ def write_runs(task: str, stages: Stages, out: Path, root: Path) -> Result:
   compared = []
   if isinstance(found, dict):
     compared = lookups.compare(found["lookup"], lookups.shown_runs(evaluation_rows, rows))
-  embeddings = bool(settings["spec"]["data_options"].get("embeddings"))
   sections = findings.with_baselines(
     findings.write_findings(result),
-    findings.baseline_lines(task, found, compared, embeddings=embeddings),
+    findings.baseline_lines(task, found, compared, spec=settings["spec"]),
   )
   extra = {} if found is None else {"baselines": {"found": found, "compared": compared}}
   write_summary(out, task, settings, result, sections, report=report, rows=rows,
