@@ -91,7 +91,7 @@ def _read_cifar_dir(folder: Path, name: str):
 
 
 def _load_cifar(
-  name: str, data_dir: Path | None, train_on_all: bool, validation_size: int
+  name: str, data_dir: Path | None, *, train_on_all: bool = False, validation_size: int = 5000
 ) -> Splits:
   official, train_files, test_file, _, classes = _CIFAR[name]
   how = (
@@ -104,15 +104,6 @@ def _load_cifar(
   return _split_train(train, test, train_on_all, validation_size, info)
 
 
-@DATASETS.register("cifar10")
-def _load_cifar10(
-  data_dir: Path | None, *, train_on_all: bool = False, validation_size: int = 5000
-) -> Splits:
-  return _load_cifar("cifar10", data_dir, train_on_all, validation_size)
-
-
-@DATASETS.register("cifar100")
-def _load_cifar100(
-  data_dir: Path | None, *, train_on_all: bool = False, validation_size: int = 5000
-) -> Splits:
-  return _load_cifar("cifar100", data_dir, train_on_all, validation_size)
+# One loader per data set: _load_cifar with its name bound (its options, the keywords).
+for _name in ("cifar10", "cifar100"):
+  DATASETS.register(_name, functools.partial(_load_cifar, _name))

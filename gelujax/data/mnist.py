@@ -14,6 +14,7 @@ not the same 5,000 images as the IDX files' one.
 
 from __future__ import annotations
 
+import functools
 import gzip
 import math
 import struct
@@ -117,7 +118,7 @@ def _read_idx_dir(folder: Path):
 
 
 def _load_mnist_like(
-  name: str, data_dir: Path | None, train_on_all: bool, validation_size: int
+  name: str, data_dir: Path | None, *, train_on_all: bool = False, validation_size: int = 5000
 ) -> Splits:
   how = (
     f"Pass --data_dir pointing at a folder holding {', '.join(_IDX_NAMES)} (each gzipped with "
@@ -132,15 +133,6 @@ def _load_mnist_like(
   return _split_train(train, test, train_on_all, validation_size, info)
 
 
-@DATASETS.register("mnist")
-def _load_mnist(
-  data_dir: Path | None, *, train_on_all: bool = False, validation_size: int = 5000
-) -> Splits:
-  return _load_mnist_like("mnist", data_dir, train_on_all, validation_size)
-
-
-@DATASETS.register("fashion_mnist")
-def _load_fashion_mnist(
-  data_dir: Path | None, *, train_on_all: bool = False, validation_size: int = 5000
-) -> Splits:
-  return _load_mnist_like("fashion_mnist", data_dir, train_on_all, validation_size)
+# One loader per data set: _load_mnist_like with its name bound (its options, the keywords).
+for _name in ("mnist", "fashion_mnist"):
+  DATASETS.register(_name, functools.partial(_load_mnist_like, _name))
