@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from gelujax import workdir as workdirs
-from gelujax.study import grids, runs, stats
+from gelujax.study import grids, runs, stats, verdicts
 from gelujax.workdir import SUMMARY_FILE, read_json
 
 TASK = "gelu_forms"
@@ -223,34 +223,39 @@ class Outcome:
   pairs_needed: int | None = None
 
 
-def paired_values(
+def compared_values(
   first: dict[int, float], second: dict[int, float], metric: Metric
-) -> tuple[tuple[int, ...], np.ndarray]:
-  """The seeds both networks have a finite value for, and the differences first - second."""
-  seeds = tuple(
+) -> tuple[dict[int, float], dict[int, float]]:
+  """Each arm's values as compared (logs for a ratio metric), on the seeds, in order, that both
+  networks have a finite value for."""
+  seeds = [
     s for s in sorted(first) if s in second and math.isfinite(first[s]) and math.isfinite(second[s])
+  ]
+  return tuple(
+    dict(zip(seeds, map(float, metric.compared([arm[s] for s in seeds])), strict=True))
+    for arm in (first, second)
   )
-  a = metric.compared([first[s] for s in seeds])
-  b = metric.compared([second[s] for s in seeds])
-  return seeds, a - b
 
 
 def paired_outcome(
   comparison: Comparison, first: dict[int, float], second: dict[int, float]
 ) -> Outcome:
-  """The paired tests of one comparison (seed -> value of each arm), before Holm."""
-  seeds, d = paired_values(first, second, comparison.metric)
+  """The paired tests of one comparison (seed -> value of each arm), before Holm: the paired
+  comparison of matched seeds (:class:`gelujax.study.verdicts.PairedComparison`) and the
+  equivalence tests of its differences."""
+  paired = verdicts.PairedComparison.of(*compared_values(first, second, comparison.metric))
   margin = comparison.metric.margin
-  if not len(d):
+  if paired is None:
     nan = math.nan
     return Outcome(comparison, (), (), nan, (nan, nan, nan), nan, stats.Equivalence(margin, 1, 1))
+  d = np.asarray(paired.differences)
   return Outcome(
     comparison,
-    seeds,
-    tuple(map(float, d)),
-    stats.walsh_median(d),
-    stats.paired_interval(d),
-    stats.signed_rank_test(d) if np.any(d != 0) else 1.0,  # no shift at all: p = 1
+    paired.seeds,
+    paired.differences,
+    paired.shift,
+    (paired.low, paired.high, paired.confidence),
+    paired.p if paired.zeros < len(d) else 1.0,  # no shift at all: p = 1
     stats.paired_equivalence_test(d, margin),
   )
 
