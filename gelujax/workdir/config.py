@@ -1,0 +1,252 @@
+"""A run's config.json and its identity: which run a workdir holds, and whether it can take one.
+
+`make_config` is the config.json object of a run; its `identity` (a hash less
+`RESUMABLE_FIELDS`) is what every checkpoint records. `check_run` refuses, before any work, a
+workdir that holds another run, a smaller ``epochs`` than it trained, or results with no
+checkpoint to resume them from. `read_config` returns the run a workdir holds: its config.json,
+or, when that is missing or not a run's config, the config recorded in its newest checkpoint;
+`write_config` keeps a broken config.json as ``config.json.damaged``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import sys
+from collections.abc import Mapping
+from typing import Any
+
+from gelujax.members import Members
+from gelujax.workdir.disk import check_writable
+from gelujax.workdir.files import (
+  CHECKPOINT_DIR,
+  CONFIG_FILE,
+  METRICS_FILE,
+  RECORD_FILE,
+  RECORD_ITEM,
+  SUMMARY_FILE,
+  WorkdirError,
+  checkpoint_epochs,
+  has_content,
+  keep_aside,
+  read_json,
+  trained_epochs,
+  write_json,
+)
+from gelujax.workdir.records import check_resumable
+
+# Fields of a run's spec that may change when it is resumed; the identity leaves them out.
+RESUMABLE_FIELDS = ("epochs",)
+# config.json's record of a user's activation (`gelujax.specs.activation_source`).
+ACTIVATION_SOURCE = "activation_source"
+# Spec fields added after runs were committed: config.json leaves each out at its default, so
+# the configs (and identities) of runs written before it stay the same.
+OMITTED_AT_DEFAULT = {"dropout_bits": "hash", "dtype": "float32"}
+
+
+def make_config(task: Any, members: Members) -> dict[str, Any]:
+  """The config.json object of a run of ``task`` (a `gelujax.tasks.TaskSpec`) over ``members``
+  (JSON types only); its spec holds the grid's learning rates and seed count, so config.json
+  names one grid only. A field of `OMITTED_AT_DEFAULT` is left out at its default."""
+  spec = dataclasses.asdict(task)
+  spec.update(learning_rates=members.learning_rates, seeds=len(members.seeds))
+  spec = {
+    k: v for k, v in spec.items() if k not in OMITTED_AT_DEFAULT or v != OMITTED_AT_DEFAULT[k]
+  }
+  config = {
+    "task": task.name,
+    "dataset": task.dataset,
+    "activation": task.activation,
+    "spec": spec,
+    "members": members.to_json(),
+  }
+  from gelujax.specs import activation_source  # here: reading runs needs no JAX
+
+  source = activation_source(task.activation)
+  if source is not None:  # the user's function: its module, name and file's sha256
+    config[ACTIVATION_SOURCE] = source
+  return json.loads(json.dumps(config))
+
+
+def identity(config: Mapping[str, Any]) -> str:
+  """The run's identity: a hash of its config (task, spec, members, and a user activation's
+  module, function and source sha256) less `RESUMABLE_FIELDS`."""
+  spec = {k: v for k, v in config["spec"].items() if k not in RESUMABLE_FIELDS}
+  fields = {"task": config["task"], "spec": spec, "members": config["members"]}
+  if ACTIVATION_SOURCE in config:
+    fields[ACTIVATION_SOURCE] = _source_identity(config[ACTIVATION_SOURCE])
+  text = json.dumps(fields, sort_keys=True)
+  return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _source_identity(source: Mapping[str, Any] | None) -> tuple | None:
+  """What of a user activation's record the run depends on: not the file's path (a checkout
+  may move), its module, function and bytes."""
+  if source is None:
+    return None
+  return (source.get("module"), source.get("function"), source.get("sha256"))
+
+
+def _describe_source(source: Mapping[str, Any] | None) -> str:
+  if source is None:
+    return "none (gelujax's own)"
+  digest = (source.get("sha256") or "unknown")[:12]
+  return f"{source.get('module')}.{source.get('function')} in {source.get('file')} sha256 {digest}"
+
+
+def check_run(task: Any, workdir: str, members: Members) -> dict[str, Any] | None:
+  """Checks that ``workdir`` can take the run: free, or holding this same run to resume.
+
+  Touches nothing. `gelujax.engine.fit` calls it once, before any work, and passes what it
+  returns to `writing`, which refuses the workdir if another process changed it since.
+
+  Returns:
+    The config of the run the workdir holds (`read_config`), None for a new workdir.
+
+  Raises:
+    WorkdirError: naming what differs or what is wrong, and what to do.
+  """
+  check_writable(workdir)
+  old = read_config(workdir)
+  if old is None:
+    return None
+  new = make_config(task, members)
+  old_spec, new_spec = ({**OMITTED_AT_DEFAULT, **c["spec"]} for c in (old, new))
+  differences = [
+    f"{key} {old_spec.get(key)!r} (now {value!r})"
+    for key, value in new_spec.items()
+    if key not in (*RESUMABLE_FIELDS, "learning_rates", "seeds") and old_spec.get(key) != value
+  ]
+  old_source, new_source = (c.get(ACTIVATION_SOURCE) for c in (old, new))
+  if _source_identity(old_source) != _source_identity(new_source):
+    differences.append(
+      f"the activation's source {_describe_source(old_source)} (now "
+      f"{_describe_source(new_source)}): its code changed since the run trained with it"
+    )
+  if old["members"] != new["members"]:
+    old_members = Members.from_json(old["members"])
+    text = f"members {old_members.describe()} (now {members.describe()})"
+    if sorted(old_members) == sorted(members):
+      text += (
+        " (the same members in another order: members are numbered in the order that "
+        "--learning_rates and --seeds give them)"
+      )
+    differences.append(text)
+  if differences:
+    raise WorkdirError(
+      f"Workdir {workdir} holds another run (task {old['task']!r}) that differs in: "
+      f"{'; '.join(differences)}. Pass another --workdir, or the same settings to resume it "
+      "(only --epochs may change)."
+    )
+  check_epochs(workdir, task.epochs)
+  check_resumable(workdir)
+  return old
+
+
+def check_epochs(workdir: str, epochs: int) -> None:
+  """Refuses to report a run trained further than ``epochs`` under that smaller number."""
+  trained = trained_epochs(workdir)
+  if trained > epochs:
+    raise WorkdirError(
+      f"Workdir {workdir} holds this run trained for {trained} epochs, more than --epochs "
+      f"{epochs}; its files are left as they are. Pass --epochs {trained} to report it as it "
+      "is, a larger --epochs to train it further, or another --workdir."
+    )
+
+
+_CONFIG_KEYS = {"task": str, "dataset": str, "activation": str, "spec": dict, "members": list}
+
+
+def config_problem(config: Any) -> str | None:
+  """Why ``config`` is not a run's config.json object (None when it is one)."""
+  if not isinstance(config, dict):
+    return f"it holds a {type(config).__name__}, not an object"
+  for key, kind in _CONFIG_KEYS.items():
+    if not isinstance(config.get(key), kind):
+      return f"its {key!r} is missing or not a {kind.__name__}"
+  if "epochs" not in config["spec"]:
+    return "its spec has no 'epochs'"
+  for member in config["members"]:
+    if not (isinstance(member, dict) and {"seed", "learning_rate"} <= set(member)):
+      return f"member {member!r} is not {{'seed': ..., 'learning_rate': ...}}"
+  if not config["members"]:
+    return "it lists no members"
+  return None
+
+
+def read_config(workdir: str) -> dict[str, Any] | None:
+  """The run that ``workdir`` holds: its config.json, or the config its newest checkpoint
+  records when config.json is missing or not a run's config. None for a new workdir.
+
+  Touches nothing (`write_config` writes the config back).
+
+  Raises:
+    WorkdirError: config.json is not a run's config and no checkpoint records the run, or the
+      workdir holds results (metrics, summary) but no record of the run that wrote them.
+  """
+  path = os.path.join(workdir, CONFIG_FILE)
+  problem = None
+  if os.path.exists(path):
+    try:
+      config = read_json(path)
+    except (ValueError, UnicodeDecodeError) as e:
+      problem = str(e)
+    else:
+      problem = config_problem(config)
+      if problem is None:
+        return config
+      problem = f"{path} is not a run's config: {problem}"
+  recorded = recorded_config(workdir)
+  if recorded is not None:
+    return recorded
+  if problem is not None:
+    raise WorkdirError(
+      f"{problem.rstrip('.')}. No checkpoint in {workdir}/checkpoints records the run to rebuild "
+      "it from: put back the run's config.json (e.g. from version control), or pass another "
+      "--workdir."
+    )
+  results = [name for name in (METRICS_FILE, SUMMARY_FILE) if has_content(workdir, name)]
+  if results:
+    raise WorkdirError(
+      f"Workdir {workdir} holds {' and '.join(results)} but no config.json and no checkpoint "
+      "recording the run that wrote them, so it cannot be resumed or extended: put back its "
+      "config.json, or pass another --workdir."
+    )
+  return None
+
+
+def recorded_config(workdir: str) -> dict[str, Any] | None:
+  """The config recorded in the newest checkpoint whose record can be read (None if none)."""
+  for epoch in reversed(checkpoint_epochs(workdir)):
+    path = os.path.join(workdir, CHECKPOINT_DIR, str(epoch), RECORD_ITEM, RECORD_FILE)
+    try:
+      with open(path) as f:
+        config = json.load(f).get("config")
+    except (OSError, ValueError, AttributeError, UnicodeDecodeError):
+      continue
+    if config_problem(config) is None:
+      return config
+  return None
+
+
+def write_config(workdir: str, config: dict[str, Any]) -> None:
+  """Writes config.json, first keeping one that is not a run's config as
+  ``config.json.damaged`` (nothing already written is lost)."""
+  path = os.path.join(workdir, CONFIG_FILE)
+  if not os.path.exists(path) and trained_epochs(workdir):
+    print(f"{path} was missing; rebuilt from the run's checkpoint.", file=sys.stderr)
+  if os.path.exists(path):
+    try:
+      problem = config_problem(read_json(path))
+    except (ValueError, UnicodeDecodeError):
+      problem = "unreadable"
+    if problem is not None:
+      kept = keep_aside(path)
+      print(
+        f"{path} was not a run's config ({problem}); kept as {kept} and rebuilt from the "
+        "run's checkpoint.",
+        file=sys.stderr,
+      )
+  write_json(path, config)

@@ -1,0 +1,140 @@
+"""The errors of a run's disk: a workdir refused before any work, and a failed write in one line.
+
+`check_writable` refuses, touching nothing, a workdir that is a file, is not UTF-8 or cannot be
+created or written. `disk_errors` turns an error of a full, read-only or forbidden disk, or of a
+folder deleted under the run, into one `WorkdirError` line naming the file and what to do.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import tempfile
+from collections.abc import Iterator
+
+from gelujax.workdir.files import CHECKPOINT_DIR, WorkdirError
+
+# OS errors that mean the workdir's disk cannot take the write, not a bug.
+DISK_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EIO)
+
+
+def check_writable(workdir: str) -> None:
+  """Refuses a ``--workdir`` that is a file, cannot be written or is not UTF-8 (Orbax, which
+  writes the checkpoints, takes UTF-8 paths only); touches nothing."""
+  path = os.path.abspath(workdir)
+  try:
+    path.encode()
+  except UnicodeEncodeError as e:  # Undecodable bytes of argv arrive as lone surrogates.
+    raise WorkdirError(
+      f"--workdir {os.fsencode(workdir)!r} is not UTF-8 (byte "
+      f"0x{os.fsencode(path[e.start])[0]:02x}"
+      f"{f' in its path {os.fsencode(path)!r}' if path != workdir else ''}); checkpoints are "
+      "written by a library that takes UTF-8 paths only: pass a --workdir whose path is UTF-8."
+    ) from None
+  if os.path.exists(path) and not os.path.isdir(path):
+    raise WorkdirError(
+      f"--workdir {workdir} is a file, not a folder; pass a new folder or this run's workdir."
+    )
+  existing = path
+  while not os.path.exists(existing):
+    existing = os.path.dirname(existing)
+  if not os.path.isdir(existing):
+    raise WorkdirError(f"--workdir {workdir}: {existing} is a file, so it cannot hold a folder.")
+  if os.statvfs(existing).f_flag & os.ST_RDONLY:
+    raise WorkdirError(
+      f"--workdir {workdir} is on a read-only file system ({existing}); pass a folder on a "
+      "writable disk."
+    )
+  if not os.access(existing, os.W_OK | os.X_OK):
+    raise WorkdirError(
+      f"--workdir {workdir}: {existing} is not writable by this user (permission denied); pass "
+      "a folder you can write."
+    )
+  longest = os.pathconf(existing, "PC_NAME_MAX")
+  for name in path[len(existing) :].split(os.sep):
+    if len(os.fsencode(name)) > longest:
+      raise WorkdirError(
+        f"--workdir {workdir}: the folder name {name[:40]!r}... is {len(os.fsencode(name))} "
+        f"bytes, longer than the {longest} its file system allows; pass a shorter name."
+      )
+  if path != existing:  # A new folder: one that can be made there (not, say, in /proc).
+    try:
+      os.rmdir(tempfile.mkdtemp(prefix=".gelujax-check-", dir=existing))
+    except OSError as e:
+      raise WorkdirError(
+        f"--workdir {workdir}: no folder can be created in {existing} ({e.strerror}); pass a "
+        "folder on a disk you can write."
+      ) from None
+
+
+@contextlib.contextmanager
+def disk_errors(workdir: str, what: str | None = None) -> Iterator[None]:
+  """Turns an error of a full, read-only or forbidden disk into a one-line `WorkdirError`: an
+  OSError, or one that a library (Orbax, TensorStore) wraps or names in its message.
+
+  Args:
+    workdir: the run's folder.
+    what: what was being written (default: the file the error names).
+  """
+  try:
+    yield
+  except Exception as e:
+    reason = disk_error_reason(e)
+    if reason is None:
+      gone = _deleted_folder(workdir, e)
+      if gone is None:
+        raise
+      raise WorkdirError(
+        f"{gone} was deleted while this run was writing it (by another process?), so "
+        f"{what or 'the run'} could not be written; what was deleted is lost. Re-run the same "
+        "command to resume from what is left (or start afresh), or pass another --workdir."
+      ) from None
+    where = what or getattr(e, "filename", None) or f"a file in {workdir}"
+    raise WorkdirError(
+      f"Cannot write {where} ({reason}). Everything written before is intact: "
+      "make room or give write access on that disk and re-run the same command to resume, "
+      "or pass another --workdir."
+    ) from None
+
+
+def _deleted_folder(workdir: str, error: BaseException | None) -> str | None:
+  """What of the workdir was deleted when ``error`` (or what it wraps; TensorStore names the
+  OS error in its message) says a file was not found: the workdir, or its checkpoints folder,
+  if gone now, else "a file or folder in <workdir>" when the error names a path inside it; None
+  for any other error."""
+  missing = os.strerror(errno.ENOENT)
+  while error is not None:
+    if (isinstance(error, OSError) and error.errno == errno.ENOENT) or missing in str(error):
+      for folder in (workdir, os.path.join(workdir, CHECKPOINT_DIR)):
+        if not os.path.isdir(folder):
+          return folder
+      named = f"{getattr(error, 'filename', None)} {error}"
+      return f"a file or folder in {workdir}" if os.path.abspath(workdir) in named else None
+    error = error.__cause__ or error.__context__
+  return None
+
+
+def disk_error_reason(error: BaseException | None) -> str | None:
+  """The OS's words when ``error`` (or what it wraps; TensorStore reports OS errors in its
+  message) says the disk cannot take a write: full, read-only, not permitted; else None."""
+  while error is not None:
+    if isinstance(error, OSError) and error.errno in DISK_ERRNOS:
+      return os.strerror(error.errno)
+    for e in DISK_ERRNOS:
+      if os.strerror(e) in str(error):
+        return os.strerror(e)
+    error = error.__cause__ or error.__context__
+  return None
+
+
+def quiet_disk_errors(hook):
+  """A thread excepthook that keeps the disk errors of background writers (TensorBoard's)
+  quiet: the run reports the full disk in one line when it next writes."""
+
+  def excepthook(args):
+    if isinstance(args.exc_value, OSError) and args.exc_value.errno in DISK_ERRNOS:
+      return
+    hook(args)
+
+  return excepthook
