@@ -1,8 +1,9 @@
 r"""Issue 19's end-to-end check on real bytes: a mirror served over HTTP, downloaded and loaded.
 
-For every data set of `gelujax.download.PUBLISHED` whose published files exist on this machine,
-this puts those exact bytes in a mirror folder (``<mirror>/<dataset>/<published name>``), serves
-the folder over HTTP on 127.0.0.1, and runs the user's command in a process of its own:
+For every data set of `gelujax.data.published.PUBLISHED` whose published files exist on this
+machine, this puts those exact bytes in a mirror folder (``<mirror>/<dataset>/<published
+name>``), serves the folder over HTTP on 127.0.0.1, and runs the user's command in a process of
+its own:
 
   GELUJAX_DATA_MIRROR=http://127.0.0.1:PORT/ python -m gelujax.data download NAME... \
     --data_dir CACHE
@@ -11,7 +12,8 @@ then loads each data set from ``CACHE`` with `gelujax.data.load` and prints its 
 beside the paper's (shared/PAPER.md). Where the published files come from:
 
 * Fashion-MNIST: Debian's ``dataset-fashion-mnist`` with each published gzip header put back
-  (`download.published_gzip_header`), which gives the published files byte for byte;
+  (`gelujax.data.checksums.published_gzip_header`), which gives the published files byte for
+  byte;
 * Twitter POS: the ARK splits in ``--twpos DIR`` (default ``../shared/data/twpos``);
 * any data set whose published files are in ``--from DIR/<dataset>/``.
 
@@ -34,7 +36,8 @@ from pathlib import Path
 
 import reports
 
-from gelujax import data, download
+from gelujax import data
+from gelujax.data import checksums, published
 
 ROOT = Path(__file__).resolve().parent.parent
 # The split sizes shared/PAPER.md gives (train / validation / test examples; Twitter: tokens).
@@ -50,7 +53,7 @@ SPLITS = ("train", "validation", "test")
 
 def real_copy(dataset: str, sources: Path | None, twpos: Path) -> dict[str, bytes] | None:
   """The published files of ``dataset`` as bytes, from a real copy on this machine, or None."""
-  spec = download.published(dataset)
+  spec = published.lookup(dataset)
   folders = [sources / dataset] if sources else []
   if dataset == "twitter_pos":
     folders.append(twpos)
@@ -60,7 +63,7 @@ def real_copy(dataset: str, sources: Path | None, twpos: Path) -> dict[str, byte
   debian = data.DEBIAN_FASHION_MNIST
   if dataset == "fashion_mnist" and all((debian / f.name).is_file() for f in spec.files):
     return {
-      f.name: download.published_gzip_header(f) + (debian / f.name).read_bytes()[10:]
+      f.name: checksums.published_gzip_header(f) + (debian / f.name).read_bytes()[10:]
       for f in spec.files
     }
   return None
@@ -100,7 +103,7 @@ def main() -> int:
   with tempfile.TemporaryDirectory() as tmp:
     mirror, cache = Path(tmp, "mirror"), Path(tmp, "cache")
     present = []
-    for dataset in download.PUBLISHED:
+    for dataset in published.PUBLISHED:
       files = real_copy(dataset, args.sources, args.twpos)
       if files is None:
         missing.append(dataset)
@@ -134,7 +137,7 @@ def main() -> int:
     *reports.header("Data sets downloaded from a mirror of their real files (issue 19)", record),
     "Each data set's published files, served over HTTP on 127.0.0.1 as "
     "`$GELUJAX_DATA_MIRROR/<dataset>/<file>`, fetched by `python -m gelujax.data download` "
-    "(sha256 and size checked against `gelujax.download.PUBLISHED`), then loaded.",
+    "(sha256 and size checked against `gelujax.data.published.PUBLISHED`), then loaded.",
     "",
     "| data set | split sizes loaded (train / val / test) | shared/PAPER.md | agree | verified |",
     "|---|---|---|---|---|",

@@ -6,7 +6,7 @@ kept the compressed data. With the published header put back (flags FNAME, the o
 no extra flags, Unix, the name), a file's sha256 is the published one; only the time is
 unknown. This searches it: the smallest file over the month Fashion-MNIST was published
 (August 2017), the others within two hours of it, each candidate checked against the published
-sha256 of `gelujax.download.PUBLISHED`, where the times found are kept (``gzip_mtime``).
+sha256 of `gelujax.data.published.PUBLISHED`, where the times found are kept (``gzip_mtime``).
 
   python scripts/find_gzip_mtime.py   # about 15 s on one core
 
@@ -25,26 +25,27 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
-from gelujax import data, download
+from gelujax import data
+from gelujax.data import checksums, published
 
 _UTC = datetime.UTC
 
 
-def find_mtime(path: Path, file: download.PublishedFile, times: Iterable[int]) -> int | None:
+def find_mtime(path: Path, file: published.PublishedFile, times: Iterable[int]) -> int | None:
   """The time in ``times`` that, in the published header, gives ``file``'s sha256."""
   body = path.read_bytes()
   if body[:4] != b"\x1f\x8b\x08\x00":
     raise ValueError(f"{path}: not a gzip file with a header of no optional fields.")
   target = bytes.fromhex(file.sha256)
   for mtime in times:
-    header = download.published_gzip_header(dataclasses.replace(file, gzip_mtime=mtime))
+    header = checksums.published_gzip_header(dataclasses.replace(file, gzip_mtime=mtime))
     if hashlib.sha256(header + body[10:]).digest() == target:
       return mtime
   return None
 
 
 def main() -> int:
-  files = sorted(download.PUBLISHED["fashion_mnist"].files, key=lambda f: f.size)
+  files = sorted(published.PUBLISHED["fashion_mnist"].files, key=lambda f: f.size)
   start = int(datetime.datetime(2017, 8, 1, tzinfo=_UTC).timestamp())
   end = int(datetime.datetime(2017, 9, 1, tzinfo=_UTC).timestamp())
   found = None

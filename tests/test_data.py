@@ -13,7 +13,8 @@ import pytest
 import scipy.linalg
 import tensorflow_datasets as tfds
 
-from gelujax import data, download, preprocessing
+from gelujax import data, preprocessing
+from gelujax.data import published
 from gelujax.data.__main__ import main as data_main
 
 RNG = np.random.default_rng(0)
@@ -141,7 +142,7 @@ def test_list_shows_where_load_reads_each_data_set(tmp_path, no_tfds, monkeypatc
   assert listing["mnist"] == (
     f"missing   looked in: --data_dir (not given); TFDS 'mnist' (data_dir TFDS default, "
     f"~/tensorflow_datasets) (no prepared copy); the cache {cache / 'mnist'} (no such folder); "
-    f"a download from {' or '.join(download.locations('mnist'))} (not tried: the network was not "
+    f"a download from {' or '.join(published.locations('mnist'))} (not tried: the network was not "
     "asked for)"
   )
   assert listing["timit"] == (

@@ -1,8 +1,9 @@
-"""Tests for gelujax.download and the cache and download sources of gelujax.data.
+"""Tests for gelujax.data.download (with the table and checksums it fetches against) and the
+cache and download sources of gelujax.data.
 
 No test touches the internet: an HTTP server on 127.0.0.1, started here, serves fixture files
 in the real formats (ARK text, gzipped IDX, a CIFAR python tarball) under test checksums put in
-`download.PUBLISHED` for the test, and causes every fault the real way (a 404, a connection
+`published.PUBLISHED` for the test, and causes every fault the real way (a 404, a connection
 closed mid-file, a slow transfer, a second process, SIGINT). Two tests use real data: Debian's
 Fashion-MNIST (this project's install puts it there) and the ARK Twitter files where this
 machine has them.
@@ -29,8 +30,9 @@ import numpy as np
 import pytest
 from tiny_task import write_mnist_files
 
-from gelujax import data, download, engine, tasks
+from gelujax import data, engine, tasks
 from gelujax import workdir as workdirs
+from gelujax.data import checksums, download, published
 from gelujax.data.__main__ import main as data_main
 from gelujax.members import Members
 
@@ -143,15 +145,15 @@ def publish(monkeypatch, server: Server, dataset: str, files: dict[str, bytes], 
   their sha256 and sizes (computed here with hashlib)."""
   for name, body in files.items():
     server.files[f"/published/{name}"] = body
-  entry = download.Published(
+  entry = published.Published(
     files=tuple(
-      download.PublishedFile(name, hashlib.sha256(body).hexdigest(), len(body))
+      published.PublishedFile(name, hashlib.sha256(body).hexdigest(), len(body))
       for name, body in files.items()
     ),
     locations=(server.url("published/"),),
     **options,
   )
-  monkeypatch.setitem(download.PUBLISHED, dataset, entry)
+  monkeypatch.setitem(published.PUBLISHED, dataset, entry)
   return entry
 
 
@@ -391,7 +393,7 @@ def test_a_cifar_tarball_is_extracted_verified_and_loaded(server, online, cache,
   folder = cache / "cifar10" / "cifar-10-batches-py"
   assert sorted(p.name for p in folder.iterdir()) == sorted(
     [*(f"data_batch_{i}" for i in range(1, 6)), "test_batch", "batches.meta", "readme.html",
-     download.MANIFEST]
+     checksums.MANIFEST]
   )  # fmt: skip
   record = splits.info["record"]
   assert record["sha256"]["cifar-10-python.tar.gz"] == hashlib.sha256(tarball).hexdigest()
@@ -465,11 +467,12 @@ def test_a_tarball_with_a_member_out_of_place_is_refused_and_nothing_extracted(
 
 RUNNER = """
 import json, sys
-from gelujax import data, download
+from gelujax import data
+from gelujax.data import published
 from gelujax.data.__main__ import main as data_main
 for name, entry in json.loads(sys.argv[1]).items():
-  download.PUBLISHED[name] = download.Published(
-    files=tuple(download.PublishedFile(**f) for f in entry["files"]),
+  published.PUBLISHED[name] = published.Published(
+    files=tuple(published.PublishedFile(**f) for f in entry["files"]),
     locations=tuple(entry["locations"]),
   )
 if sys.argv[2] == "load":
@@ -480,7 +483,7 @@ else:
 """
 
 
-def start_runner(tmp_path, entry: download.Published, *args: str) -> subprocess.Popen:
+def start_runner(tmp_path, entry: published.Published, *args: str) -> subprocess.Popen:
   """A separate Python process with ``entry`` as twitter_pos's published files."""
   script = tmp_path / "runner.py"
   script.write_text(RUNNER)
@@ -642,22 +645,22 @@ def test_the_mnist_checksums_are_those_tfds_publishes():
   import tensorflow_datasets as tfds
 
   folder = Path(tfds.__file__).parent / "url_checksums"
-  published = {}
+  by_tfds = {}
   for path in (folder / "mnist.txt", folder / "fashion_mnist.txt"):
     for line in path.read_text().splitlines():
       url, size, sha256, _ = line.split("\t")
-      published[url] = (sha256, int(size))
+      by_tfds[url] = (sha256, int(size))
   for dataset in ("mnist", "fashion_mnist"):
-    entry = download.PUBLISHED[dataset]
+    entry = published.PUBLISHED[dataset]
     for file in entry.files:
-      assert published[entry.locations[0] + file.name] == (file.sha256, file.size)
+      assert by_tfds[entry.locations[0] + file.name] == (file.sha256, file.size)
 
 
 def published_fashion_mnist() -> dict[str, bytes]:
   """The published Fashion-MNIST files, rebuilt from Debian's by hand: RFC 1952's header with
   the FNAME flag, the published time, XFL 0, OS 3 (Unix) and the name, then Debian's data."""
   files = {}
-  for file in download.PUBLISHED["fashion_mnist"].files:
+  for file in published.PUBLISHED["fashion_mnist"].files:
     debian = (DEBIAN / file.name).read_bytes()
     name = file.name.removesuffix(".gz").encode()
     header = b"\x1f\x8b\x08\x08" + struct.pack("<I", file.gzip_mtime) + b"\x00\x03" + name + b"\0"
@@ -671,7 +674,7 @@ def test_real_fashion_mnist_downloads_from_a_mirror_verified_with_the_paper_spli
 ):
   files = published_fashion_mnist()
   for name, body in files.items():
-    assert len(body) == next(f.size for f in download.PUBLISHED["fashion_mnist"].files
+    assert len(body) == next(f.size for f in published.PUBLISHED["fashion_mnist"].files
                              if f.name == name)  # fmt: skip
     server.files[f"/mirror/fashion_mnist/{name}"] = body
   monkeypatch.setenv("GELUJAX_DATA_MIRROR", server.url("mirror"))
@@ -683,7 +686,7 @@ def test_real_fashion_mnist_downloads_from_a_mirror_verified_with_the_paper_spli
   }  # fmt: skip
   record = splits.info["record"]
   assert record["verified"].startswith("each of the 4 files matches its published sha256")
-  assert record["sha256"] == {f.name: f.sha256 for f in download.PUBLISHED["fashion_mnist"].files}
+  assert record["sha256"] == {f.name: f.sha256 for f in published.PUBLISHED["fashion_mnist"].files}
   # The same images as Debian's copy, read through the other path.
   images = np.frombuffer(gzip.decompress(files["t10k-images-idx3-ubyte.gz"])[16:], np.uint8)
   np.testing.assert_array_equal(splits["test"]["inputs"].ravel(), images)

@@ -18,7 +18,7 @@ Where a dataset is looked for, in order (the first that has it wins):
 4. The cache ``<root>/<name>/`` (root: ``$GELUJAX_DATA_DIR``, else
    ``~/.cache/gelujax/datasets``), verified file by file.
 5. A download into the cache from ``$GELUJAX_DATA_MIRROR`` or the published locations
-   (`gelujax.download`; never with ``GELUJAX_OFFLINE=1``, never for TIMIT).
+   (`gelujax.data.download`; never with ``GELUJAX_OFFLINE=1``, never for TIMIT).
 
 Files read from 1 and 2 are compared with the published checksums and used as found; the
 record says which match (Debian's Fashion-MNIST files do, once the gzip header its packager
@@ -51,7 +51,7 @@ from typing import Any
 
 import numpy as np
 
-from gelujax import download
+from gelujax.data import checksums, download, published
 from gelujax.registry import Registry
 
 DEBIAN_FASHION_MNIST = Path("/usr/share/datasets/fashion-mnist")
@@ -79,10 +79,10 @@ class Splits(dict):
 
 
 # A source that does not have the dataset says why by raising it (not an error by itself).
-_Missing = download.NotFound
+_Missing = checksums.NotFound
 
 # What `load` was asked for, for the sources it looks in: whether a download may be tried, and
-# the cache folder (None: `gelujax.download.cache_root`'s default).
+# the cache folder (None: `gelujax.data.published.cache_root`'s default).
 _NETWORK: contextvars.ContextVar[bool] = contextvars.ContextVar("gelujax_data_network")
 _CACHE: contextvars.ContextVar[Path | None] = contextvars.ContextVar("gelujax_data_cache")
 
@@ -96,7 +96,7 @@ class NoSource(ValueError):
 
 
 def _cache_root() -> Path:
-  return download.cache_root(_CACHE.get(None))
+  return published.cache_root(_CACHE.get(None))
 
 
 def dataset_names() -> list[str]:
@@ -191,7 +191,7 @@ def _find(
   With ``data_dir``, only it is looked in (its files, ``data_dir/<name>`` and ``subfolder``
   inside either, and a TFDS copy in it): a folder that does not exist or does not hold the
   data set is an error naming ``--data_dir``. Without it, in order: ``debian``, a TFDS copy
-  in TFDS's default folder, the cache, then a download (`gelujax.download`).
+  in TFDS's default folder, the cache, then a download (`gelujax.data.download`).
 
   Raises:
     ValueError: no source has it, naming every place looked and ``how_to_get`` it.
@@ -227,8 +227,8 @@ def _find(
       sources.append((_tfds_where(name, None), lambda: from_tfds(None)))
     sources.extend(_cache_sources(name, read))
     problem = "no source has it"
-    if name in download.PUBLISHED:
-      how_to_get = f"{how_to_get} {download.where_to_put(name, _cache_root())}"
+    if name in published.PUBLISHED:
+      how_to_get = f"{how_to_get} {published.where_to_put(name, _cache_root())}"
   reasons = []
   for where, get in sources:
     try:
@@ -242,43 +242,43 @@ def _find(
 
 
 def _cache_sources(name: str, read: _Reader) -> list[tuple[str, Callable[[], Any]]]:
-  """The cache under `gelujax.download.cache_root`, then a download into it (never for TIMIT,
-  whose folder there is only looked in)."""
+  """The cache under `gelujax.data.published.cache_root`, then a download into it (never for
+  TIMIT, whose folder there is only looked in)."""
   root = _cache_root()
 
   def cached(network: bool) -> tuple[Any, dict[str, Any]]:
     if network and not _NETWORK.get(True):
       raise _Missing("not tried: the network was not asked for")
-    if network and download.is_offline():
-      value = os.environ[download.OFFLINE_VARIABLE]
-      raise _Missing(f"not tried: {download.OFFLINE_VARIABLE}={value} forbids the network")
+    if network and published.is_offline():
+      value = os.environ[published.OFFLINE_VARIABLE]
+      raise _Missing(f"not tried: {published.OFFLINE_VARIABLE}={value} forbids the network")
     try:
       entry = download.fetch(name, root, network=network)
     except _Missing as e:
       # A download tried next changes the folder: say when this was so.
-      downloads = not network and _NETWORK.get(True) and not download.is_offline()
+      downloads = not network and _NETWORK.get(True) and not published.is_offline()
       raise _Missing(f"{e}, before the download" if downloads else str(e)) from None
     value, source, _ = read(entry.folder)
     return value, {"dataset": name, "source": source, **entry.record}
 
-  if name not in download.PUBLISHED:
+  if name not in published.PUBLISHED:
     return [(f"the cache {root / name}", lambda: _read_local(name, read, root / name))]
   return [
     (f"the cache {root / name}", lambda: cached(network=False)),
-    (f"a download from {' or '.join(download.locations(name))}", lambda: cached(network=True)),
+    (f"a download from {' or '.join(published.locations(name))}", lambda: cached(network=True)),
   ]
 
 
 def _read_local(name: str, read: _Reader, folder: Path) -> tuple[Any, dict[str, Any]]:
   """``read(folder)`` and the record of the files it read, checked against the published ones."""
   value, source, paths = read(folder)
-  return value, {"dataset": name, "source": source, **download.check_local(name, paths)}
+  return value, {"dataset": name, "source": source, **checksums.check_local(name, paths)}
 
 
 def _without_data_dir(name: str, data_dir: Path, debian: Path | None, tfds: bool) -> str:
   """The end of a sentence: what leaving ``--data_dir`` out would do, or fetching into it."""
   cache = _cache_root() / name
-  if name not in download.PUBLISHED:
+  if name not in published.PUBLISHED:
     return f"leave --data_dir out to look in the cache {cache}."
   local = [
     *([f"Debian's copy in {debian} (apt-get install dataset-fashion-mnist)"] if debian else []),

@@ -1,5 +1,5 @@
 """``python -m gelujax.data``: the data command line. ``download NAME... [--data_dir DIR]``
-fetches and verifies data sets into the cache ahead of time (:func:`gelujax.download.fetch`);
+fetches and verifies data sets into the cache ahead of time (:func:`gelujax.data.download.fetch`);
 ``list`` shows where :func:`gelujax.data.load` would read each one, without the network
 (:func:`gelujax.data.describe_sources`)."""
 
@@ -10,7 +10,8 @@ import os
 import sys
 from collections.abc import Sequence
 
-from gelujax import data, download
+from gelujax import data
+from gelujax.data import checksums, download, published
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -23,7 +24,7 @@ def main(argv: Sequence[str] | None = None) -> int:
   fetching = commands.add_parser(
     "download", help="download, verify (and extract) data sets into the cache"
   )
-  fetching.add_argument("names", nargs="+", metavar="NAME", help=", ".join(download.PUBLISHED))
+  fetching.add_argument("names", nargs="+", metavar="NAME", help=", ".join(published.PUBLISHED))
   listing = commands.add_parser(
     "list", help="show where each data set would be read from (the loader, without the network)"
   )
@@ -31,30 +32,32 @@ def main(argv: Sequence[str] | None = None) -> int:
     command.add_argument(
       "--data_dir",
       default=None,
-      help=f"the cache folder (default: ${download.DATA_DIR_VARIABLE}, else "
-      f"{download.DEFAULT_CACHE})",
+      help=f"the cache folder (default: ${published.DATA_DIR_VARIABLE}, else "
+      f"{published.DEFAULT_CACHE})",
     )
   args = parser.parse_args(argv)
-  root = download.cache_root(args.data_dir)
+  root = published.cache_root(args.data_dir)
   try:
     if args.command == "list":
-      mirror = os.environ.get(download.MIRROR_VARIABLE)
-      print(f"cache {root}; mirror {mirror or 'none'}; offline {download.is_offline()}", flush=True)
+      mirror = os.environ.get(published.MIRROR_VARIABLE)
+      print(
+        f"cache {root}; mirror {mirror or 'none'}; offline {published.is_offline()}", flush=True
+      )
       print("\n".join(data.describe_sources(root)))
       return 0
     for name in args.names:
-      download.published(name)
+      published.lookup(name)
     for name in args.names:
-      if download.is_offline():
+      if published.is_offline():
         raise ValueError(
-          f"{download.OFFLINE_VARIABLE}={os.environ[download.OFFLINE_VARIABLE]} forbids the "
-          f"network, so {name} cannot be downloaded. {download.where_to_put(name, root)}"
+          f"{published.OFFLINE_VARIABLE}={os.environ[published.OFFLINE_VARIABLE]} forbids the "
+          f"network, so {name} cannot be downloaded. {published.where_to_put(name, root)}"
         )
       try:
         entry = download.fetch(name, root)
-      except download.NotFound as e:
+      except checksums.NotFound as e:
         raise ValueError(
-          f"Cannot download {name}: {e}. {download.where_to_put(name, root)}"
+          f"Cannot download {name}: {e}. {published.where_to_put(name, root)}"
         ) from None
       print(f"{name}: {entry.folder}: {entry.record['verified']}.", flush=True)
   except ValueError as e:
