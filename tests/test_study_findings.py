@@ -1,10 +1,11 @@
-"""Tests for gelujax.study.findings: each wording rule on statistics chosen by hand (the committed
-results' lines are re-derived in tests/test_results.py)."""
+"""Tests for gelujax.study.findings and the words it says verdicts in (gelujax.study.wording):
+each wording rule on statistics chosen by hand (the committed results' lines are re-derived in
+tests/test_results.py)."""
 
 import pytest
 
 from gelujax.paper import PAPER, Design
-from gelujax.study import analysis, findings, verdicts
+from gelujax.study import analysis, findings, verdicts, wording
 from gelujax.study.verdicts import Evidence
 
 
@@ -22,11 +23,11 @@ def test_verdict_words_and_lines():
   h = PAPER["mnist"].hypotheses[0]
   (undecided,) = verdicts.judge([h], lambda _: Evidence((1.0, 2.0, 3.0), (2.0, 1.0, 3.0), "s"))
   # Equal samples: shift 0, which no number of seeds decides.
-  assert findings.verdict_words(undecided) == (
+  assert wording.verdict_words(undecided) == (
     "inconclusive, leaning neither way: no number of seeds decides the observed shift of 0"
   )
   (alone,) = verdicts.judge([h], lambda _: Evidence((1.0,), (2.0,), "s"))
-  assert findings.verdict_words(alone) == (
+  assert wording.verdict_words(alone) == (
     "inconclusive, leaning towards the claim: too few seeds to estimate the seeds a side 80% "
     "power would need"
   )
@@ -36,7 +37,7 @@ def test_verdict_words_and_lines():
     "dropout 0: confirmed (gelu_tanh 3 vs relu 8, s; shift -5 [-8, -2], p = 0.0079, Holm 0.0079)."
   )
   (pending,) = verdicts.judge([h], lambda _: "pending: evaluation seeds not trained")
-  assert findings.verdict_words(pending) == "pending: evaluation seeds not trained"
+  assert wording.verdict_words(pending) == "pending: evaluation seeds not trained"
 
 
 def test_an_equivalence_verdict_line_gives_the_verdicts_p_not_its_shifts():
@@ -69,27 +70,27 @@ def test_curve_lines():
 
 
 def test_format_number():
-  assert findings.format_number(0.123456) == "0.1235"
-  assert findings.format_number(0.0612, 100) == "6.12"
-  assert findings.format_number(None) == findings.format_number(float("nan")) == "–"
-  assert findings.format_number(float("-inf")) == "-inf"
+  assert wording.format_number(0.123456) == "0.1235"
+  assert wording.format_number(0.0612, 100) == "6.12"
+  assert wording.format_number(None) == wording.format_number(float("nan")) == "–"
+  assert wording.format_number(float("-inf")) == "-inf"
 
 
 def test_an_inconclusive_verdict_says_which_way_it_leans_and_what_its_seeds_assume():
   below, above = PAPER["mnist"].hypotheses[0], PAPER["mnist"].hypotheses[0]  # gelu_tanh below relu.
   (towards,) = verdicts.judge([below], lambda _: Evidence((1.0, 2.0, 3.5), (2.0, 3.0, 4.0), "s"))
-  assert findings.verdict_words(towards).startswith("inconclusive, leaning towards the claim: ")
-  assert findings.verdict_words(towards).endswith(
+  assert wording.verdict_words(towards).startswith("inconclusive, leaning towards the claim: ")
+  assert wording.verdict_words(towards).endswith(
     " seeds a side for 80% power if the observed effect were the true one"
   )
   (against,) = verdicts.judge([above], lambda _: Evidence((2.0, 3.0, 4.0), (1.0, 2.0, 3.5), "s"))
-  assert findings.verdict_words(against).startswith("inconclusive, leaning against the claim: ")
+  assert wording.verdict_words(against).startswith("inconclusive, leaning against the claim: ")
   # An equivalence claim leans towards equivalence inside its margin, against it beyond.
   h = next(h for h in PAPER["mnist_noise"].hypotheses if h.direction == "equivalent")  # ±0.02.
   (inside,) = verdicts.judge([h], lambda _: Evidence((0.50, 0.52, 0.54), (0.5, 0.51, 0.52), "s"))
-  assert findings.lean_words(inside.single, h) == "leaning towards the claim"
+  assert wording.lean_words(inside.single, h) == "leaning towards the claim"
   (beyond,) = verdicts.judge([h], lambda _: Evidence((0.50, 0.52, 0.54), (0.4, 0.5, 0.44), "s"))
-  assert findings.lean_words(beyond.single, h) == "leaning against the claim"
+  assert wording.lean_words(beyond.single, h) == "leaning against the claim"
 
 
 def test_caveat_words():
@@ -103,17 +104,17 @@ def test_caveat_words():
   )  # fmt: skip
   e = Evidence((1, 2, 3, 4, 5), (6, 7, 8, 9, 10), "s", caveats=caveats)
   (v,) = verdicts.judge([h], lambda _: e)
-  assert findings.caveat_words(v.single, h) == (
+  assert wording.caveat_words(v.single, h) == (
     "caveats: the tested metric, final train_loss, still falls at the last epoch (median fall "
     "over the last fifth of training, epochs 40–50: gelu_tanh 10.8%, relu 17.2%); "
     "relu_dropout0.5 does not learn at lr 0.001 (median test error 49.06%, above 50% of the "
     "chance error 90%); judged at epoch 20 of the paper's 250"
   )
   assert findings.hypothesis_line("mnist", 1, v).endswith(
-    "Holm 0.0079); " + findings.caveat_words(v.single, h) + "."
+    "Holm 0.0079); " + wording.caveat_words(v.single, h) + "."
   )
   (plain,) = verdicts.judge([h], lambda _: Evidence((1, 2, 3, 4, 5), (6, 7, 8, 9, 10), "s"))
-  assert findings.caveat_words(plain.single, h) == ""
+  assert wording.caveat_words(plain.single, h) == ""
 
 
 def candidate_verdict(h, pairs, others=()):
@@ -128,13 +129,13 @@ def test_the_words_of_a_hypothesis_tested_at_several_pairs_of_candidate_lrs():
   h = PAPER["mnist"].hypotheses[0]
   low, high = (1, 2, 3, 4, 5), (6, 7, 8, 9, 10)
   depends = candidate_verdict(h, [((1e-4, 1e-3), high, low), ((1e-3, 1e-3), low, high)])
-  assert findings.verdict_words(depends) == (
+  assert wording.verdict_words(depends) == (
     "depends on the learning rate: refuted at gelu_tanh lr 0.0001 vs relu lr 0.001; confirmed "
     "at gelu_tanh lr 0.001 vs relu lr 0.001"
   )
   assert findings.verdict_lines("mnist", [depends], None) == [
     "- Hypothesis [Fig. 2, primary 1]: gelu_tanh below relu: final train log loss (nats), "
-    "dropout 0: " + findings.verdict_words(depends) + "; tested at 2 pairs of candidate lrs "
+    "dropout 0: " + wording.verdict_words(depends) + "; tested at 2 pairs of candidate lrs "
     "(gelu_tanh 0.0001, 0.001 × relu 0.001), each a Candidate line.",
     "- Candidate [Fig. 2, primary 1a: gelu_tanh lr 0.0001 vs relu lr 0.001]: refuted (gelu_tanh "
     "8 vs relu 3, s; shift 5 [2, 8], p = 0.0079, Holm 0.016).",
@@ -142,7 +143,7 @@ def test_the_words_of_a_hypothesis_tested_at_several_pairs_of_candidate_lrs():
     "(gelu_tanh 3 vs relu 8, s; shift -5 [-8, -2], p = 0.0079, Holm 0.016).",
   ]
   agree = candidate_verdict(h, [((1e-4, 1e-3), low, high), ((1e-3, 1e-3), low, high)])
-  assert findings.verdict_words(agree) == "confirmed at every pair of candidate lrs (2)"
+  assert wording.verdict_words(agree) == "confirmed at every pair of candidate lrs (2)"
 
 
 def test_a_pending_verdict_names_the_runs_to_train_and_the_command():
@@ -156,12 +157,12 @@ def test_a_pending_verdict_names_the_runs_to_train_and_the_command():
   found.untrained = {h: [("gelu_tanh", 1e-3, "gelu_tanh_eval_lr0.001")]}
   found.evaluation_seeds = tuple(range(100, 110))
   found.command = "python experiments/reproduce.py --task=mnist"
-  assert findings.verdict_words(v, found) == (
+  assert wording.verdict_words(v, found) == (
     "pending: candidate lr 0.001 of gelu_tanh needs evaluation seeds 100–109 "
     "(gelu_tanh_eval_lr0.001; `python experiments/reproduce.py --task=mnist` trains them)"
   )
   # Without the analysis: the first pending pair's reason.
-  assert findings.verdict_words(v) == (
+  assert wording.verdict_words(v) == (
     "pending: evaluation seeds not trained at candidate lr 0.001 of gelu_tanh"
   )
   assert findings.candidate_line("mnist", 1, v, 1) == (
@@ -181,7 +182,7 @@ def test_paired_and_candidates_lines():
   assert findings.paired_lines(found) == [
     "- Paired [Fig. 2, primary 1: gelu_tanh lr 0.0001 vs relu lr 0.001]: 6 pairs (seeds "
     "100–105), correlation 0.99; paired shift -0.75 [-1, -0.5], signed-rank p = 0.031; "
-    f"unpaired: shift {findings.format_shift(v.comparison)}, rank-sum p = {v.comparison.p:.2g}."
+    f"unpaired: shift {wording.format_shift(v.comparison)}, rank-sum p = {v.comparison.p:.2g}."
   ]
   found.candidates = [
     {"run": "gelu_tanh", "selected": 1e-4, "lrs": [(1e-4, None, True), (1e-3, 0.84, True),

@@ -9,7 +9,9 @@
 - :mod:`~gelujax.study.verdicts`: pre-registered hypotheses (``gelujax.paper.PAPER``)
   judged within their family.
 - :mod:`~gelujax.study.analysis`: a result's verdicts, sensitivity and exploratory statistics.
-- :mod:`~gelujax.study.findings`: the fixed wording of every statement.
+- :mod:`~gelujax.study.findings`: the fixed wording of every statement, a rule per kind of
+  line, with :mod:`~gelujax.study.wording` (the words of a verdict, an outcome, a number) and
+  :mod:`~gelujax.study.method` (how the verdicts are reached; the design changes).
 - :mod:`~gelujax.study.tables`, :mod:`~gelujax.study.plots`, :mod:`~gelujax.study.readme`:
   Markdown tables, figures, READMEs.
 - :mod:`~gelujax.study.noise`: Fig. 3's noise evaluation.

@@ -29,6 +29,10 @@ rule, as a line ``- <Kind> [<where>]: ...``:
   each run's median test error against it, in words fixed by
   :func:`gelujax.study.baselines.compare`.
 
+A verdict, a pair's outcome and a number are said in the words of :mod:`gelujax.study.wording`,
+which the tables share; the README's paragraph on how the verdicts are reached is
+:mod:`gelujax.study.method`'s.
+
 Exploratory lines state effects (shift, interval, uncorrected p), never significance. Typed
 prose around the findings may explain and interpret them; it never states a ranking or a
 significance (tests/test_results.py re-derives every line of the committed results).
@@ -40,300 +44,22 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from gelujax.paper import CANDIDATE_ALPHA, DESIGN_CHANGES, EQUIVALENT, LOWER, Hypothesis, figure
+from gelujax.paper import LOWER, Hypothesis, figure
 from gelujax.study import baselines as lookups
-from gelujax.study import curves, stats
+from gelujax.study import curves
 from gelujax.study.analysis import Analysis, Sensitivity, describe_seeds
-from gelujax.study.verdicts import (
-  DEPENDS,
-  INCONCLUSIVE,
-  PENDING,
-  Comparison,
-  Outcome,
-  PairedComparison,
-  Verdict,
+from gelujax.study.verdicts import Outcome, PairedComparison, Verdict
+from gelujax.study.wording import (
+  effect,
+  format_number,
+  format_shift,
+  lr_pair,
+  number,
+  outcome_tail,
+  outcome_words,
+  pair_letter,
+  verdict_words,
 )
-
-
-def method(task: str, analysis: Analysis) -> str:
-  """The README's paragraph on how the verdicts are reached."""
-  design = analysis.design
-  if design.select_lr and design.candidates:
-    seeds = (
-      "Each run's learning rate is selected on its selection seeds (the grid's), and its "
-      "candidate lrs are the selected one and every lr whose per-seed best selection metric "
-      "the exact rank-sum test does not tell apart from the selected lr's (two-sided p >= "
-      f"{CANDIDATE_ALPHA:g}; the design change above). Each candidate is trained on fresh "
-      "evaluation seeds (`runs/<run>_eval/` at the selected lr, `runs/<run>_eval_lr<lr>/` at "
-      "another candidate), so the selection cannot favour the seeds that judge it, and each "
-      "hypothesis is tested at every pair of a candidate lr of GELU's run and one of the "
-      "baseline's, each pair a test of its family. A verdict is stated only where every pair "
-      "gives the same one; otherwise it *depends on the learning rate*, each pair's result "
-      "shown; while a pair's seeds are not trained it is *pending*."
-    )
-  elif design.select_lr:
-    seeds = (
-      "Each run's learning rate is selected on its selection seeds (the grid's); the "
-      "hypotheses are tested on fresh evaluation seeds trained at that lr only "
-      "(`runs/<run>_eval/`), so the selection cannot favour the seeds that judge it."
-    )
-  elif design.evaluation_seeds:
-    seeds = (
-      "No learning rate is selected: each lr is a hypothesis of its own, tested on the grid's "
-      "seeds together with the evaluation seeds trained at every lr (`runs/<run>_eval/`)."
-    )
-  else:
-    seeds = "No learning rate is selected: the hypotheses are tested on the grid's seeds."
-  return (
-    f"{seeds} A hypothesis compares the per-seed values of GELU's run (the paper's "
-    "`gelu_tanh`) and a baseline's by the exact Wilcoxon–Mann–Whitney rank-sum test "
-    "(mid-ranks for ties), two-sided: a verdict may go either way, and a test of the paper's "
-    "direction alone could never find it wrong. An equivalence claim is tested by two "
-    "one-sided rank tests of the shift against ±its margin (TOST) and by the test that the "
-    "shift lies beyond the margin; its p is twice the smaller. The p-values of each family "
-    "(primary: the paper's claims; secondary: its own) are adjusted by Holm's method within "
-    "the family (over every pair of lrs of every hypothesis), a pending one counting as "
-    f"p = 1. Verdicts, at Holm p < {stats.ALPHA:g}: "
-    "*confirmed* (in the paper's direction), *refuted* (against it, or beyond the margin), "
-    "*equivalent* (within the margin); otherwise *inconclusive*, with the way it leans (the "
-    "side of 0, or of the margin, its shift lies on) and the seeds a side that would decide "
-    f"the observed effect with {stats.POWER:.0%} power if it were the true one (a normal "
-    "approximation to the Hodges–Lehmann shift: its standard error s·sqrt(π/3 · 2/n) with n "
-    "seeds a side and s the pooled standard deviation, at "
-    f"{stats.ALPHA:g} over the family's size, the strictest step of Holm's correction). "
-    "A verdict carries its caveats: the tested metric still falling at the last epoch (a "
-    "value after the last epoch whose median fall over the last fifth of training is at least "
-    f"{curves.FALLING_SHARE:.0%} in either run), a run that does not learn, fewer epochs than "
-    "the paper trained. "
-    "Every comparison gives the Hodges–Lehmann shift (the median of all differences, GELU "
-    "minus baseline, or run minus baseline) with its exact distribution-free interval (at "
-    f"least {stats.CONFIDENCE:.0%}; {interval_levels(analysis)}) beside the p. A seed fixes "
-    "the initial draw, the batch order and the dropout stream whatever the activation, so the "
-    "two runs' values of one seed are a pair: each judged pair of lrs is also compared seed by "
-    "seed (exploratory, beside the pre-registered unpaired test): the exact Wilcoxon "
-    "signed-rank test of the differences (zeros dropped, mid-ranks for ties) and the paired "
-    "Hodges–Lehmann shift (the median of the differences' Walsh averages) with its exact "
-    f"interval ({paired_levels(analysis)}). Everything else is exploratory: effects with "
-    "intervals and uncorrected p, no verdicts."
-  )
-
-
-def design_change_lines(task: str, analysis: Analysis) -> list[str]:
-  """The README's statement of each design change that applies to the result: its rule, its
-  reason, the earlier design, and what it changed here."""
-  lines = []
-  for change in DESIGN_CHANGES:
-    if task not in change.tasks or not analysis.design.select_lr:
-      continue
-    effect_here = (
-      "Here some hypothesis has more than one pair of candidate lrs: the verdicts of the "
-      "earlier design are kept below, as such."
-      if analysis.changed()
-      else "Here every run has one candidate lr: the verdicts are those of the earlier design."
-    )
-    lines += [
-      f"## Design change of {change.date}: {change.title} (made after seeing data)",
-      "",
-      f"Rule: {change.rule}",
-      "",
-      f"Why: {change.reason}",
-      "",
-      f"Earlier design: {change.earlier} {effect_here}",
-      "",
-    ]
-  return lines
-
-
-def interval_levels(analysis: Analysis) -> str:
-  """``"96.8% with 5 seeds a side, 95.7% with 10"``: the achieved level of the intervals of
-  the result's comparisons, by their sizes."""
-  verdicts = (*analysis.primary, *analysis.secondary)
-  comparisons = [o.comparison for v in verdicts for o in v.outcomes]
-  comparisons += [e.comparison for e in analysis.exploratory]
-  comparisons += [s["comparison"] for s in analysis.selections]
-  sizes = sorted({(len(c.a), len(c.b)) for c in comparisons if c is not None})
-  if not sizes:
-    return "no comparison here"
-  words = []
-  for m, n in sizes:
-    level = stats.shift_interval(range(m), range(m, m + n))[2]
-    side = f"{m} seeds a side" if m == n else f"{m} vs {n} seeds"
-    words.append(f"{level:.1%} with {side}" if level < 1 else f"none with {side}")
-  return ", ".join(words)
-
-
-def paired_levels(analysis: Analysis) -> str:
-  """``"95.1% with 10 pairs, none with 5"``: the achieved level of the paired intervals."""
-  sizes = sorted(
-    {len(o.paired.seeds) for v in (*analysis.primary, *analysis.secondary) for o in v.outcomes
-     if o.paired is not None}
-  )  # fmt: skip
-  if not sizes:
-    return "no pairs here"
-  words = []
-  for n in sizes:
-    level = stats.paired_interval(range(1, n + 1))[2]
-    words.append(f"{level:.1%} with {n} pairs" if level < 1 else f"none with {n} pairs")
-  return ", ".join(words)
-
-
-def seeds_needed_words(outcome: Outcome | Verdict, h: Hypothesis | None = None) -> str:
-  """``"23 seeds a side for 80% power if the observed effect were the true one"``, or why
-  there is no such number."""
-  h = h or outcome.hypothesis
-  n, c, margin = outcome.seeds_needed, outcome.comparison, h.margin
-  if n is not None:
-    return f"{n} seeds a side for {stats.POWER:.0%} power if the observed effect were the true one"
-  if len(c.a) + len(c.b) < 3:
-    return "too few seeds to estimate the seeds a side 80% power would need"
-  if abs(c.shift) == (margin or 0.0):
-    where = "at the margin" if margin else "of 0"
-    return f"no number of seeds decides the observed shift {where}"
-  return (
-    f"more than {stats.MAX_SEEDS} seeds a side for {stats.POWER:.0%} power if the observed "
-    "effect were the true one"
-  )
-
-
-def lean_words(outcome: Outcome | Verdict, h: Hypothesis | None = None) -> str:
-  """Which way an inconclusive comparison leans: ``"leaning towards the claim"``, ``"leaning
-  against the claim"`` (the side of 0 its shift lies on; for an equivalence claim, of the
-  margin), or ``"leaning neither way"`` (a shift of exactly 0, or exactly the margin)."""
-  h = h or outcome.hypothesis
-  shift = outcome.comparison.shift
-  if h.direction == EQUIVALENT:
-    if abs(shift) == h.margin:
-      return "leaning neither way"
-    return "leaning towards the claim" if abs(shift) < h.margin else "leaning against the claim"
-  if shift == 0.0:
-    return "leaning neither way"
-  towards = (shift < 0) == (h.direction == LOWER)
-  return "leaning towards the claim" if towards else "leaning against the claim"
-
-
-def outcome_words(outcome: Outcome, h: Hypothesis) -> str:
-  """One pair's outcome: ``"confirmed"``, ``"inconclusive, leaning towards the claim: 23 seeds
-  a side ..."``, or its pending reason."""
-  if outcome.verdict == PENDING:
-    return outcome.seeds
-  if outcome.verdict == INCONCLUSIVE:
-    return f"{INCONCLUSIVE}, {lean_words(outcome, h)}: {seeds_needed_words(outcome, h)}"
-  return outcome.verdict
-
-
-def lr_pair(h: Hypothesis, learning_rates: tuple[float | None, float | None]) -> str:
-  """``"gelu_tanh lr 0.0001 vs relu lr 0.001"``."""
-  a, b = ("–" if lr is None else f"{lr:g}" for lr in learning_rates)
-  return f"{h.gelu} lr {a} vs {h.baseline} lr {b}"
-
-
-def pending_words(verdict: Verdict, analysis: Analysis | None) -> str:
-  """A pending verdict: the candidate lrs whose evaluation seeds are not trained and the
-  command that trains them; else the first pending pair's reason."""
-  missing = (analysis.untrained.get(verdict.hypothesis) if analysis else None) or []
-  if not missing:
-    pending = verdict.pending()
-    return pending[0].seeds if pending else verdict.seeds
-  lrs = ", ".join(f"{lr:g} of {run}" for run, lr, _ in missing)
-  seeds = describe_seeds(analysis.evaluation_seeds) if analysis.evaluation_seeds else ""
-  names = ", ".join(name for *_, name in missing)
-  command = f"`{analysis.command}` trains them" if analysis.command else "not trained yet"
-  return (
-    f"{PENDING}: candidate lr{'s' if len(missing) > 1 else ''} {lrs} "
-    f"need{'' if len(missing) > 1 else 's'} evaluation seeds {seeds} ({names}; {command})"
-  )
-
-
-def verdict_words(verdict: Verdict, analysis: Analysis | None = None) -> str:
-  """``"confirmed"``, ``"inconclusive, leaning towards the claim: 23 seeds a side for 80% power
-  if the observed effect were the true one"``, ``"pending: ..."``, ``"depends on the learning
-  rate: refuted at ...; confirmed at ..."``, ``"refuted at every pair of candidate lrs (4)"``."""
-  h = verdict.hypothesis
-  if verdict.verdict == PENDING:
-    return pending_words(verdict, analysis)
-  if verdict.single is not None:
-    return outcome_words(verdict.single, h)
-  if verdict.verdict == DEPENDS:
-    groups: dict[str, list[str]] = {}
-    for o in verdict.outcomes:
-      groups.setdefault(o.verdict, []).append(lr_pair(h, o.learning_rates))
-    parts = [f"{word} at {', '.join(pairs)}" for word, pairs in groups.items()]
-    return f"{DEPENDS}: " + "; ".join(parts)
-  return f"{verdict.verdict} at every pair of candidate lrs ({len(verdict.outcomes)})"
-
-
-def caveat_words(outcome: Outcome, h: Hypothesis) -> str:
-  """``"caveats: the tested metric ... still falls at the last epoch (...); ..."``, or ``""``."""
-  words = []
-  for kind, fact in outcome.caveats:
-    if kind == "falling":
-      shares = ", ".join(
-        f"{run} {share:.1%}"
-        for run, share in ((h.gelu, fact["gelu"]), (h.baseline, fact["baseline"]))
-        if share is not None
-      )
-      words.append(
-        f"the tested metric, final {fact['metric']}, still falls at the last epoch (median fall "
-        f"over the last fifth of training, epochs {fact['start']:g}–{fact['epoch']:g}: {shares})"
-      )
-    elif kind == "not_learning":
-      words.append(
-        f"{fact['run']} does not learn at lr {fact['learning_rate']:g} (median test error "
-        f"{number(fact['median'], 100)}%, above {curves.NOT_LEARNING_SHARE:.0%} of the chance "
-        f"error {number(fact['chance'], 100)}%)"
-      )
-    elif kind == "epochs":
-      words.append(f"judged at epoch {fact['epochs']} of the paper's {fact['paper']}")
-    else:
-      raise ValueError(f"No wording rule for a caveat of kind {kind!r}.")
-  return "caveats: " + "; ".join(words) if words else ""
-
-
-def format_number(value: float | None, scale: float = 1.0, digits: int = 4) -> str:
-  """A table cell: ``value * scale`` to ``digits`` significant digits; NaN/None -> ``"–"``;
-  infinities as ``"-inf"``, ``"inf"``."""
-  if value is None or math.isnan(value):
-    return "–"
-  if math.isinf(value):
-    return "inf" if value > 0 else "-inf"
-  return f"{value * scale:.{digits}g}"
-
-
-def format_shift(comparison: Comparison, scale: float = 1.0) -> str:
-  """``"-0.0271 [-0.0312, -0.0229]"``: the Hodges–Lehmann shift and its exact interval."""
-  shift, low, high = (
-    format_number(v, scale, 3) for v in (comparison.shift, comparison.low, comparison.high)
-  )
-  return f"{shift} [{low}, {high}]"
-
-
-def number(value: float, scale: float = 1.0, digits: int = 4) -> str:
-  return format_number(value, scale, digits)
-
-
-def effect(comparison: Comparison, scale: float = 1.0, p: float | None = None) -> str:
-  """``"shift -0.0271 [-0.0312, -0.0229], p = 0.0079"``: with ``p``, that p (a verdict's),
-  else the comparison's rank-sum p."""
-  p = comparison.p if p is None else p
-  return f"shift {format_shift(comparison, scale)}, p = {p:.2g}"
-
-
-def outcome_tail(h: Hypothesis, outcome: Outcome) -> str:
-  """`` (gelu_tanh 0.08 vs relu 0.11, <seeds>; shift ..., p = ..., Holm ...)`` and its caveats,
-  or ``""`` for a pending pair."""
-  c = outcome.comparison
-  if c is None:
-    return ""
-  caveat = caveat_words(outcome, h)
-  return (
-    f" ({h.gelu} {number(c.median_a, h.scale)} vs {h.baseline} {number(c.median_b, h.scale)}, "
-    f"{outcome.seeds}; {effect(c, h.scale, outcome.p)}, Holm {outcome.holm:.2g})"
-    + (f"; {caveat}" if caveat else "")
-  )
-
-
-def pair_letter(index: int) -> str:
-  return "abcdefghijklmnopqrstuvwxyz"[index]
 
 
 def hypothesis_line(
@@ -573,6 +299,8 @@ def write_findings(analysis: Analysis) -> dict[str, list[str]]:
 
 
 BASELINES_SECTION = "Baselines without training"
+
+
 # The plural of each word of `gelujax.study.baselines.compare`.
 _PLURAL = {lookups.BEATS: "beat", lookups.BARELY: "barely beat", lookups.NOT_BELOW: "do not beat"}
 

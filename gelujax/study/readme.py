@@ -31,7 +31,7 @@ from gelujax.paper import (
   design,
   figure,
 )
-from gelujax.study import findings, grids, tables
+from gelujax.study import findings, grids, method, tables
 from gelujax.study.analysis import Analysis
 
 # The top-level README's generated part of its "Results" section lies between these lines.
@@ -271,7 +271,7 @@ def hypotheses_part(task: str, analysis: Analysis) -> list[str]:
       "",
       tables.format_hypotheses(analysis.secondary, analysis=analysis),
     ]
-  lines += findings.design_change_lines(task, analysis)
+  lines += method.design_change_lines(task, analysis)
   for family, verdicts in (
     ("primary", analysis.earlier_primary),
     ("secondary", analysis.earlier_secondary),
@@ -286,7 +286,7 @@ def hypotheses_part(task: str, analysis: Analysis) -> list[str]:
         "",
         tables.format_hypotheses(verdicts),
       ]
-  lines += ["## How the verdicts are reached", "", findings.method(task, analysis), ""]
+  lines += ["## How the verdicts are reached", "", method.method(task, analysis), ""]
   return lines
 
 

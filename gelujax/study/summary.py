@@ -11,7 +11,7 @@ from typing import Any
 from gelujax.paper import (
   Report,
 )
-from gelujax.study import analysis, curves, findings, runs, tables
+from gelujax.study import analysis, curves, runs, tables, wording
 from gelujax.study.analysis import Analysis
 from gelujax.study.runs import EVAL_SUFFIX, Run
 from gelujax.study.stages import Evaluations
@@ -158,7 +158,7 @@ def write_table(
   else:
     text.append("None trained yet.\n")
   selection_cells = {
-    s["run"]: f"{s['selected']:g} over {s['runner_up']:g}: {findings.effect(s['comparison'])}"
+    s["run"]: f"{s['selected']:g} over {s['runner_up']:g}: {wording.effect(s['comparison'])}"
     for s in result.selections
     if s["comparison"] is not None
   }

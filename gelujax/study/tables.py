@@ -2,7 +2,7 @@
 noise evaluations and :class:`gelujax.study.analysis.Analysis`.
 
 Every number is formatted by :func:`format_number` (4 significant digits; shifts and intervals
-3), every verdict and outcome worded by :mod:`gelujax.study.findings`.
+3), every verdict and outcome worded by :mod:`gelujax.study.wording`.
 """
 
 from __future__ import annotations
@@ -11,12 +11,12 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from gelujax.study import analysis, findings, runs
+from gelujax.study import analysis, runs, wording
 from gelujax.study.analysis import Analysis, Exploratory
-from gelujax.study.findings import format_number, format_shift
 from gelujax.study.noise import noise_at
 from gelujax.study.stats import Stats
 from gelujax.study.verdicts import Outcome, Verdict
+from gelujax.study.wording import format_number, format_shift
 
 
 def diverged_label(row: dict[str, Any]) -> str:
@@ -182,7 +182,7 @@ def _outcome_cells(v: Verdict, o: Outcome) -> list[str]:
 
 
 def _with_caveats(words: str, v: Verdict, o: Outcome) -> str:
-  caveat = findings.caveat_words(o, v.hypothesis)
+  caveat = wording.caveat_words(o, v.hypothesis)
   return f"{words}; {caveat}" if caveat else words
 
 
@@ -200,7 +200,7 @@ def format_hypotheses(
     paper = " vs ".join(format_number(x, h.scale) for x in h.paper)
     if all(x is None for x in h.paper):
       paper = "–"
-    words = findings.verdict_words(v, analysis)
+    words = wording.verdict_words(v, analysis)
     if v.single is not None:
       cells = _outcome_cells(v, v.single)
       lines.append(
@@ -211,9 +211,9 @@ def format_hypotheses(
     pairs = f"{len(v.outcomes)} pairs of candidate lrs" if v.outcomes else "–"
     lines.append(f"| {i} | {h.describe()} | {paper} | {pairs} | – | – | – | – | {words} |")
     for k, o in enumerate(v.outcomes):
-      words = _with_caveats(findings.outcome_words(o, h), v, o)
+      words = _with_caveats(wording.outcome_words(o, h), v, o)
       lines.append(
-        f"| {i}{findings.pair_letter(k)} | | | {' | '.join(_outcome_cells(v, o))} | {words} |"
+        f"| {i}{wording.pair_letter(k)} | | | {' | '.join(_outcome_cells(v, o))} | {words} |"
       )
   return "\n".join(lines) + "\n"
 

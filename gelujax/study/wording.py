@@ -1,0 +1,179 @@
+"""The words of a verdict, of one pair's outcome and of a number, one fixed rule each.
+
+The findings (:mod:`gelujax.study.findings`) and the tables (:mod:`gelujax.study.tables`)
+say a verdict in these words alone (`verdict_words`): ``confirmed``, ``refuted``,
+``equivalent``; ``inconclusive`` with the way it leans (`lean_words`) and the seeds a side that
+would decide it were the observed effect the true one (`seeds_needed_words`); ``pending`` with
+the candidate lrs still to train and the command that trains them (`pending_words`); ``depends
+on the learning rate`` with each pair's outcome (`outcome_words`); and its caveats
+(`caveat_words`). Numbers are cut to fixed significant digits (`format_number`), a shift with
+its interval (`format_shift`) and its p (`effect`).
+"""
+
+from __future__ import annotations
+
+import math
+
+from gelujax.paper import EQUIVALENT, LOWER, Hypothesis
+from gelujax.study import curves, stats
+from gelujax.study.analysis import Analysis, describe_seeds
+from gelujax.study.verdicts import DEPENDS, INCONCLUSIVE, PENDING, Comparison, Outcome, Verdict
+
+
+def format_number(value: float | None, scale: float = 1.0, digits: int = 4) -> str:
+  """A table cell: ``value * scale`` to ``digits`` significant digits; NaN/None -> ``"–"``;
+  infinities as ``"-inf"``, ``"inf"``."""
+  if value is None or math.isnan(value):
+    return "–"
+  if math.isinf(value):
+    return "inf" if value > 0 else "-inf"
+  return f"{value * scale:.{digits}g}"
+
+
+def format_shift(comparison: Comparison, scale: float = 1.0) -> str:
+  """``"-0.0271 [-0.0312, -0.0229]"``: the Hodges–Lehmann shift and its exact interval."""
+  shift, low, high = (
+    format_number(v, scale, 3) for v in (comparison.shift, comparison.low, comparison.high)
+  )
+  return f"{shift} [{low}, {high}]"
+
+
+def number(value: float, scale: float = 1.0, digits: int = 4) -> str:
+  return format_number(value, scale, digits)
+
+
+def effect(comparison: Comparison, scale: float = 1.0, p: float | None = None) -> str:
+  """``"shift -0.0271 [-0.0312, -0.0229], p = 0.0079"``: with ``p``, that p (a verdict's),
+  else the comparison's rank-sum p."""
+  p = comparison.p if p is None else p
+  return f"shift {format_shift(comparison, scale)}, p = {p:.2g}"
+
+
+def seeds_needed_words(outcome: Outcome | Verdict, h: Hypothesis | None = None) -> str:
+  """``"23 seeds a side for 80% power if the observed effect were the true one"``, or why
+  there is no such number."""
+  h = h or outcome.hypothesis
+  n, c, margin = outcome.seeds_needed, outcome.comparison, h.margin
+  if n is not None:
+    return f"{n} seeds a side for {stats.POWER:.0%} power if the observed effect were the true one"
+  if len(c.a) + len(c.b) < 3:
+    return "too few seeds to estimate the seeds a side 80% power would need"
+  if abs(c.shift) == (margin or 0.0):
+    where = "at the margin" if margin else "of 0"
+    return f"no number of seeds decides the observed shift {where}"
+  return (
+    f"more than {stats.MAX_SEEDS} seeds a side for {stats.POWER:.0%} power if the observed "
+    "effect were the true one"
+  )
+
+
+def lean_words(outcome: Outcome | Verdict, h: Hypothesis | None = None) -> str:
+  """Which way an inconclusive comparison leans: ``"leaning towards the claim"``, ``"leaning
+  against the claim"`` (the side of 0 its shift lies on; for an equivalence claim, of the
+  margin), or ``"leaning neither way"`` (a shift of exactly 0, or exactly the margin)."""
+  h = h or outcome.hypothesis
+  shift = outcome.comparison.shift
+  if h.direction == EQUIVALENT:
+    if abs(shift) == h.margin:
+      return "leaning neither way"
+    return "leaning towards the claim" if abs(shift) < h.margin else "leaning against the claim"
+  if shift == 0.0:
+    return "leaning neither way"
+  towards = (shift < 0) == (h.direction == LOWER)
+  return "leaning towards the claim" if towards else "leaning against the claim"
+
+
+def outcome_words(outcome: Outcome, h: Hypothesis) -> str:
+  """One pair's outcome: ``"confirmed"``, ``"inconclusive, leaning towards the claim: 23 seeds
+  a side ..."``, or its pending reason."""
+  if outcome.verdict == PENDING:
+    return outcome.seeds
+  if outcome.verdict == INCONCLUSIVE:
+    return f"{INCONCLUSIVE}, {lean_words(outcome, h)}: {seeds_needed_words(outcome, h)}"
+  return outcome.verdict
+
+
+def lr_pair(h: Hypothesis, learning_rates: tuple[float | None, float | None]) -> str:
+  """``"gelu_tanh lr 0.0001 vs relu lr 0.001"``."""
+  a, b = ("–" if lr is None else f"{lr:g}" for lr in learning_rates)
+  return f"{h.gelu} lr {a} vs {h.baseline} lr {b}"
+
+
+def pending_words(verdict: Verdict, analysis: Analysis | None) -> str:
+  """A pending verdict: the candidate lrs whose evaluation seeds are not trained and the
+  command that trains them; else the first pending pair's reason."""
+  missing = (analysis.untrained.get(verdict.hypothesis) if analysis else None) or []
+  if not missing:
+    pending = verdict.pending()
+    return pending[0].seeds if pending else verdict.seeds
+  lrs = ", ".join(f"{lr:g} of {run}" for run, lr, _ in missing)
+  seeds = describe_seeds(analysis.evaluation_seeds) if analysis.evaluation_seeds else ""
+  names = ", ".join(name for *_, name in missing)
+  command = f"`{analysis.command}` trains them" if analysis.command else "not trained yet"
+  return (
+    f"{PENDING}: candidate lr{'s' if len(missing) > 1 else ''} {lrs} "
+    f"need{'' if len(missing) > 1 else 's'} evaluation seeds {seeds} ({names}; {command})"
+  )
+
+
+def verdict_words(verdict: Verdict, analysis: Analysis | None = None) -> str:
+  """``"confirmed"``, ``"inconclusive, leaning towards the claim: 23 seeds a side for 80% power
+  if the observed effect were the true one"``, ``"pending: ..."``, ``"depends on the learning
+  rate: refuted at ...; confirmed at ..."``, ``"refuted at every pair of candidate lrs (4)"``."""
+  h = verdict.hypothesis
+  if verdict.verdict == PENDING:
+    return pending_words(verdict, analysis)
+  if verdict.single is not None:
+    return outcome_words(verdict.single, h)
+  if verdict.verdict == DEPENDS:
+    groups: dict[str, list[str]] = {}
+    for o in verdict.outcomes:
+      groups.setdefault(o.verdict, []).append(lr_pair(h, o.learning_rates))
+    parts = [f"{word} at {', '.join(pairs)}" for word, pairs in groups.items()]
+    return f"{DEPENDS}: " + "; ".join(parts)
+  return f"{verdict.verdict} at every pair of candidate lrs ({len(verdict.outcomes)})"
+
+
+def caveat_words(outcome: Outcome, h: Hypothesis) -> str:
+  """``"caveats: the tested metric ... still falls at the last epoch (...); ..."``, or ``""``."""
+  words = []
+  for kind, fact in outcome.caveats:
+    if kind == "falling":
+      shares = ", ".join(
+        f"{run} {share:.1%}"
+        for run, share in ((h.gelu, fact["gelu"]), (h.baseline, fact["baseline"]))
+        if share is not None
+      )
+      words.append(
+        f"the tested metric, final {fact['metric']}, still falls at the last epoch (median fall "
+        f"over the last fifth of training, epochs {fact['start']:g}–{fact['epoch']:g}: {shares})"
+      )
+    elif kind == "not_learning":
+      words.append(
+        f"{fact['run']} does not learn at lr {fact['learning_rate']:g} (median test error "
+        f"{number(fact['median'], 100)}%, above {curves.NOT_LEARNING_SHARE:.0%} of the chance "
+        f"error {number(fact['chance'], 100)}%)"
+      )
+    elif kind == "epochs":
+      words.append(f"judged at epoch {fact['epochs']} of the paper's {fact['paper']}")
+    else:
+      raise ValueError(f"No wording rule for a caveat of kind {kind!r}.")
+  return "caveats: " + "; ".join(words) if words else ""
+
+
+def outcome_tail(h: Hypothesis, outcome: Outcome) -> str:
+  """`` (gelu_tanh 0.08 vs relu 0.11, <seeds>; shift ..., p = ..., Holm ...)`` and its caveats,
+  or ``""`` for a pending pair."""
+  c = outcome.comparison
+  if c is None:
+    return ""
+  caveat = caveat_words(outcome, h)
+  return (
+    f" ({h.gelu} {number(c.median_a, h.scale)} vs {h.baseline} {number(c.median_b, h.scale)}, "
+    f"{outcome.seeds}; {effect(c, h.scale, outcome.p)}, Holm {outcome.holm:.2g})"
+    + (f"; {caveat}" if caveat else "")
+  )
+
+
+def pair_letter(index: int) -> str:
+  return "abcdefghijklmnopqrstuvwxyz"[index]
