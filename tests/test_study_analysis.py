@@ -1,13 +1,14 @@
-"""Tests for gelujax.study.analysis: which seeds each hypothesis is tested on, the fixed-lr
-sensitivity, the selections and the paper values that contradict their claim."""
+"""Tests for gelujax.study.analysis and the evidence it judges (gelujax.study.evidence): which
+seeds each hypothesis is tested on, the fixed-lr sensitivity, the selections and the paper
+values that contradict their claim."""
 
 import dataclasses
 
 import pytest
 
 from gelujax.paper import PAPER, PRIMARY, SECONDARY, Design
-from gelujax.study import analysis, verdicts
-from gelujax.study.analysis import RunValues
+from gelujax.study import analysis, evidence, verdicts
+from gelujax.study.evidence import RunValues
 
 SELECT = Design(tuple(range(100, 105)))
 ALL_LRS = Design((3, 4, 5), select_lr=False)
@@ -61,13 +62,13 @@ def test_selected_lr_hypotheses_use_the_evaluation_seeds_only():
         evaluation_seeds=range(100, 105)),
     run("relu", {1e-3: [5, 5, 5]}, {1e-3: [6, 7, 8, 9, 10]}, evaluation_seeds=range(100, 105)),
   ]  # fmt: skip
-  found = analysis.evidence(h, values, SELECT)
+  found = evidence.gather(h, values, SELECT)
   assert (found.gelu, found.baseline) == ((1, 2, 3, 4, 5), (6, 7, 8, 9, 10))
   assert found.seeds == "evaluation seeds 100–104 at the selected lr"
   # Without the evaluation run: pending, never the selection seeds under the same name.
-  values[1] = run("relu", {1e-3: [5, 5, 5]}, analysis.PENDING_EVALUATION)
-  assert analysis.evidence(h, values, SELECT) == "pending: evaluation seeds not trained"
-  assert analysis.evidence(h, values[:1], SELECT) == "not run: no relu run with dropout 0"
+  values[1] = run("relu", {1e-3: [5, 5, 5]}, evidence.PENDING_EVALUATION)
+  assert evidence.gather(h, values, SELECT) == "pending: evaluation seeds not trained"
+  assert evidence.gather(h, values[:1], SELECT) == "not run: no relu run with dropout 0"
 
 
 def test_unselected_lrs_are_tested_on_the_grid_and_evaluation_seeds_together():
@@ -79,17 +80,17 @@ def test_unselected_lrs_are_tested_on_the_grid_and_evaluation_seeds_together():
     ),
     run("relu", {1e-3: [0, 0, 0], 1e-4: [7, 8, 9]}, {1e-3: [0] * 3, 1e-4: [10, 11, 12]}, **options),
   ]
-  found = analysis.evidence(h, values, ALL_LRS)
+  found = evidence.gather(h, values, ALL_LRS)
   assert found.gelu == (1, 2, 3, 4, 5, 6) and found.baseline == (7, 8, 9, 10, 11, 12)
   assert found.seeds == "seeds 0–5"
-  values[0] = run("gelu_tanh", {1e-4: [1, 2, 3]}, analysis.PENDING_EVALUATION, key=h.metric)
-  assert analysis.evidence(h, values, ALL_LRS) == analysis.PENDING_EVALUATION
+  values[0] = run("gelu_tanh", {1e-4: [1, 2, 3]}, evidence.PENDING_EVALUATION, key=h.metric)
+  assert evidence.gather(h, values, ALL_LRS) == evidence.PENDING_EVALUATION
   # A design without evaluation seeds tests the grid's own.
   values = [
     run("gelu_tanh", {1e-4: [1, 2, 3]}, {}, key=h.metric),
     run("relu", {1e-4: [7, 8, 9]}, {}, key=h.metric),
   ]
-  found = analysis.evidence(h, values, Design((), select_lr=False))
+  found = evidence.gather(h, values, Design((), select_lr=False))
   assert found.gelu == (1, 2, 3) and found.seeds == "seeds 0–2"
 
 
@@ -101,7 +102,7 @@ def test_sensitivity_sets_each_shared_lr_against_the_selected_lr_result():
     run("gelu_tanh", {1e-3: [1, 2, 3], 1e-4: [20, 21, 22]}, "pending: x", 1e-4),
     run("relu", {1e-3: [10, 11, 12], 1e-4: [15, 16, 17]}, "pending: x", 1e-3),
   ]
-  (verdict,) = verdicts.judge([h], lambda x: analysis.evidence(x, values, SELECT))
+  (verdict,) = verdicts.judge([h], lambda x: evidence.gather(x, values, SELECT))
   found = analysis.sensitivity(h, values, verdict)
   reference, source = found.reference
   assert source == "selection seeds" and reference.shift == 10
@@ -113,7 +114,7 @@ def test_sensitivity_sets_each_shared_lr_against_the_selected_lr_result():
     run("gelu_tanh", {1e-3: [1, 2, 3], 1e-4: [20, 21, 22]}, {1e-4: [1, 2, 3]}, 1e-4),
     run("relu", {1e-3: [10, 11, 12], 1e-4: [15, 16, 17]}, {1e-3: [5, 6, 7]}, 1e-3),
   ]
-  (verdict,) = verdicts.judge([h], lambda x: analysis.evidence(x, values, SELECT))
+  (verdict,) = verdicts.judge([h], lambda x: evidence.gather(x, values, SELECT))
   found = analysis.sensitivity(h, values, verdict)
   assert found.reference[1] == "evaluation seeds" and found.reference[0].shift == -4
   assert found.agrees(1e-3) is True and found.agrees(1e-4) is False
@@ -149,7 +150,7 @@ def test_exploratory_uses_evaluation_seeds_where_both_runs_have_them():
   metrics = [analysis.Metric(LOSS, "loss")]
   values = [
     run("gelu", {1e-3: [1, 2, 3]}, {1e-3: [4, 5, 6]}),
-    run("silu", {1e-3: [1, 2, 3]}, analysis.PENDING_EVALUATION),
+    run("silu", {1e-3: [1, 2, 3]}, evidence.PENDING_EVALUATION),
     run("relu", {1e-3: [7, 8, 9]}, {1e-3: [10, 11, 12]}),
   ]
   found = analysis.exploratory(values, metrics, SELECT)
@@ -161,9 +162,9 @@ def test_exploratory_uses_evaluation_seeds_where_both_runs_have_them():
 
 
 def test_describe_seeds():
-  assert analysis.describe_seeds([0, 1, 2, 7]) == "0–2, 7"
-  assert analysis.describe_seeds(range(100, 110)) == "100–109"
-  assert analysis.describe_seeds([3, 4]) == "3, 4"
+  assert evidence.describe_seeds([0, 1, 2, 7]) == "0–2, 7"
+  assert evidence.describe_seeds(range(100, 110)) == "100–109"
+  assert evidence.describe_seeds([3, 4]) == "3, 4"
 
 
 @pytest.mark.parametrize("task", sorted(PAPER))
@@ -179,34 +180,34 @@ def test_a_hypothesis_is_tested_at_every_pair_of_candidate_lrs():
   seeds = {"evaluation_seeds": range(100, 105)}
   values = [
     run("gelu_tanh", {1e-3: [1, 2, 3], 1e-4: [1, 2, 3]}, {1e-4: [1, 2, 3, 4, 5],
-        1e-3: analysis.PENDING_EVALUATION}, 1e-4, candidates=(1e-4, 1e-3), **seeds),
+        1e-3: evidence.PENDING_EVALUATION}, 1e-4, candidates=(1e-4, 1e-3), **seeds),
     run("relu", {1e-3: [5, 5, 5], 1e-4: [9, 9, 9]}, {1e-3: [6, 7, 8, 9, 10]},
         candidates=(1e-3,), **seeds),
   ]  # fmt: skip
-  assert analysis.candidate_pairs(h, values, SELECT) == [(1e-4, 1e-3), (1e-3, 1e-3)]
+  assert evidence.candidate_pairs(h, values, SELECT) == [(1e-4, 1e-3), (1e-3, 1e-3)]
   # The earlier design: the selected lrs alone.
   earlier = dataclasses.replace(SELECT, candidates=False)
-  assert analysis.candidate_pairs(h, values, earlier) == [(1e-4, 1e-3)]
-  selected, other = analysis.candidate_evidence(h, values, SELECT)
+  assert evidence.candidate_pairs(h, values, earlier) == [(1e-4, 1e-3)]
+  selected, other = evidence.candidate_evidence(h, values, SELECT)
   assert selected.learning_rates == (1e-4, 1e-3)
   assert selected.evidence.seeds == "evaluation seeds 100–104 at the selected lr"
   assert selected.evidence.gelu_seeds == (100, 101, 102, 103, 104)
   assert (
     other.evidence == "pending: evaluation seeds not trained at candidate lr 0.001 of gelu_tanh"
   )
-  (verdict,) = verdicts.judge([h], lambda x: analysis.candidate_evidence(x, values, SELECT))
+  (verdict,) = verdicts.judge([h], lambda x: evidence.candidate_evidence(x, values, SELECT))
   assert verdict.verdict == verdicts.PENDING
-  assert analysis.untrained_runs(h, verdict, values, SELECT) == [
+  assert evidence.untrained_runs(h, verdict, values, SELECT) == [
     ("gelu_tanh", 1e-3, "gelu_tanh_eval_lr0.001")
   ]
   # Trained: the pair at other lrs names them.
   values[0] = run("gelu_tanh", {1e-3: [1, 2, 3], 1e-4: [1, 2, 3]},
                   {1e-4: [1, 2, 3, 4, 5], 1e-3: [11, 12, 13, 14, 15]}, 1e-4,
                   candidates=(1e-4, 1e-3), **seeds)  # fmt: skip
-  _, other = analysis.candidate_evidence(h, values, SELECT)
+  _, other = evidence.candidate_evidence(h, values, SELECT)
   assert other.evidence.seeds == "evaluation seeds 100–104 at lrs 0.001 vs 0.001"
   assert other.evidence.gelu == (11, 12, 13, 14, 15)
-  (verdict,) = verdicts.judge([h], lambda x: analysis.candidate_evidence(x, values, SELECT))
+  (verdict,) = verdicts.judge([h], lambda x: evidence.candidate_evidence(x, values, SELECT))
   # Holm over the 2 pairs: 2 x 2/252 = 0.016 each; below at one, above at the other.
   assert [o.verdict for o in verdict.outcomes] == [verdicts.CONFIRMED, verdicts.REFUTED]
   assert verdict.verdict == verdicts.DEPENDS
@@ -243,7 +244,7 @@ def test_caveats_a_verdict_carries():
         facts={1e-3: {"falling": {"train_loss": {**fall, "median": 0.002}},
                       "not_learning": learns_not}}),
   ]  # fmt: skip
-  e = analysis.evidence(h, values, SELECT, None, {"epochs": {"epochs": 20, "paper": 250}})
+  e = evidence.gather(h, values, SELECT, None, {"epochs": {"epochs": 20, "paper": 250}})
   assert e.caveats == (
     ("falling", {"metric": "train_loss", "start": 40.0, "epoch": 50.0, "gelu": 0.01,
                  "baseline": 0.002}),
@@ -254,8 +255,7 @@ def test_caveats_a_verdict_carries():
   slow = {1e-3: {"falling": {"train_loss": {**fall, "median": 0.0099}}}}
   values = [dataclasses.replace(v, facts=slow) for v in values]
   assert (
-    analysis.evidence(h, values, SELECT, None, {"epochs": {"epochs": 50, "paper": 50}}).caveats
-    == ()
+    evidence.gather(h, values, SELECT, None, {"epochs": {"epochs": 50, "paper": 50}}).caveats == ()
   )
   secondary = next(x for x in PAPER["mnist"].hypotheses if x.metric == "best.test_error")
   facts = {1e-3: {"falling": {"test_error": fall, "train_loss": fall}}}
@@ -263,10 +263,10 @@ def test_caveats_a_verdict_carries():
     run(a, {1e-3: [1, 2, 3]}, {1e-3: [1, 2, 3]}, key=secondary.metric, facts=facts)
     for a in ("gelu_tanh", "relu")
   ]
-  assert analysis.evidence(secondary, values, SELECT).caveats == ()
+  assert evidence.gather(secondary, values, SELECT).caveats == ()
 
 
 def test_values_without_their_seeds_are_refused():
   with pytest.raises(ValueError, match="3 values for 2 seeds"):
-    analysis.seeded([1.0, 2.0, 3.0], [0, 1])
-  assert analysis.seeded({5: 1.0}, []) == {5: 1.0}
+    evidence.seeded([1.0, 2.0, 3.0], [0, 1])
+  assert evidence.seeded({5: 1.0}, []) == {5: 1.0}

@@ -8,6 +8,8 @@
   intervals (unpaired and paired), TOST, Holm, power.
 - :mod:`~gelujax.study.verdicts`: pre-registered hypotheses (``gelujax.paper.PAPER``)
   judged within their family.
+- :mod:`~gelujax.study.evidence`: what each hypothesis is tested on: the runs' per-seed values,
+  gathered as the task's design says, with the caveats its verdict carries.
 - :mod:`~gelujax.study.analysis`: a result's verdicts, sensitivity and exploratory statistics.
 - :mod:`~gelujax.study.findings`: the fixed wording of every statement, a rule per kind of
   line, with :mod:`~gelujax.study.wording` (the words of a verdict, an outcome, a number) and

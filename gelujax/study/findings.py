@@ -47,7 +47,8 @@ from typing import Any
 from gelujax.paper import LOWER, Hypothesis, figure
 from gelujax.study import baselines as lookups
 from gelujax.study import curves
-from gelujax.study.analysis import Analysis, Sensitivity, describe_seeds
+from gelujax.study.analysis import Analysis, Sensitivity
+from gelujax.study.evidence import describe_seeds
 from gelujax.study.verdicts import Outcome, PairedComparison, Verdict
 from gelujax.study.wording import (
   effect,

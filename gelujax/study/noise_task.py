@@ -15,7 +15,8 @@ from gelujax.paper import (
   PAPER_NOISE_ACCURACY,
 )
 from gelujax.study import analysis, findings, grids, noise, plots, readme, runs, tables
-from gelujax.study.analysis import Analysis, RunValues
+from gelujax.study.analysis import Analysis
+from gelujax.study.evidence import RunValues, describe_seeds
 from gelujax.study.grids import Grid
 from gelujax.study.runs import Run
 from gelujax.study.stages import (
@@ -139,7 +140,7 @@ def write_noise(task: str, stages: Stages, out: Path, *, root: Path) -> Result:
   )
   table = write_noise_table(task + NOISE_SUFFIX, shown, result, out)
   labels = {
-    f"{name} (lr {r['learning_rate']:g}, seeds {analysis.describe_seeds(r['seeds'])}"
+    f"{name} (lr {r['learning_rate']:g}, seeds {describe_seeds(r['seeds'])}"
     + (f", {r['diverged']}/{r['members']} diverged)" if r["diverged"] else ")"): r
     for name, r in shown.items()
   }

@@ -30,7 +30,7 @@ from gelujax.paper import (
 )
 from gelujax.study import analysis, findings, grids, plots, readme
 from gelujax.study import baselines as lookups
-from gelujax.study.analysis import RunValues
+from gelujax.study.evidence import RunValues, describe_seeds
 from gelujax.study.noise_task import evaluate_noise, find_noise_grids, write_noise
 from gelujax.study.runs import Run
 from gelujax.study.stages import (
@@ -90,7 +90,7 @@ def write_runs(task: str, stages: Stages, out: Path, root: Path) -> Result:
     figure = plots.draw_autoencoder_figure(
       list(zip(selection, rows, strict=True)),
       out,
-      f"seeds {analysis.describe_seeds(selection[0].seeds())}",
+      f"seeds {describe_seeds(selection[0].seeds())}",
     )
   else:
     figure = plots.draw_loss_figure(

@@ -16,7 +16,7 @@ from gelujax.paper import (
   design,
   hypotheses,
 )
-from gelujax.study import analysis, curves, grids, runs
+from gelujax.study import curves, evidence, grids, runs
 from gelujax.study.analysis import Analysis
 from gelujax.study.grids import Grid
 from gelujax.study.runs import Run
@@ -102,7 +102,7 @@ def load_evaluation(grid: Grid, row: dict[str, Any], plan: Design) -> Run | str:
   """A selection grid's evaluation run (``grid`` is the evaluation grid), or why it cannot be
   used (``"pending: ..."``)."""
   if not (grid.workdir / SUMMARY_FILE).exists():
-    return analysis.PENDING_EVALUATION
+    return evidence.PENDING_EVALUATION
   run = runs.load_run(grid.workdir)
   found = run.learning_rates()
   if len(found) != len(grid.learning_rates) or not all(
@@ -200,7 +200,7 @@ def grid_values(row: dict[str, Any]) -> dict[float, dict[str, dict[int, float]]]
 def evaluation_values(
   found: Evaluations, values: dict[str, dict[float, dict[str, dict[int, float]]]]
 ) -> dict[float, dict[str, dict[int, float]] | str] | str:
-  """A run's :attr:`gelujax.study.analysis.RunValues.evaluation`: lr -> the values of its
+  """A run's :attr:`gelujax.study.evidence.RunValues.evaluation`: lr -> the values of its
   evaluation run there (``values``: evaluation run name -> its :func:`grid_values`), or why
   there are none; the reason alone where the run has no evaluation grid."""
   if len(found) == 1 and found[0][0] is None:
@@ -218,7 +218,7 @@ def curve_caveats(
   task: str, tested: Sequence[tuple[float, Sequence[Run]]]
 ) -> dict[float, dict[str, Any]]:
   """lr -> what the curves of the runs whose values are tested at that lr show, as
-  :attr:`gelujax.study.analysis.RunValues.facts` holds it."""
+  :attr:`gelujax.study.evidence.RunValues.facts` holds it."""
   keys = {h.metric.split(".", 1)[1] for h in hypotheses(task) if h.metric.startswith("final.")}
   facts = {}
   for lr, found in tested:

@@ -11,7 +11,7 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from gelujax.study import analysis, runs, wording
+from gelujax.study import evidence, runs, wording
 from gelujax.study.analysis import Analysis, Exploratory
 from gelujax.study.noise import noise_at
 from gelujax.study.stats import Stats
@@ -82,7 +82,7 @@ def format_table(
       cells = [
         row["run"],
         f"{selected['learning_rate']:g}",
-        analysis.describe_seeds(selected["seeds"]),
+        evidence.describe_seeds(selected["seeds"]),
         diverged_label(row) or f"0/{selected['members']}",
         unstable_label(row, selected),
         format_number(paper.get(row["run"]), scale),
@@ -146,7 +146,7 @@ def format_noise_table(
     cells = [
       name,
       f"{result['learning_rate']:g}",
-      analysis.describe_seeds(result["seeds"]),
+      evidence.describe_seeds(result["seeds"]),
       f"{result['diverged']}/{result['members']}",
     ]
     for a in at:

@@ -16,7 +16,8 @@ import math
 
 from gelujax.paper import EQUIVALENT, LOWER, Hypothesis
 from gelujax.study import curves, stats
-from gelujax.study.analysis import Analysis, describe_seeds
+from gelujax.study.analysis import Analysis
+from gelujax.study.evidence import describe_seeds
 from gelujax.study.verdicts import DEPENDS, INCONCLUSIVE, PENDING, Comparison, Outcome, Verdict
 
 
