@@ -5,20 +5,33 @@ The scripts own their absl flags; these functions apply them to a task's spec
 (:func:`make_spec`, the one way both scripts override a task's fields) and turn the raw values
 of ``flags.DEFINE_list`` into the values ``gelujax`` takes, with one-line errors that name the
 flag; `exit_stopped` is how both end when their run is stopped. Nothing in ``gelujax`` parses a
-flag.
+flag, nor names one: its messages name the argument or field in backticks (`` `workdir` ``),
+and `name_flags` turns those into the script's flags (``--workdir``) where a script prints them.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import signal
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NoReturn
+
+from absl import flags
 
 from gelujax import host, tasks
 from gelujax.registry import parse_name, sentences
 from gelujax.tasks import SpecError, TaskSpec
+
+
+def name_flags(message: str, names: Iterable[str]) -> str:
+  """A library's ``message`` in a script's words: each backticked word that is one of the
+  script's flags ``names`` (absl's ``flags.FLAGS`` iterates over them) becomes that flag,
+  `` `workdir` `` -> ``--workdir``; everything else is left as it is (a backticked field the
+  script has no flag for, a command to run)."""
+  known = set(names)
+  return re.sub(r"`(\w+)`", lambda m: f"--{m[1]}" if m[1] in known else m[0], message)
 
 
 def make_spec(task: str | None, **flag_values: Any) -> tuple[TaskSpec, TaskSpec]:
@@ -99,7 +112,7 @@ def parse_seeds(
     return seeds
   if seeds[0] < 1:
     raise ValueError(f"--{flag} {text!r} is a count of seeds; it must be at least 1.")
-  host.check_member_count(seeds[0])  # Before the list is made: 99999999999999 fails here.
+  host.check_member_count(seeds[0], flag)  # Before the list is made: 99999999999999 fails here.
   return list(range(start, start + seeds[0]))
 
 
@@ -150,4 +163,4 @@ def exit_stopped(script: str, error: BaseException) -> NoReturn:
   line = host.cache_failure(error)
   if line is None:
     raise error
-  sys.exit(f"{script}: error: {' '.join(line.split())}")
+  sys.exit(f"{script}: error: {name_flags(' '.join(line.split()), flags.FLAGS)}")

@@ -193,7 +193,7 @@ def main(argv: list[str]) -> None:
     host.enable_compilation_cache(_COMPILATION_CACHE.value)
     out = run()
   except ValueError as e:  # Bad flag values; a diverged run is reported in the table instead.
-    sys.exit(f"reproduce.py: error: {' '.join(str(e).split())}")
+    sys.exit(f"reproduce.py: error: {_flags.name_flags(' '.join(str(e).split()), flags.FLAGS)}")
   except (KeyboardInterrupt, Exception) as e:  # Ctrl-C or kill, or a damaged compiled program.
     _flags.exit_stopped("reproduce.py", e)
   print(f"Wrote {out}/README.md, table.md, summary.json and figures.", flush=True)

@@ -117,7 +117,7 @@ def main(argv: list[str]) -> None:
       members_axis=_MEMBERS_AXIS.value,
     )
   except (ValueError, engine.DivergedError) as e:
-    sys.exit(f"train.py: error: {' '.join(str(e).split())}")
+    sys.exit(f"train.py: error: {_flags.name_flags(' '.join(str(e).split()), flags.FLAGS)}")
   except (KeyboardInterrupt, Exception) as e:  # Ctrl-C or kill, or a damaged compiled program.
     _flags.exit_stopped("train.py", e)
 

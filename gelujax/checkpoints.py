@@ -308,7 +308,7 @@ class Checkpointer:
         + "; ".join(f"epoch {e}: {why}" for e, why in problems)
         + ". They are left as they are, and so are the run's other files. Resuming would mean "
         "training again from epoch 0 over the run's results, which gelujax never does by "
-        "itself: to train this grid again, pass another --workdir."
+        "itself: to train this grid again, pass another `workdir`."
       )
     return None
 

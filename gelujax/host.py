@@ -51,7 +51,7 @@ _YNN_FLAG = "--xla_cpu_experimental_ynn_fusion_type"
 # them in this process.
 _CACHE_HIT_EVENT = "/jax/compilation_cache/cache_hits"
 _cache_hits = 0
-# Where compiled programs are kept unless --compilation_cache says otherwise: the folder JAX's
+# Where compiled programs are kept unless the caller says otherwise: the folder JAX's
 # own JAX_COMPILATION_CACHE_DIR names when it is set (so that one setting moves every cache, as
 # the tests do with a temporary folder), else the user's cache folder.
 DEFAULT_CACHE = os.environ.get("JAX_COMPILATION_CACHE_DIR") or os.path.join(
@@ -110,7 +110,7 @@ def configure_cpu(cpu_devices: str | int, num_members: int) -> int:
     count = int(text)
   else:
     raise ValueError(
-      f"--cpu_devices {cpu_devices!r} is not valid: give 'auto' or a device count >= 1."
+      f"`cpu_devices` {cpu_devices!r} is not valid: give 'auto' or a device count >= 1."
     )
   if not (text == "auto" and forced):
     try:
@@ -120,7 +120,7 @@ def configure_cpu(cpu_devices: str | int, num_members: int) -> int:
       if text == "auto" or started == count:
         return started
       raise ValueError(
-        f"--cpu_devices {count}: JAX has already started with {started} CPU devices, and the "
+        f"`cpu_devices` {count}: JAX has already started with {started} CPU devices, and the "
         "device count can only be set before the first array is made."
       ) from None
   if count > 1 and not re.search(rf"{_EIGEN_FLAG}\b", flags):
@@ -236,7 +236,8 @@ def _count_cache_hits(event: str, **kwargs: object) -> None:
 
 def cache_failure(error: BaseException) -> str | None:
   """One line for an unforeseen ``error`` of a process that ran compiled programs loaded from
-  the compilation cache, naming ``--compilation_cache=none``; None when it loaded none.
+  the compilation cache, naming the way around it (``compilation_cache``=none: no cache); None
+  when it loaded none.
 
   JAX keys each cache entry by the program, but does not check that a loaded entry is the
   program of its key: an entry damaged or swapped on disk fails when it runs, with an error
@@ -249,7 +250,7 @@ def cache_failure(error: BaseException) -> str | None:
     f"{type(error).__name__}{f': {text}' if text else ''}. This process ran "
     f"{_cache_hits} compiled program{'s' * (_cache_hits != 1)} loaded from the "
     f"compilation cache {jax.config.jax_compilation_cache_dir}, where a damaged or swapped "
-    "entry fails this way: re-run the same command with --compilation_cache=none (or another "
+    "entry fails this way: re-run the same command with `compilation_cache`=none (or another "
     "folder) to compile them afresh."
   )
 
@@ -284,14 +285,15 @@ def available_memory() -> int:
   return available
 
 
-def check_member_count(count: int, flag: str = "--seeds") -> None:
+def check_member_count(count: int, argument: str = "seeds") -> None:
   """Refuses a grid of ``count`` members that the host cannot even keep the records of
-  (before the members are listed, so that a count like 99999999999999 fails at once)."""
+  (before the members are listed, so that a count like 99999999999999 fails at once);
+  ``argument``, the count's name in the message: ``seeds`` or ``evaluation_seeds``."""
   needed = count * HOST_BYTES_PER_MEMBER
   available = available_memory()
   if needed > available:
     raise ValueError(
-      f"{flag} {count} asks for {count:,} members per learning rate; each needs at least "
+      f"`{argument}` {count} asks for {count:,} members per learning rate; each needs at least "
       f"{HOST_BYTES_PER_MEMBER // 1024} KiB of host memory (its TensorBoard writer and "
       f"records) before any training, {_gb(needed)} in all, but {_gb(available)} is "
       "available. Train fewer seeds per run."
@@ -339,8 +341,8 @@ def check_memory(
       f"A grid of {members:,} members needs about {_gb(needed)} of {where} to train, but "
       f"{_gb(available)} is available: each member holds {_count(member_params)} parameters "
       f"and {_gb(state_bytes)} of state (twice during a step, plus gradients and updates), "
-      f"and the data take {_gb(data_bytes)}. Train fewer members per run (fewer --seeds or "
-      "--learning_rates, split over several --workdir)."
+      f"and the data take {_gb(data_bytes)}. Train fewer members per run (fewer `seeds` or "
+      "`learning_rates`, split over several `workdir`)."
     )
 
 

@@ -63,16 +63,16 @@ class Members:
     object.__setattr__(self, "learning_rates", lrs)
     object.__setattr__(self, "seeds", seeds)
     if not seeds:
-      raise ValueError("--seeds is empty; give a count (e.g. 5) or a list of seeds (e.g. 0,1,2).")
+      raise ValueError("`seeds` is empty; give a count (e.g. 5) or a list of seeds (e.g. 0,1,2).")
     if len(set(seeds)) != len(seeds):
-      raise ValueError(f"--seeds {list(seeds)} repeats a seed; each seed must appear once.")
+      raise ValueError(f"`seeds` {list(seeds)} repeats a seed; each seed must appear once.")
     info = np.iinfo(np.int32)
     for seed in seeds:
       if not info.min <= seed <= info.max:
-        raise ValueError(f"--seeds has {seed}; seeds are int32, from {info.min} to {info.max}.")
+        raise ValueError(f"`seeds` has {seed}; seeds are int32, from {info.min} to {info.max}.")
     problem = learning_rates_problem(lrs)
     if problem is not None:
-      raise ValueError(f"--learning_rates {problem}.")
+      raise ValueError(f"`learning_rates` {problem}.")
 
   @classmethod
   def of_task(cls, task: Any) -> Members:

@@ -145,7 +145,7 @@ def test_every_checkpoint_damaged_refuses_in_one_line_and_keeps_them(tmp_path, c
     restore(tmp_path)
   message = str(error.value)
   assert "No checkpoint in" in message and "epoch 2: it cannot be read" in message
-  assert "epoch 1: it cannot be read" in message and "another --workdir" in message
+  assert "epoch 1: it cannot be read" in message and "another `workdir`" in message
   assert "delete" not in message.lower()
   assert sorted(os.listdir(tmp_path / "checkpoints")) == ["1", "2"]  # left as they are
   err = capfd.readouterr().err

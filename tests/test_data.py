@@ -190,7 +190,7 @@ def test_no_source_error_names_every_place_and_remedy(tmp_path, no_tfds, no_debi
 
 
 def test_no_source_without_data_dir(no_tfds):
-  with pytest.raises(ValueError, match=r"'mnist'.*--data_dir \(not given\).*TFDS 'mnist'"):
+  with pytest.raises(ValueError, match=r"'mnist'.*`data_dir` \(not given\).*TFDS 'mnist'"):
     data.load("mnist")
 
 
@@ -732,7 +732,7 @@ def test_tfds_without_a_prepared_copy_says_what_to_do_and_downloads_nothing(tmp_
     data.load("cifar10", tmp_path)
   message = str(error.value)
   assert f"TFDS 'cifar10' (data_dir {tmp_path}) (no prepared copy)" in message
-  assert "Pass --data_dir pointing at a folder holding cifar-10-batches-py/" in message
+  assert "Pass `data_dir` pointing at a folder holding cifar-10-batches-py/" in message
   assert "ModuleNotFoundError" not in message
   out, err = capfd.readouterr()
   assert "Downloading" not in out + err and "dataset_info.json" not in out + err

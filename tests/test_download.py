@@ -575,7 +575,7 @@ def test_offline_never_touches_the_network_and_names_every_place(server, cache, 
   assert server.requests == []
   assert "\n" not in message
   for needle in [
-    "--data_dir (not given)",
+    "`data_dir` (not given)",
     f"the cache {cache / 'twitter_pos'} (no such folder)",
     "not tried: GELUJAX_OFFLINE=1 forbids the network",
     f"put the published files in {cache / 'twitter_pos'}/",
@@ -598,20 +598,20 @@ def test_offline_download_command_is_an_error(cache, capsys):
   assert "GELUJAX_OFFLINE=1 forbids the network" in capsys.readouterr().err
 
 
-def test_a_data_dir_that_does_not_exist_is_an_error_naming_the_flag(tmp_path):
+def test_a_data_dir_that_does_not_exist_is_an_error_naming_the_argument(tmp_path):
   missing = tmp_path / "nonexistent"
-  with pytest.raises(ValueError, match=rf"--data_dir {missing} does not exist"):
+  with pytest.raises(ValueError, match=rf"`data_dir` {missing} does not exist"):
     data.load("fashion_mnist", missing)  # Debian's copy is there: never a silent fall-back.
 
 
-def test_a_data_dir_without_the_data_set_is_an_error_naming_the_flag(tmp_path):
+def test_a_data_dir_without_the_data_set_is_an_error_naming_the_argument(tmp_path):
   (tmp_path / "other.txt").write_text("not a data set")
   with pytest.raises(ValueError) as error:
     data.load("fashion_mnist", tmp_path)
   message = str(error.value)
-  assert message.startswith(f"Cannot load dataset 'fashion_mnist': --data_dir {tmp_path} does "
+  assert message.startswith(f"Cannot load dataset 'fashion_mnist': `data_dir` {tmp_path} does "
                             "not hold it. Looked in: ")  # fmt: skip
-  assert f"leave --data_dir out to use Debian's copy in {data.DEBIAN_FASHION_MNIST}" in message
+  assert f"leave `data_dir` out to use Debian's copy in {data.DEBIAN_FASHION_MNIST}" in message
   assert f"python -m gelujax.data download fashion_mnist --data_dir {tmp_path}" in message
 
 

@@ -4,6 +4,7 @@ import _flags
 import pytest
 
 from gelujax import tasks
+from gelujax import workdir as workdirs
 
 
 @pytest.mark.parametrize(
@@ -131,3 +132,25 @@ def test_make_spec_errors_name_the_flag_and_what_was_meant(task, flag_values, me
 def test_make_spec_names_the_flag_of_a_bad_value():
   with pytest.raises(ValueError, match=r"^--batch_size 0 is not valid for task 'mnist'"):
     _flags.make_spec("mnist", batch_size=0)
+
+
+def test_name_flags_turns_a_library_field_into_the_scripts_flag(tmp_path):
+  """The library's message names `workdir`; the script shows its user --workdir."""
+  path = tmp_path / "results.txt"
+  path.write_text("x")
+  with pytest.raises(workdirs.WorkdirError) as error:
+    workdirs.check_writable(str(path))
+  assert _flags.name_flags(str(error.value), ["task", "workdir"]) == (
+    f"--workdir {path} is a file, not a folder; pass a new folder or this run's workdir."
+  )
+
+
+def test_name_flags_leaves_other_backticked_words_and_commands_alone():
+  message = (
+    "`evals_per_epoch` 9 does not fit; leave `data_dir` out, or run "
+    "`python -m gelujax.data download mnist --data_dir DIR` first; or fewer `seeds`."
+  )
+  assert _flags.name_flags(message, ["data_dir", "seeds", "workdir"]) == (
+    "`evals_per_epoch` 9 does not fit; leave --data_dir out, or run "
+    "`python -m gelujax.data download mnist --data_dir DIR` first; or fewer --seeds."
+  )

@@ -107,7 +107,7 @@ def test_a_bad_device_count_is_refused_in_one_line(bad, monkeypatch):
   with pytest.raises(ValueError) as error:
     host.configure_cpu(bad, 4)
   assert str(error.value) == (
-    f"--cpu_devices {bad!r} is not valid: give 'auto' or a device count >= 1."
+    f"`cpu_devices` {bad!r} is not valid: give 'auto' or a device count >= 1."
   )
   assert os.environ["XLA_FLAGS"] == ""  # nothing set
 
@@ -118,7 +118,7 @@ def test_a_count_after_jax_started_is_refused_in_one_line(monkeypatch):
   with pytest.raises(ValueError) as error:
     host.configure_cpu(str(started + 1), 4)
   assert str(error.value) == (
-    f"--cpu_devices {started + 1}: JAX has already started with {started} CPU devices, and the "
+    f"`cpu_devices` {started + 1}: JAX has already started with {started} CPU devices, and the "
     "device count can only be set before the first array is made."
   )
   assert host.configure_cpu(str(started), 4) == started  # what it has is fine

@@ -121,13 +121,13 @@ def test_finished_summary_and_grid_checks(tmp_path):
   done = finished_grid(tmp_path / "done")
   assert grids.finished_summary(done, Members(lrs, [0, 1, 2]), 3)["activation"] == "gelu"
   assert grids.finished_summary(tmp_path / "empty", Members([1e-3], [0]), 3) is None
-  with pytest.raises(ValueError, match=r"different grid.*--out"):
+  with pytest.raises(ValueError, match=r"different grid.*`out`"):
     grids.finished_summary(done, Members(lrs, [0, 1]), 3)
   with pytest.raises(ValueError, match=r"different grid"):
     grids.finished_summary(partial, Members(lrs[1:], [0, 1, 2]), 3)
   # A finished run asked for more epochs is resumed (not finished); fewer is an error.
   assert grids.finished_summary(done, Members(lrs, [0, 1, 2]), 5) is None
-  with pytest.raises(ValueError, match=r"3 epochs, more than the 2 requested.*--epochs 3"):
+  with pytest.raises(ValueError, match=r"3 epochs, more than the 2 requested.*`epochs` 3"):
     grids.finished_summary(done, Members(lrs, [0, 1, 2]), 2)
 
 

@@ -743,7 +743,7 @@ def test_threefry_dropout_bits_train_other_masks_and_are_recorded_as_another_run
 def test_members_hold_what_int32_seeds_and_float32_rates_hold():
   grid = Members([1.2e-38, 3.0e38, 1e-3], [0, 2**31 - 1, -(2**31)])
   assert list(grid)[:2] == [(1.2e-38, 0), (1.2e-38, 2**31 - 1)]  # learning-rate major
-  with pytest.raises(ValueError, match="--seeds has 2147483648; seeds are int32"):
+  with pytest.raises(ValueError, match="`seeds` has 2147483648; seeds are int32"):
     Members([1e-3], [2**31])
   with pytest.raises(ValueError, match="has 1e-300, which is 0 in float32"):
     Members([1e-300], [0])
@@ -753,8 +753,8 @@ def test_members_hold_what_int32_seeds_and_float32_rates_hold():
   with pytest.raises(ValueError, match="has 1e\\+39, which is infinite in float32"):
     Members([1e39], [0])
   for bad, message in [
-    (([], [0]), "--learning_rates is empty"),
-    (([1e-3], []), "--seeds is empty"),
+    (([], [0]), "`learning_rates` is empty"),
+    (([1e-3], []), "`seeds` is empty"),
     (([1e-3, 1e-3], [0]), "repeats a value"),
     (([1e-3], [1, 1]), "repeats a seed"),
     (([float("nan")], [0]), "finite and > 0"),
@@ -762,6 +762,22 @@ def test_members_hold_what_int32_seeds_and_float32_rates_hold():
   ]:
     with pytest.raises(ValueError, match=message):
       Members(*bad)
+
+
+def test_the_library_names_its_arguments_not_the_scripts_flags(tmp_path):
+  """A notebook's call reads `workdir`, not --workdir: flags are experiments/'s words."""
+  path = tmp_path / "results.txt"
+  path.write_text("precious\n")
+  with pytest.raises(workdirs.WorkdirError) as error:
+    engine.fit(REFERENCE_SPEC, str(path), REFERENCE_MEMBERS, progress=False)
+  assert str(error.value) == (
+    f"`workdir` {path} is a file, not a folder; pass a new folder or this run's workdir."
+  )
+  with pytest.raises(ValueError) as error:
+    engine.fit(REFERENCE_SPEC, str(tmp_path / "run"), REFERENCE_MEMBERS, members_axis=0)
+  assert str(error.value).startswith("`members_axis` 0 does not divide the ")
+  assert "--" not in str(error.value)
+  assert path.read_text() == "precious\n" and not (tmp_path / "run").exists()
 
 
 def test_members_round_trip_through_config_json_and_refuse_a_partial_grid():

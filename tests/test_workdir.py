@@ -52,7 +52,7 @@ def test_a_second_process_is_refused_naming_the_holder_and_a_dead_one_blocks_not
       workdir.Lock(str(tmp_path / "run"))
     message = str(error.value)
     assert f"in use by process {holder.pid} on host {socket.gethostname()}" in message
-    assert "\n" not in message and "another --workdir" in message
+    assert "\n" not in message and "another `workdir`" in message
   finally:
     holder.send_signal(signal.SIGKILL)  # kill -9: no clean-up runs
     holder.wait()
@@ -176,7 +176,7 @@ def test_check_epochs_refuses_fewer_epochs_than_trained(tmp_path):
   (tmp_path / "checkpoints" / "5.orbax-checkpoint-tmp-1").mkdir()  # unfinished: not counted
   workdir.check_epochs(str(tmp_path), 3)
   workdir.check_epochs(str(tmp_path), 4)
-  with pytest.raises(workdir.WorkdirError, match="trained for 3 epochs, more than --epochs 2"):
+  with pytest.raises(workdir.WorkdirError, match="trained for 3 epochs, more than `epochs` 2"):
     workdir.check_epochs(str(tmp_path), 2)
 
 

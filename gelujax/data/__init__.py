@@ -11,7 +11,7 @@ Where a dataset is looked for, in order (the first that has it wins):
 
 1. ``data_dir``, when given, and only it: its files, ``data_dir/<name>`` (and the official
    subfolder inside either, for CIFAR), and a TFDS copy in it. A ``data_dir`` that does not
-   exist or does not hold the dataset is an error naming ``--data_dir``.
+   exist or does not hold the dataset is an error naming ``data_dir``.
 2. For fashion_mnist, Debian's copy in ``/usr/share/datasets/fashion-mnist`` (package
    ``dataset-fashion-mnist``).
 3. A TFDS copy in TFDS's default folder (MNIST, Fashion-MNIST, CIFAR).
@@ -190,7 +190,7 @@ def _find(
 
   With ``data_dir``, only it is looked in (its files, ``data_dir/<name>`` and ``subfolder``
   inside either, and a TFDS copy in it): a folder that does not exist or does not hold the
-  data set is an error naming ``--data_dir``. Without it, in order: ``debian``, a TFDS copy
+  data set is an error naming ``data_dir``. Without it, in order: ``debian``, a TFDS copy
   in TFDS's default folder, the cache, then a download (`gelujax.data.download`).
 
   Raises:
@@ -211,13 +211,13 @@ def _find(
       sources.append((_tfds_where(name, data_dir), lambda: from_tfds(data_dir)))
     if not data_dir.is_dir():
       raise ValueError(
-        f"--data_dir {data_dir} does not exist or is not a folder; pass the folder that holds "
+        f"`data_dir` {data_dir} does not exist or is not a folder; pass the folder that holds "
         f"{name!r}, or {_without_data_dir(name, data_dir, debian, tfds)}"
       )
-    problem = f"--data_dir {data_dir} does not hold it"
+    problem = f"`data_dir` {data_dir} does not hold it"
     how_to_get = f"{how_to_get} Or {_without_data_dir(name, data_dir, debian, tfds)}"
   else:
-    sources = [("--data_dir", _raise_not_given)]
+    sources = [("`data_dir`", _raise_not_given)]
     if debian is not None:
       sources.append(
         (f"{debian} (Debian package dataset-fashion-mnist)",
@@ -276,18 +276,18 @@ def _read_local(name: str, read: _Reader, folder: Path) -> tuple[Any, dict[str, 
 
 
 def _without_data_dir(name: str, data_dir: Path, debian: Path | None, tfds: bool) -> str:
-  """The end of a sentence: what leaving ``--data_dir`` out would do, or fetching into it."""
+  """The end of a sentence: what leaving ``data_dir`` out would do, or fetching into it."""
   cache = _cache_root() / name
   if name not in published.PUBLISHED:
-    return f"leave --data_dir out to look in the cache {cache}."
+    return f"leave `data_dir` out to look in the cache {cache}."
   local = [
     *([f"Debian's copy in {debian} (apt-get install dataset-fashion-mnist)"] if debian else []),
     *(["a TFDS copy"] if tfds else []),
     f"the cache {cache} (downloaded there on first use)",
   ]
   return (
-    f"leave --data_dir out to use {', '.join(local[:-1])}{' or ' if len(local) > 1 else ''}"
-    f"{local[-1]}, or download it into --data_dir with `python -m gelujax.data download {name} "
+    f"leave `data_dir` out to use {', '.join(local[:-1])}{' or ' if len(local) > 1 else ''}"
+    f"{local[-1]}, or download it into `data_dir` with `python -m gelujax.data download {name} "
     f"--data_dir {data_dir}`."
   )
 
@@ -394,7 +394,7 @@ _TFDS_UNVERIFIED = (
   "not verified: a copy TFDS prepared, which gelujax cannot check against the published files"
 )
 _TFDS_HOW = (
-  "let TFDS prepare {name!r} in ArrayRecord format in --data_dir or ~/tensorflow_datasets "
+  "let TFDS prepare {name!r} in ArrayRecord format in `data_dir` or ~/tensorflow_datasets "
   "(online, with TensorFlow installed, e.g. `tfds build {name} --file_format=array_record "
   "--data_dir=DIR`; reading it back needs no TensorFlow)."
 )

@@ -43,7 +43,7 @@ def main(argv: Sequence[str] | None = None) -> int:
       print(
         f"cache {root}; mirror {mirror or 'none'}; offline {published.is_offline()}", flush=True
       )
-      print("\n".join(data.describe_sources(root)))
+      print(_as_options("\n".join(data.describe_sources(root))))
       return 0
     for name in args.names:
       published.lookup(name)
@@ -61,7 +61,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         ) from None
       print(f"{name}: {entry.folder}: {entry.record['verified']}.", flush=True)
   except ValueError as e:
-    print(f"python -m gelujax.data: error: {' '.join(str(e).split())}", file=sys.stderr)
+    print(
+      f"python -m gelujax.data: error: {_as_options(' '.join(str(e).split()))}", file=sys.stderr
+    )
     return 1
   except KeyboardInterrupt:
     print(
@@ -71,6 +73,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     return 130
   return 0
+
+
+def _as_options(text: str) -> str:
+  """The library's words as this command line's: the library names the argument
+  (`` `data_dir` ``), the command line its option (``--data_dir``)."""
+  return text.replace("`data_dir`", "--data_dir")
 
 
 if __name__ == "__main__":

@@ -95,7 +95,7 @@ def _load_cifar(
 ) -> Splits:
   official, train_files, test_file, _, classes = _CIFAR[name]
   how = (
-    f"Pass --data_dir pointing at a folder holding {official}/ (the official python version, "
+    f"Pass `data_dir` pointing at a folder holding {official}/ (the official python version, "
     f"with {', '.join((*train_files, test_file))}), or {_TFDS_HOW.format(name=name)}"
   )
   read = functools.partial(_read_cifar_dir, name=name)

@@ -109,7 +109,7 @@ def _locked(folder: Path, dataset: str) -> Iterator[None]:
   except OSError as e:
     raise ValueError(
       f"Cannot write the data cache {folder} ({e.strerror}): set {DATA_DIR_VARIABLE} (or pass "
-      "--data_dir) to a folder you can write."
+      "`data_dir`) to a folder you can write."
     ) from None
   try:
     try:
@@ -280,7 +280,7 @@ def _attempt(url: str, part: Path, have: int, file: PublishedFile, progress: boo
 def _disk_error(path: Path, error: OSError) -> ValueError:
   return ValueError(
     f"Cannot write {path} ({error.strerror}): free space there, or set {DATA_DIR_VARIABLE} (or "
-    "--data_dir) to another folder."
+    "`data_dir`) to another folder."
   )
 
 

@@ -121,7 +121,7 @@ def _load_mnist_like(
   name: str, data_dir: Path | None, *, train_on_all: bool = False, validation_size: int = 5000
 ) -> Splits:
   how = (
-    f"Pass --data_dir pointing at a folder holding {', '.join(_IDX_NAMES)} (each gzipped with "
+    f"Pass `data_dir` pointing at a folder holding {', '.join(_IDX_NAMES)} (each gzipped with "
     ".gz or not)"
   )
   if name == "fashion_mnist":

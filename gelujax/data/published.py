@@ -190,7 +190,7 @@ def lookup(dataset: str) -> Published:
     raise ValueError(
       "TIMIT is licensed by the LDC (catalog LDC93S1) and is never downloaded: obtain it from "
       "the LDC, convert the authors' h5 files with gelujax.data.convert_timit_h5, and pass "
-      "--data_dir pointing at the folder holding train.npz, validation.npz and test.npz."
+      "`data_dir` pointing at the folder holding train.npz, validation.npz and test.npz."
     )
   if dataset not in PUBLISHED:
     raise ValueError(

@@ -110,7 +110,7 @@ def _load_timit(data_dir: Path | None) -> Splits:
     data_dir,
     read,
     "TIMIT is licensed by the LDC (catalog LDC93S1), not in TFDS and never downloaded: pass "
-    f"--data_dir pointing at a folder holding {', '.join(names)} (arrays features [frames, "
+    f"`data_dir` pointing at a folder holding {', '.join(names)} (arrays features [frames, "
     "26], labels [frames] in 0..38, lengths [utterances]); gelujax.data.convert_timit_h5 "
     "writes them from the authors' train.h5 / dev.h5 / core.h5.",
   )

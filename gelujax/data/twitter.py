@@ -164,7 +164,7 @@ def _load_twitter_pos(data_dir: Path | None, *, embeddings: str | Path | None = 
     data_dir,
     _read_twitter_dir,
     "It is not in TFDS: the ARK TweetNLP part-of-speech data (Owoputi et al. 2013, twpos-data) "
-    "is downloaded on first use, or pass --data_dir pointing at its oct27.splits folder "
+    "is downloaded on first use, or pass `data_dir` pointing at its oct27.splits folder "
     "(oct27.train, oct27.dev, oct27.test; token<TAB>tag per line, a blank line between tweets).",
   )
   tweets = {k: _read_ark(p) for k, p in paths.items()}

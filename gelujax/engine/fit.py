@@ -147,7 +147,7 @@ def fit(
   mesh = make_mesh(len(members), members_axis)
   if task.batch_size % mesh.shape["data"]:
     raise ValueError(
-      f"--batch_size is {task.batch_size}; it must be a multiple of the {mesh.shape['data']} "
+      f"`batch_size` is {task.batch_size}; it must be a multiple of the {mesh.shape['data']} "
       "devices of the mesh's data axis, since every batch is split evenly over them."
     )
   config = workdirs.make_config(task, members)
@@ -163,13 +163,13 @@ def fit(
   steps, items = program.steps_per_epoch, program.config.num_items
   if items < task.batch_size:
     raise ValueError(
-      f"--batch_size {task.batch_size} is larger than the training split ({items} items); it "
+      f"`batch_size` {task.batch_size} is larger than the training split ({items} items); it "
       f"must be at most {items}."
     )
   if not 1 <= task.evals_per_epoch <= steps:
     raise ValueError(
       f"evals_per_epoch {task.evals_per_epoch} does not fit an epoch of {steps} "
-      f"step{'s' * (steps != 1)} (--batch_size {task.batch_size}, {items} items); it must lie "
+      f"step{'s' * (steps != 1)} (`batch_size` {task.batch_size}, {items} items); it must lie "
       f"in [1, {steps}]: use fewer evaluations per epoch or a smaller batch size."
     )
   member = jax.tree.map(

@@ -57,7 +57,7 @@ def make_mesh(num_members: int, members_axis: int | None = None) -> Mesh:
     members_axis = choose_layout(num_members, count)[0]
   if members_axis < 1 or count % members_axis:
     raise ValueError(
-      f"--members_axis {members_axis} does not divide the {count} devices; valid: "
+      f"`members_axis` {members_axis} does not divide the {count} devices; valid: "
       f"{', '.join(str(d) for d in range(1, count + 1) if count % d == 0)}."
     )
   return jax.make_mesh(

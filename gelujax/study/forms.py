@@ -449,8 +449,8 @@ def reproduce(
     )  # fmt: skip
   elif not (out / "runs").is_dir():
     raise ValueError(
-      f"--render: {out / 'runs'} holds no runs to render. Pass the --out of a {TASK} study "
-      "that trained, or leave --render out to train it."
+      f"`render`: {out / 'runs'} holds no runs to render. Pass the `out` of a {TASK} study "
+      "that trained, or leave `render` out to train it."
     )
   from gelujax.study import forms_report  # Here: tables and figures need matplotlib.
 

@@ -83,8 +83,8 @@ def find_grids(out: Path, spec: Any) -> list[Grid]:
     found.append((run.dropout, activation_order(run.activation), workdir, run))
   if not found:
     raise ValueError(
-      f"--render: {runs_dir} holds no runs to render. Pass the --task, --dataset (or --out) of a "
-      "reproduction that trained, or leave --render out to train it."
+      f"`render`: {runs_dir} holds no runs to render. Pass the `task`, `dataset` (or `out`) of a "
+      "reproduction that trained, or leave `render` out to train it."
     )
   return [
     Grid(workdir.name, spec, workdir, tuple(run.learning_rates()))
@@ -136,7 +136,7 @@ def finished_summary(workdir: str | Path, members: Members, epochs: int) -> dict
       if found != members:
         raise ValueError(
           f"{workdir / file} holds a different grid ({found.describe()}) than the one "
-          f"requested ({members.describe()}). Pass another --out for the new grid."
+          f"requested ({members.describe()}). Pass another `out` for the new grid."
         )
   if not (workdir / SUMMARY_FILE).exists():
     return None
@@ -144,7 +144,7 @@ def finished_summary(workdir: str | Path, members: Members, epochs: int) -> dict
   if summary["epochs"] > epochs:
     raise ValueError(
       f"{workdir / SUMMARY_FILE} holds a run of {summary['epochs']} epochs, more than the "
-      f"{epochs} requested. Pass --epochs {summary['epochs']} to use it, or another --out."
+      f"{epochs} requested. Pass `epochs` {summary['epochs']} to use it, or another `out`."
     )
   return summary if summary["epochs"] == epochs else None
 

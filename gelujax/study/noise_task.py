@@ -46,8 +46,8 @@ def find_noise_grids(out: Path, spec: Any, root: Path) -> list[Grid]:
     workdirs[workdir.name] = workdir
   if not workdirs:
     raise ValueError(
-      f"--render: {out / 'noise'} holds no noise evaluations to render. Pass the --task, "
-      "--dataset (or --out) of a noise reproduction that ran, or leave --render out."
+      f"`render`: {out / 'noise'} holds no noise evaluations to render. Pass the `task`, "
+      "`dataset` (or `out`) of a noise reproduction that ran, or leave `render` out."
     )
   found = []
   for workdir in workdirs.values():

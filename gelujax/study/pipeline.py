@@ -176,7 +176,7 @@ def reproduce(
   overlap = sorted(set(evaluation) & set(seeds))
   if plan.select_lr and overlap:
     raise ValueError(
-      f"--evaluation_seeds {','.join(map(str, evaluation))} shares {overlap} with --seeds: the "
+      f"`evaluation_seeds` {','.join(map(str, evaluation))} shares {overlap} with `seeds`: the "
       "evaluation seeds must be fresh, none of them a seed the lr was selected on."
     )
   selection_grids = grids.make_grids(spec, activations, dropout_rates, learning_rates, out)
@@ -197,8 +197,8 @@ def reproduce(
   )
   if noise_task:
     evaluate_noise(stages, out, root=root, data_dir=data_dir)
-  # The result is every run under out, not only this invocation's (--activations may be a
-  # subset of what an earlier one trained): the same files a --render reads.
+  # The result is every run under out, not only this invocation's (`activations` may be a
+  # subset of what an earlier one trained): the same files `render` reads.
   return write(task, find_stages(task, out, root), out=out, root=root, trained=True)
 
 

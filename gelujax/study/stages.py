@@ -52,7 +52,7 @@ def read_settings(task: str, selection: Sequence[Run], evaluation: Sequence[Run]
       raise ValueError(
         f"{run.workdir} holds lrs {run.learning_rates()} x seeds {run.seeds()}, but "
         f"{first.workdir} holds lrs {first.learning_rates()} x seeds {first.seeds()}: the runs of "
-        "one result must share their grid. Retrain one of them, or move it to another --out."
+        "one result must share their grid. Retrain one of them, or move it to another `out`."
       )
   spec = first.config["spec"]
   return {

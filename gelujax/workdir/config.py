@@ -131,14 +131,14 @@ def check_run(task: Any, workdir: str, members: Members) -> dict[str, Any] | Non
     if sorted(old_members) == sorted(members):
       text += (
         " (the same members in another order: members are numbered in the order that "
-        "--learning_rates and --seeds give them)"
+        "`learning_rates` and `seeds` give them)"
       )
     differences.append(text)
   if differences:
     raise WorkdirError(
       f"Workdir {workdir} holds another run (task {old['task']!r}) that differs in: "
-      f"{'; '.join(differences)}. Pass another --workdir, or the same settings to resume it "
-      "(only --epochs may change)."
+      f"{'; '.join(differences)}. Pass another `workdir`, or the same settings to resume it "
+      "(only `epochs` may change)."
     )
   check_epochs(workdir, task.epochs)
   check_resumable(workdir)
@@ -150,9 +150,9 @@ def check_epochs(workdir: str, epochs: int) -> None:
   trained = trained_epochs(workdir)
   if trained > epochs:
     raise WorkdirError(
-      f"Workdir {workdir} holds this run trained for {trained} epochs, more than --epochs "
-      f"{epochs}; its files are left as they are. Pass --epochs {trained} to report it as it "
-      "is, a larger --epochs to train it further, or another --workdir."
+      f"Workdir {workdir} holds this run trained for {trained} epochs, more than `epochs` "
+      f"{epochs}; its files are left as they are. Pass `epochs` {trained} to report it as it "
+      "is, a larger `epochs` to train it further, or another `workdir`."
     )
 
 
@@ -205,14 +205,14 @@ def read_config(workdir: str) -> dict[str, Any] | None:
     raise WorkdirError(
       f"{problem.rstrip('.')}. No checkpoint in {workdir}/checkpoints records the run to rebuild "
       "it from: put back the run's config.json (e.g. from version control), or pass another "
-      "--workdir."
+      "`workdir`."
     )
   results = [name for name in (METRICS_FILE, SUMMARY_FILE) if has_content(workdir, name)]
   if results:
     raise WorkdirError(
       f"Workdir {workdir} holds {' and '.join(results)} but no config.json and no checkpoint "
       "recording the run that wrote them, so it cannot be resumed or extended: put back its "
-      "config.json, or pass another --workdir."
+      "config.json, or pass another `workdir`."
     )
   return None
 

@@ -20,42 +20,42 @@ DISK_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPER
 
 
 def check_writable(workdir: str) -> None:
-  """Refuses a ``--workdir`` that is a file, cannot be written or is not UTF-8 (Orbax, which
+  """Refuses a ``workdir`` that is a file, cannot be written or is not UTF-8 (Orbax, which
   writes the checkpoints, takes UTF-8 paths only); touches nothing."""
   path = os.path.abspath(workdir)
   try:
     path.encode()
   except UnicodeEncodeError as e:  # Undecodable bytes of argv arrive as lone surrogates.
     raise WorkdirError(
-      f"--workdir {os.fsencode(workdir)!r} is not UTF-8 (byte "
+      f"`workdir` {os.fsencode(workdir)!r} is not UTF-8 (byte "
       f"0x{os.fsencode(path[e.start])[0]:02x}"
       f"{f' in its path {os.fsencode(path)!r}' if path != workdir else ''}); checkpoints are "
-      "written by a library that takes UTF-8 paths only: pass a --workdir whose path is UTF-8."
+      "written by a library that takes UTF-8 paths only: pass a `workdir` whose path is UTF-8."
     ) from None
   if os.path.exists(path) and not os.path.isdir(path):
     raise WorkdirError(
-      f"--workdir {workdir} is a file, not a folder; pass a new folder or this run's workdir."
+      f"`workdir` {workdir} is a file, not a folder; pass a new folder or this run's workdir."
     )
   existing = path
   while not os.path.exists(existing):
     existing = os.path.dirname(existing)
   if not os.path.isdir(existing):
-    raise WorkdirError(f"--workdir {workdir}: {existing} is a file, so it cannot hold a folder.")
+    raise WorkdirError(f"`workdir` {workdir}: {existing} is a file, so it cannot hold a folder.")
   if os.statvfs(existing).f_flag & os.ST_RDONLY:
     raise WorkdirError(
-      f"--workdir {workdir} is on a read-only file system ({existing}); pass a folder on a "
+      f"`workdir` {workdir} is on a read-only file system ({existing}); pass a folder on a "
       "writable disk."
     )
   if not os.access(existing, os.W_OK | os.X_OK):
     raise WorkdirError(
-      f"--workdir {workdir}: {existing} is not writable by this user (permission denied); pass "
+      f"`workdir` {workdir}: {existing} is not writable by this user (permission denied); pass "
       "a folder you can write."
     )
   longest = os.pathconf(existing, "PC_NAME_MAX")
   for name in path[len(existing) :].split(os.sep):
     if len(os.fsencode(name)) > longest:
       raise WorkdirError(
-        f"--workdir {workdir}: the folder name {name[:40]!r}... is {len(os.fsencode(name))} "
+        f"`workdir` {workdir}: the folder name {name[:40]!r}... is {len(os.fsencode(name))} "
         f"bytes, longer than the {longest} its file system allows; pass a shorter name."
       )
   if path != existing:  # A new folder: one that can be made there (not, say, in /proc).
@@ -63,7 +63,7 @@ def check_writable(workdir: str) -> None:
       os.rmdir(tempfile.mkdtemp(prefix=".gelujax-check-", dir=existing))
     except OSError as e:
       raise WorkdirError(
-        f"--workdir {workdir}: no folder can be created in {existing} ({e.strerror}); pass a "
+        f"`workdir` {workdir}: no folder can be created in {existing} ({e.strerror}); pass a "
         "folder on a disk you can write."
       ) from None
 
@@ -88,13 +88,13 @@ def disk_errors(workdir: str, what: str | None = None) -> Iterator[None]:
       raise WorkdirError(
         f"{gone} was deleted while this run was writing it (by another process?), so "
         f"{what or 'the run'} could not be written; what was deleted is lost. Re-run the same "
-        "command to resume from what is left (or start afresh), or pass another --workdir."
+        "command to resume from what is left (or start afresh), or pass another `workdir`."
       ) from None
     where = what or getattr(e, "filename", None) or f"a file in {workdir}"
     raise WorkdirError(
       f"Cannot write {where} ({reason}). Everything written before is intact: "
       "make room or give write access on that disk and re-run the same command to resume, "
-      "or pass another --workdir."
+      "or pass another `workdir`."
     ) from None
 
 

@@ -42,7 +42,7 @@ class Lock:
         if e.errno in DISK_ERRNOS:
           raise
         raise WorkdirError(
-          f"Cannot create --workdir {workdir} ({e.strerror}); pass a folder that can be created."
+          f"Cannot create `workdir` {workdir} ({e.strerror}); pass a folder that can be created."
         ) from None
       fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
@@ -54,7 +54,7 @@ class Lock:
       raise WorkdirError(
         f"Workdir {workdir} is in use by process {pid} on host {host} (since {since}): one "
         "process writes a workdir at a time. Wait for it to finish (re-running the same "
-        "command then resumes or reports the run), or pass another --workdir."
+        "command then resumes or reports the run), or pass another `workdir`."
       ) from None
     self._fd = fd
     since = datetime.datetime.now().isoformat(timespec="seconds")
@@ -87,7 +87,7 @@ def writing(
       raise WorkdirError(
         f"Workdir {workdir} was written by another process after this run checked it; its "
         "files are left as they are. Re-run the same command to check it again, or pass "
-        "another --workdir."
+        "another `workdir`."
       )
     with disk_errors(workdir):
       yield

@@ -89,7 +89,7 @@ def check_resumable(workdir: str) -> None:
       f"to resume them from ({os.path.join(workdir, CHECKPOINT_DIR)} is missing or "
       "holds no finished checkpoint). Training again from epoch 0 would overwrite them, which "
       "gelujax never does by itself: put back the run's checkpoints to resume it, or pass another "
-      "--workdir to train the grid again."
+      "`workdir` to train the grid again."
     )
 
 
@@ -129,7 +129,7 @@ def resume_metrics(
         f"{path} does not hold the run's records up to epoch {epoch} ({detail}), and its "
         f"checkpoint of epoch {epoch}, written by an older gelujax, holds none to restore them "
         "from. The files are left as they are: put back a good copy of metrics.jsonl, or pass "
-        "another --workdir to train the grid again."
+        "another `workdir` to train the grid again."
       )
     write_metrics(workdir, kept)
     return kept
