@@ -380,7 +380,7 @@ def test_incompatible_resume_is_refused_untouched(reference, change, grid, messa
   before = hash_tree(reference)
   with pytest.raises(ValueError, match=message.replace("[", r"\[")) as error:
     engine.fit(REFERENCE_SPEC.replace(**change), reference, grid, progress=False)
-  assert "another --workdir" in str(error.value)
+  assert "another `workdir`" in str(error.value)
   assert hash_tree(reference) == before
 
 
