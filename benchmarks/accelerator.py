@@ -308,7 +308,7 @@ def products_program(products: list[dict], mesh, copies: int, steps: int):
     return carried
 
   def run(operands):
-    return meshes.map_members(mesh, 0, one_copy, operands)
+    return meshes.map_members(mesh, one_copy, (operands,))
 
   def make():
     # Values of unit variance from an integer hash of each element's index: as good as random

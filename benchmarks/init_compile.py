@@ -66,7 +66,7 @@ def compile_both(task: str) -> dict:
   seeds, learning_rates = program.put_members(Members([1e-3, 1e-4][:MEMBERS], [0]))
   ways = {
     "level 1": program.init,
-    "default": jax.jit(functools.partial(meshes.init_members, program.config, mesh, 0)),
+    "default": jax.jit(functools.partial(meshes.init_members, program.config, mesh)),
   }
   seconds, states = {}, {}
   for name, jitted in ways.items():

@@ -12,8 +12,9 @@ contender of its own) after a warm-up epoch that compiles:
   handing dots to YNNPACK (which gelujax turns off), and on one device per core with the batch
   split over them (data parallelism);
 - the 15-member grid (3 learning rates x 5 seeds): on one device, vmapped; on one device per core
-  (the mesh's ``members`` axis) with each device's members vmapped together, or trained one at a
-  time through each segment (``member_chunk=1``);
+  (the mesh's ``members`` axis) with each device's members vmapped together (reports before
+  this revision also timed each device's members one at a time, an engine option since
+  removed: it measured no faster);
 - the autoencoder grid at the layout ``--cpu_devices=auto`` picks, timed for a tenth of an epoch
   (`AE_FRACTION`) and scaled to its epoch;
 - where a step's time goes, at the layout ``--cpu_devices=auto`` picks (a fifth of an epoch
@@ -126,7 +127,6 @@ ONE_DEVICE_YNN = "1 device (kernels on every core), XLA's default YNNPACK dots"
 YNN_DEFAULT = "--xla_cpu_experimental_ynn_fusion_type=individual_dot"
 DATA_PARALLEL = "1 device per core, batch split over them (data)"
 PER_CORE = "1 device per core (members axis)"
-PER_CORE_ONE_AT_A_TIME = "1 device per core (members axis), one member at a time"
 
 
 def auto_layout(settings: dict, members: int) -> str:
@@ -152,9 +152,6 @@ def gelujax_contenders(
     one_member(DATA_PARALLEL): {**mnist, "members": 1, "cpu_devices": cores, "members_axis": 1},
     grid(members, ONE_DEVICE): {**mnist, "members": members, "cpu_devices": 1},
     grid(members, PER_CORE): {**mnist, "members": members, "cpu_devices": cores},
-    grid(members, PER_CORE_ONE_AT_A_TIME): {
-      **mnist, "members": members, "cpu_devices": cores, "member_chunk": 1,
-    },
   }  # fmt: skip
   if quick:
     contenders = {name: contenders[name] for name in (auto_one, auto_grid)}
@@ -395,6 +392,7 @@ def train_worker(settings: dict) -> None:
   import jax
 
   from gelujax import engine, tasks
+  from gelujax.engine import mesh as meshes
   from gelujax.members import Members
 
   spec = tasks.get(settings["task"]).replace(**settings["spec"])
@@ -410,11 +408,10 @@ def train_worker(settings: dict) -> None:
   members = Members(lrs, range(-(-settings["members"] // len(lrs))))
   num = len(members)
   mesh = engine.make_mesh(num, settings.get("members_axis"))
-  program = engine.make_program(
-    spec, mesh, train, num,
-    train_loss=settings.get("train_loss", "dropout_off"),
-    member_chunk=settings.get("member_chunk", 0),
-  )  # fmt: skip
+  program = engine.make_program(spec, mesh, train, num)
+  if "train_loss" in settings:  # A profile: the same step, its training loss logged otherwise.
+    config = dataclasses.replace(program.config, train_loss=settings["train_loss"])
+    program = meshes.jit_program(config, mesh, num)
   seeds_M, lrs_M = program.put_members(members)
   data = program.put_data(train)
   state = program.init(seeds_M, lrs_M)
@@ -508,7 +505,7 @@ def limit_worker(settings: dict) -> None:
 
   def run_copies(operands):
     one = functools.partial(loop_products, products, settings["steps"])
-    return meshes.map_members(mesh, settings.get("member_chunk", 0), one, operands)
+    return meshes.map_members(mesh, one, (operands,))
 
   program = jax.jit(run_copies)
 
@@ -710,7 +707,6 @@ def measure(args) -> dict:
       "kind": "limit",
       "cpu_devices": w.settings["cpu_devices"],
       "xla_flags": w.settings.get("xla_flags", ""),
-      "member_chunk": w.settings.get("member_chunk", 0),
       "copies": w.info["copies"],
       "products": w.info["device_products"],
       "steps": LIMIT_STEPS,
@@ -863,7 +859,7 @@ def measure(args) -> dict:
     ratios[f"1 member, {ONE_DEVICE_YNN} / {ONE_DEVICE}, time per epoch"] = median_ratio(
       per_epoch(one_member(ONE_DEVICE_YNN)), per_epoch(one_member(ONE_DEVICE))
     )
-    for layout in (ONE_DEVICE, PER_CORE, PER_CORE_ONE_AT_A_TIME):
+    for layout in (ONE_DEVICE, PER_CORE):
       ratios[f"grid ({layout}) / 1 member ({ONE_DEVICE}), model-epochs per second"] = median_ratio(
         per_epoch(one_member(ONE_DEVICE)), per_epoch(grid(m, layout)), m
       )

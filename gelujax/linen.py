@@ -1,8 +1,10 @@
 """The Flax Linen modules of gelujax's activations; their Flax NNX twins are in
 :mod:`gelujax.nnx`, with the same parameters.
 
-- :class:`Activation`: applies an activation named by its spec (the way models take one),
-  through :func:`gelujax.specs.resolve_activation`, the resolver the NNX twin shares.
+- :func:`make_activation`: a spec as the callable a model takes, through
+  :func:`gelujax.specs.resolve_activation`, the resolver the NNX twin shares.
+- :class:`Activation`: applies an activation (a function, a module class or a spec): the way
+  models apply theirs. :class:`SOIMap` is ``soi_map`` as a layer.
 - :class:`LearnableGELU`: GELU with a learned gate, registered as ``learnable_gelu``.
 - :class:`GatedMLP`: the gated linear units' feed-forward block (Shazeer 2020).
 """
@@ -10,6 +12,8 @@
 from __future__ import annotations
 
 import functools
+import inspect
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -19,7 +23,7 @@ from flax import linen as nn
 from jax import Array
 from jax.typing import ArrayLike
 
-from gelujax.activations import ACTIVATIONS, gated, gaussian_gelu
+from gelujax.activations import ACTIVATIONS, gated, gaussian_gelu, soi_map
 from gelujax.specs import resolve_activation
 
 
@@ -66,46 +70,88 @@ class LearnableGELU(nn.Module):
     return gaussian_gelu(x, mu, jnp.exp(log_sigma))
 
 
-class Activation(nn.Module):
-  """Applies the activation named by ``spec``: the way models use activations.
+class SOIMap(nn.Module):
+  """The stochastic 0-I map (:func:`gelujax.soi_map`) as a layer: a random mask drawn from the
+  ``'dropout'`` rng stream unless ``deterministic``, its expectation ``x * Phi(x)`` when it is.
+  What :func:`make_activation` gives for ``"soi_map"``."""
 
-  Pure functions are applied directly; ``"learnable_gelu(...)"`` creates a
-  :class:`LearnableGELU` submodule; ``"soi_map"`` draws its mask from the ``'dropout'`` rng
-  stream when not deterministic and is ``x * Phi(x)`` when deterministic. ``deterministic`` is
-  given as ``flax.linen.Dropout`` takes it, as a field or in the call (not both), and only
-  ``soi_map`` needs it: ``Activation("gelu").apply({}, x)`` is ``gelu(x)``. In Flax NNX:
-  :class:`gelujax.nnx.Activation`.
+  @nn.compact
+  def __call__(self, x: ArrayLike, *, deterministic: bool) -> Array:
+    key = None if deterministic else self.make_rng("dropout")
+    return soi_map(x, key, train=not deterministic)
+
+
+def make_activation(spec: str) -> Callable[..., Any]:
+  """The activation named by ``spec`` as a Linen model's ``activation`` field takes it: a
+  function of an array (``"gelu"``, ``"gaussian_gelu(sigma=0.5)"``, an alias, a user's
+  ``"module:function"``), or a Linen module class with its arguments bound for an activation
+  with parameters or randomness (``"learnable_gelu(per_feature=True)"``, ``"soi_map"``:
+  :class:`SOIMap`). Resolved once a process (:func:`gelujax.specs.resolve_activation`).
+
+  Raises:
+    ValueError: for a spec that names no activation (saying why).
+  """
+  name, _, fn = resolve_activation(spec)
+  return SOIMap if name == "soi_map" else fn
+
+
+def _module_class(fn: Any) -> type[nn.Module] | None:
+  """The Linen module class ``fn`` makes (itself, or under ``functools.partial``), or None."""
+  cls = fn.func if isinstance(fn, functools.partial) else fn
+  return cls if isinstance(cls, type) and issubclass(cls, nn.Module) else None
+
+
+class Activation(nn.Module):
+  """Applies an activation: the way models use activations.
+
+  ``activation`` is a function of an array (``gelujax.gelu``, ``jax.nn.relu``), a Linen module
+  class (or ``functools.partial`` of one) made into a submodule here, or a spec string that
+  :func:`make_activation` resolves (``"gelu"``, ``"learnable_gelu(per_feature=True)"``,
+  ``"soi_map"``). Functions are applied directly; a module such as :class:`LearnableGELU` is a
+  submodule named after its class (``learnable_gelu``); :class:`SOIMap` draws its mask from the
+  ``'dropout'`` rng stream unless deterministic. ``deterministic`` is given as
+  ``flax.linen.Dropout`` takes it, as a field or in the call (not both), and only a module whose
+  call takes it (``soi_map``) needs it: ``Activation("gelu").apply({}, x)`` is ``gelu(x)``. In
+  Flax NNX: :class:`gelujax.nnx.Activation`.
 
   Attributes:
-    spec: an activation name with optional keyword literals (see
-      :func:`gelujax.activation_names`), or an alias (see :func:`gelujax.activation_aliases`).
+    activation: a function, a Linen module class, or an activation spec (see
+      :func:`gelujax.activation_names` and :func:`gelujax.activation_aliases`).
     deterministic: whether ``soi_map`` is its expectation rather than a random mask; None
       (default) to pass it in the call.
   """
 
-  spec: str
+  activation: str | Callable[..., Any]
   deterministic: bool | None = None
 
   @nn.compact
   def __call__(self, x: ArrayLike, *, deterministic: bool | None = None) -> Array:
     if self.deterministic is not None and deterministic is not None:
       raise ValueError(
-        f"Activation({self.spec!r}) got deterministic both as a field and in the call; pass it "
-        "once, as for flax.linen.Dropout."
+        f"Activation({self.activation!r}) got deterministic both as a field and in the call; "
+        "pass it once, as for flax.linen.Dropout."
       )
     deterministic = self.deterministic if deterministic is None else deterministic
-    name, _, entry = resolve_activation(self.spec)
-    if name == "learnable_gelu":
-      return entry(name="learnable_gelu")(x)
-    if name == "soi_map":
-      if deterministic is None:
-        raise ValueError(
-          f"Activation({self.spec!r}) draws a random mask unless deterministic; pass "
-          "deterministic=True or False, as a field or in the call."
-        )
-      key = None if deterministic else self.make_rng("dropout")
-      return entry(x, key, train=not deterministic)
-    return entry(x)
+    fn = self.activation
+    if isinstance(fn, str):
+      fn = make_activation(fn)
+    cls = _module_class(fn)
+    if cls is None:
+      return fn(x)
+    layer = fn(name=_snake_case(cls.__name__))
+    if "deterministic" not in inspect.signature(cls.__call__).parameters:
+      return layer(x)
+    if deterministic is None:
+      raise ValueError(
+        f"Activation({self.activation!r}) draws a random mask unless deterministic; pass "
+        "deterministic=True or False, as a field or in the call."
+      )
+    return layer(x, deterministic=deterministic)
+
+
+def _snake_case(name: str) -> str:
+  """``LearnableGELU`` -> ``learnable_gelu``, ``SOIMap`` -> ``soi_map``."""
+  return re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", name).lower()
 
 
 class GatedMLP(nn.Module):
@@ -132,7 +178,8 @@ class GatedMLP(nn.Module):
     hidden_features: the width of the value and of the gate.
     out_features: the output's width; None (default) for the input's last axis, as in a
       transformer's feed-forward block.
-    activation: the gate's activation spec (see :func:`gelujax.activation_names`) or alias.
+    activation: the gate's activation, as :class:`Activation` takes it: a function, a module
+      class, a spec (see :func:`gelujax.activation_names`) or an alias.
     use_bias: whether the dense layers add biases.
     dtype: the dtype of the computation; None (default) infers it from the input and the
       parameters, as ``flax.linen.Dense`` does.
@@ -144,7 +191,7 @@ class GatedMLP(nn.Module):
 
   hidden_features: int
   out_features: int | None = None
-  activation: str = "gelu"
+  activation: str | Callable[..., Any] = "gelu"
   use_bias: bool = True
   dtype: Any = None
   param_dtype: Any = jnp.float32

@@ -1,7 +1,10 @@
-"""Flax Linen models of the GELU paper, each taking its activation by name.
+"""Flax Linen models of the GELU paper, each taking its activation as a callable.
 
-Every model is ``__call__(x, train: bool)`` and has the fields ``activation`` (a spec for
-:class:`gelujax.linen.Activation`, e.g. ``"gelu_tanh"`` or ``"gaussian_gelu(sigma=0.5)"``),
+Every model is ``__call__(x, train: bool)`` and has the fields ``activation`` (what
+:class:`gelujax.linen.Activation` applies: a function of an array such as ``gelujax.gelu`` or
+``jax.nn.relu``, or a Linen module class such as ``gelujax.LearnableGELU``;
+:func:`gelujax.linen.make_activation` makes one from a spec such as ``"gelu_tanh"`` or
+``"gaussian_gelu(sigma=0.5)"``, as ``TaskSpec.build_model`` does),
 ``dropout`` (the drop rate; 0 disables it) and ``dtype``, the type its layers and activations
 compute in (``jnp.bfloat16`` for mixed precision; parameters and batch statistics stay float32,
 as Flax's ``param_dtype`` default keeps them). Dropout draws from the ``'dropout'`` rng and is
@@ -36,7 +39,7 @@ from __future__ import annotations
 
 import functools
 import itertools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import flax.linen as nn
@@ -44,7 +47,7 @@ import jax
 import jax.numpy as jnp
 
 from gelujax import spelling
-from gelujax.activations import gated
+from gelujax.activations import gated, gelu_tanh
 from gelujax.conv import Conv
 from gelujax.linen import Activation
 from gelujax.registry import Registry
@@ -128,8 +131,8 @@ class MLP(nn.Module):
   Attributes:
     features: widths of the hidden layers (of the ungated model, when ``gated``).
     num_outputs: width of the linear output layer.
-    activation: activation spec, applied after every hidden dense layer (to its gate, when
-      ``gated``).
+    activation: the activation (:class:`gelujax.linen.Activation`), applied after every hidden
+      dense layer (to its gate, when ``gated``).
     dropout: drop rate after every hidden activation.
     dtype: the type the layers and activations compute in (parameters stay float32).
     gated: whether every hidden layer is a gated linear unit.
@@ -137,7 +140,7 @@ class MLP(nn.Module):
 
   features: Sequence[int]
   num_outputs: int
-  activation: str = "gelu_tanh"
+  activation: Callable[..., Any] = gelu_tanh
   dropout: float = 0.0
   dtype: Any = jnp.float32
   gated: bool = False
@@ -181,7 +184,7 @@ class EmbeddingMLP(nn.Module):
     num_outputs: width of the linear output layer.
     vocab_size: rows of the table; 0 until set from the data (``TaskSpec.for_data``).
     embed_dim: width of a word's vector.
-    activation: activation spec, applied after every hidden dense layer.
+    activation: the activation, applied after every hidden dense layer.
     dropout: drop rate after every hidden activation (never on the embeddings).
     dtype: the type the layers and activations compute in (parameters stay float32).
     buckets: rows of the n-gram table; 0: word ids alone.
@@ -196,7 +199,7 @@ class EmbeddingMLP(nn.Module):
   num_outputs: int
   vocab_size: int = 0
   embed_dim: int = 50
-  activation: str = "gelu_tanh"
+  activation: Callable[..., Any] = gelu_tanh
   dropout: float = 0.0
   dtype: Any = jnp.float32
   buckets: int = 0
@@ -262,13 +265,13 @@ class Autoencoder(nn.Module):
 
   Attributes:
     encoder_features: widths of the encoder's layers, the last one being the code.
-    activation: activation spec.
+    activation: the activation (:class:`gelujax.linen.Activation`).
     dropout: drop rate after every hidden activation (the paper uses none).
     dtype: the type the layers and activations compute in (parameters stay float32).
   """
 
   encoder_features: Sequence[int] = (1000, 500, 250, 30)
-  activation: str = "gelu_tanh"
+  activation: Callable[..., Any] = gelu_tanh
   dropout: float = 0.0
   dtype: Any = jnp.float32
 
@@ -294,14 +297,14 @@ class CifarCNN(nn.Module):
   Attributes:
     num_classes: number of logits.
     widths: channels of the first and of the second/third groups of convolutions.
-    activation: activation spec, after every batch norm but the last.
+    activation: the activation, after every batch norm but the last.
     dropout: drop rate after each max pool.
     dtype: the type the layers and activations compute in (parameters stay float32).
   """
 
   num_classes: int = 10
   widths: tuple[int, int] = (96, 192)
-  activation: str = "gelu_tanh"
+  activation: Callable[..., Any] = gelu_tanh
   dropout: float = 0.5
   dtype: Any = jnp.float32
 
@@ -349,7 +352,7 @@ class WideResNetBlock(nn.Module):
     features: output channels.
     strides: stride of the first conv and of the projection.
     project: whether the shortcut is a 1x1 projection.
-    activation: activation spec.
+    activation: the activation (:class:`gelujax.linen.Activation`).
     dropout: drop rate between the two convs.
     dtype: the type the layers and activations compute in (parameters stay float32).
   """
@@ -357,7 +360,7 @@ class WideResNetBlock(nn.Module):
   features: int
   strides: int = 1
   project: bool = False
-  activation: str = "gelu_tanh"
+  activation: Callable[..., Any] = gelu_tanh
   dropout: float = 0.0
   dtype: Any = jnp.float32
 
@@ -396,7 +399,7 @@ class WideResNet(nn.Module):
     depth: total depth; ``depth - 4`` must be a positive multiple of 6 (40 in the paper).
     width: widening factor k (4 in the paper).
     num_classes: number of logits.
-    activation: activation spec.
+    activation: the activation (:class:`gelujax.linen.Activation`).
     dropout: drop rate inside every block (0.3 in the paper).
     dtype: the type the layers and activations compute in (parameters stay float32).
   """
@@ -404,7 +407,7 @@ class WideResNet(nn.Module):
   depth: int = 40
   width: int = 4
   num_classes: int = 100
-  activation: str = "gelu_tanh"
+  activation: Callable[..., Any] = gelu_tanh
   dropout: float = 0.3
   dtype: Any = jnp.float32
 

@@ -38,9 +38,7 @@ def get_activation(spec: str) -> Callable[..., Array]:
     ValueError: for an unknown name (listing the known ones), arguments it does not take, or a
       user's function that cannot be used (saying why).
   """
-  if _user_spec(spec) is not None:
-    return user_activation(spec)
-  return ACTIVATIONS.get(spec)
+  return resolve_activation(spec)[2]
 
 
 # ------------------------------------------------------------------ the user's activations

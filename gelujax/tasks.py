@@ -35,6 +35,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from gelujax.activations import ACTIVATIONS
+from gelujax.linen import make_activation
 from gelujax.members import learning_rates_problem
 from gelujax.models import MODELS
 from gelujax.objectives import OBJECTIVES
@@ -42,7 +43,7 @@ from gelujax.optimizers import OPTIMIZERS
 from gelujax.preprocessing import PREPROCESSING
 from gelujax.prng import DROPOUT_BITS
 from gelujax.registry import Registry, close_names, did_you_mean, parse_name, sentences
-from gelujax.specs import activation_names, get_activation
+from gelujax.specs import activation_names
 
 TASKS: Registry = Registry("task")
 
@@ -170,9 +171,10 @@ class TaskSpec:
     return splits
 
   def build_model(self) -> nn.Module:
-    """The model, with this spec's activation, dropout, compute dtype and model options."""
+    """The model, with this spec's activation (resolved once a process, where this spec was
+    checked: `gelujax.linen.make_activation`), dropout, compute dtype and model options."""
     return MODELS.get(self.model)(
-      activation=self.activation,
+      activation=make_activation(self.activation),
       dropout=self.dropout,
       dtype=jnp.dtype(self.dtype),
       **self.model_options,
@@ -263,7 +265,7 @@ def _activation_problem(value: str) -> str | None:
   """Why ``value`` is no activation (a sentence), or None: an unknown name, arguments it does
   not take, or a user's function that cannot be used."""
   try:
-    get_activation(value)  # Checks the name and that it takes the given arguments.
+    make_activation(value)  # Checks the name and its arguments; build_model reuses it.
   except (ValueError, AttributeError) as e:
     return str(e)
   return None

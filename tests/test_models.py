@@ -5,6 +5,7 @@ import itertools
 import math
 
 import chex
+import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -279,6 +280,37 @@ def test_mlp_matches_numpy_and_activation_changes_function(activation):
   other = "relu" if activation == "gelu_tanh" else "gelu_tanh"
   out_other = model.clone(activation=other).apply({"params": params}, x, train=False)
   assert np.max(np.abs(out - out_other)) > 1e-2
+
+
+def test_models_take_a_function_or_a_module_class_of_the_users_own():
+  """As flax's examples take ``act: Callable``: a plain function is applied after every hidden
+  layer (against NumPy's tanh in float64), and a Linen module class of the user's own becomes
+  one submodule per layer, named after its class, given ``deterministic`` when its call takes
+  it (here: its parameter scales the input in evaluation, zeroes it in training)."""
+
+  class ScaledIdentity(nn.Module):
+    @nn.compact
+    def __call__(self, x, *, deterministic):
+      scale = self.param("scale", nn.initializers.constant(0.5), ())
+      return x * scale if deterministic else jnp.zeros_like(x)
+
+  x = np.random.default_rng(3).normal(size=(6, 5)).astype(np.float32)
+  model = MLP(features=(8, 8), num_outputs=3, activation=jnp.tanh)
+  params = jax.tree_util.tree_map(lambda p: p + 0.1, init(model, x)["params"])
+  out = model.apply({"params": params}, x, train=False)
+  np.testing.assert_allclose(out, np_mlp(params, x, np.tanh), atol=1e-5)
+
+  model = MLP(features=(8, 8), num_outputs=3, activation=ScaledIdentity)
+  params = init(model, x)["params"]
+  assert [params[f"Activation_{i}"]["scaled_identity"]["scale"] for i in (0, 1)] == [0.5, 0.5]
+  dense = {k: v for k, v in params.items() if k.startswith("Dense")}
+  np.testing.assert_allclose(
+    model.apply({"params": params}, x, train=False),
+    np_mlp(dense, x, lambda h: 0.5 * h),
+    atol=1e-5,
+  )
+  trained = model.apply({"params": params}, x, train=True)  # every hidden unit zeroed
+  np.testing.assert_allclose(trained, np.broadcast_to(params["Dense_2"]["bias"], (6, 3)))
 
 
 def test_learnable_gelu_adds_its_parameters_per_layer():

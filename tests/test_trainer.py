@@ -25,9 +25,10 @@ from tiny_task import (
   shuffled_batches,
 )
 
-from gelujax import checkpoints, engine, models, prng
+from gelujax import checkpoints, engine, models, prng, tasks
 from gelujax import workdir as workdirs
 from gelujax.members import Members
+from gelujax.specs import resolve_activation
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -644,7 +645,7 @@ def test_init_compiled_at_level_1_draws_the_bits_of_the_default_level():
   mesh = engine.make_mesh(num)
   program = engine.make_program(REFERENCE_SPEC, mesh, make_splits()["train"], num)
   seeds, learning_rates = program.put_members(REFERENCE_MEMBERS)
-  default = jax.jit(functools.partial(engine.mesh.init_members, program.config, mesh, 0))
+  default = jax.jit(functools.partial(engine.mesh.init_members, program.config, mesh))
   for leaf, want in zip(
     jax.tree.leaves(program.init(seeds, learning_rates)),
     jax.tree.leaves(default(seeds, learning_rates)),
@@ -659,31 +660,6 @@ def test_init_compiled_at_level_1_draws_the_bits_of_the_default_level():
       np.asarray(jax.jit(draw)(key)),
       err_msg=name,
     )
-
-
-def test_training_members_one_at_a_time_or_vmapped_agrees():
-  """`member_chunk` changes how a device loops over its members; vmapped, XLA may sum a small
-  product in another order, so members agree to float32 rounding (within 1e-6 after 2
-  epochs), not bit for bit."""
-  splits = make_splits()
-  num = len(REFERENCE_MEMBERS)
-  mesh = engine.make_mesh(num)
-  states = []
-  for chunk in (0, 1, 3):
-    program = engine.make_program(REFERENCE_SPEC, mesh, splits["train"], num, member_chunk=chunk)
-    seeds, learning_rates = program.put_members(REFERENCE_MEMBERS)
-    data = program.put_data(splits["train"])
-    state = program.init(seeds, learning_rates)
-    for epoch in (1, 2):
-      batches = program.shuffle(seeds, np.int32(epoch))
-      state, _ = program.train_segment(
-        state, data, batches, seeds, learning_rates, np.int32(epoch), np.int32(0),
-        num_steps=program.steps_per_epoch,
-      )  # fmt: skip
-    states.append(jax.tree.map(np.asarray, program.unpad(state)))
-  for other in states[1:]:
-    for leaf, expected in zip(jax.tree.leaves(other), jax.tree.leaves(states[0]), strict=True):
-      np.testing.assert_allclose(leaf, expected, rtol=1e-6, atol=1e-6)
 
 
 def dropout_masks(spec, seed: int, epoch: int, steps: int, bits: str) -> list[np.ndarray]:
@@ -883,3 +859,29 @@ def test_bfloat16_programs_compute_products_and_activations_in_bfloat16(tmp_path
   assert {leaf.dtype for leaf in jax.tree.leaves(state.params)} == {np.dtype(np.float32)}
   assert {v.aval.dtype for v in evaluate.jaxpr.outvars} == {np.dtype(np.float32)}
   assert train.jaxpr.outvars[-1].aval.dtype == np.float32  # the training loss
+
+
+def test_an_activation_is_parsed_once_where_the_task_is_checked_and_never_in_the_step():
+  """The walk of ``--activation`` (README): the spec is resolved once, when the TaskSpec checks
+  it; the model the program builds holds the resolved function, and tracing and running the
+  step resolves nothing (`specs.resolve_activation` is the one place a spec is parsed)."""
+  resolve_activation.cache_clear()
+  spec = tasks.get("tiny_mnist").replace(activation="gaussian_gelu(mu=0.25, sigma=0.75)")
+  assert resolve_activation.cache_info().misses == 1
+  rng = np.random.default_rng(0)
+  train = {
+    "inputs": rng.integers(0, 256, (64, 28, 28, 1)).astype(np.uint8),
+    "targets": rng.integers(0, 10, 64).astype(np.int32),
+  }
+  program = engine.make_program(spec, engine.make_mesh(1), train, 1)
+  assert not isinstance(program.config.model.activation, str)
+  called = resolve_activation.cache_info()
+  seeds, learning_rates = program.put_members(Members((1e-3,), (0,)))
+  state = program.init(seeds, learning_rates)
+  batches = program.shuffle(seeds, np.int32(1))
+  state, loss = program.train_segment(
+    state, program.put_data(train), batches, seeds, learning_rates, np.int32(1), np.int32(0),
+    num_steps=program.steps_per_epoch,
+  )  # fmt: skip
+  assert np.isfinite(np.asarray(loss)).all()
+  assert resolve_activation.cache_info() == called  # neither parsed nor looked up in the step

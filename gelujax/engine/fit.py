@@ -9,6 +9,7 @@ epoch, writing records (`gelujax.writers`) and checkpoints (`gelujax.checkpoints
 from __future__ import annotations
 
 import collections
+import dataclasses
 import functools
 import hashlib
 import itertools
@@ -42,40 +43,33 @@ _PROGRAMS: collections.OrderedDict[tuple, Program] = collections.OrderedDict()
 _KEPT_PROGRAMS = 8
 
 
-def _program_key(task, mesh, train, num_members, train_loss, member_chunk) -> tuple:
+def _program_key(task, mesh, train, num_members) -> tuple:
   """Everything a program depends on: the task's values (its repr: a TaskSpec holds plain
   values), the mesh, the grid's size, the training split's shapes and dtypes, and its groups
   (their boundaries shape the batches); the split's other values are arguments."""
   shapes = tuple((k, np.shape(v), np.asarray(v[:1]).dtype.str) for k, v in sorted(train.items()))
   groups = train.get("groups") if task.group_batches else None
   digest = None if groups is None else hashlib.sha256(np.ascontiguousarray(groups)).hexdigest()
-  return (repr(task), mesh, shapes, digest, num_members, train_loss, member_chunk)
+  return (repr(task), mesh, shapes, digest, num_members)
 
 
 def make_program(
-  task: Any,
-  mesh: Any,
-  train: Mapping[str, np.ndarray],
-  num_members: int,
-  *,
-  train_loss: str = "dropout_off",
-  member_chunk: int = 0,
+  task: Any, mesh: Any, train: Mapping[str, np.ndarray], num_members: int
 ) -> Program:
   """The jitted programs of ``num_members`` members of ``task`` on ``mesh``: the task's values
-  made into the model, the optimizer and the objective the step receives.
+  made into the model (its activation resolved, `TaskSpec.build_model`), the optimizer and the
+  objective the step receives.
 
   Args:
     task: a `gelujax.tasks.TaskSpec` (after ``for_data``).
     mesh: a ``("members", "data")`` mesh (`gelujax.engine.mesh.make_mesh`).
     train: the training split (its shapes, sizes and groups; the arrays are placed separately).
     num_members: the grid's size; padded to a multiple of the ``members`` axis.
-    train_loss: ``"dropout_off"`` (the paper's logged training loss) or ``"training_pass"``.
-    member_chunk: members trained at once by each device's loop over steps (0: all of them).
 
   The process keeps the last programs it made: the same arguments again give the same
   `Program`, whose jitted functions have traced and compiled already.
   """
-  key = _program_key(task, mesh, train, num_members, train_loss, member_chunk)
+  key = _program_key(task, mesh, train, num_members)
   if key in _PROGRAMS:
     _PROGRAMS.move_to_end(key)
     return _PROGRAMS[key]
@@ -95,12 +89,61 @@ def make_program(
     batch_size=task.batch_size,
     groups=groups,
     dropout_bits=task.dropout_bits,
-    train_loss=train_loss,
   )
-  program = _PROGRAMS[key] = jit_program(config, mesh, num_members, member_chunk=member_chunk)
+  program = _PROGRAMS[key] = jit_program(config, mesh, num_members)
   while len(_PROGRAMS) > _KEPT_PROGRAMS:
     _PROGRAMS.popitem(last=False)
   return program
+
+
+@dataclasses.dataclass(frozen=True)
+class _Placed:
+  """A run's program and its inputs on the devices: the members' seeds and learning rates, the
+  training split, and the evaluation splits with their sizes; ``members`` as records name them."""
+
+  program: Program
+  members: list[dict[str, Any]]
+  seeds: jax.Array
+  learning_rates: jax.Array
+  train: dict[str, jax.Array]
+  evals: dict[str, tuple[dict[str, jax.Array], int]]
+
+
+def _place(task, members: Members, splits, members_axis: int | None) -> _Placed:
+  """The run's program (`make_program`) on its mesh, its settings checked against the data and
+  the devices, and its inputs placed."""
+  mesh = make_mesh(len(members), members_axis)
+  if task.batch_size % mesh.shape["data"]:
+    raise ValueError(
+      f"--batch_size is {task.batch_size}; it must be a multiple of the {mesh.shape['data']} "
+      "devices of the mesh's data axis, since every batch is split evenly over them."
+    )
+  program = make_program(task.for_data(splits), mesh, splits["train"], len(members))
+  steps, items = program.steps_per_epoch, program.config.num_items
+  if items < task.batch_size:
+    raise ValueError(
+      f"--batch_size {task.batch_size} is larger than the training split ({items} items); it "
+      f"must be at most {items}."
+    )
+  if not 1 <= task.evals_per_epoch <= steps:
+    raise ValueError(
+      f"evals_per_epoch {task.evals_per_epoch} does not fit an epoch of {steps} "
+      f"step{'s' * (steps != 1)} (--batch_size {task.batch_size}, {items} items); it must lie "
+      f"in [1, {steps}]: use fewer evaluations per epoch or a smaller batch size."
+    )
+  member = jax.tree.map(
+    lambda s: jax.ShapeDtypeStruct(s.shape[1:], s.dtype), program.abstract_state()
+  )
+  per_device = program.padded_members // mesh.shape["members"]
+  host.check_memory(member, member.params, per_device, len(members), splits)
+  evals = {
+    name: (program.put_eval_split(splits[name]), len(splits[name]["targets"]))
+    for name in _EVAL_SPLITS
+    if name in splits
+  }
+  seeds, learning_rates = program.put_members(members)
+  train = program.put_data(splits["train"])
+  return _Placed(program, members.to_json(), seeds, learning_rates, train, evals)
 
 
 def fit(
@@ -144,97 +187,33 @@ def fit(
   checked = workdirs.check_run(task, workdir, members)
   if checkpoint_every < 1:
     raise ValueError(f"checkpoint_every is {checkpoint_every}; it must be at least 1.")
-  mesh = make_mesh(len(members), members_axis)
-  if task.batch_size % mesh.shape["data"]:
-    raise ValueError(
-      f"--batch_size is {task.batch_size}; it must be a multiple of the {mesh.shape['data']} "
-      "devices of the mesh's data axis, since every batch is split evenly over them."
-    )
   config = workdirs.make_config(task, members)
   splits = task.load_data(data_dir) if splits is None else splits
+  lead = jax.process_index() == 0
   # Where the data came from and what was verified: recorded, never part of the run's identity
   # (`workdir.identity` and `check_run` read task, spec and members only).
   record = getattr(splits, "info", {}).get("record")
   if record is not None:
     config["data"] = record
-    if progress and jax.process_index() == 0:
+    if progress and lead:
       print(f"gelujax: {data.describe_record(record)}", file=sys.stderr, flush=True)
-  program = make_program(task.for_data(splits), mesh, splits["train"], len(members))
-  steps, items = program.steps_per_epoch, program.config.num_items
-  if items < task.batch_size:
-    raise ValueError(
-      f"--batch_size {task.batch_size} is larger than the training split ({items} items); it "
-      f"must be at most {items}."
-    )
-  if not 1 <= task.evals_per_epoch <= steps:
-    raise ValueError(
-      f"evals_per_epoch {task.evals_per_epoch} does not fit an epoch of {steps} "
-      f"step{'s' * (steps != 1)} (--batch_size {task.batch_size}, {items} items); it must lie "
-      f"in [1, {steps}]: use fewer evaluations per epoch or a smaller batch size."
-    )
-  member = jax.tree.map(
-    lambda s: jax.ShapeDtypeStruct(s.shape[1:], s.dtype), program.abstract_state()
-  )
-  per_device = program.padded_members // mesh.shape["members"]
-  host.check_memory(member, member.params, per_device, len(members), splits)
-  seeds_M, learning_rates_M = program.put_members(members)
-  train = program.put_data(splits["train"])
-  eval_splits = {
-    name: program.put_eval_split(splits[name]) for name in _EVAL_SPLITS if name in splits
-  }
-  sizes = {name: len(splits[name]["targets"]) for name in eval_splits}
-  members_json = members.to_json()
-  num = len(members)
-
-  lead = jax.process_index() == 0
+  placed = _place(task, members, splits, members_axis)
+  program, num = placed.program, len(members)
+  if progress and lead and program.mesh.size > 1:  # Where the grid lies, and any padding.
+    print(f"gelujax: {describe_layout(num, program.mesh)}.", file=sys.stderr, flush=True)
+  bounds = [0, *evaluation_steps(program.steps_per_epoch, task.evals_per_epoch)]
   # One writer, holding the workdir as checked; a full disk is one line naming the file.
   with workdirs.writing(workdir, lead, checked):
     checkpointer = checkpoints.Checkpointer(workdir, keep_checkpoints, config)
-    restored = checkpointer.restore_latest(program.abstract_state())
-    if restored is None:
-      start, state, recorded = 0, program.init(seeds_M, learning_rates_M), []
-    else:
-      start, state, recorded = restored.epoch, program.pad(restored.state), restored.metrics
-    bounds = [0, *evaluation_steps(steps, task.evals_per_epoch)]
-    # Every record up to the checkpoint, saved with each checkpoint (process 0 writes it).
-    records = list(recorded or [])
-    if lead:
-      evaluations = [
-        (member, *_evaluation_point(epoch, last, steps))
-        for epoch in range(1, start + 1)
-        for last in bounds[1:]
-        for member in range(num)
-      ]
-      records = workdirs.resume_metrics(workdir, start, recorded, evaluations)
-      workdirs.write_config(workdir, config)
-      writer = writers.MetricsWriter(workdir, members_json, purge_step=start * steps + 1)
-    if progress and lead and mesh.size > 1:  # Where the grid lies, and any padding.
-      print(f"gelujax: {describe_layout(num, mesh)}.", file=sys.stderr, flush=True)
+    start, state, records = _resume(workdir, config, placed, checkpointer, bounds, lead)
+    writer = lead and writers.MetricsWriter(
+      workdir, placed.members, purge_step=start * program.steps_per_epoch + 1
+    )
     bar = writers.progress_bar(task.epochs, start, progress and lead)
     diverged = program.diverged_steps(state) >= 0
     try:
       for epoch in range(start + 1, task.epochs + 1):
-        batches = program.shuffle(seeds_M, np.int32(epoch))
-        for first, last in itertools.pairwise(bounds):
-          state, train_loss = program.train_segment(
-            state,
-            train,
-            batches,
-            seeds_M,
-            learning_rates_M,
-            np.int32(epoch),
-            np.int32(first),
-            num_steps=last - first,
-          )
-          metrics = {"train_loss": to_host(train_loss)[:num]}
-          for name, split in eval_splits.items():
-            for key, mean in program.mean_metrics(state, split, sizes[name]).items():
-              metrics[f"{name}_{key}"] = mean
-          diverged = program.diverged_steps(state) >= 0
-          point = _evaluation_point(epoch, last, steps)
-          records += writers.make_records(members_json, *point, diverged, metrics)
-          if lead:
-            writer.write(records[-num:])
+        state, metrics, diverged = _train_epoch(placed, state, epoch, bounds, records, writer)
         if epoch in (1, task.epochs) or epoch % checkpoint_every == 0 or diverged.all():
           checkpointer.save(epoch, program.unpad(state), records)
         bar.set_postfix(_describe_progress(metrics, diverged), refresh=False)  # update() draws.
@@ -244,9 +223,63 @@ def fit(
     finally:
       bar.close()
       checkpointer.close()
-      if lead:
+      if writer:
         writer.close()
     return _finish(workdir, config, task, program, state, diverged)
+
+
+def _resume(workdir, config, placed: _Placed, checkpointer, bounds, lead) -> tuple[int, Any, list]:
+  """``(epochs done, state, records)``: from the newest readable checkpoint, or a new run.
+  Process 0 rewrites metrics.jsonl to the checkpoint's records and writes config.json."""
+  program = placed.program
+  restored = checkpointer.restore_latest(program.abstract_state())
+  if restored is None:
+    start, recorded = 0, []
+    state = program.init(placed.seeds, placed.learning_rates)
+  else:
+    start, recorded = restored.epoch, restored.metrics
+    state = program.pad(restored.state)
+  records = list(recorded or [])
+  if lead:
+    steps, num = program.steps_per_epoch, program.num_members
+    evaluations = [
+      (member, *_evaluation_point(epoch, last, steps))
+      for epoch in range(1, start + 1)
+      for last in bounds[1:]
+      for member in range(num)
+    ]
+    records = workdirs.resume_metrics(workdir, start, recorded, evaluations)
+    workdirs.write_config(workdir, config)
+  return start, state, records
+
+
+def _train_epoch(placed: _Placed, state, epoch: int, bounds: list[int], records: list, writer):
+  """One epoch of every member, evaluated after each segment of ``bounds``: the state, the last
+  evaluation's metrics and which members have diverged. Appends the evaluations' records to
+  ``records`` (and writes them, on process 0)."""
+  program, num = placed.program, placed.program.num_members
+  batches = program.shuffle(placed.seeds, np.int32(epoch))
+  for first, last in itertools.pairwise(bounds):
+    state, train_loss = program.train_segment(
+      state,
+      placed.train,
+      batches,
+      placed.seeds,
+      placed.learning_rates,
+      np.int32(epoch),
+      np.int32(first),
+      num_steps=last - first,
+    )
+    metrics = {"train_loss": to_host(train_loss)[:num]}
+    for name, (split, size) in placed.evals.items():
+      for key, mean in program.mean_metrics(state, split, size).items():
+        metrics[f"{name}_{key}"] = mean
+    diverged = program.diverged_steps(state) >= 0
+    point = _evaluation_point(epoch, last, program.steps_per_epoch)
+    records += writers.make_records(placed.members, *point, diverged, metrics)
+    if writer:
+      writer.write(records[-num:])
+  return state, metrics, diverged
 
 
 def evaluation_steps(steps_per_epoch: int, evals_per_epoch: int) -> list[int]:

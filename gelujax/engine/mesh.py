@@ -88,62 +88,41 @@ def describe_layout(num_members: int, mesh: Mesh) -> str:
 # ------------------------------------------------------------------- mapped over members
 
 
-def map_members(
-  mesh: Mesh, member_chunk: int, fn: Callable[..., Any], members: Any, *shared: Any
-) -> Any:
-  """``fn(member, *shared)`` for every member of the leading axis of ``members``, each device
-  mapping over its own.
+def map_members(mesh: Mesh, fn: Callable[..., Any], members: tuple, shared: tuple = ()) -> Any:
+  """``fn(*member, *shared)`` for every member of the leading axis of the ``members`` arrays: a
+  ``shard_map`` of a ``vmap``.
 
-  The mesh's ``members`` axis is manual here: a device sees only its members, and no member's
-  arithmetic reads another's values (how many share its device may change how XLA blocks its
-  sums: another program, the same numbers to float32 rounding). Each device takes
-  ``member_chunk`` members at a time, vmapped (0: all of them). ``shared`` arguments are the
-  same for every member; the ``data`` axis stays automatic, so arrays sharded over it (a batch)
-  are split by XLA, which inserts the reductions across it.
+  The mesh's ``members`` axis is manual here: a device sees only its members, and vmaps ``fn``
+  over them; no member's arithmetic reads another's values (how many share its device may
+  change how XLA blocks its sums: another program, the same numbers to float32 rounding). The
+  ``shared`` arguments are the same for every member; the ``data`` axis stays automatic, so
+  arrays sharded over it (a batch) are split by XLA, which inserts the reductions across it.
   """
-
-  def map_local(members, *shared):
-    local = jax.tree.leaves(members)[0].shape[0]
-    size = min(member_chunk or local, local)
-    one = functools.partial(_call_member, fn, shared)
-    if size == local:
-      return jax.vmap(one)(members)
-    return jax.lax.map(one, members, batch_size=size)
-
   return jax.shard_map(
-    map_local,
+    jax.vmap(fn, in_axes=(0,) * len(members) + (None,) * len(shared)),
     mesh=mesh,
-    in_specs=(P("members"), *[P()] * len(shared)),
+    in_specs=(P("members"),) * len(members) + (P(),) * len(shared),
     out_specs=P("members"),
     axis_names={"members"},
-  )(members, *shared)
-
-
-def _call_member(fn, shared, member):
-  return fn(member, *shared)
+  )(*members, *shared)
 
 
 def init_members(
-  config: StepConfig, mesh: Mesh, member_chunk: int, seeds: jax.Array, learning_rates: jax.Array
+  config: StepConfig, mesh: Mesh, seeds: jax.Array, learning_rates: jax.Array
 ) -> TrainState:
   """`gelujax.engine.step.init_member` of every member, [M, ...]."""
-
-  def init(member):
-    return step.init_member(config, *member)
-
-  return map_members(mesh, member_chunk, init, (seeds, learning_rates))
+  return map_members(mesh, functools.partial(step.init_member, config), (seeds, learning_rates))
 
 
 def shuffle(config: StepConfig, seeds_M: jax.Array, epoch: jax.Array) -> jax.Array:
   """Each member's batches of the epoch as item indices, ``[steps, members, batch_size]``."""
-  order_MxN = jax.vmap(lambda seed: step.permute(config, seed, epoch))(seeds_M)
+  order_MxN = jax.vmap(functools.partial(step.permute, config), in_axes=(0, None))(seeds_M, epoch)
   return order_MxN.reshape(len(seeds_M), config.steps_per_epoch, -1).transpose(1, 0, 2)
 
 
 def train_segment(
   config: StepConfig,
   mesh: Mesh,
-  member_chunk: int,
   state: TrainState,
   data: dict[str, jax.Array],
   batches: jax.Array,
@@ -154,17 +133,14 @@ def train_segment(
   *,
   num_steps: int,
 ) -> tuple[TrainState, jax.Array]:
-  """Trains every member on ``num_steps`` of the epoch's ``batches`` from step ``first``.
-
-  Each device trains its own members (the ``members`` axis is manual: no member's arithmetic
-  leaves its device), ``member_chunk`` of them at a time (vmapped), each through the whole
-  segment (`gelujax.engine.step.train_steps`). Batches stay sharded over ``data`` (automatic:
-  XLA inserts the gradient all-reduce).
+  """Trains every member on ``num_steps`` of the epoch's ``batches`` from step ``first``: each
+  device its own members, vmapped (`map_members`), each through the whole segment
+  (`gelujax.engine.step.train_steps`). Batches stay sharded over ``data`` (automatic: XLA
+  inserts the gradient all-reduce).
 
   Args:
     config: the run's `StepConfig`.
     mesh: the ``("members", "data")`` mesh.
-    member_chunk: members trained at once by each device (0: all of its members).
     state: the stacked state, [M, ...].
     data: the training split's arrays, [N, ...], replicated.
     batches: the epoch's item indices from `shuffle`, [steps, M, B].
@@ -177,33 +153,29 @@ def train_segment(
   Returns:
     The next state and each member's mean training loss over these steps, [M].
   """
-  batches = jax.lax.dynamic_slice_in_dim(batches, first, num_steps)
+  items_MxSxB = jnp.moveaxis(jax.lax.dynamic_slice_in_dim(batches, first, num_steps), 1, 0)
   steps = (epoch - 1) * config.steps_per_epoch + first + jnp.arange(num_steps, dtype=jnp.int32)
-
-  def train_member(member, data, epoch, steps):
-    state, items_SxB, seed, learning_rate = member
-    return step.train_steps(config, state, learning_rate, seed, data, items_SxB, epoch, steps)
-
-  members = (state, jnp.moveaxis(batches, 1, 0), seeds, learning_rates)
-  return map_members(mesh, member_chunk, train_member, members, data, epoch, steps)
+  return map_members(
+    mesh,
+    functools.partial(step.train_steps, config),
+    (state, learning_rates, seeds, items_MxSxB),
+    (data, epoch, steps),
+  )
 
 
 def evaluate(
-  config: StepConfig,
-  mesh: Mesh,
-  member_chunk: int,
-  state: TrainState,
-  split: dict[str, jax.Array],
+  config: StepConfig, mesh: Mesh, state: TrainState, split: dict[str, jax.Array]
 ) -> dict[str, jax.Array]:
   """Per-member metric sums over a split from `Program.put_eval_split`, each [M].
 
   Every member sees every example: the split's batches are shared, sharded over ``data``.
   """
-
-  def evaluate_member(member, split):
-    return step.evaluate_member(config, *member, split)
-
-  return map_members(mesh, member_chunk, evaluate_member, (state.params, state.batch_stats), split)
+  return map_members(
+    mesh,
+    functools.partial(step.evaluate_member, config),
+    (state.params, state.batch_stats),
+    (split,),
+  )
 
 
 # ------------------------------------------------------------------------------ the program
@@ -350,23 +322,17 @@ def _on_cpu(mesh: Mesh) -> bool:
   return mesh.devices.flat[0].platform == "cpu"
 
 
-def jit_program(
-  config: StepConfig, mesh: Mesh, num_members: int, *, member_chunk: int = 0
-) -> Program:
+def jit_program(config: StepConfig, mesh: Mesh, num_members: int) -> Program:
   """The jitted step functions of ``num_members`` members on ``mesh``: the one place the
-  engine jits them.
+  engine jits them, each a module-level function with its config and mesh bound.
 
   Args:
     config: the members' `StepConfig` (`gelujax.engine.step.make_config`).
     mesh: a ``("members", "data")`` mesh (`make_mesh`).
     num_members: the grid's size; padded to a multiple of the ``members`` axis.
-    member_chunk: members trained at once by each device's loop over steps (0: all of them,
-      vmapped). Fewer hold less memory at once; on CPU, one at a time measured no faster than
-      all (benchmarks/results/training.md).
   """
   members = NamedSharding(mesh, P("members"))
   replicated = NamedSharding(mesh, P())
-  layout = (config, mesh, member_chunk)
   # init runs once a run, and on CPU most of its compile time is LLVM optimizing the unrolled
   # threefry rounds of every parameter's initializer: at XLA's level 1 of 3 it compiles up to
   # 3.4x faster and draws the same bits for every task (level 0 does not: the normal
@@ -377,7 +343,7 @@ def jit_program(
     mesh=mesh,
     num_members=num_members,
     init=jax.jit(
-      functools.partial(init_members, *layout),
+      functools.partial(init_members, config, mesh),
       out_shardings=members,
       compiler_options=init_options,
     ),
@@ -386,10 +352,10 @@ def jit_program(
       out_shardings=NamedSharding(mesh, P(None, "members", "data")),
     ),
     train_segment=jax.jit(
-      functools.partial(train_segment, *layout),
+      functools.partial(train_segment, config, mesh),
       static_argnames="num_steps",
       donate_argnums=0,
       out_shardings=(members, replicated),
     ),
-    evaluate=jax.jit(functools.partial(evaluate, *layout), out_shardings=replicated),
+    evaluate=jax.jit(functools.partial(evaluate, config, mesh), out_shardings=replicated),
   )

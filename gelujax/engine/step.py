@@ -129,7 +129,6 @@ def make_config(
   batch_size: int,
   groups: Groups | None = None,
   dropout_bits: str = "hash",
-  train_loss: str = "dropout_off",
 ) -> StepConfig:
   """The `StepConfig` of a model, optimizer and objective on the training split ``train``.
 
@@ -141,14 +140,13 @@ def make_config(
     batch_size: examples (or groups) per step.
     groups: `find_groups` of the split when batches are whole groups.
     dropout_bits: ``"hash"`` (the engine's default) or ``"threefry"`` (`gelujax.prng`).
-    train_loss: ``"dropout_off"`` (the paper's logged training loss) or ``"training_pass"``;
-      a model that draws no randomness and keeps no batch statistics logs its training pass,
-      the same number for free.
+
+  The logged training loss is the paper's, the step's batch with dropout off before the update
+  (`TRAIN_LOSSES`); a model that draws no randomness and keeps no batch statistics logs its
+  training pass instead, the same number for free.
   """
   if dropout_bits not in prng.DROPOUT_BITS:
     raise ValueError(f"dropout_bits {dropout_bits!r}; valid: {', '.join(prng.DROPOUT_BITS)}.")
-  if train_loss not in TRAIN_LOSSES:
-    raise ValueError(f"train_loss {train_loss!r}; valid: {', '.join(TRAIN_LOSSES)}.")
   num_items = len(groups.starts) if groups is not None else len(train["targets"])
   steps_per_epoch = max(num_items // batch_size, 1)
   config = StepConfig(
@@ -169,8 +167,9 @@ def make_config(
     jax.ShapeDtypeStruct((1,), jnp.float32),
   )
   has_batch_stats = bool(jax.tree.leaves(variables.batch_stats))
-  if train_loss == "dropout_off" and not has_batch_stats and not _draws_randomness(config):
-    train_loss = "training_pass"  # The same number: the training pass is deterministic.
+  # A deterministic training pass logs the same number as a pass with dropout off, for free.
+  deterministic = not has_batch_stats and not _draws_randomness(config)
+  train_loss = "training_pass" if deterministic else "dropout_off"
   return dataclasses.replace(config, has_batch_stats=has_batch_stats, train_loss=train_loss)
 
 
@@ -320,8 +319,8 @@ def train_steps(
   state: TrainState,
   learning_rate: jax.Array,
   seed: jax.Array,
-  data: dict[str, jax.Array],
   items_SxB: jax.Array,
+  data: dict[str, jax.Array],
   epoch: jax.Array,
   steps_S: jax.Array,
 ) -> tuple[TrainState, jax.Array]:
