@@ -66,12 +66,12 @@ ROUNDS = (
 )
 
 
-def entries(run: runs.Run, learning_rate: float | None) -> list[tuple[dict, bool]]:
+def entries(run: runs.Run, learning_rate: float | None) -> list[tuple[runs.LrRow, bool]]:
   """The grid rows the round shows, each with whether it is the one compared."""
   row = runs.summarize_run(run)
   if learning_rate is None:
-    return [(e, e is row["selected"]) for e in row["grid"]]
-  return [(e, True) for e in row["grid"] if runs.same_lr(e["learning_rate"], learning_rate)]
+    return [(e, e is row.selected) for e in row.grid]
+  return [(e, True) for e in row.grid if runs.same_lr(e.learning_rate, learning_rate)]
 
 
 def round_lines(trial: dict, folder: Path) -> tuple[list[str], str]:
@@ -90,14 +90,14 @@ def round_lines(trial: dict, folder: Path) -> tuple[list[str], str]:
       sys.exit(f"twitter_trial.py: {folder / name} is not a finished trial run: {e}")
     medians[name] = math.inf
     for entry, compared in entries(run, trial["learning_rate"]):
-      values = [100 * v for v in entry["select_values"] if v is not None]
+      values = [100 * v for v in entry.select_values if v is not None]
       mark = " (compared)" if compared else ""
       lines.append(
-        f"| {name} | `{task}` | {entry['learning_rate']:g}{mark} | "
-        f"{100 * entry['select_median']:.2f} | {', '.join(f'{v:.2f}' for v in values)} |"
+        f"| {name} | `{task}` | {entry.learning_rate:g}{mark} | "
+        f"{100 * entry.select_median:.2f} | {', '.join(f'{v:.2f}' for v in values)} |"
       )
       if compared:
-        medians[name] = entry["select_median"]
+        medians[name] = entry.select_median
   chosen = min(medians, key=lambda n: (medians[n], list(medians).index(n)))
   others = ", ".join(f"{100 * v:.2f}% for {n}" for n, v in medians.items() if n != chosen)
   lines += ["", f"**Chosen: {chosen}** ({100 * medians[chosen]:.2f}%, against {others}).", ""]

@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 
 from gelujax.paper import PAPER, PRIMARY, SECONDARY, Design
-from gelujax.study import analysis, evidence, verdicts
+from gelujax.study import analysis, evidence, runs, verdicts
 from gelujax.study.evidence import RunValues
 
 SELECT = Design(tuple(range(100, 105)))
@@ -131,19 +131,15 @@ def test_the_fig2_no_dropout_paper_values_contradict_the_text():
 
 
 def test_selections_compare_the_runner_up():
-  row = {
-    "run": "gelu",
-    "select_metric": "validation_loss",
-    "selected": {"learning_rate": 1e-4},
-    "grid": [
-      {"learning_rate": 1e-3, "diverged": 0, "members": 3, "select_values": [0.3, 0.1, 0.2]},
-      {"learning_rate": 1e-4, "diverged": 0, "members": 3, "select_values": [0.15, 0.5, 0.16]},
-      {"learning_rate": 1e-5, "diverged": 3, "members": 3, "select_values": [None] * 3},
-    ],
-  }
+  def lr_row(learning_rate, diverged, values):
+    return runs.LrRow(learning_rate, 3, diverged, [0, 1, 2], 1.0, {}, select_values=values)
+
+  grid = [lr_row(1e-3, 0, [0.3, 0.1, 0.2]), lr_row(1e-4, 0, [0.15, 0.5, 0.16])]
+  grid.append(lr_row(1e-5, 3, [None] * 3))
+  row = runs.RunRow("gelu", "gelu", 0.0, 3, "validation_loss", grid[1], grid, [1e-4])
   (entry,) = analysis.selections([row])
-  assert (entry["selected"], entry["runner_up"], entry["lrs"]) == (1e-4, 1e-3, 3)
-  assert entry["comparison"].a == (0.15, 0.5, 0.16)
+  assert (entry.selected, entry.runner_up, entry.lrs) == (1e-4, 1e-3, 3)
+  assert entry.comparison.a == (0.15, 0.5, 0.16)
 
 
 def test_exploratory_uses_evaluation_seeds_where_both_runs_have_them():

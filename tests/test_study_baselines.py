@@ -1,13 +1,15 @@
 """Tests for gelujax.study.baselines: the out-of-vocabulary counts and the most-frequent-tag
 lookup of Twitter POS against counts made by hand, and the result's baselines.json."""
 
+import dataclasses
 import hashlib
 import json
 
 import pytest
 
 from gelujax import data
-from gelujax.study import baselines
+from gelujax.study import baselines, runs
+from gelujax.study.stats import Stats
 
 # Train: "go" is tagged V then N (a tie: V, seen first), "home" N then V once lowercased (a tie:
 # N, seen first), and the tags V and N are tied 3 to 3 over the split (V, seen first: a rule by
@@ -70,15 +72,20 @@ def test_most_frequent_breaks_ties_by_the_first_seen():
   assert baselines.lookup_table(["a", "b", "a", "a", "b"], [3, 1, 2, 2, 1]) == {"a": 2, "b": 1}
 
 
+def stats(values, seeds):
+  """A row's statistics of ``values`` over ``seeds``, as `runs.member_stats` makes them."""
+  return runs.SeedStats(**dataclasses.asdict(Stats.of(values)), seeds=tuple(seeds))
+
+
 def test_compare_words_by_the_median_the_share_and_every_seed():
   lookup = {"test": {"tokens": 10, "lookup_errors": {"cased": 5, "lowercased": 4}}}
   shown = [
     # Cased 0.5: below by 0.1 = 20% of it, every seed below: beats. Lowercased 0.4: equal.
-    ("a", 1e-3, "evaluation seeds", {"values": [0.39, 0.4, 0.41], "seeds": [1, 2, 3]}),
+    ("a", 1e-3, "evaluation seeds", stats([0.39, 0.4, 0.41], [1, 2, 3])),
     # Below 0.5 by 0.14 (28%) and below 0.4 by 0.04 (10%), but one seed above both: barely.
-    ("b", 1e-3, "evaluation seeds", {"values": [0.3, 0.36, 0.6], "seeds": [1, 2, 3]}),
+    ("b", 1e-3, "evaluation seeds", stats([0.3, 0.36, 0.6], [1, 2, 3])),
     # Below 0.5 by 0.045 (9%), every seed below: barely.
-    ("c", 1e-4, "selection seeds", {"values": [0.455, 0.455], "seeds": [0, 1]}),
+    ("c", 1e-4, "selection seeds", stats([0.455, 0.455], [0, 1])),
   ]
   compared = baselines.compare(lookup, shown)
   words = [(c["run"], c["against"]["cased"]["word"], c["against"]["lowercased"]["word"])

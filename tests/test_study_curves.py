@@ -1,5 +1,7 @@
 """Tests for gelujax.study.curves: each rule on curves whose answer is known by hand."""
 
+import dataclasses
+
 import pytest
 
 from gelujax.study import curves, runs, tables
@@ -20,8 +22,8 @@ def test_jumps_above_twice_the_running_minimum(tmp_path):
     (0, 6.0, 0.11, 0.05),
   ]
   assert jumps[0]["ratio"] == pytest.approx(6.0) and jumps[1]["ratio"] == pytest.approx(2.2)
-  row = {**runs.summarize_run(run), "curves": curves.describe_curves(run, [1e-3])}
-  assert tables.unstable_label(row, row["grid"][0]) == "1/2"
+  row = dataclasses.replace(runs.summarize_run(run), curves=curves.describe_curves(run, [1e-3]))
+  assert tables.unstable_label(row, row.grid[0]) == "1/2"
   # Seed 0's last evaluation (0.11) is 2.2x its running minimum: a final value on a spike.
   (spike,) = curves.final_spikes(run, 1e-3)
   assert (spike["seed"], spike["epoch"], spike["value"], spike["running_min"]) == (0, 6, 0.11, 0.05)

@@ -185,10 +185,10 @@ def test_paired_and_candidates_lines():
     f"unpaired: shift {wording.format_shift(v.comparison)}, rank-sum p = {v.comparison.p:.2g}."
   ]
   found.candidates = [
-    {"run": "gelu_tanh", "selected": 1e-4, "lrs": [(1e-4, None, True), (1e-3, 0.84, True),
-                                                   (1e-5, 0.0079, False)]},
-    {"run": "relu", "selected": 1e-3, "lrs": [(1e-3, None, True), (1e-4, None, False)]},
-    {"run": "elu", "selected": None, "lrs": []},
+    analysis.Candidates("gelu_tanh", 1e-4, [(1e-4, None, True), (1e-3, 0.84, True),
+                                            (1e-5, 0.0079, False)]),
+    analysis.Candidates("relu", 1e-3, [(1e-3, None, True), (1e-4, None, False)]),
+    analysis.Candidates("elu", None, []),
   ]  # fmt: skip
   assert findings.candidates_lines(found) == [
     "- Candidates [gelu_tanh]: lr 0.0001 (selected), lr 0.001 (p = 0.84); not candidates: "

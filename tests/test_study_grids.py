@@ -37,8 +37,13 @@ def test_grid_names_suffix_only_other_dropout_rates():
     grids.make_grids(spec, ["swish"], [0.0], [1e-3], Path("/o"))
 
 
-def row(name, selected):
-  return {"run": name, "selected": selected and {"learning_rate": selected}}
+def row(name, selected, candidates=None):
+  """A selection grid's row that selected ``selected`` (None: every member diverged)."""
+  entry = selected and runs.LrRow(selected, 5, 0, list(range(5)), 1.0, {})
+  candidates = candidates or ([selected] if selected else [])
+  return runs.RunRow(
+    name, name, 0.0, 3, "validation_loss", entry, [entry] if entry else [], candidates
+  )
 
 
 def test_evaluation_grids_train_fresh_seeds_at_the_selected_lr():
@@ -74,7 +79,7 @@ def test_every_candidate_lr_gets_its_evaluation_run():
   alone."""
   spec = tasks.get("mnist").replace(dataset="fashion_mnist")
   selection = grids.make_grids(spec, ["gelu_tanh"], [0.0], [1e-3, 1e-4, 1e-5], Path("/o"))
-  found = [{**row("gelu_tanh", 1e-4), "candidates": [1e-4, 1e-3]}]
+  found = [row("gelu_tanh", 1e-4, candidates=[1e-4, 1e-3])]
   plan = design("mnist", 5)
   made = grids.evaluation_grids("mnist", selection, found, plan)
   assert [(g.name, g.workdir, g.learning_rates) for g in made] == [
@@ -146,7 +151,7 @@ def test_run_grid_trains_then_skips_and_keeps_an_all_diverged_result(tmp_path):
   assert not trained and again == summary
   assert (workdir / "metrics.jsonl").read_text() == metrics
   row = runs.summarize_run(runs.load_run(workdir))
-  assert row["selected"] is None
+  assert row.selected is None
 
 
 _READS: list[str] = []

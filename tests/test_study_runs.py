@@ -52,33 +52,33 @@ def test_selects_lowest_median_validation(three_lr_run):
 
 def test_selected_stats_by_hand(three_lr_run):
   row = runs.summarize_run(three_lr_run)
-  selected = row["selected"]
-  assert selected["learning_rate"] == 1e-4
-  assert (selected["members"], selected["diverged"]) == (3, 0)
-  assert selected["seeds"] == [0, 1, 2]
+  selected = row.selected
+  assert selected.learning_rate == 1e-4
+  assert (selected.members, selected.diverged) == (3, 0)
+  assert selected.seeds == [0, 1, 2]
   # The best epoch is epoch 2 for every member (validation 0.5 higher at 1, 9.0 at 3).
-  assert selected["best_epoch"] == 2.0
-  test_error = selected["metrics"]["best.test_error"]
-  assert test_error["median"] == pytest.approx(0.06)
-  assert test_error["mean"] == pytest.approx(0.2 / 3)
+  assert selected.best_epoch == 2.0
+  test_error = selected.metrics["best.test_error"]
+  assert test_error.median == pytest.approx(0.06)
+  assert test_error.mean == pytest.approx(0.2 / 3)
   # Sample std of (0.05, 0.09, 0.06): sqrt((0.0166..^2 + 0.0233..^2 + 0.0066..^2) / 2).
-  assert test_error["std"] == pytest.approx(math.sqrt(8.6667e-4 / 2), rel=1e-4)
-  assert test_error["n"] == 3
+  assert test_error.std == pytest.approx(math.sqrt(8.6667e-4 / 2), rel=1e-4)
+  assert test_error.n == 3
   # The selected lr's members are 3, 4, 5: final train losses 0.04, 0.05, 0.06.
-  assert selected["metrics"]["final.train_loss"]["median"] == pytest.approx(0.05)
-  assert selected["metrics"]["best.validation_loss"]["median"] == pytest.approx(0.16)
-  assert selected["metrics"]["final.validation_loss"]["median"] == pytest.approx(9.0)
-  assert [g["select_median"] for g in row["grid"]] == pytest.approx([0.20, 0.16, 0.41])
-  assert row["select_metric"] == "validation_loss"
-  assert (row["run"], row["activation"], row["dropout"]) == ("gelu", "gelu", 0.0)
-  assert row["epochs"] == 3
+  assert selected.metrics["final.train_loss"].median == pytest.approx(0.05)
+  assert selected.metrics["best.validation_loss"].median == pytest.approx(0.16)
+  assert selected.metrics["final.validation_loss"].median == pytest.approx(9.0)
+  assert [g.select_median for g in row.grid] == pytest.approx([0.20, 0.16, 0.41])
+  assert row.select_metric == "validation_loss"
+  assert (row.run, row.activation, row.dropout) == ("gelu", "gelu", 0.0)
+  assert row.epochs == 3
 
 
 def test_values_at_the_selected_or_a_given_lr(three_lr_run):
   row = runs.summarize_run(three_lr_run)
-  assert runs.values_at(row, None, "best.test_error") == pytest.approx([0.05, 0.09, 0.06])
-  assert runs.values_at(row, 1e-5, "best.test_error") == pytest.approx([0.2, 0.2, 0.2])
-  assert runs.values_at(row, 0.5, "best.test_error") == []
+  assert row.values(None, "best.test_error") == pytest.approx([0.05, 0.09, 0.06])
+  assert row.values(1e-5, "best.test_error") == pytest.approx([0.2, 0.2, 0.2])
+  assert row.values(0.5, "best.test_error") == []
   assert three_lr_run.seeds() == [0, 1, 2]
 
 
@@ -97,34 +97,34 @@ def test_minority_diverged_lr_selected_and_counted(tmp_path):
     diverged={0: 1},
   )
   row = runs.summarize_run(runs.load_run(write_workdir(tmp_path / "elu", members)))
-  selected = row["selected"]
-  assert selected["learning_rate"] == 1e-3
-  assert (selected["members"], selected["diverged"]) == (3, 1)
+  selected = row.selected
+  assert selected.learning_rate == 1e-3
+  assert (selected.members, selected.diverged) == (3, 1)
   assert tables.diverged_label(row) == "1/3 diverged"
   # Statistics over the two members that did not diverge.
-  assert selected["metrics"]["best.test_error"]["median"] == pytest.approx(0.06)
-  assert selected["metrics"]["best.test_error"]["n"] == 2
-  assert selected["metrics"]["best.test_error"]["std"] == pytest.approx(0.04 / math.sqrt(2))
-  assert row["grid"][0]["diverged"] == 1
+  assert selected.metrics["best.test_error"].median == pytest.approx(0.06)
+  assert selected.metrics["best.test_error"].n == 2
+  assert selected.metrics["best.test_error"].std == pytest.approx(0.04 / math.sqrt(2))
+  assert row.grid[0].diverged == 1
   table = tables.format_table([row], metric="best.test_error", label="test error (%)", scale=100)
   assert "| elu | 0.001 | 0–2 | 1/3 diverged | 0/3 | – | 6 | 6 ± 2.8 |" in table
   # The selection compares every member, the diverged one as +inf (JSON: null).
-  assert row["grid"][0]["select_values"] == [math.inf, 0.10, 0.12]
+  assert row.grid[0].select_values == [math.inf, 0.10, 0.12]
 
 
 def test_all_diverged_lr_never_selected(tmp_path):
   # lr 1e-3 diverges entirely; lr 1e-4 has 2/3 diverged (median inf) but is still a result.
   members = grid([[0.1, 0.1, 0.1], [0.9, 0.9, 0.3]], diverged={0: 1, 1: 1, 2: 1, 3: 1, 4: 2})
   row = runs.summarize_run(runs.load_run(write_workdir(tmp_path / "relu", members)))
-  assert row["selected"]["learning_rate"] == 1e-4
+  assert row.selected.learning_rate == 1e-4
   assert tables.diverged_label(row) == "2/3 diverged"
-  assert row["selected"]["metrics"]["best.validation_loss"]["median"] == pytest.approx(0.3)
+  assert row.selected.metrics["best.validation_loss"].median == pytest.approx(0.3)
 
 
 def test_everything_diverged(tmp_path):
   members = grid([[0.1, 0.1, 0.1]], diverged={0: 1, 1: 2, 2: 3})
   row = runs.summarize_run(runs.load_run(write_workdir(tmp_path / "relu", members)))
-  assert row["selected"] is None
+  assert row.selected is None
   assert tables.diverged_label(row) == "3/3 diverged"
   table = tables.format_table([row], metric="best.test_error", label="err", paper={"relu": 0.5})
   assert "| relu | – | – | 3/3 diverged | – | 0.5 | – | – |" in table
@@ -140,8 +140,8 @@ def test_no_validation_split_selects_on_test(tmp_path):
   assert runs.selection_metric(run) == "test_loss"
   assert runs.select_learning_rate(run) == 1e-4
   row = runs.summarize_run(run)
-  assert row["selected"]["metrics"]["final.test_loss"]["median"] == pytest.approx(0.6)
-  assert math.isnan(row["selected"]["metrics"]["final.test_loss"]["std"])
+  assert row.selected.metrics["final.test_loss"].median == pytest.approx(0.6)
+  assert math.isnan(row.selected.metrics["final.test_loss"].std)
 
 
 def test_median_curve_skips_diverged_members(tmp_path):
@@ -180,11 +180,15 @@ def test_candidate_lrs_are_those_the_rank_sum_test_cannot_tell_from_the_selected
   selected = [1.0, 2.0, 3.0, 4.0, 5.0]
   close = [3.5, 4.5, 6.0, 7.0, 8.0]  # 3.5 below 4 and 5, 4.5 below 5: U = 3.
   apart = [4.5, 4.8, 7.0, 8.0, 9.0]  # 4.5 and 4.8 below 5 only: U = 2.
+
+  def lr_row(learning_rate, diverged, values):
+    return runs.LrRow(learning_rate, 5, diverged, list(range(5)), 1.0, {}, select_values=values)
+
   grid_ = [
-    {"learning_rate": 1e-3, "members": 5, "diverged": 0, "select_values": selected},
-    {"learning_rate": 1e-4, "members": 5, "diverged": 0, "select_values": close},
-    {"learning_rate": 1e-5, "members": 5, "diverged": 0, "select_values": apart},
-    {"learning_rate": 1e-6, "members": 5, "diverged": 5, "select_values": [None] * 5},
+    lr_row(1e-3, 0, selected),
+    lr_row(1e-4, 0, close),
+    lr_row(1e-5, 0, apart),
+    lr_row(1e-6, 5, [None] * 5),
   ]
   found = runs.candidate_lrs(grid_, 1e-3)
   for lr, values in ((1e-4, close), (1e-5, apart)):
@@ -202,9 +206,9 @@ def test_summarize_run_lists_the_candidates(three_lr_run):
   # Against the selected 1e-4 (0.15, 0.5, 0.16): 1e-3 (0.3, 0.1, 0.2) and 1e-5 (0.4, 0.41,
   # 0.42), SciPy's exact p-values.
   row = runs.summarize_run(three_lr_run)
-  assert row["candidates"] == [1e-4, 1e-3, 1e-5]
+  assert row.candidates == [1e-4, 1e-3, 1e-5]
   best = [0.15, 0.5, 0.16]
   expected = [scipy.stats.mannwhitneyu(x, best, method="exact").pvalue
               for x in ([0.3, 0.1, 0.2], [0.4, 0.41, 0.42])]  # fmt: skip
-  found = [g["candidate_p"] for g in row["grid"]]
+  found = [g.candidate_p for g in row.grid]
   assert found[1] is None and found[::2] == pytest.approx(expected)

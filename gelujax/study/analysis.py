@@ -47,6 +47,7 @@ from gelujax.study.evidence import (
   hypothesis_dropout,
   untrained_runs,
 )
+from gelujax.study.runs import RunRow
 from gelujax.study.verdicts import Comparison, Verdict
 
 # Noise levels the exploratory noise comparisons use (those of the paper's noise claims).
@@ -112,6 +113,56 @@ class Exploratory:
   comparison: Comparison
 
 
+@dataclasses.dataclass(frozen=True)
+class Selection:
+  """A selection grid's selected lr against the runner-up (the lr of the next lowest median).
+
+  Attributes:
+    run: the run.
+    metric: its selection metric.
+    selected: the selected lr (None: every member diverged).
+    runner_up: the lr of the next lowest median (None: no other lr to compare with).
+    comparison: the selected lr's per-seed best selection metric against the runner-up's.
+    lrs: the grid's number of lrs.
+  """
+
+  run: str
+  metric: str
+  selected: float | None
+  runner_up: float | None
+  comparison: Comparison | None
+  lrs: int
+
+  def to_json(self) -> dict[str, Any]:
+    return {
+      "run": self.run,
+      "metric": self.metric,
+      "selected": self.selected,
+      "runner_up": self.runner_up,
+      "comparison": self.comparison and self.comparison.to_json(),
+      "lrs": self.lrs,
+    }
+
+
+@dataclasses.dataclass(frozen=True)
+class Candidates:
+  """A selection grid's candidate lrs (:func:`gelujax.study.runs.candidate_lrs`).
+
+  Attributes:
+    run: the run.
+    selected: the selected lr (None: every member diverged; then ``lrs`` is empty).
+    lrs: ``(lr, p or None, candidate)`` per lr, the selected one first.
+  """
+
+  run: str
+  selected: float | None
+  lrs: list[tuple[float, float | None, bool]]
+
+  def to_json(self) -> dict[str, Any]:
+    lrs = [{"learning_rate": lr, "p": p, "candidate": ok} for lr, p, ok in self.lrs]
+    return {"run": self.run, "selected": self.selected, "lrs": lrs}
+
+
 @dataclasses.dataclass
 class Analysis:
   """Every statistical statement of one result.
@@ -122,17 +173,15 @@ class Analysis:
     primary, secondary: the verdicts of each family, in the order of the task's hypotheses
       (its ``gelujax.paper.PAPER`` record).
     sensitivity: per hypothesis whose lr is selected, its fixed-lr sensitivity.
-    selections: per selection grid: ``{"run", "metric", "selected", "runner_up",
-      "comparison", "lrs"}`` (``comparison`` None when there is nothing to compare).
+    selections: per selection grid, its `Selection`.
     exploratory: every other activation against each baseline.
     curves: ``(run, lr or None, fact kind, fact)`` for every curve fact
       (:mod:`gelujax.study.curves`), selection runs then evaluation runs.
     contradictions: the hypotheses whose paper values contradict their claimed direction.
     earlier_primary, earlier_secondary: the verdicts of the earlier design (the selected lrs
       alone), where the candidate rule gives some hypothesis more than one pair; else empty.
-    candidates: per selection grid, ``{"run", "selected", "lrs": [(lr, p or None,
-      candidate)]}`` (the rule of ``gelujax.paper.DESIGN_CHANGES``); empty where the design
-      has no candidates.
+    candidates: per selection grid, its `Candidates` (the rule of
+      ``gelujax.paper.DESIGN_CHANGES``); empty where the design has no candidates.
     untrained: per hypothesis, the evaluation runs (``(run, lr, workdir name)``) its pending
       pairs wait for.
     evaluation_seeds: the evaluation seeds the design trains.
@@ -144,7 +193,7 @@ class Analysis:
   primary: list[Verdict]
   secondary: list[Verdict]
   sensitivity: list[Sensitivity] = dataclasses.field(default_factory=list)
-  selections: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+  selections: list[Selection] = dataclasses.field(default_factory=list)
   exploratory: list[Exploratory] = dataclasses.field(default_factory=list)
   curves: list[tuple[str, float | None, str, dict[str, Any]]] = dataclasses.field(
     default_factory=list
@@ -152,7 +201,7 @@ class Analysis:
   contradictions: list[Hypothesis] = dataclasses.field(default_factory=list)
   earlier_primary: list[Verdict] = dataclasses.field(default_factory=list)
   earlier_secondary: list[Verdict] = dataclasses.field(default_factory=list)
-  candidates: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+  candidates: list[Candidates] = dataclasses.field(default_factory=list)
   untrained: dict[Hypothesis, list[tuple[str, float, str]]] = dataclasses.field(
     default_factory=dict
   )
@@ -195,30 +244,25 @@ def sensitivity(h: Hypothesis, values: Sequence[RunValues], verdict: Verdict) ->
   )
 
 
-def selections(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+def selections(rows: Sequence[RunRow]) -> list[Selection]:
   """Each selection grid's selected lr against the runner-up (the next lowest median), on the
   per-seed best selection metric (a diverged member counting as +inf, as the selection does)."""
   found = []
   for row in rows:
     ranked = sorted(
-      (g for g in row["grid"] if g["diverged"] < g["members"]),
-      key=lambda g: runs.selection_median(g["select_values"]),
+      (g for g in row.grid if g.diverged < g.members),
+      key=lambda g: runs.selection_median(g.select_values),
     )
-    entry = {
-      "run": row["run"],
-      "metric": row["select_metric"],
-      "selected": row["selected"] and row["selected"]["learning_rate"],
-      "runner_up": None,
-      "comparison": None,
-      "lrs": len(row["grid"]),
-    }
+    runner_up, comparison = None, None
     if len(ranked) > 1:
       selected, runner = (
-        [math.inf if v is None else v for v in g["select_values"]] for g in ranked[:2]
+        [math.inf if v is None else v for v in g.select_values] for g in ranked[:2]
       )
-      entry["runner_up"] = ranked[1]["learning_rate"]
-      entry["comparison"] = Comparison.of(selected, runner)
-    found.append(entry)
+      runner_up, comparison = ranked[1].learning_rate, Comparison.of(selected, runner)
+    chosen = row.selected and row.selected.learning_rate
+    found.append(
+      Selection(row.run, row.select_metric, chosen, runner_up, comparison, len(row.grid))
+    )
   return found
 
 
@@ -282,27 +326,24 @@ def contradictions(hypotheses: Sequence[Hypothesis]) -> list[Hypothesis]:
   return found
 
 
-def candidate_rows(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-  """Each selection grid's candidate lrs (:func:`gelujax.study.runs.candidate_lrs`): ``{"run",
-  "selected", "lrs": [(lr, p or None, candidate)]}``, the selected lr first."""
+def candidate_rows(rows: Sequence[RunRow]) -> list[Candidates]:
+  """Each selection grid's candidate lrs (:func:`gelujax.study.runs.candidate_lrs`), the
+  selected lr first."""
   found = []
   for row in rows:
-    if row["selected"] is None:
-      found.append({"run": row["run"], "selected": None, "lrs": []})
+    if row.selected is None:
+      found.append(Candidates(row.run, None, []))
       continue
-    selected = row["selected"]["learning_rate"]
-    ordered = [row["selected"], *(g for g in row["grid"] if g is not row["selected"])]
-    found.append(
-      {
-        "run": row["run"],
-        "selected": selected,
-        "lrs": [
-          (g["learning_rate"], g.get("candidate_p"),
-           any(runs.same_lr(g["learning_rate"], lr) for lr in row.get("candidates", [selected])))
-          for g in ordered
-        ],
-      }
-    )  # fmt: skip
+    ordered = [row.selected, *(g for g in row.grid if g is not row.selected)]
+    lrs = [
+      (
+        g.learning_rate,
+        g.candidate_p,
+        any(runs.same_lr(g.learning_rate, lr) for lr in row.candidates),
+      )
+      for g in ordered
+    ]
+    found.append(Candidates(row.run, row.selected.learning_rate, lrs))
   return found
 
 
@@ -354,10 +395,10 @@ def analyse(
   return analysis
 
 
-def table_metrics(rows: Sequence[dict[str, Any]], report: Report) -> list[Metric]:
+def table_metrics(rows: Sequence[RunRow], report: Report) -> list[Metric]:
   """The reported metric, then test error and test loss at the best-selection epoch."""
-  available = {k for row in rows for g in row["grid"] for k in g["metrics"]}
-  select = rows[0]["select_metric"]
+  available = {k for row in rows for g in row.grid for k in g.metrics}
+  select = rows[0].select_metric
   metrics = [Metric(report.metric, report.label, report.scale)]
   for key, label, scale in (
     ("best.test_error", "test error (%)", 100.0),

@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from gelujax.study.runs import RunRow, SeedStats
 from gelujax.workdir import read_json, write_json
 
 BASELINES_FILE = "baselines.json"
@@ -194,16 +195,16 @@ def _without_source(baselines: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def compare(
-  lookup: Mapping[str, Any], shown: Sequence[tuple[str, float, str, Mapping[str, Any]]]
+  lookup: Mapping[str, Any], shown: Sequence[tuple[str, float, str, SeedStats]]
 ) -> list[dict[str, Any]]:
   """Each run's test error (``shown``: run, lr, which seeds, and its ``METRIC`` statistics as a
-  run's row holds them: ``values``, ``seeds``) against the lookup's test error, cased and
+  run's row holds them) against the lookup's test error, cased and
   lowercased: the median's distance from it (``below``: the lookup's error minus the median, in
   the metric's units), its share of the lookup's error, the seeds below it and the verdict
   word (:data:`BEATS`, :data:`BARELY`, :data:`NOT_BELOW`)."""
   compared = []
   for run, lr, which, statistics in shown:
-    values = np.asarray(statistics["values"], float)
+    values = np.asarray(statistics.values, float)
     median = float(np.median(values))
     against = {}
     for case in CASES:
@@ -228,7 +229,7 @@ def compare(
         "run": run,
         "learning_rate": lr,
         "which": which,
-        "seeds": list(statistics["seeds"]),
+        "seeds": list(statistics.seeds),
         "median": median,
         "against": against,
       }
@@ -237,20 +238,20 @@ def compare(
 
 
 def shown_runs(
-  evaluation_rows: Mapping[str, Mapping[str, Any]], rows: Sequence[Mapping[str, Any]]
-) -> list[tuple[str, float, str, Mapping[str, Any]]]:
+  evaluation_rows: Mapping[str, RunRow], rows: Sequence[RunRow]
+) -> list[tuple[str, float, str, SeedStats]]:
   """The runs set against the lookup: every evaluation run at its lr, else (none trained) each
   selection grid at its selected lr."""
   shown = [
-    (name, g["learning_rate"], "evaluation seeds", g["metrics"][METRIC])
+    (name, g.learning_rate, "evaluation seeds", g.metrics[METRIC])
     for name, row in evaluation_rows.items()
-    for g in row["grid"]
-    if g["metrics"].get(METRIC, {}).get("values")
+    for g in row.grid
+    if g.values(METRIC)
   ]
   if shown:
     return shown
   return [
-    (row["run"], selected["learning_rate"], "selection seeds", selected["metrics"][METRIC])
+    (row.run, selected.learning_rate, "selection seeds", selected.metrics[METRIC])
     for row in rows
-    if (selected := row["selected"]) and selected["metrics"].get(METRIC, {}).get("values")
+    if (selected := row.selected) and selected.values(METRIC)
   ]

@@ -149,13 +149,13 @@ def candidates_lines(analysis: Analysis) -> list[str]:
   """Each run's candidate lrs, with each other lr's rank-sum p against the selected."""
   lines = []
   for entry in analysis.candidates:
-    head = f"- Candidates [{entry['run']}]"
-    if entry["selected"] is None:
+    head = f"- Candidates [{entry.run}]"
+    if entry.selected is None:
       lines.append(f"{head}: none, every member diverged.")
       continue
     chosen, others = [], []
-    for lr, p, candidate in entry["lrs"]:
-      if runs_same(lr, entry["selected"]):
+    for lr, p, candidate in entry.lrs:
+      if runs_same(lr, entry.selected):
         chosen.append(f"lr {lr:g} (selected)")
       elif p is None:
         others.append(f"lr {lr:g} (every member diverged)")
@@ -232,16 +232,16 @@ def curve_lines(analysis: Analysis) -> list[str]:
 def selection_lines(analysis: Analysis) -> list[str]:
   lines = []
   for s in analysis.selections:
-    head = f"- Selection [{s['run']}]"
-    c = s["comparison"]
-    if s["selected"] is None:
+    head = f"- Selection [{s.run}]"
+    c = s.comparison
+    if s.selected is None:
       lines.append(f"{head}: none, every member diverged.")
     elif c is None:
-      only = "the grid's only lr" if s["lrs"] == 1 else "the only lr with a member not diverged"
-      lines.append(f"{head}: lr {s['selected']:g}, {only}.")
+      only = "the grid's only lr" if s.lrs == 1 else "the only lr with a member not diverged"
+      lines.append(f"{head}: lr {s.selected:g}, {only}.")
     else:
       lines.append(
-        f"{head}: lr {s['selected']:g} over lr {s['runner_up']:g}, median best {s['metric']} "
+        f"{head}: lr {s.selected:g} over lr {s.runner_up:g}, median best {s.metric} "
         f"{number(c.median_a)} vs {number(c.median_b)}; {effect(c)}."
       )
   return lines

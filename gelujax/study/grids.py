@@ -93,7 +93,7 @@ def find_grids(out: Path, spec: Any) -> list[Grid]:
 
 
 def evaluation_grids(
-  task: str, grids: Sequence[Grid], rows: Sequence[dict[str, Any]], design: Design
+  task: str, grids: Sequence[Grid], rows: Sequence[runs.RunRow], design: Design
 ) -> list[Grid]:
   """Each run's evaluation runs beside it: ``<run>_eval`` at the lr its selection grid selected
   (none where every member diverged), then, where the design evaluates every candidate lr,
@@ -102,7 +102,7 @@ def evaluation_grids(
   trained on the whole train file (no validation split), as the paper does."""
   evaluation = []
   for grid, row in zip(grids, rows, strict=True):
-    if design.select_lr and row["selected"] is None:
+    if design.select_lr and row.selected is None:
       continue
     spec = grid.spec
     if task in PAPER and PAPER[task].retrain:
@@ -110,8 +110,8 @@ def evaluation_grids(
     if not design.select_lr:
       lrs = [(None, grid.learning_rates)]
     else:
-      selected = row["selected"]["learning_rate"]
-      candidates = row.get("candidates", [selected]) if design.candidates else []
+      selected = row.selected.learning_rate
+      candidates = row.candidates if design.candidates else []
       others = [lr for lr in candidates if not runs.same_lr(lr, selected)]
       lrs = [(None, (selected,)), *[(lr, (lr,)) for lr in others]]
     for name_lr, learning_rates in lrs:

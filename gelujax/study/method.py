@@ -109,7 +109,7 @@ def interval_levels(analysis: Analysis) -> str:
   verdicts = (*analysis.primary, *analysis.secondary)
   comparisons = [o.comparison for v in verdicts for o in v.outcomes]
   comparisons += [e.comparison for e in analysis.exploratory]
-  comparisons += [s["comparison"] for s in analysis.selections]
+  comparisons += [s.comparison for s in analysis.selections]
   sizes = sorted({(len(c.a), len(c.b)) for c in comparisons if c is not None})
   if not sizes:
     return "no comparison here"

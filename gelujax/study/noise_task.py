@@ -18,7 +18,7 @@ from gelujax.study import analysis, findings, grids, noise, plots, readme, runs,
 from gelujax.study.analysis import Analysis
 from gelujax.study.evidence import RunValues, describe_seeds
 from gelujax.study.grids import Grid
-from gelujax.study.runs import Run
+from gelujax.study.runs import Run, RunRow
 from gelujax.study.stages import (
   Result,
   Stages,
@@ -70,10 +70,10 @@ def noise_values(result: dict[str, Any]) -> dict[str, dict[int, float]]:
   }
 
 
-def noise_lrs(rows: Sequence[dict[str, Any]]) -> list[float]:
+def noise_lrs(rows: Sequence[RunRow]) -> list[float]:
   """Every lr some run selected: each run is evaluated under noise at all of them (the fixed-lr
   sensitivity needs them all)."""
-  return list(dict.fromkeys(row["selected"]["learning_rate"] for row in rows if row["selected"]))
+  return list(dict.fromkeys(row.selected.learning_rate for row in rows if row.selected))
 
 
 def evaluate_noise(stages: Stages, out: Path, *, root: Path, data_dir: str | None) -> None:
@@ -97,7 +97,7 @@ def write_noise(task: str, stages: Stages, out: Path, *, root: Path) -> Result:
   for run, row in zip(selection, rows, strict=True):
     kept = {lr: noise.cached_noise(run.workdir, lr, **options) for lr in lrs}
     kept = {lr: result for lr, result in kept.items() if result is not None}
-    found = stages.evaluated[row["run"]]
+    found = stages.evaluated[row.run]
     evaluation: dict[float, Any] | str = {}
     if len(found) == 1 and found[0][0] is None:
       evaluation = found[0][1]
@@ -116,15 +116,15 @@ def write_noise(task: str, stages: Stages, out: Path, *, root: Path) -> Result:
       else:
         evaluation[lr] = noise_values(result)
         shown[classifiers.name] = result
-    selected = row["selected"] and row["selected"]["learning_rate"]
-    if runs.evaluation_name(row["run"]) not in shown and selected in kept:
-      shown[row["run"]] = kept[selected]
+    selected = row.selected and row.selected.learning_rate
+    if runs.evaluation_name(row.run) not in shown and selected in kept:
+      shown[row.run] = kept[selected]
     values.append(
       RunValues(
-        row["run"], row["activation"], row["dropout"], selected,
+        row.run, row.activation, row.dropout, selected,
         {lr: noise_values(result) for lr, result in kept.items()}, evaluation, run.seeds(),
         tuple(dict.fromkeys(s for _, r in found if isinstance(r, Run) for s in r.seeds())),
-        lrs, row["candidates"], curve_caveats(task + NOISE_SUFFIX, tested),
+        lrs, row.candidates, curve_caveats(task + NOISE_SUFFIX, tested),
       )
     )  # fmt: skip
   settings = read_settings(task + NOISE_SUFFIX, selection, evaluation_runs)

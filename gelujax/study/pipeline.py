@@ -57,19 +57,19 @@ def write_runs(task: str, stages: Stages, out: Path, root: Path) -> Result:
   settings = read_settings(task, selection, evaluation_runs)
   values = []
   for run, row in zip(selection, rows, strict=True):
-    found = evaluated[row["run"]]
+    found = evaluated[row.run]
     values.append(
       RunValues(
-        row["run"],
-        row["activation"],
-        row["dropout"],
-        row["selected"] and row["selected"]["learning_rate"],
+        row.run,
+        row.activation,
+        row.dropout,
+        row.selected and row.selected.learning_rate,
         grid_values(row),
         evaluation_values(found, evaluation_grid_values),
         run.seeds(),
         tuple(dict.fromkeys(s for _, r in found if isinstance(r, Run) for s in r.seeds())),
         run.learning_rates(),
-        row["candidates"],
+        row.candidates,
         curve_caveats(task, tested_runs(run, found, plan)),
       )
     )

@@ -19,7 +19,7 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, LogFormatter, MaxNLocator
 
 from gelujax.study import noise, runs
-from gelujax.study.runs import Curve, Run
+from gelujax.study.runs import Curve, LrRow, Run, RunRow
 
 # Split name -> (legend name, line width, opacity): the paper draws training curves dark and
 # evaluation curves light and thin.
@@ -159,11 +159,11 @@ def save_figure(fig: Figure, path: str | Path) -> Path:
   return path
 
 
-def series_label(name: str, stats: dict[str, Any], seeds: str) -> str:
+def series_label(name: str, stats: LrRow, seeds: str) -> str:
   """A legend label: the run, its lr, its seeds and its diverged members."""
-  label = f"{name} (lr {stats['learning_rate']:g}, {seeds}"
-  if stats["diverged"]:
-    label += f", {stats['diverged']}/{stats['members']} diverged"
+  label = f"{name} (lr {stats.learning_rate:g}, {seeds}"
+  if stats.diverged:
+    label += f", {stats.diverged}/{stats.members} diverged"
   return label + ")"
 
 
@@ -172,9 +172,7 @@ def loss_keys(run: Run) -> tuple[str, str]:
   return "train_loss", runs.selection_metric(run).split("_", 1)[0] + "_loss"
 
 
-def draw_loss_figure(
-  task: str, shown: Sequence[tuple[Run, dict[str, Any], str]], out: Path
-) -> Path:
+def draw_loss_figure(task: str, shown: Sequence[tuple[Run, LrRow | None, str]], out: Path) -> Path:
   """Fig. 2 style: a panel per dropout rate, each run at one lr.
 
   Args:
@@ -190,7 +188,7 @@ def draw_loss_figure(
       series[f"{run.activation} (all diverged)"] = {"train": None}
     else:
       label = series_label(run.activation, stats, seeds)
-      series[label] = run_curves(run, stats["learning_rate"], loss_keys(run))
+      series[label] = run_curves(run, stats.learning_rate, loss_keys(run))
   fig = plot_curves(
     panels,
     ylabel="log loss (nats)",
@@ -199,14 +197,12 @@ def draw_loss_figure(
   return save_figure(fig, out / "loss_curves.png")
 
 
-def draw_autoencoder_figure(
-  shown: Sequence[tuple[Run, dict[str, Any]]], out: Path, seeds: str
-) -> Path:
+def draw_autoencoder_figure(shown: Sequence[tuple[Run, RunRow]], out: Path, seeds: str) -> Path:
   """Fig. 4: a panel per learning rate, train and test MSE of every run (its row) at that lr."""
   panels: dict[str, dict[str, Any]] = {}
   for run, row in shown:
-    for stats in row["grid"]:
-      lr = stats["learning_rate"]
+    for stats in row.grid:
+      lr = stats.learning_rate
       label = series_label(run.activation, stats, seeds)
       panels.setdefault(f"learning rate {lr:g}", {})[label] = run_curves(
         run, lr, ("train_loss", "test_loss")

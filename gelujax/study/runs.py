@@ -206,7 +206,104 @@ def select_learning_rate(run: Run, metric: str | None = None) -> float | None:
   return best_lr
 
 
-def member_stats(run: Run, learning_rate: float) -> dict[str, Any]:
+@dataclasses.dataclass(frozen=True)
+class SeedStats(Stats):
+  """`Stats` of one metric over an lr's non-diverged members, with each value's seed."""
+
+  seeds: tuple[int, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class LrRow:
+  """One learning rate of a run's grid: its members, and statistics over those that did not
+  diverge.
+
+  Attributes:
+    learning_rate: the lr.
+    members: its members, diverged ones included.
+    diverged: how many diverged.
+    seeds: every member's seed, in member order.
+    best_epoch: the median best epoch of the non-diverged members.
+    metrics: ``"best.test_error"``, ``"final.train_loss"``, ... -> their `SeedStats`.
+    select_median: the median of the selection metric (`selection_median`).
+    select_values: each member's best selection metric, +inf for a diverged one.
+    candidate_p: the rank-sum p of its selection values against the selected lr's
+      (`candidate_lrs`; None for the selected lr, a wholly diverged one, or none selected).
+  """
+
+  learning_rate: float
+  members: int
+  diverged: int
+  seeds: list[int]
+  best_epoch: float
+  metrics: dict[str, SeedStats]
+  select_median: float = math.nan
+  select_values: list[float] = dataclasses.field(default_factory=list)
+  candidate_p: float | None = None
+
+  def values(self, key: str) -> list[float]:
+    """The per-seed values of ``key`` (e.g. ``"best.test_error"``); [] where it has none."""
+    stats = self.metrics.get(key)
+    return list(stats.values) if stats else []
+
+  def median(self, key: str) -> float | None:
+    """The median of ``key``, None where it has none."""
+    stats = self.metrics.get(key)
+    return stats.median if stats else None
+
+
+@dataclasses.dataclass(frozen=True)
+class RunRow:
+  """A run's row: every lr of its grid (`LrRow`), the one selected, and its candidates.
+
+  Attributes:
+    run: the run's name.
+    activation: its activation spec.
+    dropout: its dropout rate.
+    epochs: the epochs it trained.
+    select_metric: the metric that selects its lr (`selection_metric`).
+    selected: the selected lr's entry of ``grid`` (None: every member diverged).
+    grid: every lr, in grid order.
+    candidates: the candidate lrs (`candidates`), the selected one first.
+    curves: the facts of its loss curves at the lrs its result reports
+      (`gelujax.study.curves.describe_curves`), where the study adds them.
+  """
+
+  run: str
+  activation: str
+  dropout: float
+  epochs: int
+  select_metric: str
+  selected: LrRow | None
+  grid: list[LrRow]
+  candidates: list[float]
+  curves: dict[str, Any] | None = None
+
+  def at(self, learning_rate: float) -> LrRow | None:
+    """The grid's entry for ``learning_rate`` (None when the grid lacks it)."""
+    return next((g for g in self.grid if same_lr(g.learning_rate, learning_rate)), None)
+
+  def values(self, learning_rate: float | None, key: str) -> list[float]:
+    """The per-seed values of ``key`` of the non-diverged members at ``learning_rate`` (None:
+    the selected lr); [] where the row has none."""
+    entry = self.selected if learning_rate is None else self.at(learning_rate)
+    return entry.values(key) if entry else []
+
+  def with_selected(self, learning_rate: float | None) -> RunRow:
+    """The row with ``learning_rate``'s entry shown as its selected one (where the grid has
+    it)."""
+    entry = None if learning_rate is None else self.at(learning_rate)
+    return dataclasses.replace(self, selected=entry or self.selected)
+
+  def to_json(self) -> dict[str, Any]:
+    """The row as summary.json holds it (``curves`` only where the study added them)."""
+    row = dataclasses.asdict(self)
+    if self.curves is None:
+      del row["curves"]
+    return row
+
+
+def member_stats(run: Run, learning_rate: float) -> LrRow:
   """Statistics over the non-diverged members of one lr, for every best/final metric."""
   members = lr_members(run, learning_rate)
   kept = [m for m in members if not m["diverged"]]
@@ -222,43 +319,45 @@ def member_stats(run: Run, learning_rate: float) -> dict[str, Any]:
   for key in keys:
     seeded = [(m["seed"], member_value(m, key)) for m in kept]
     seeded = [(seed, v) for seed, v in seeded if math.isfinite(v)]
-    stats[key] = {
-      **dataclasses.asdict(Stats.of([v for _, v in seeded])),
-      "seeds": [seed for seed, _ in seeded],
-    }
-  return {
-    "learning_rate": learning_rate,
-    "members": len(members),
-    "diverged": len(members) - len(kept),
-    "seeds": [m["seed"] for m in members],
-    "best_epoch": Stats.of([m["best_epoch"] for m in kept]).median,
-    "metrics": stats,
-  }
+    found = Stats.of([v for _, v in seeded])
+    stats[key] = SeedStats(**dataclasses.asdict(found), seeds=tuple(seed for seed, _ in seeded))
+  return LrRow(
+    learning_rate=learning_rate,
+    members=len(members),
+    diverged=len(members) - len(kept),
+    seeds=[m["seed"] for m in members],
+    best_epoch=Stats.of([m["best_epoch"] for m in kept]).median,
+    metrics=stats,
+  )
 
 
-def summarize_run(run: Run) -> dict[str, Any]:
+def summarize_run(run: Run) -> RunRow:
   """One table row: every lr's :func:`member_stats` (the grid) and the selected lr's among them."""
   metric = selection_metric(run)
   selected = select_learning_rate(run, metric)
   grid = []
   for lr in run.learning_rates():
     stats = member_stats(run, lr)
-    stats["select_median"] = stats["metrics"].get(f"best.{metric}", {}).get("median", math.nan)
-    stats["select_values"] = selection_values(run, lr, metric)
-    grid.append(stats)
+    median = stats.median(f"best.{metric}")
+    grid.append(
+      dataclasses.replace(
+        stats,
+        select_median=math.nan if median is None else median,
+        select_values=selection_values(run, lr, metric),
+      )
+    )
   found = candidate_lrs(grid, selected)
-  for g in grid:
-    g["candidate_p"] = found.get(g["learning_rate"])
-  return {
-    "run": run.name,
-    "activation": run.activation,
-    "dropout": run.dropout,
-    "epochs": run.summary["epochs"],
-    "select_metric": metric,
-    "selected": next((g for g in grid if g["learning_rate"] == selected), None),
-    "grid": grid,
-    "candidates": candidates(found, selected),
-  }
+  grid = [dataclasses.replace(g, candidate_p=found.get(g.learning_rate)) for g in grid]
+  return RunRow(
+    run=run.name,
+    activation=run.activation,
+    dropout=run.dropout,
+    epochs=run.summary["epochs"],
+    select_metric=metric,
+    selected=next((g for g in grid if g.learning_rate == selected), None),
+    grid=grid,
+    candidates=candidates(found, selected),
+  )
 
 
 def candidates(found: dict[float, float | None], selected: float | None) -> list[float]:
@@ -269,40 +368,24 @@ def candidates(found: dict[float, float | None], selected: float | None) -> list
   ]
 
 
-def candidate_lrs(
-  grid: Sequence[dict[str, Any]], selected: float | None
-) -> dict[float, float | None]:
-  """Each lr of a selection grid (``grid``: entries with ``learning_rate``, ``members``,
-  ``diverged`` and ``select_values``) -> the exact two-sided rank-sum p of its per-seed best
+def candidate_lrs(grid: Sequence[LrRow], selected: float | None) -> dict[float, float | None]:
+  """Each lr of a selection grid -> the exact two-sided rank-sum p of its per-seed best
   selection metric against the selected lr's (None for the selected lr itself and for an lr
   whose members all diverged), the selected lr first, then the grid's order. Its candidates
   are the selected lr and the lrs with p >= ``CANDIDATE_ALPHA``; none where nothing is
   selected."""
   if selected is None:
     return {}
-  chosen = next(g for g in grid if same_lr(g["learning_rate"], selected))
-  best = [math.inf if v is None else v for v in chosen["select_values"]]
-  found: dict[float, float | None] = {chosen["learning_rate"]: None}
+  chosen = next(g for g in grid if same_lr(g.learning_rate, selected))
+  best = [math.inf if v is None else v for v in chosen.select_values]
+  found: dict[float, float | None] = {chosen.learning_rate: None}
   for g in grid:
     if g is chosen:
       continue
-    values = [math.inf if v is None else v for v in g["select_values"]]
-    whole = g["diverged"] == g["members"]
-    found[g["learning_rate"]] = None if whole else rank_test(values, best)
+    values = [math.inf if v is None else v for v in g.select_values]
+    whole = g.diverged == g.members
+    found[g.learning_rate] = None if whole else rank_test(values, best)
   return found
-
-
-def at_learning_rate(row: dict[str, Any], learning_rate: float) -> dict[str, Any] | None:
-  """The row's grid entry for ``learning_rate`` (None when the grid lacks it)."""
-  return next((g for g in row["grid"] if same_lr(g["learning_rate"], learning_rate)), None)
-
-
-def values_at(row: dict[str, Any], learning_rate: float | None, key: str) -> list[float]:
-  """The per-seed values of ``key`` (e.g. ``"best.test_error"``) of the row's non-diverged
-  members at ``learning_rate`` (None: the selected lr); [] where the row has none."""
-  entry = row["selected"] if learning_rate is None else at_learning_rate(row, learning_rate)
-  stats = (entry or {}).get("metrics", {}).get(key)
-  return list(stats["values"]) if stats else []
 
 
 def median_curve(run: Run, key: str, learning_rate: float) -> Curve | None:

@@ -19,7 +19,7 @@ from gelujax.paper import (
 from gelujax.study import curves, evidence, grids, runs
 from gelujax.study.analysis import Analysis
 from gelujax.study.grids import Grid
-from gelujax.study.runs import Run
+from gelujax.study.runs import Run, RunRow
 from gelujax.workdir import SUMMARY_FILE
 
 
@@ -68,37 +68,37 @@ def read_settings(task: str, selection: Sequence[Run], evaluation: Sequence[Run]
   }
 
 
-def reported_lrs(row: dict[str, Any], plan: Design) -> list[float]:
+def reported_lrs(row: RunRow, plan: Design) -> list[float]:
   """The lrs of a selection grid that its result reports: the selected one, or every lr."""
   if not plan.select_lr:
-    return [g["learning_rate"] for g in row["grid"]]
-  return [row["selected"]["learning_rate"]] if row["selected"] else []
+    return [g.learning_rate for g in row.grid]
+  return [row.selected.learning_rate] if row.selected else []
 
 
-def summarize(run: Run, learning_rates: Sequence[float]) -> dict[str, Any]:
+def summarize(run: Run, learning_rates: Sequence[float]) -> RunRow:
   """A run's row (:func:`gelujax.study.runs.summarize_run`) with its curve facts at the lrs
   its result reports."""
-  return {**runs.summarize_run(run), "curves": curves.describe_curves(run, list(learning_rates))}
+  described = curves.describe_curves(run, list(learning_rates))
+  return dataclasses.replace(runs.summarize_run(run), curves=described)
 
 
-def curve_facts(rows: Sequence[dict[str, Any]]) -> list[tuple[str, float | None, str, Any]]:
+def curve_facts(rows: Sequence[RunRow]) -> list[tuple[str, float | None, str, Any]]:
   """Every curve fact of the rows, as :attr:`Analysis.curves` holds them."""
   facts = []
   for row in rows:
-    described = row["curves"]
-    for at in described["at"]:
+    for at in row.curves["at"]:
       lr = at["learning_rate"]
       if at["not_learning"]:
-        facts.append((row["run"], lr, "not_learning", at["not_learning"]))
+        facts.append((row.run, lr, "not_learning", at["not_learning"]))
       if at["improving"]:
-        facts.append((row["run"], lr, "improving", at["improving"]))
-      facts += [(row["run"], lr, "spike", spike) for spike in at["spikes"]]
+        facts.append((row.run, lr, "improving", at["improving"]))
+      facts += [(row.run, lr, "spike", spike) for spike in at["spikes"]]
   for row in rows:
-    facts += [(row["run"], None, "jump", jump) for jump in row["curves"]["jumps"]]
+    facts += [(row.run, None, "jump", jump) for jump in row.curves["jumps"]]
   return facts
 
 
-def load_evaluation(grid: Grid, row: dict[str, Any], plan: Design) -> Run | str:
+def load_evaluation(grid: Grid, row: RunRow, plan: Design) -> Run | str:
   """A selection grid's evaluation run (``grid`` is the evaluation grid), or why it cannot be
   used (``"pending: ..."``)."""
   if not (grid.workdir / SUMMARY_FILE).exists():
@@ -110,12 +110,12 @@ def load_evaluation(grid: Grid, row: dict[str, Any], plan: Design) -> Run | str:
   ):
     which = "grid"
     if plan.select_lr:
-      which = "selected lr" if grid.name == runs.evaluation_name(row["run"]) else "candidate lr"
+      which = "selected lr" if grid.name == runs.evaluation_name(row.run) else "candidate lr"
     return (
       f"pending: {grid.workdir.name} holds lrs {found}, not the {which} "
       f"{list(grid.learning_rates)}: retrain it"
     )
-  shared = sorted(set(run.seeds()) & set(row["grid"][0]["seeds"]))
+  shared = sorted(set(run.seeds()) & set(row.grid[0].seeds))
   if plan.select_lr and shared:
     return f"pending: {grid.workdir.name} shares seeds {shared} with the selection grid"
   return run
@@ -135,7 +135,7 @@ class Stages:
   ``"pending: ..."``; ``[]`` where the result has no evaluation runs)."""
 
   selection: list[Run]
-  rows: list[dict[str, Any]]
+  rows: list[RunRow]
   plan: Design
   evaluated: dict[str, Evaluations]
 
@@ -170,14 +170,14 @@ def run_stages(
   expected = expected or any(g.workdir.exists() for g in evaluation_grids)
   if not expected:
     no_runs = dataclasses.replace(plan, evaluation_seeds=())
-    return Stages(selection, rows, no_runs, {row["run"]: [] for row in rows})
+    return Stages(selection, rows, no_runs, {row.run: [] for row in rows})
   by_run: dict[str, list[Grid]] = {}
   for g in evaluation_grids:
     by_run.setdefault(runs.evaluated_run(g.name), []).append(g)
   evaluated: dict[str, Evaluations] = {}
   for row in rows:
-    found = by_run.get(row["run"])
-    evaluated[row["run"]] = (
+    found = by_run.get(row.run)
+    evaluated[row.run] = (
       [(g, load_evaluation(g, row, plan)) for g in found]
       if found
       else [(None, "pending: every selection member diverged")]
@@ -187,13 +187,11 @@ def run_stages(
   return Stages(selection, rows, dataclasses.replace(plan, evaluation_seeds=seeds_found), evaluated)
 
 
-def grid_values(row: dict[str, Any]) -> dict[float, dict[str, dict[int, float]]]:
+def grid_values(row: RunRow) -> dict[float, dict[str, dict[int, float]]]:
   """lr -> metric key -> seed -> the value of each of a row's non-diverged members."""
   return {
-    g["learning_rate"]: {
-      k: dict(zip(s["seeds"], s["values"], strict=True)) for k, s in g["metrics"].items()
-    }
-    for g in row["grid"]
+    g.learning_rate: {k: dict(zip(s.seeds, s.values, strict=True)) for k, s in g.metrics.items()}
+    for g in row.grid
   }
 
 

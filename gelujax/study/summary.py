@@ -11,34 +11,34 @@ from typing import Any
 from gelujax.paper import (
   Report,
 )
-from gelujax.study import analysis, curves, runs, tables, wording
+from gelujax.study import analysis, curves, tables, wording
 from gelujax.study.analysis import Analysis
-from gelujax.study.runs import EVAL_SUFFIX, Run
+from gelujax.study.runs import EVAL_SUFFIX, LrRow, Run, RunRow
 from gelujax.study.stages import Evaluations
 from gelujax.workdir import write_json
 
 
 def loss_curves(
   selection: Sequence[Run],
-  rows: Sequence[dict[str, Any]],
+  rows: Sequence[RunRow],
   evaluated: dict[str, Evaluations],
-  evaluation_rows: dict[str, dict[str, Any]],
-) -> list[tuple[Run, dict[str, Any] | None, str]]:
+  evaluation_rows: dict[str, RunRow],
+) -> list[tuple[Run, LrRow | None, str]]:
   """Each run's curves as Fig. 2 draws them: its evaluation run at the selected lr where it is
   trained, else its selection grid at the selected lr."""
   shown = []
   for run, row in zip(selection, rows, strict=True):
-    found = next((r for _, r in evaluated[row["run"]]), None)
+    found = next((r for _, r in evaluated[row.run]), None)
     if isinstance(found, Run):
-      shown.append((found, evaluation_rows[found.name]["grid"][0], "evaluation seeds"))
+      shown.append((found, evaluation_rows[found.name].grid[0], "evaluation seeds"))
     else:
-      shown.append((run, row["selected"], "selection seeds"))
+      shown.append((run, row.selected, "selection seeds"))
   return shown
 
 
-def default_report(rows: Sequence[dict[str, Any]]) -> Report:
+def default_report(rows: Sequence[RunRow]) -> Report:
   """For a task without paper numbers: test error where the task classifies, else test loss."""
-  keys = {k for row in rows for g in row["grid"] for k in g["metrics"]}
+  keys = {k for row in rows for g in row.grid for k in g.metrics}
   if "best.test_error" in keys:
     return Report("best.test_error", "test error (%)", 100.0)
   return Report("best.test_loss", "test loss")
@@ -53,7 +53,7 @@ def write_summary(
   **extra: Any,
 ) -> None:
   """summary.json: the settings, every verdict, the exploratory statistics and the findings."""
-  extra = {k: dataclasses.asdict(v) if dataclasses.is_dataclass(v) else v for k, v in extra.items()}
+  extra = {k: _json_value(v) for k, v in extra.items()}
   if "evaluated" in extra:
     extra["evaluated"] = {
       name: {
@@ -76,10 +76,7 @@ def write_summary(
         "primary": [v.to_json() for v in result.earlier_primary],
         "secondary": [v.to_json() for v in result.earlier_secondary],
       },
-      "candidates": [
-        {**c, "lrs": [{"learning_rate": lr, "p": p, "candidate": ok} for lr, p, ok in c["lrs"]]}
-        for c in result.candidates
-      ],
+      "candidates": [c.to_json() for c in result.candidates],
       "untrained": {
         h.describe(): [{"run": r, "learning_rate": lr, "workdir": w} for r, lr, w in missing]
         for h, missing in result.untrained.items()
@@ -97,10 +94,7 @@ def write_summary(
         }
         for s in result.sensitivity
       ],
-      "selections": [
-        {**s, "comparison": s["comparison"] and s["comparison"].to_json()}
-        for s in result.selections
-      ],
+      "selections": [s.to_json() for s in result.selections],
       "exploratory": [
         {
           "scope": e.scope,
@@ -117,10 +111,24 @@ def write_summary(
   )
 
 
+def _json_value(value: Any) -> Any:
+  """A value of summary.json: rows as `RunRow.to_json` writes them, other dataclasses as dicts,
+  inside lists and dicts too."""
+  if isinstance(value, RunRow):
+    return value.to_json()
+  if dataclasses.is_dataclass(value):
+    return dataclasses.asdict(value)
+  if isinstance(value, list):
+    return [_json_value(v) for v in value]
+  if isinstance(value, dict):
+    return {k: _json_value(v) for k, v in value.items()}
+  return value
+
+
 def write_table(
   task: str,
-  rows: Sequence[dict[str, Any]],
-  evaluation_rows: Sequence[dict[str, Any]],
+  rows: Sequence[RunRow],
+  evaluation_rows: Sequence[RunRow],
   report: Report,
   result: Analysis,
   metrics: Sequence[analysis.Metric],
@@ -129,7 +137,7 @@ def write_table(
   """table.md: the evaluation runs and the selection grids beside the paper's numbers, the
   exploratory comparisons and instabilities, then every lr of the selection grids."""
   extra = [(m.key, m.label, m.scale) for m in metrics[1:]]
-  select = rows[0]["select_metric"]
+  select = rows[0].select_metric
   # The grid of every lr marks each run's selected lr, not the lr the tables above show.
   grid_rows = rows
   where = f"the lr selected on {select}"
@@ -137,10 +145,7 @@ def write_table(
     # The paper reports these numbers per lr: show its lr, not a selected one.
     where = f"lr {report.learning_rate:g} (the paper's)"
     rows, evaluation_rows = (
-      [
-        {**row, "selected": runs.at_learning_rate(row, report.learning_rate) or row["selected"]}
-        for row in group
-      ]
+      [row.with_selected(report.learning_rate) for row in group]
       for group in (rows, evaluation_rows)
     )
   text = [f"# {task}: {report.label}, median over seeds at {where}\n"]
@@ -158,9 +163,9 @@ def write_table(
   else:
     text.append("None trained yet.\n")
   selection_cells = {
-    s["run"]: f"{s['selected']:g} over {s['runner_up']:g}: {wording.effect(s['comparison'])}"
+    s.run: f"{s.selected:g} over {s.runner_up:g}: {wording.effect(s.comparison)}"
     for s in result.selections
-    if s["comparison"] is not None
+    if s.comparison is not None
   }
   text += [
     "## Selection grids\n",

@@ -7,38 +7,38 @@ Every number is formatted by :func:`format_number` (4 significant digits; shifts
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from gelujax.study import evidence, runs, wording
 from gelujax.study.analysis import Analysis, Exploratory
 from gelujax.study.noise import noise_at
+from gelujax.study.runs import LrRow, RunRow
 from gelujax.study.stats import Stats
 from gelujax.study.verdicts import Outcome, Verdict
 from gelujax.study.wording import format_number, format_shift
 
 
-def diverged_label(row: dict[str, Any]) -> str:
+def diverged_label(row: RunRow) -> str:
   """``"2/5 diverged"``, or ``""`` when no member of the selected lr diverged."""
-  selected = row["selected"]
+  selected = row.selected
   if selected is None:
-    total = sum(g["members"] for g in row["grid"])
+    total = sum(g.members for g in row.grid)
     return f"{total}/{total} diverged"
-  if selected["diverged"]:
-    return f"{selected['diverged']}/{selected['members']} diverged"
+  if selected.diverged:
+    return f"{selected.diverged}/{selected.members} diverged"
   return ""
 
 
-def unstable_label(row: dict[str, Any], stats: dict[str, Any]) -> str:
+def unstable_label(row: RunRow, stats: LrRow) -> str:
   """``"1/5"``: members of ``stats``'s lr with a training-loss jump."""
-  jumps = row.get("curves", {}).get("jumps", [])
-  seeds = {j["seed"] for j in jumps if runs.same_lr(j["learning_rate"], stats["learning_rate"])}
-  return f"{len(seeds)}/{stats['members']}"
+  jumps = (row.curves or {}).get("jumps", [])
+  seeds = {j["seed"] for j in jumps if runs.same_lr(j["learning_rate"], stats.learning_rate)}
+  return f"{len(seeds)}/{stats.members}"
 
 
 def format_table(
-  rows: Sequence[dict[str, Any]],
+  rows: Sequence[RunRow],
   *,
   metric: str,
   label: str,
@@ -66,39 +66,39 @@ def format_table(
     head.append("lr selection")
   lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
   for row in rows:
-    selected = row["selected"]
+    selected = row.selected
     if selected is None:
       cells = [
-        row["run"],
+        row.run,
         "–",
         "–",
         diverged_label(row),
         "–",
-        format_number(paper.get(row["run"]), scale),
+        format_number(paper.get(row.run), scale),
       ]
       cells += ["–"] * (len(head) - len(cells))
     else:
-      stats = selected["metrics"].get(metric, dataclasses.asdict(Stats.of([])))
+      stats = selected.metrics.get(metric, Stats.of([]))
       cells = [
-        row["run"],
-        f"{selected['learning_rate']:g}",
-        evidence.describe_seeds(selected["seeds"]),
-        diverged_label(row) or f"0/{selected['members']}",
+        row.run,
+        f"{selected.learning_rate:g}",
+        evidence.describe_seeds(selected.seeds),
+        diverged_label(row) or f"0/{selected.members}",
         unstable_label(row, selected),
-        format_number(paper.get(row["run"]), scale),
-        format_number(stats["median"], scale),
-        f"{format_number(stats['mean'], scale)} ± {format_number(stats['std'], scale, 2)}",
+        format_number(paper.get(row.run), scale),
+        format_number(stats.median, scale),
+        f"{format_number(stats.mean, scale)} ± {format_number(stats.std, scale, 2)}",
       ]
       for key, _, extra_scale in extra:
-        cells.append(format_number(selected["metrics"].get(key, {}).get("median"), extra_scale))
+        cells.append(format_number(selected.median(key), extra_scale))
       if selection is not None:
-        cells.append(selection.get(row["run"], "–"))
+        cells.append(selection.get(row.run, "–"))
     lines.append("| " + " | ".join(cells) + " |")
   return "\n".join(lines) + "\n"
 
 
 def format_grid(
-  rows: Sequence[dict[str, Any]],
+  rows: Sequence[RunRow],
   *,
   metric: str,
   label: str,
@@ -114,13 +114,12 @@ def format_grid(
     "|---|---|---|---|---|---|",
   ]
   for row in rows:
-    for g in row["grid"]:
-      mark = " (selected)" if mark_selected and g is row["selected"] else ""
-      value = g["metrics"].get(metric, {}).get("median")
+    for g in row.grid:
+      mark = " (selected)" if mark_selected and g is row.selected else ""
       lines.append(
-        f"| {row['run']} | {g['learning_rate']:g}{mark} | {g['diverged']}/{g['members']} | "
-        f"{unstable_label(row, g)} | {format_number(g['select_median'])} "
-        f"({row['select_metric']}) | {format_number(value, scale)} |"
+        f"| {row.run} | {g.learning_rate:g}{mark} | {g.diverged}/{g.members} | "
+        f"{unstable_label(row, g)} | {format_number(g.select_median)} "
+        f"({row.select_metric}) | {format_number(g.median(metric), scale)} |"
       )
   return "\n".join(lines) + "\n"
 
