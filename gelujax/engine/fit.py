@@ -20,6 +20,7 @@ from typing import Any
 
 import jax
 import numpy as np
+from jax.sharding import Mesh
 
 from gelujax import checkpoints, data, host, objectives, optimizers, writers
 from gelujax import workdir as workdirs
@@ -109,15 +110,21 @@ class _Placed:
   evals: dict[str, tuple[dict[str, jax.Array], int]]
 
 
-def _place(task, members: Members, splits, members_axis: int | None) -> _Placed:
-  """The run's program (`make_program`) on its mesh, its settings checked against the data and
-  the devices, and its inputs placed."""
-  mesh = make_mesh(len(members), members_axis)
+def _checked_mesh(task, num_members: int, members_axis: int | None) -> Mesh:
+  """The run's mesh (`make_mesh`), its batch checked to split evenly over the data axis:
+  before any data is read."""
+  mesh = make_mesh(num_members, members_axis)
   if task.batch_size % mesh.shape["data"]:
     raise ValueError(
       f"`batch_size` is {task.batch_size}; it must be a multiple of the {mesh.shape['data']} "
       "devices of the mesh's data axis, since every batch is split evenly over them."
     )
+  return mesh
+
+
+def _place(task, members: Members, splits, mesh: Mesh) -> _Placed:
+  """The run's program (`make_program`) on ``mesh``, its settings checked against the data and
+  its inputs placed."""
   program = make_program(task.for_data(splits), mesh, splits["train"], len(members))
   steps, items = program.steps_per_epoch, program.config.num_items
   if items < task.batch_size:
@@ -187,6 +194,7 @@ def fit(
   checked = workdirs.check_run(task, workdir, members)
   if checkpoint_every < 1:
     raise ValueError(f"checkpoint_every is {checkpoint_every}; it must be at least 1.")
+  mesh = _checked_mesh(task, len(members), members_axis)
   config = workdirs.make_config(task, members)
   splits = task.load_data(data_dir) if splits is None else splits
   lead = jax.process_index() == 0
@@ -197,7 +205,7 @@ def fit(
     config["data"] = record
     if progress and lead:
       print(f"gelujax: {data.describe_record(record)}", file=sys.stderr, flush=True)
-  placed = _place(task, members, splits, members_axis)
+  placed = _place(task, members, splits, mesh)
   program, num = placed.program, len(members)
   if progress and lead and program.mesh.size > 1:  # Where the grid lies, and any padding.
     print(f"gelujax: {describe_layout(num, program.mesh)}.", file=sys.stderr, flush=True)
