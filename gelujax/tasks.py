@@ -59,7 +59,7 @@ class TaskSpec:
   Attributes:
     name: the task's registered name.
     dataset: the dataset passed to ``gelujax.data.load``; one of ``datasets``.
-    datasets: the datasets this task accepts (``--dataset``).
+    datasets: the datasets this task accepts (its valid ``dataset`` values).
     model: a ``gelujax.models.MODELS`` name, possibly with arguments.
     data_options: keyword options of ``gelujax.data.load`` (e.g. ``train_on_all``).
     model_options: extra keyword arguments of the model.
