@@ -6,8 +6,9 @@ Three modules, each one job, importing only downwards:
   scan over a segment, its evaluation, batch gathering incl. TIMIT's groups).
 - `gelujax.engine.mesh`: the ``("members", "data")`` mesh, everything mapped over members,
   placement and padding, and `jit_program`, the one place the programs are jitted.
-- `gelujax.engine.fit`: the loop (`fit`, `restore`, `evaluate_members`) and `make_program`,
-  where a task's values become the model, optimizer and objective the step receives.
+- `gelujax.engine.fit`: the loop (`fit`, `read_task`, `restore`, `evaluate_members`) and
+  `make_program`, where a task's values become the model, optimizer and objective the step
+  receives.
 
 Vocabulary (see DESIGN.md): a **member** is one (learning rate, seed) pair of a run's grid,
 `gelujax.members.Members`; the members' states are stacked on a leading axis and every step is
@@ -15,7 +16,14 @@ Vocabulary (see DESIGN.md): a **member** is one (learning rate, seed) pair of a 
 (`gelujax.prng`), so a resumed run is bitwise equal to an uninterrupted one.
 """
 
-from gelujax.engine.fit import DivergedError, evaluate_members, fit, make_program, restore
+from gelujax.engine.fit import (
+  DivergedError,
+  evaluate_members,
+  fit,
+  make_program,
+  read_task,
+  restore,
+)
 from gelujax.engine.mesh import Program, describe_layout, make_mesh
 from gelujax.engine.step import StepConfig, TrainState, step_keys, train_step
 
@@ -29,6 +37,7 @@ __all__ = [
   "fit",
   "make_mesh",
   "make_program",
+  "read_task",
   "restore",
   "step_keys",
   "train_step",

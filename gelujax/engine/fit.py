@@ -330,30 +330,53 @@ def _finish(workdir, config, task, program, state, diverged) -> dict[str, Any]:
   return summary
 
 
+def read_task(workdir: str) -> Any:
+  """The task a run's config.json records (`gelujax.tasks.from_config`).
+
+  Raises:
+    ValueError: the workdir holds no run.
+  """
+  return _task_of(_run_config(workdir))
+
+
+def _run_config(workdir: str) -> dict[str, Any]:
+  config = workdirs.read_config(workdir)
+  if config is None:
+    raise ValueError(f"Workdir {workdir} holds no run: it has no config.json and no checkpoint.")
+  return config
+
+
+def _task_of(config: Mapping[str, Any]) -> Any:
+  from gelujax import tasks  # Only here: tasks imports models and data.
+
+  return tasks.from_config(config)
+
+
 def restore(
-  workdir: str, *, spec: Any | None = None, data_dir: str | None = None
+  workdir: str,
+  *,
+  spec: Any | None = None,
+  data_dir: str | None = None,
+  splits: Mapping[str, Any] | None = None,
 ) -> tuple[Any, Members, TrainState]:
   """The task, members and stacked state of the newest readable checkpoint in ``workdir``.
 
   Args:
     workdir: a run's directory.
-    spec: the run's task; by default the one its config.json records (`gelujax.tasks`).
+    spec: the run's task; by default the one its config.json records (`read_task`).
     data_dir: passed to ``spec.load_data`` (the state's shapes depend on the inputs).
+    splits: the data as ``spec.load_data(data_dir)`` returns them, where the caller has read
+      them (to evaluate the restored members on them); None reads them here.
 
   Returns:
     The task (with the model options its data decide, ``for_data``), the members, and the
     state of the M members, replicated on every device.
   """
-  config = workdirs.read_config(workdir)
-  if config is None:
-    raise ValueError(f"Workdir {workdir} holds no run: it has no config.json and no checkpoint.")
-  if spec is None:
-    from gelujax import tasks  # Only here: tasks imports models and data.
-
-    spec = tasks.from_config(config)
+  config = _run_config(workdir)
+  spec = _task_of(config) if spec is None else spec
   members = Members.from_json(config["members"])
   mesh = make_mesh(len(members))
-  splits = spec.load_data(data_dir)
+  splits = spec.load_data(data_dir) if splits is None else splits
   spec = spec.for_data(splits)
   program = make_program(spec, mesh, splits["train"], len(members))
   checkpointer = checkpoints.Checkpointer(workdir, config=config)

@@ -347,8 +347,10 @@ def evaluate_swaps(
 
   start = time.time()
   members = read_json(grid.workdir / SUMMARY_FILE)["members"]
-  spec, _, state = engine.restore(str(grid.workdir), data_dir=data_dir)
-  test = spec.load_data(data_dir)["test"]
+  spec = engine.read_task(str(grid.workdir))
+  splits = spec.load_data(data_dir)  # Read once: the restore's shapes and the swaps' test split.
+  spec, _, state = engine.restore(str(grid.workdir), spec=spec, splits=splits)
+  test = splits["test"]
   arm, dtype = spec.activation, spec.dtype
   evaluations = []
   for activation, to_dtype in [(arm, dtype), *swap_targets(design, arm, dtype)]:

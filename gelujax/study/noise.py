@@ -55,8 +55,10 @@ def evaluate_noise(
       f"are {sorted({m['learning_rate'] for m in members})}."
     )
   index = [i for i in at_lr if not members[i]["diverged"]]
-  spec, _, state = engine.restore(str(workdir), data_dir=data_dir)
-  test = spec.load_data(data_dir)["test"]
+  spec = engine.read_task(str(workdir))
+  splits = spec.load_data(data_dir)  # Read once: the restore's shapes and the noisy test split.
+  spec, _, state = engine.restore(str(workdir), spec=spec, splits=splits)
+  test = splits["test"]
   if test["inputs"].dtype != np.uint8:
     raise ValueError(
       f"{workdir} holds a {spec.name!r} run: the noise evaluation needs an image classifier "
