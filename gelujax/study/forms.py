@@ -370,9 +370,17 @@ def evaluate_swaps(
   return result
 
 
-def arm_values(workdir: Path, metric: Metric) -> dict[float, dict[int, float]]:
+def finished_runs(design: Design, out: Path) -> dict[str, runs.Run]:
+  """The study's finished grids, each read once: run name -> its files."""
+  return {
+    name: runs.load_run(path)
+    for name in (design.run_name(a, d) for d in design.dtypes for a in design.arms)
+    if (path := out / "runs" / name).joinpath(SUMMARY_FILE).exists()
+  }
+
+
+def arm_values(run: runs.Run, metric: Metric) -> dict[float, dict[int, float]]:
   """A finished grid's values of ``metric``: lr -> seed -> value (NaN for a diverged member)."""
-  run = runs.load_run(workdir)
   values: dict[float, dict[int, float]] = {}
   for m in run.members:
     value = math.nan if m["diverged"] else runs.member_value(m, metric.key)
@@ -384,13 +392,9 @@ def find_lr(values: dict[float, Any], learning_rate: float) -> Any:
   return next((v for lr, v in values.items() if runs.same_lr(lr, learning_rate)), {})
 
 
-def analyse(design: Design, out: Path) -> tuple[list[Outcome], list[str]]:
-  """Every comparison whose two grids have finished, judged; and the runs not finished."""
-  finished = {
-    name: path
-    for name in (design.run_name(a, d) for d in design.dtypes for a in design.arms)
-    if (path := out / "runs" / name).joinpath(SUMMARY_FILE).exists()
-  }
+def analyse(design: Design, finished: dict[str, runs.Run]) -> tuple[list[Outcome], list[str]]:
+  """Every comparison whose two grids have finished (``finished``: `finished_runs`), judged; and
+  the runs not finished."""
   missing = [
     design.run_name(a, d) for d in design.dtypes for a in design.arms
     if design.run_name(a, d) not in finished

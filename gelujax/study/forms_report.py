@@ -120,8 +120,9 @@ def full_table(outcomes: Sequence[Outcome]) -> list[str]:
   return lines
 
 
-def arm_table(design: Design, out: Path, metric: forms.Metric) -> list[str]:
-  """Each arm's median (and min-max over seeds) of a metric, per dtype and lr."""
+def arm_table(design: Design, finished: dict[str, runs.Run], metric: forms.Metric) -> list[str]:
+  """Each arm's median (and min-max over seeds) of a metric, per dtype and lr, from the
+  finished grids (`forms.finished_runs`)."""
   columns = [(d, lr) for d in design.dtypes for lr in design.learning_rates]
   lines = [
     "| arm | " + " | ".join(f"{d}, lr {lr:g}" for d, lr in columns) + " |",
@@ -129,11 +130,11 @@ def arm_table(design: Design, out: Path, metric: forms.Metric) -> list[str]:
   ]
   for arm in design.arms:
     cells = []
-    found = {}  # dtype -> lr -> seed -> value, each finished grid read once
-    for d in design.dtypes:
-      workdir = out / "runs" / design.run_name(arm, d)
-      if (workdir / workdirs.SUMMARY_FILE).exists():
-        found[d] = forms.arm_values(workdir, metric)
+    found = {  # dtype -> lr -> seed -> value
+      d: forms.arm_values(finished[name], metric)
+      for d in design.dtypes
+      if (name := design.run_name(arm, d)) in finished
+    }
     for d, lr in columns:
       if d not in found:
         cells.append("pending")
@@ -453,7 +454,8 @@ def title(design: Design) -> str:
 
 def write_result(design: Design, *, out: Path, root: Path) -> Path:
   """Writes ``out``'s README.md, table.md, figure and summary.json; returns ``out``."""
-  outcomes, missing = forms.analyse(design, out)
+  finished = forms.finished_runs(design, out)  # Each grid read once, for every table.
+  outcomes, missing = forms.analyse(design, finished)
   swaps = read_swaps(design, out)
   judged, swapped = findings(design, outcomes, missing), swap_findings(swaps)
   found = judged + swapped
@@ -461,7 +463,7 @@ def write_result(design: Design, *, out: Path, root: Path) -> Path:
     draw_figure(design, outcomes, out / FIGURE)
   table = ["# Every comparison", "", *full_table(outcomes), "", "# Each arm", ""]
   for metric in design.metrics:
-    table += [f"## {metric.label}", "", *arm_table(design, out, metric), ""]
+    table += [f"## {metric.label}", "", *arm_table(design, finished, metric), ""]
   (out / "table.md").write_text("\n".join(table) + "\n")
   lines = [
     f"# {title(design)}",
