@@ -117,6 +117,10 @@ class Design:
   def run_name(self, arm: str, dtype: str) -> str:
     return f"{arm}_{dtype}"
 
+  def run_names(self) -> list[str]:
+    """Every grid's run name, dtype by dtype, arm by arm."""
+    return [self.run_name(a, d) for d in self.dtypes for a in self.arms]
+
 
 DESIGN = Design(
   date="2026-11-26",
@@ -374,7 +378,7 @@ def finished_runs(design: Design, out: Path) -> dict[str, runs.Run]:
   """The study's finished grids, each read once: run name -> its files."""
   return {
     name: runs.load_run(path)
-    for name in (design.run_name(a, d) for d in design.dtypes for a in design.arms)
+    for name in design.run_names()
     if (path := out / "runs" / name).joinpath(SUMMARY_FILE).exists()
   }
 
@@ -395,10 +399,7 @@ def find_lr(values: dict[float, Any], learning_rate: float) -> Any:
 def analyse(design: Design, finished: dict[str, runs.Run]) -> tuple[list[Outcome], list[str]]:
   """Every comparison whose two grids have finished (``finished``: `finished_runs`), judged; and
   the runs not finished."""
-  missing = [
-    design.run_name(a, d) for d in design.dtypes for a in design.arms
-    if design.run_name(a, d) not in finished
-  ]  # fmt: skip
+  missing = [name for name in design.run_names() if name not in finished]
   cache: dict[tuple[str, str], dict[float, dict[int, float]]] = {}
 
   def values(arm: str, c: Comparison) -> dict[int, float]:
