@@ -925,21 +925,71 @@ def _swap(a: Path, b: Path) -> None:
 
 
 def compilation_cache(lab: Lab) -> list[Outcome]:
-  """Two entries of the compilation cache swapped on disk; then one cut short."""
+  """Two of the run's kept programs swapped on disk, then one cut short
+  (`gelujax.engine.executables`); then two entries of JAX's own cache swapped, then one cut."""
   outcomes = []
   cache = lab.root / "damaged-cache"  # JAX keys entries by the cache's path too: one of its own
   lab.train(lab.root / "damaged-cache-first", "--epochs=2", f"--compilation_cache={cache}")
-  evaluate = sorted(cache.glob("jit_evaluate-*-cache"))[0]
-  segment = sorted(cache.glob("jit_train_segment-*-cache"))[0]
+  kept = cache / "gelujax-executables"
+  evaluate = sorted(kept.glob("evaluate-*.exe"))[0]
+  segment = sorted(kept.glob("train_segment-*.exe"))[0]
   _swap(evaluate, segment)
+  workdir = lab.root / "swapped-programs-run"
+  result = lab.train(workdir, "--epochs=2", f"--compilation_cache={cache}")
+  again = lab.train(
+    lab.root / "swapped-programs-again", "--epochs=2", f"--compilation_cache={cache}"
+  )
+  outcomes.append(
+    Outcome(
+      "two kept programs swapped",
+      "the files of `evaluate` and `train_segment` in the cache's gelujax-executables/ swapped "
+      "after a first run, then a run on that cache, then another",
+      user_saw(result) + " — then: " + user_saw(again),
+      result.returncode == 0
+      and len(result.seen) == 2
+      and all("holds another program; it is compiled anew" in line for line in result.seen)
+      and same_results(workdir, lab.reference(2))
+      and again.returncode == 0
+      and not again.seen,
+      "a line naming each file; both programs compiled anew and the files replaced; the run "
+      "equals the uninterrupted one; the next run loads them without a word",
+      workdir,
+      lab.reference(2),
+    )
+  )
+  segment.write_bytes(segment.read_bytes()[:1000])
+  workdir = lab.root / "cut-program-run"
+  result = lab.train(workdir, "--epochs=2", f"--compilation_cache={cache}")
+  again = lab.train(lab.root / "cut-program-again", "--epochs=2", f"--compilation_cache={cache}")
+  outcomes.append(
+    Outcome(
+      "a kept program cut short",
+      "the file of `train_segment` in gelujax-executables/ cut to 1,000 bytes, then a run on "
+      "that cache, then another",
+      user_saw(result) + " — then: " + user_saw(again),
+      result.returncode == 0
+      and len(result.seen) == 1
+      and f"{segment} is cut short" in result.seen[0]
+      and same_results(workdir, lab.reference(2))
+      and again.returncode == 0
+      and not again.seen,
+      "a line naming the file; the program compiled anew and the file replaced; the run equals "
+      "the uninterrupted one; the next run loads it without a word",
+      workdir,
+      lab.reference(2),
+    )
+  )
+  # JAX's own cache keeps the run's small programs (the state's copy for a checkpoint, ...).
+  first, second = sorted(cache.glob("jit__lambda-*-cache"))[:2]
+  _swap(first, second)
   workdir = lab.root / "swapped-cache-run"
   failed = lab.train(workdir, "--epochs=2", f"--compilation_cache={cache}")
   resumed = lab.train(workdir, "--epochs=2", "--compilation_cache=none")
   outcomes.append(
     Outcome(
-      "two entries of the compilation cache swapped",
-      "the files of `jit_evaluate` and `jit_train_segment` swapped in the cache of a first run, "
-      "then a run on that cache; then the same command with `--compilation_cache=none`",
+      "two entries of JAX's compilation cache swapped",
+      "the files of two small programs (`jit__lambda`) in JAX's cache swapped, then a run on "
+      "that cache; then the same command with `--compilation_cache=none`",
       user_saw(failed) + " — then: " + user_saw(resumed),
       one_line(failed, "re-run the same command with --compilation_cache=none")
       and str(cache) in failed.seen[0]
@@ -951,25 +1001,25 @@ def compilation_cache(lab: Lab) -> list[Outcome]:
       lab.reference(2),
     )
   )
-  _swap(evaluate, segment)
-  segment.write_bytes(segment.read_bytes()[:1000])
+  _swap(first, second)
+  first.write_bytes(first.read_bytes()[:1000])
   workdir = lab.root / "cut-cache-run"
   result = lab.train(workdir, "--epochs=2", f"--compilation_cache={cache}")
   again = lab.train(lab.root / "cut-cache-again", "--epochs=2", f"--compilation_cache={cache}")
   outcomes.append(
     Outcome(
-      "an entry of the compilation cache cut short",
-      "the file of `jit_train_segment` cut to 1,000 bytes (what a kill -9 while JAX writes it "
-      "leaves), then a run on that cache, then another",
+      "an entry of JAX's compilation cache cut short",
+      "the file of a small program (`jit__lambda`) in JAX's cache cut to 1,000 bytes (what a "
+      "kill -9 while JAX writes it leaves), then a run on that cache, then another",
       user_saw(result) + " — then: " + user_saw(again),
       result.returncode == 0
       and "Error reading persistent compilation cache entry" in result.stderr
-      and "gelujax: removed 1 compilation cache entry of jit_train_segment" in result.stderr
+      and "gelujax: removed 2 compilation cache entries of jit__lambda" in result.stderr
       and same_results(workdir, lab.reference(2))
       and again.returncode == 0
       and "compilation cache" not in again.stderr,
-      "JAX's warning; the entry is replaced by the program compiled anew, and the run equals the "
-      "uninterrupted one; the next run loads it without a warning",
+      "JAX's warning; the program's entries are replaced by the program compiled anew, and the "
+      "run equals the uninterrupted one; the next run loads it without a warning",
       workdir,
       lab.reference(2),
     )

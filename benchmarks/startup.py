@@ -17,8 +17,10 @@ Contenders, each a fresh process:
 - ``reproduce.py`` in this checkout and before, each with its warm cache.
 
 Rounds interleave the contenders; the report gives medians, and each ratio (now / before) is
-the median of the ratios measured within a round. Python's ``-X importtime`` of the modules
-train.py imports is reported beside them.
+the median of the ratios measured within a round. Where a warm start goes is measured after
+them, in each tree (`phases`: the imports, tracing, lowering, compiling or loading, the rest of
+main, the process's end), and Python's ``-X importtime`` of the modules train.py imports is
+reported beside it.
 
 Run: python benchmarks/startup.py --before 31367c7   (about 5 minutes on 2 quiet cores)
 """
@@ -70,6 +72,77 @@ def run(tree: Path, workdir: Path, extra: list[str], script: str = "train") -> f
   if result.returncode != 0:
     raise RuntimeError(f"{command[0]} in {tree} failed:\n{result.stderr[-2000:]}")
   return seconds
+
+
+# Runs a tree's train.py as its own `python train.py` would, timing its parts: the driver
+# imports the script as a module (its imports and flag definitions, not its main), then runs
+# its main through absl, with JAX's duration events (and gelujax's) summed as they come.
+_PHASES_DRIVER = """
+import collections, importlib.util, json, os, sys, time
+
+def since_start():
+  ticks = os.sysconf("SC_CLK_TCK")
+  start = int(open("/proc/self/stat").read().split(")")[1].split()[19]) / ticks
+  return float(open("/proc/uptime").read().split()[0]) - start
+
+begun = time.perf_counter() - since_start()
+script, out, *argv = sys.argv[1:]
+sys.path.insert(0, os.path.dirname(script))
+import jax.monitoring
+events = collections.defaultdict(float)
+jax.monitoring.register_event_duration_secs_listener(
+  lambda event, seconds, **kw: events.__setitem__(event, events[event] + seconds))
+spec = importlib.util.spec_from_file_location("train_script", script)
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+imported = time.perf_counter()
+from absl import app
+sys.argv = [script, *argv]
+try:
+  app.run(module.main)
+except SystemExit:
+  pass
+done = time.perf_counter()
+with open(out, "w") as f:
+  json.dump({"imports": imported - begun, "main": done - imported, "events": events}, f)
+"""
+# What each phase sums: JAX's (and gelujax's) duration events, in seconds.
+_PHASE_EVENTS = {
+  "tracing": ("/jax/core/compile/jaxpr_trace_duration",),
+  "lowering": ("/jax/core/compile/jaxpr_to_mlir_module_duration",),
+  "compiling, or loading from JAX's cache": ("/jax/core/compile/backend_compile_duration",),
+  "loading kept programs (gelujax)": ("/gelujax/executables/load_duration_secs",),
+  "saving a checkpoint (its blocking part)": ("/jax/orbax/write/blocking_duration_secs",),
+}
+
+
+def phases(tree: Path, cache: Path, scratch: Path) -> dict[str, float]:
+  """Where a warm start of ``tree``'s train.py goes, in seconds: Python's start and the
+  imports, the phases of `_PHASE_EVENTS` within main, the rest of main (data, training,
+  evaluation, records), and the process's end (from main's return to its exit). A first run
+  fills the cache for the driver (whose programs are keyed apart from train.py's own)."""
+  out = scratch / "phases.json"
+  driver = scratch / "phases_driver.py"  # A file: gelujax keeps no program for `python -c`.
+  driver.write_text(_PHASES_DRIVER)
+  env = dict(os.environ, PYTHONPATH=str(tree))
+  command = [
+    sys.executable, str(driver), str(tree / "experiments" / "train.py"), str(out),
+    *ARGS, f"--workdir={scratch / 'phases-out'}", f"--compilation_cache={cache}",
+  ]  # fmt: skip
+  for _ in range(2):
+    shutil.rmtree(scratch / "phases-out", ignore_errors=True)
+    start = time.perf_counter()
+    subprocess.run(command, cwd=tree, env=env, capture_output=True, check=True, timeout=600)
+    wall = time.perf_counter() - start
+  measured = json.loads(out.read_text())
+  parts = {"Python's start and the imports": measured["imports"]}
+  for name, events in _PHASE_EVENTS.items():
+    parts[name] = sum(measured["events"].get(e, 0.0) for e in events)
+  inside = sum(list(parts.values())[1:])
+  parts["the rest of main (data, training, evaluation, records)"] = measured["main"] - inside
+  parts["the process's end (after main)"] = wall - measured["imports"] - measured["main"]
+  parts["in all (the process's wall time)"] = wall
+  return parts
 
 
 def import_seconds(tree: Path) -> dict[str, float]:
@@ -140,6 +213,7 @@ def main() -> None:
           flush=True,
         )
       imports = {tree: import_seconds(path) for tree, path in trees.items()}
+      parts = {tree: phases(path, caches[tree], scratch) for tree, path in trees.items()}
   finally:
     shutil.rmtree(scratch, ignore_errors=True)
   names = list(contenders)
@@ -155,6 +229,7 @@ def main() -> None:
     "seconds": seconds,
     "ratios": {k: float(v) for k, v in ratios.items()},
     "imports": imports,
+    "phases": parts,
   }
   args.output_dir.mkdir(parents=True, exist_ok=True)
   (args.output_dir / "startup.json").write_text(json.dumps(result, indent=2) + "\n")
@@ -173,6 +248,17 @@ def main() -> None:
   lines += ["", "| contender | s (median) | all rounds (s) |", "|---|---:|---|"]
   for name, times in seconds.items():
     lines.append(f"| {name} | {np.median(times):.1f} | {', '.join(f'{t:.1f}' for t in times)} |")
+  lines += [
+    "",
+    "Where a warm start goes: one more warm run of each tree's train.py, its parts timed in "
+    "the process (`phases` in benchmarks/startup.py: the imports, JAX's duration events summed "
+    "by kind, the rest of main, and the process's end after main), in seconds:",
+    "",
+    f"| part | now | before ({args.before}) |",
+    "|---|---:|---:|",
+  ]
+  for part in parts["now"]:
+    lines.append(f"| {part} | {parts['now'][part]:.2f} | {parts['before'][part]:.2f} |")
   lines += ["", "Import time (`python -X importtime`, cumulative s) of train.py's modules:", ""]
   for tree, top in imports.items():
     lines.append(f"- {tree}: " + ", ".join(f"{k} {v:.2f}" for k, v in top.items()))

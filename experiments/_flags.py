@@ -11,6 +11,8 @@ and `name_flags` turns those into the script's flags (``--workdir``) where a scr
 
 from __future__ import annotations
 
+import atexit
+import gc
 import os
 import re
 import signal
@@ -23,6 +25,11 @@ from absl import flags
 from gelujax import host, tasks
 from gelujax.registry import parse_name, sentences
 from gelujax.tasks import SpecError, TaskSpec
+
+# At exit, Python's last garbage collections walk every object a script made, JAX's, Flax's and
+# the traced programs' included: a third of a second of a one-epoch train.py run on 2 CPU cores
+# (benchmarks/startup.py). Frozen, they are skipped; the process ends after its files are closed.
+atexit.register(gc.freeze)
 
 
 def name_flags(message: str, names: Iterable[str]) -> str:

@@ -50,6 +50,9 @@ _YNN_FLAG = "--xla_cpu_experimental_ynn_fusion_type"
 # The event JAX records each time it loads a compiled program from the cache; the count of
 # them in this process.
 _CACHE_HIT_EVENT = "/jax/compilation_cache/cache_hits"
+# The event `gelujax.engine.executables` records for each program it loads from its own entries
+# in the cache's folder; counted with JAX's.
+EXECUTABLE_LOAD_EVENT = "/gelujax/executables/loads"
 _cache_hits = 0
 # Where compiled programs are kept unless the caller says otherwise: the folder JAX's
 # own JAX_COMPILATION_CACHE_DIR names when it is set (so that one setting moves every cache, as
@@ -149,7 +152,9 @@ def enable_compilation_cache(path: str | None) -> str | None:
 
   Every program of a run is kept, however fast it compiled: a re-run or a resume then starts
   training without compiling. JAX keys each entry by the program, the devices and the XLA flags,
-  so a changed setting compiles anew.
+  so a changed setting compiles anew; the engine's programs are kept in a folder of their own
+  there, under what their trace depends on (`gelujax.engine.executables`), and load without
+  being traced.
 
   Returns:
     The cache folder, or None when disabled.
@@ -230,7 +235,7 @@ def _listen_for_cache_hits() -> None:
 def _count_cache_hits(event: str, **kwargs: object) -> None:
   del kwargs
   global _cache_hits
-  if event == _CACHE_HIT_EVENT:
+  if event in (_CACHE_HIT_EVENT, EXECUTABLE_LOAD_EVENT):
     _cache_hits += 1
 
 

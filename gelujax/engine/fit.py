@@ -44,14 +44,30 @@ _PROGRAMS: collections.OrderedDict[tuple, Program] = collections.OrderedDict()
 _KEPT_PROGRAMS = 8
 
 
+# The task's fields no program reads: its default grid (`Members.of_task`), which `fit` takes
+# as ``members``, the programs' arguments.
+_GRID_FIELDS = ("learning_rates", "seeds")
+
+
 def _program_key(task, mesh, train, num_members) -> tuple:
-  """Everything a program depends on: the task's values (its repr: a TaskSpec holds plain
-  values), the mesh, the grid's size, the training split's shapes and dtypes, and its groups
-  (their boundaries shape the batches); the split's other values are arguments."""
+  """Everything a program depends on: the task's values (their repr: a TaskSpec holds plain
+  values) but its default grid, the mesh, the grid's size, the training split's shapes and
+  dtypes, and its groups (their boundaries shape the batches); the split's other values, the
+  members' learning rates and seeds are arguments."""
+  values = [(f.name, getattr(task, f.name)) for f in dataclasses.fields(task)]
+  values = [(name, value) for name, value in values if name not in _GRID_FIELDS]
   shapes = tuple((k, np.shape(v), np.asarray(v[:1]).dtype.str) for k, v in sorted(train.items()))
   groups = train.get("groups") if task.group_batches else None
   digest = None if groups is None else hashlib.sha256(np.ascontiguousarray(groups)).hexdigest()
-  return (repr(task), mesh, shapes, digest, num_members)
+  return (f"{type(task).__name__}{values!r}", mesh, shapes, digest, num_members)
+
+
+def _describe(key: tuple) -> str:
+  """A `_program_key` as text that is the same from process to process: the mesh by its axes
+  and its devices."""
+  task, mesh, *rest = key
+  devices = [(d.id, d.platform, d.device_kind) for d in mesh.devices.flat]
+  return repr((task, dict(mesh.shape), devices, *rest))
 
 
 def make_program(
@@ -91,7 +107,7 @@ def make_program(
     groups=groups,
     dropout_bits=task.dropout_bits,
   )
-  program = _PROGRAMS[key] = jit_program(config, mesh, num_members)
+  program = _PROGRAMS[key] = jit_program(config, mesh, num_members, _describe(key))
   while len(_PROGRAMS) > _KEPT_PROGRAMS:
     _PROGRAMS.popitem(last=False)
   return program
