@@ -111,7 +111,9 @@ _PHASE_EVENTS = {
   "tracing": ("/jax/core/compile/jaxpr_trace_duration",),
   "lowering": ("/jax/core/compile/jaxpr_to_mlir_module_duration",),
   "compiling, or loading from JAX's cache": ("/jax/core/compile/backend_compile_duration",),
-  "loading kept programs (gelujax)": ("/gelujax/executables/load_duration_secs",),
+  "waiting for kept programs to load (gelujax; read in the background)": (
+    "/gelujax/executables/wait_duration_secs",
+  ),
   "saving a checkpoint (its blocking part)": ("/jax/orbax/write/blocking_duration_secs",),
 }
 

@@ -74,7 +74,7 @@ def entries(cache: Path) -> dict[str, Path]:
   evaluate with two: its validation and test splits' shapes differ)."""
   found = {}
   for path in sorted((cache / executables.FOLDER).glob("*.exe")):
-    found.setdefault(path.name.rsplit("-", 1)[0], path)
+    found.setdefault(path.name.split("-", 1)[0], path)
   return found
 
 

@@ -3,8 +3,8 @@ started again loads them without tracing, lowering or compiling.
 
 JAX's compilation cache keys a program by its lowered HLO: before it can look a program up, a
 process must trace the model and lower it, most of a warm start's second on two CPU cores
-(`benchmarks/results/startup.md`). `cached` keeps a `Program`'s executables instead under what
-determines their trace, and checks all of it again on every load:
+(`benchmarks/results/startup.md`). `cached_program` keeps a `Program`'s executables instead
+under what determines their trace, and checks all of it again on every load:
 
 - **the program**: its caller's description (`gelujax.engine.fit.make_program`: the task's
   values, the mesh's devices, the grid's size, the training data's shapes), the function's name,
@@ -36,6 +36,8 @@ whose code could change without changing any file.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import functools
 import hashlib
 import io
 import json
@@ -46,7 +48,8 @@ import re
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -58,8 +61,9 @@ from jax.experimental.compilation_cache import compilation_cache as jax_cache
 from gelujax import host
 
 FOLDER = "gelujax-executables"
-# The duration event of each load (benchmarks/startup.py reports their sum).
-LOAD_SECONDS = "/gelujax/executables/load_duration_secs"
+# The duration event of each wait for an entry to be read and loaded (most are read in the
+# background before they are needed); benchmarks/startup.py reports their sum.
+WAIT_SECONDS = "/gelujax/executables/wait_duration_secs"
 _MAGIC = b"gelujax executable 1\n"
 # A repr holding an object's address changes from process to process: no entry could match.
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
@@ -77,12 +81,16 @@ def folder() -> Path | None:
   return Path(path) / FOLDER
 
 
-def cached(jitted: Any, name: str, description: str | None) -> Any:
-  """``jitted`` with its executables kept on disk under ``description`` (the program's, stable
-  from process to process); ``jitted`` itself where nothing can be kept."""
+def cached_program(jitted: Mapping[str, Any], description: str | None) -> dict[str, Any]:
+  """A program's jitted functions (by name) with their executables kept on disk under
+  ``description`` (the program's, the same from process to process); the functions themselves
+  where nothing can be kept. The entries kept for this program start loading at once, in
+  background threads: they are ready, or nearly, when the functions are first called."""
   if description is None or _ADDRESS.search(description):
-    return jitted
-  return _Cached(jitted, name, description)
+    return dict(jitted)
+  program = _program_key(description)
+  prefetch = _Prefetch(program)
+  return {name: _Cached(fn, name, program, prefetch) for name, fn in jitted.items()}
 
 
 class _Cached(jax.stages.Wrapped):
@@ -91,10 +99,11 @@ class _Cached(jax.stages.Wrapped):
   arrays. Traced (inside another transformation), exported or lowered, it is the jitted
   function itself."""
 
-  def __init__(self, jitted: Any, name: str, description: str):
+  def __init__(self, jitted: Any, name: str, program: str, prefetch: _Prefetch):
     self._jitted = jitted
     self._name = name
-    self._description = description
+    self._program = program
+    self._prefetch = prefetch
     self._compiled: dict[tuple, Callable[..., Any]] = {}
 
   def trace(self, *args: Any, **static: Any) -> Any:
@@ -116,15 +125,34 @@ class _Cached(jax.stages.Wrapped):
     where = folder()
     if where is None:
       return self._jitted.lower(*args, **static).compile()
-    key = _key(self._name, self._description, signature)
-    path = where / f"{self._name}-{key[:40]}.exe"
-    compiled = _load(path, key)
+    key = hashlib.sha256(repr((self._program, self._name, signature)).encode()).hexdigest()
+    path = where / f"{self._name}-{self._program[:16]}-{key[:24]}.exe"
+    compiled = _load(path, key, self._prefetch.take(path))
     if compiled is not None:
       return compiled
     with _without_jax_cache():
       compiled = self._jitted.lower(*args, **static).compile()
     _store(path, key, self._name, compiled)
     return compiled
+
+
+class _Prefetch:
+  """The entries of one program found on disk, each read and loaded in a background thread."""
+
+  def __init__(self, program: str):
+    where = folder()
+    paths = sorted(where.glob(f"*-{program[:16]}-*.exe")) if where and where.is_dir() else []
+    self._where = where
+    self._reads = {path: _pool().submit(_read, path) for path in paths}
+
+  def take(self, path: Path) -> Future | None:
+    """The read of ``path`` begun in the background, if one was (once)."""
+    return self._reads.pop(path, None)
+
+
+@functools.cache
+def _pool() -> ThreadPoolExecutor:
+  return ThreadPoolExecutor(max_workers=2, thread_name_prefix="gelujax-executables")
 
 
 def _signature(args: tuple, static: dict) -> tuple:
@@ -144,15 +172,14 @@ def _signature(args: tuple, static: dict) -> tuple:
   return (tree, avals, tuple(sorted(static.items())))
 
 
-def _key(name: str, description: str, signature: tuple) -> str:
-  """The entry's SHA-256 key: the program, the call, the machine and the settings."""
+def _program_key(description: str) -> str:
+  """The SHA-256 of what a program's entries depend on besides the call: the program's
+  description, the machine and the settings."""
   devices = [(d.id, d.platform, d.device_kind, d.process_index) for d in jax.devices()]
   text = "\n".join(
     repr(part)
     for part in (
-      name,
       description,
-      signature,
       devices,
       sys.version,
       platform.machine(),
@@ -202,22 +229,25 @@ def _without_jax_cache() -> Iterator[None]:
     jax_cache.reset_cache()
 
 
-def _damaged(path: Path, why: str) -> None:
-  print(
-    f"gelujax: the compiled program {path} {why}; it is compiled anew and the file replaced.",
-    file=sys.stderr,
-    flush=True,
-  )
+@dataclasses.dataclass(frozen=True)
+class _Read:
+  """An entry read from disk: its key and executable, or why there is none (``missing``,
+  ``stale``: code changed since it was compiled, or what is wrong with the file)."""
+
+  key: str | None = None
+  compiled: Any = None
+  missing: bool = False
+  stale: bool = False
+  damage: str | None = None
 
 
-def _load(path: Path, key: str) -> Any | None:
-  """The executable of a valid entry at ``path``; None when there is none, it is stale or it
-  is damaged (then said on stderr)."""
-  start = time.perf_counter()
+def _read(path: Path) -> _Read:
+  """Reads and loads the entry at ``path``, checking all but its key against the call's (which
+  `_load` checks): that it is whole, and that no file of its code changed."""
   try:
     blob = path.read_bytes()
   except OSError:
-    return None
+    return _Read(missing=True)
   try:
     if not blob.startswith(_MAGIC):
       raise ValueError("does not start as an entry does")
@@ -226,27 +256,47 @@ def _load(path: Path, key: str) -> Any | None:
       raise ValueError("is cut short (it ends in its header)")
     header = json.loads(blob[len(_MAGIC) : end])
     payload = blob[end + 1 :]
-    if header["key"] != key:
-      raise ValueError("holds another program")
+    key = header["key"]
+    if not path.name.endswith(f"-{key[:24]}.exe"):
+      return _Read(key=key)  # Another program's: `_load` says so, without loading it.
     if len(payload) != header["size"] or hashlib.sha256(payload).hexdigest() != header["sha256"]:
       raise ValueError("is cut short or damaged (its SHA-256 differs from the one it names)")
+    files = header["files"]
   except (json.JSONDecodeError, KeyError, TypeError):
-    _damaged(path, "has an unreadable header")
-    return None
+    return _Read(damage="has an unreadable header")
   except ValueError as e:
-    _damaged(path, str(e))
-    return None
-  if not _unchanged(header["files"]):
-    return None  # Code changed since it was compiled: a miss, replaced below.
+    return _Read(damage=str(e))
+  if not _unchanged(files):
+    return _Read(key=key, stale=True)
   try:
     serialized, in_tree, out_tree = pickle.loads(payload)
     compiled = serialize_executable.deserialize_and_load(serialized, in_tree, out_tree)
   except Exception as e:  # Whatever the deserializer raises: the entry is not usable.
-    _damaged(path, f"does not load ({type(e).__name__}: {e})")
+    return _Read(damage=f"does not load ({type(e).__name__}: {e})")
+  return _Read(key=key, compiled=compiled)
+
+
+def _load(path: Path, key: str, prefetched: Future | None) -> Any | None:
+  """The executable of the valid entry of ``key`` at ``path`` (read in the background when
+  ``prefetched``); None when there is none or it is stale, or it is damaged or another
+  program's (then said on stderr)."""
+  start = time.perf_counter()
+  read = prefetched.result() if prefetched is not None else _read(path)
+  jax.monitoring.record_event_duration_secs(WAIT_SECONDS, time.perf_counter() - start)
+  if read.damage is None and read.key is not None and read.key != key:
+    read = _Read(damage="holds another program")
+  if read.damage is not None:
+    print(
+      f"gelujax: the compiled program {path} {read.damage}; it is compiled anew and the file "
+      "replaced.",
+      file=sys.stderr,
+      flush=True,
+    )
     return None
+  if read.compiled is None:
+    return None  # Missing, or stale: a miss, replaced by the caller.
   jax.monitoring.record_event(host.EXECUTABLE_LOAD_EVENT)  # for `host.cache_failure`
-  jax.monitoring.record_event_duration_secs(LOAD_SECONDS, time.perf_counter() - start)
-  return compiled
+  return read.compiled
 
 
 def _store(path: Path, key: str, name: str, compiled: Any) -> None:

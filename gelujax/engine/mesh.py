@@ -365,5 +365,5 @@ def jit_program(
     config=config,
     mesh=mesh,
     num_members=num_members,
-    **{name: executables.cached(fn, name, description) for name, fn in jitted.items()},
+    **executables.cached_program(jitted, description),
   )
