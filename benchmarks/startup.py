@@ -118,11 +118,12 @@ _PHASE_EVENTS = {
 }
 
 
-def phases(tree: Path, cache: Path, scratch: Path) -> dict[str, float]:
-  """Where a warm start of ``tree``'s train.py goes, in seconds: Python's start and the
-  imports, the phases of `_PHASE_EVENTS` within main, the rest of main (data, training,
-  evaluation, records), and the process's end (from main's return to its exit). A first run
-  fills the cache for the driver (whose programs are keyed apart from train.py's own)."""
+def phases(tree: Path, cache: Path, scratch: Path, rounds: int) -> dict[str, float]:
+  """Where a warm start of ``tree``'s train.py goes, in seconds, the median of ``rounds`` runs
+  part by part: Python's start and the imports, the phases of `_PHASE_EVENTS` within main, the
+  rest of main (data, training, evaluation, records), and the process's end (from main's return
+  to its exit). A first run fills the cache for the driver (whose programs are keyed apart from
+  train.py's own)."""
   out = scratch / "phases.json"
   driver = scratch / "phases_driver.py"  # A file: gelujax keeps no program for `python -c`.
   driver.write_text(_PHASES_DRIVER)
@@ -131,20 +132,22 @@ def phases(tree: Path, cache: Path, scratch: Path) -> dict[str, float]:
     sys.executable, str(driver), str(tree / "experiments" / "train.py"), str(out),
     *ARGS, f"--workdir={scratch / 'phases-out'}", f"--compilation_cache={cache}",
   ]  # fmt: skip
-  for _ in range(2):
+  runs = []
+  for _ in range(1 + rounds):
     shutil.rmtree(scratch / "phases-out", ignore_errors=True)
     start = time.perf_counter()
     subprocess.run(command, cwd=tree, env=env, capture_output=True, check=True, timeout=600)
     wall = time.perf_counter() - start
-  measured = json.loads(out.read_text())
-  parts = {"Python's start and the imports": measured["imports"]}
-  for name, events in _PHASE_EVENTS.items():
-    parts[name] = sum(measured["events"].get(e, 0.0) for e in events)
-  inside = sum(list(parts.values())[1:])
-  parts["the rest of main (data, training, evaluation, records)"] = measured["main"] - inside
-  parts["the process's end (after main)"] = wall - measured["imports"] - measured["main"]
-  parts["in all (the process's wall time)"] = wall
-  return parts
+    measured = json.loads(out.read_text())
+    parts = {"Python's start and the imports": measured["imports"]}
+    for name, events in _PHASE_EVENTS.items():
+      parts[name] = sum(measured["events"].get(e, 0.0) for e in events)
+    inside = sum(list(parts.values())[1:])
+    parts["the rest of main (data, training, evaluation, records)"] = measured["main"] - inside
+    parts["the process's end (after main)"] = wall - measured["imports"] - measured["main"]
+    parts["in all (the process's wall time)"] = wall
+    runs.append(parts)
+  return {part: float(np.median([r[part] for r in runs[1:]])) for part in runs[0]}
 
 
 def import_seconds(tree: Path) -> dict[str, float]:
@@ -215,7 +218,9 @@ def main() -> None:
           flush=True,
         )
       imports = {tree: import_seconds(path) for tree, path in trees.items()}
-      parts = {tree: phases(path, caches[tree], scratch) for tree, path in trees.items()}
+      parts = {
+        tree: phases(path, caches[tree], scratch, args.rounds) for tree, path in trees.items()
+      }
   finally:
     shutil.rmtree(scratch, ignore_errors=True)
   names = list(contenders)
@@ -252,9 +257,10 @@ def main() -> None:
     lines.append(f"| {name} | {np.median(times):.1f} | {', '.join(f'{t:.1f}' for t in times)} |")
   lines += [
     "",
-    "Where a warm start goes: one more warm run of each tree's train.py, its parts timed in "
-    "the process (`phases` in benchmarks/startup.py: the imports, JAX's duration events summed "
-    "by kind, the rest of main, and the process's end after main), in seconds:",
+    f"Where a warm start goes: {args.rounds} more warm runs of each tree's train.py, their "
+    "parts timed in the process (`phases` in benchmarks/startup.py: the imports, JAX's duration "
+    "events summed by kind, the rest of main, and the process's end after main), the median of "
+    "each part in seconds (the medians need not add up to the median in all):",
     "",
     f"| part | now | before ({args.before}) |",
     "|---|---:|---:|",
