@@ -39,7 +39,6 @@ import contextlib
 import dataclasses
 import functools
 import hashlib
-import io
 import json
 import os
 import pickle
@@ -113,9 +112,10 @@ class _Cached(jax.stages.Wrapped):
     return self._jitted.lower(*args, **static)
 
   def __call__(self, *args: Any, **static: Any) -> Any:
-    if any(isinstance(x, jax.core.Tracer) for x in jax.tree.leaves(args)):
+    leaves, tree = jax.tree.flatten(args)
+    if any(isinstance(x, jax.core.Tracer) for x in leaves):
       return self._jitted(*args, **static)
-    signature = _signature(args, static)
+    signature = _signature(leaves, tree, static)
     compiled = self._compiled.get(signature)
     if compiled is None:
       compiled = self._compiled[signature] = self._load_or_compile(args, static, signature)
@@ -142,7 +142,6 @@ class _Prefetch:
   def __init__(self, program: str):
     where = folder()
     paths = sorted(where.glob(f"*-{program[:16]}-*.exe")) if where and where.is_dir() else []
-    self._where = where
     self._reads = {path: _pool().submit(_read, path) for path in paths}
 
   def take(self, path: Path) -> Future | None:
@@ -155,10 +154,9 @@ def _pool() -> ThreadPoolExecutor:
   return ThreadPoolExecutor(max_workers=2, thread_name_prefix="gelujax-executables")
 
 
-def _signature(args: tuple, static: dict) -> tuple:
+def _signature(leaves: list, tree: Any, static: dict) -> tuple:
   """What a call's executable depends on besides the program: the arguments' tree, and each
   array's shape, dtype, weak type and sharding; the static values."""
-  leaves, tree = jax.tree.flatten(args)
   avals = tuple(
     (
       type(x).__name__,
@@ -231,13 +229,12 @@ def _without_jax_cache() -> Iterator[None]:
 
 @dataclasses.dataclass(frozen=True)
 class _Read:
-  """An entry read from disk: its key and executable, or why there is none (``missing``,
-  ``stale``: code changed since it was compiled, or what is wrong with the file)."""
+  """An entry read from disk: its key and executable; no executable when there is no file or
+  code changed since it was compiled, or the file is another program's (its key says) or
+  damaged (``damage`` says how)."""
 
   key: str | None = None
   compiled: Any = None
-  missing: bool = False
-  stale: bool = False
   damage: str | None = None
 
 
@@ -247,7 +244,7 @@ def _read(path: Path) -> _Read:
   try:
     blob = path.read_bytes()
   except OSError:
-    return _Read(missing=True)
+    return _Read()
   try:
     if not blob.startswith(_MAGIC):
       raise ValueError("does not start as an entry does")
@@ -267,7 +264,7 @@ def _read(path: Path) -> _Read:
   except ValueError as e:
     return _Read(damage=str(e))
   if not _unchanged(files):
-    return _Read(key=key, stale=True)
+    return _Read(key=key)
   try:
     serialized, in_tree, out_tree = pickle.loads(payload)
     compiled = serialize_executable.deserialize_and_load(serialized, in_tree, out_tree)
@@ -312,17 +309,13 @@ def _store(path: Path, key: str, name: str, compiled: Any) -> None:
     "sha256": hashlib.sha256(payload).hexdigest(),
     "files": _code_files(),
   }
-  buffer = io.BytesIO()
-  buffer.write(_MAGIC)
-  buffer.write(json.dumps(header, separators=(",", ":")).encode())
-  buffer.write(b"\n")
-  buffer.write(payload)
   temporary = None
   try:
     path.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.NamedTemporaryFile(dir=path.parent, prefix=".tmp-", delete=False) as f:
       temporary = f.name
-      f.write(buffer.getvalue())
+      f.write(_MAGIC + json.dumps(header, separators=(",", ":")).encode() + b"\n")
+      f.write(payload)
       os.fchmod(f.fileno(), 0o644)  # as JAX writes its own entries
     os.replace(temporary, path)
   except OSError as e:
