@@ -924,6 +924,14 @@ def _swap(a: Path, b: Path) -> None:
   b.write_bytes(a_bytes)
 
 
+def _run_twice(lab: Lab, name: str, cache: Path) -> tuple[Path, Run, Run]:
+  """A run on ``cache`` into the workdir ``name-run`` (returned), then another (``name-again``)."""
+  workdir = lab.root / f"{name}-run"
+  result = lab.train(workdir, "--epochs=2", f"--compilation_cache={cache}")
+  again = lab.train(lab.root / f"{name}-again", "--epochs=2", f"--compilation_cache={cache}")
+  return workdir, result, again
+
+
 def compilation_cache(lab: Lab) -> list[Outcome]:
   """Two of the run's kept programs swapped on disk, then one cut short
   (`gelujax.engine.executables`); then two entries of JAX's own cache swapped, then one cut."""
@@ -934,11 +942,7 @@ def compilation_cache(lab: Lab) -> list[Outcome]:
   evaluate = sorted(kept.glob("evaluate-*.exe"))[0]
   segment = sorted(kept.glob("train_segment-*.exe"))[0]
   _swap(evaluate, segment)
-  workdir = lab.root / "swapped-programs-run"
-  result = lab.train(workdir, "--epochs=2", f"--compilation_cache={cache}")
-  again = lab.train(
-    lab.root / "swapped-programs-again", "--epochs=2", f"--compilation_cache={cache}"
-  )
+  workdir, result, again = _run_twice(lab, "swapped-programs", cache)
   outcomes.append(
     Outcome(
       "two kept programs swapped",
@@ -958,9 +962,7 @@ def compilation_cache(lab: Lab) -> list[Outcome]:
     )
   )
   segment.write_bytes(segment.read_bytes()[:1000])
-  workdir = lab.root / "cut-program-run"
-  result = lab.train(workdir, "--epochs=2", f"--compilation_cache={cache}")
-  again = lab.train(lab.root / "cut-program-again", "--epochs=2", f"--compilation_cache={cache}")
+  workdir, result, again = _run_twice(lab, "cut-program", cache)
   outcomes.append(
     Outcome(
       "a kept program cut short",
@@ -1003,9 +1005,7 @@ def compilation_cache(lab: Lab) -> list[Outcome]:
   )
   _swap(first, second)
   first.write_bytes(first.read_bytes()[:1000])
-  workdir = lab.root / "cut-cache-run"
-  result = lab.train(workdir, "--epochs=2", f"--compilation_cache={cache}")
-  again = lab.train(lab.root / "cut-cache-again", "--epochs=2", f"--compilation_cache={cache}")
+  workdir, result, again = _run_twice(lab, "cut-cache", cache)
   outcomes.append(
     Outcome(
       "an entry of JAX's compilation cache cut short",
