@@ -46,12 +46,10 @@ def _open_idx(path: Path):
   """A binary stream of the file's bytes, gunzipped as they are read when it starts with the
   gzip magic (never more than is asked for: a small file that inflates to gigabytes is read
   only as far as its header says it goes)."""
-  f = path.open("rb")
-  if f.read(2) == b"\x1f\x8b":
-    f.seek(0)
-    return gzip.GzipFile(fileobj=f, mode="rb")
-  f.seek(0)
-  return f
+  with path.open("rb") as f:
+    gzipped = f.read(2) == b"\x1f\x8b"
+  # gzip.open closes the file it opens (a GzipFile given a file object leaves it open).
+  return gzip.open(path, "rb") if gzipped else path.open("rb")
 
 
 def _read_exactly(stream, size: int, path: Path) -> bytes:
