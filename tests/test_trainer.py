@@ -416,6 +416,32 @@ def test_a_diverging_member_leaves_the_others_unchanged(tmp_path, reference):
   assert diverged[-1]["validation_loss"] == diverged[-3]["validation_loss"]
 
 
+def test_a_diverged_member_stays_frozen_when_its_loss_turns_finite_again(tmp_path):
+  """A member diverges at its first non-finite loss and never trains again, though later
+  batches give it finite losses: its model's hidden values above 5 are NaN, which member 1's
+  large learning rate reaches on some batches and not on others. Its parameters stay exactly
+  those of its last finite step to the end of the run (epoch 1's, bitwise: the same program,
+  resumed), every record says it diverged in epoch 1, and its evaluations stay the same."""
+  workdir = str(tmp_path / "run")
+  spec, grid = REFERENCE_SPEC.replace(model_options={"nan_above": 5.0}), Members([3e-3, 3e-1], [0])
+  engine.fit(spec.replace(epochs=1), workdir, grid, progress=False)
+  _, _, after_one = engine.restore(workdir, spec=spec.replace(epochs=1))
+  summary = engine.fit(spec, workdir, grid, progress=False)  # Resumed: epochs 2 and 3.
+  _, _, after_three = engine.restore(workdir, spec=spec)
+  pairs = zip(jax.tree.leaves(after_one.params), jax.tree.leaves(after_three.params), strict=True)
+  for before, after in pairs:
+    np.testing.assert_array_equal(after[1], before[1])
+    assert np.isfinite(after[1]).all()
+    assert not np.array_equal(after[0], before[0])  # Member 0 trains on.
+  assert [(m["diverged"], m["diverged_epoch"]) for m in summary["members"]] == [
+    (False, None), (True, 1)
+  ]  # fmt: skip
+  frozen = [r for r in workdirs.read_metrics(workdir) if r["member"] == 1]
+  assert [r["epoch"] for r in frozen] == [1.0, 2.0, 3.0]
+  assert all(r["diverged"] and r["train_loss"] is None for r in frozen)
+  assert len({r["validation_loss"] for r in frozen}) == 1 and frozen[0]["validation_loss"] > 0
+
+
 _TRACED: list[str] = []
 
 

@@ -38,10 +38,15 @@ class TinyMLP(nn.Module):
   num_classes: int = 3
   dropout: float = 0.0
   batch_norm: bool = False
+  # Hidden values above this become NaN (a unit that overflows on large inputs): a member whose
+  # weights grow gets a non-finite loss on the batches that reach it, a finite one on the rest.
+  nan_above: float | None = None
 
   @nn.compact
   def __call__(self, x, train: bool):
     x = nn.Dense(self.hidden)(x)
+    if self.nan_above is not None:
+      x = jnp.where(x > self.nan_above, jnp.nan, x)
     if self.batch_norm:
       x = nn.BatchNorm(use_running_average=not train, momentum=0.5)(x)
     x = jax.nn.relu(x)
