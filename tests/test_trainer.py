@@ -505,12 +505,17 @@ def assert_close_metrics(workdir: str, reference: str) -> None:
 
 
 def assert_close_records(records: list[dict], expected: list[dict]) -> None:
-  """The same records, each number to float32 rounding (two different programs)."""
+  """The same records, each number to float32 rounding (two different programs); an error
+  rate to one example of its split (two logits within rounding of each other may rank either
+  way in another program)."""
+  sizes = {split: len(data["targets"]) for split, data in make_splits().items()}
   assert len(records) == len(expected)
   for record, want in zip(records, expected, strict=True):
     assert record.keys() == want.keys()
     for key, value in want.items():
-      np.testing.assert_allclose(record[key], value, rtol=1e-5, atol=1e-6, err_msg=key)
+      split = key.removesuffix("_error")
+      atol = 1 / sizes[split] if key != split and value is not None else 1e-6
+      np.testing.assert_allclose(record[key], value, rtol=1e-5, atol=atol, err_msg=key)
 
 
 # The runs of the layout tests, by device count: (name, grid of tiny_task.GRIDS, --members_axis,
@@ -664,9 +669,9 @@ INITIALIZERS = {
 def test_init_compiled_at_level_1_draws_the_bits_of_the_default_level():
   """`Program.init` compiles at XLA's optimization level 1 on CPU (it runs once a run, and
   LLVM's optimizing of its unrolled threefry rounds took most of its compile time): it draws
-  the parameters the default level draws, bit for bit, so a run started today starts where the
-  committed runs started. (benchmarks/init_compile.py checks every task's model at full
-  size.)"""
+  the parameters the default level draws (the bits; floats to 2 ulp, two programs), so a run
+  started today starts where the committed runs started. (benchmarks/init_compile.py checks
+  every task's model at full size.)"""
   num = len(REFERENCE_MEMBERS)
   mesh = engine.make_mesh(num)
   program = engine.make_program(REFERENCE_SPEC, mesh, make_splits()["train"], num)
@@ -677,15 +682,25 @@ def test_init_compiled_at_level_1_draws_the_bits_of_the_default_level():
     jax.tree.leaves(default(seeds, learning_rates)),
     strict=True,
   ):
-    np.testing.assert_array_equal(np.asarray(leaf), np.asarray(want))
+    assert_same_draw(np.asarray(leaf), np.asarray(want))
   key = jax.random.key(3)
   for name, (init, shape) in INITIALIZERS.items():
     draw = functools.partial(init, shape=shape)
-    np.testing.assert_array_equal(
+    assert_same_draw(
       np.asarray(jitted.jit(draw)(key)),  # at level 1, as the engine and tests/jitted.py
       np.asarray(jax.jit(draw)(key)),
       err_msg=name,
     )
+
+
+def assert_same_draw(got: np.ndarray, want: np.ndarray, err_msg: str = "") -> None:
+  """Integers (random bits, counters) bit for bit; floats to 2 ulp: the two optimization levels
+  are two programs, whose float arithmetic (the normal initializers' inverse erf) another CPU
+  may round otherwise."""
+  if np.issubdtype(want.dtype, np.floating):
+    np.testing.assert_array_max_ulp(got, want, maxulp=2)
+  else:
+    np.testing.assert_array_equal(got, want, err_msg=err_msg)
 
 
 def dropout_masks(spec, seed: int, epoch: int, steps: int, bits: str) -> list[np.ndarray]:
