@@ -404,7 +404,8 @@ def flipped_bytes(lab: Lab) -> list[Outcome]:
       user_saw(resumed),
       resumed.returncode == 0
       and len(resumed.seen) == 1
-      and "do not match the checksums" in resumed.seen[0]
+      # Either check may find it, as the chunk's bytes fall (tests/test_train_cli.py).
+      and ("do not match the checksums" in resumed.seen[0] or "cannot be read" in resumed.seen[0])
       and (workdir / "damaged" / "checkpoint-3").is_dir()
       and same_results(workdir, lab.reference(3)),
       "one warning line; checkpoint 3 moved to damaged/, epoch 3 retrained from checkpoint 2",
@@ -752,15 +753,18 @@ def ignored_sigint(lab: Lab) -> list[Outcome]:
   for when in ("save", "epoch"):
     task = _BIG_TASK if when == "save" else _HALVES_TASK
     grid = ("--seeds=4",) if when == "save" else GRID
-    workdir = lab.root / f"ignored-sigint-{when}"
-    process = lab.start(workdir, "--epochs=4", ignore_sigint=True, task=task, grid=grid)
-    if when == "save":
-      hit = wait_for(functools.partial(_saving, workdir / "checkpoints", 2), poll=0.0005)
-    else:
-      hit = wait_for(functools.partial(_mid_epoch, workdir, 3), poll=0.0005)
-    process.send_signal(signal.SIGINT)
-    _, stderr = process.communicate(timeout=300)
-    result = Run(process.returncode, stderr)
+    for attempt in range(5):  # Until the signal lands when asked (a save can be brief).
+      workdir = lab.root / f"ignored-sigint-{when}-{attempt}"
+      process = lab.start(workdir, "--epochs=4", ignore_sigint=True, task=task, grid=grid)
+      if when == "save":
+        hit = wait_for(functools.partial(_saving, workdir / "checkpoints", 2), poll=0.0005)
+      else:
+        hit = wait_for(functools.partial(_mid_epoch, workdir, 3), poll=0.0005)
+      process.send_signal(signal.SIGINT)
+      _, stderr = process.communicate(timeout=300)
+      result = Run(process.returncode, stderr)
+      if hit:
+        break
     reference = lab.reference(4, task=task, grid=grid)
     outcomes.append(
       Outcome(
@@ -933,56 +937,16 @@ def _run_twice(lab: Lab, name: str, cache: Path) -> tuple[Path, Run, Run]:
 
 
 def compilation_cache(lab: Lab) -> list[Outcome]:
-  """Two of the run's kept programs swapped on disk, then one cut short
-  (`gelujax.engine.executables`); then two entries of JAX's own cache swapped, then one cut."""
+  """Two entries of JAX's compilation cache swapped, then one cut short."""
   outcomes = []
   cache = lab.root / "damaged-cache"  # JAX keys entries by the cache's path too: one of its own
   lab.train(lab.root / "damaged-cache-first", "--epochs=2", f"--compilation_cache={cache}")
-  kept = cache / "gelujax-executables"
-  evaluate = sorted(kept.glob("evaluate-*.exe"))[0]
-  segment = sorted(kept.glob("train_segment-*.exe"))[0]
-  _swap(evaluate, segment)
-  workdir, result, again = _run_twice(lab, "swapped-programs", cache)
-  outcomes.append(
-    Outcome(
-      "two kept programs swapped",
-      "the files of `evaluate` and `train_segment` in the cache's gelujax-executables/ swapped "
-      "after a first run, then a run on that cache, then another",
-      user_saw(result) + " — then: " + user_saw(again),
-      result.returncode == 0
-      and len(result.seen) == 2
-      and all("holds another program; it is compiled anew" in line for line in result.seen)
-      and same_results(workdir, lab.reference(2))
-      and again.returncode == 0
-      and not again.seen,
-      "a line naming each file; both programs compiled anew and the files replaced; the run "
-      "equals the uninterrupted one; the next run loads them without a word",
-      workdir,
-      lab.reference(2),
-    )
-  )
-  segment.write_bytes(segment.read_bytes()[:1000])
-  workdir, result, again = _run_twice(lab, "cut-program", cache)
-  outcomes.append(
-    Outcome(
-      "a kept program cut short",
-      "the file of `train_segment` in gelujax-executables/ cut to 1,000 bytes, then a run on "
-      "that cache, then another",
-      user_saw(result) + " — then: " + user_saw(again),
-      result.returncode == 0
-      and len(result.seen) == 1
-      and f"{segment} is cut short" in result.seen[0]
-      and same_results(workdir, lab.reference(2))
-      and again.returncode == 0
-      and not again.seen,
-      "a line naming the file; the program compiled anew and the file replaced; the run equals "
-      "the uninterrupted one; the next run loads it without a word",
-      workdir,
-      lab.reference(2),
-    )
-  )
   # JAX's own cache keeps the run's small programs (the state's copy for a checkpoint, ...).
-  first, second = sorted(cache.glob("jit__lambda-*-cache"))[:2]
+  # Exactly two: their order follows JAX's keys, which differ from machine to machine, and two
+  # swapped are the same pair on every machine.
+  entries = sorted(cache.glob("jit__lambda-*-cache"))
+  assert len(entries) == 2, entries
+  first, second = entries
   _swap(first, second)
   workdir = lab.root / "swapped-cache-run"
   failed = lab.train(workdir, "--epochs=2", f"--compilation_cache={cache}")
@@ -1013,13 +977,15 @@ def compilation_cache(lab: Lab) -> list[Outcome]:
       "kill -9 while JAX writes it leaves), then a run on that cache, then another",
       user_saw(result) + " — then: " + user_saw(again),
       result.returncode == 0
-      and "Error reading persistent compilation cache entry" in result.stderr
-      and "gelujax: removed 2 compilation cache entries of jit__lambda" in result.stderr
+      and len(result.seen) == 1
+      and f"the compilation cache {cache} held an entry of jit__lambda that cannot be read"
+      in result.seen[0]
+      and "Error reading persistent compilation cache entry" not in result.stderr
       and same_results(workdir, lab.reference(2))
       and again.returncode == 0
-      and "compilation cache" not in again.stderr,
-      "JAX's warning; the program's entries are replaced by the program compiled anew, and the "
-      "run equals the uninterrupted one; the next run loads it without a warning",
+      and not again.seen,
+      "one line (not JAX's warning); the program's entries are replaced by the program compiled "
+      "anew, and the run equals the uninterrupted one; the next run loads it without a word",
       workdir,
       lab.reference(2),
     )

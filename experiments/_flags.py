@@ -158,16 +158,21 @@ def describe_interrupt(error: KeyboardInterrupt) -> tuple[str, int]:
   return str(error) or f"interrupted by {signal.Signals(signum).name}", 128 + signum
 
 
-def exit_stopped(script: str, error: BaseException) -> NoReturn:
+def exit_stopped(
+  script: str, error: BaseException, refused: tuple[type[BaseException], ...] = (ValueError,)
+) -> NoReturn:
   """Ends ``script`` with one line on stderr for what stopped its run: Ctrl-C or ``kill``
-  (`describe_interrupt`; exit 128 + the signal's number; no checkpoint is left half-written), or
-  a failure of programs loaded from the compilation cache (`gelujax.host.cache_failure`;
-  exit 1). Any other error is raised again, with its traceback: it is a bug."""
+  (`describe_interrupt`; exit 128 + the signal's number; no checkpoint is left half-written), a
+  failure of programs loaded from the compilation cache (`gelujax.host.cache_failure`; exit 1),
+  or a value the library refused (an error of a ``refused`` type; exit 1). Any other error is
+  raised again, with its traceback: it is a bug."""
   if isinstance(error, KeyboardInterrupt):
     what, status = describe_interrupt(error)
     print(f"{script}: {what}; re-run the same command to resume.", file=sys.stderr)
     sys.exit(status)
   line = host.cache_failure(error)
+  if line is None and isinstance(error, refused):
+    line = str(error)
   if line is None:
     raise error
   sys.exit(f"{script}: error: {name_flags(' '.join(line.split()), flags.FLAGS)}")

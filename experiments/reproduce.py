@@ -191,10 +191,10 @@ def main(argv: list[str]) -> None:
     logging.set_verbosity(logging.WARNING)
   try:
     host.enable_compilation_cache(_COMPILATION_CACHE.value)
-    out = run()
-  except ValueError as e:  # Bad flag values; a diverged run is reported in the table instead.
-    sys.exit(f"reproduce.py: error: {_flags.name_flags(' '.join(str(e).split()), flags.FLAGS)}")
-  except (KeyboardInterrupt, Exception) as e:  # Ctrl-C or kill, or a damaged compiled program.
+    with host.repairing_compilation_cache():
+      out = run()
+  # Ctrl-C or kill, a refused value (a diverged run is reported in the table), a damaged cache.
+  except (KeyboardInterrupt, Exception) as e:
     _flags.exit_stopped("reproduce.py", e)
   print(f"Wrote {out}/README.md, table.md, summary.json and figures.", flush=True)
 

@@ -12,7 +12,6 @@ of process 0), --num_processes and that host's --process_id.
 
 import re
 import signal
-import sys
 
 import _flags
 from absl import app, flags, logging
@@ -108,18 +107,17 @@ def main(argv: list[str]) -> None:
     default = f"{spec.name}_{spec.dataset}_{spec.activation}"
     default += f"_{spec.dtype}" if spec.dtype != "float32" else ""
     name = re.sub(r"[^\w.=-]+", "_", default)
-    engine.fit(
-      spec,
-      _WORKDIR.value or f"workdirs/{name}",
-      members,
-      data_dir=_DATA_DIR.value,
-      checkpoint_every=_CHECKPOINT_EVERY.value,
-      members_axis=_MEMBERS_AXIS.value,
-    )
-  except (ValueError, engine.DivergedError) as e:
-    sys.exit(f"train.py: error: {_flags.name_flags(' '.join(str(e).split()), flags.FLAGS)}")
-  except (KeyboardInterrupt, Exception) as e:  # Ctrl-C or kill, or a damaged compiled program.
-    _flags.exit_stopped("train.py", e)
+    with host.repairing_compilation_cache():
+      engine.fit(
+        spec,
+        _WORKDIR.value or f"workdirs/{name}",
+        members,
+        data_dir=_DATA_DIR.value,
+        checkpoint_every=_CHECKPOINT_EVERY.value,
+        members_axis=_MEMBERS_AXIS.value,
+      )
+  except (KeyboardInterrupt, Exception) as e:  # Ctrl-C or kill, a refused value, a damaged cache.
+    _flags.exit_stopped("train.py", e, refused=(ValueError, engine.DivergedError))
 
 
 if __name__ == "__main__":

@@ -11,8 +11,9 @@ before any array exists:
   is what a single member needs. `benchmarks/results/training.md` holds the measurements behind
   the automatic choice.
 - `initialize_distributed` joins a multi-process (multi-host) run.
-- `enable_compilation_cache` keeps compiled programs on disk, so that re-running or resuming a
-  command does not compile again; `cache_failure` names the cache when a run that loaded
+- `enable_compilation_cache` keeps compiled programs on disk (JAX's own cache), so that
+  re-running or resuming a command does not compile again; `repairing_compilation_cache`
+  replaces entries JAX cannot read; `cache_failure` names the cache when a run that loaded
   programs from it fails.
 - `describe_machine` names the machine (platform, CPU, devices, versions) for the results and
   benchmark reports.
@@ -50,9 +51,6 @@ _YNN_FLAG = "--xla_cpu_experimental_ynn_fusion_type"
 # The event JAX records each time it loads a compiled program from the cache; the count of
 # them in this process.
 _CACHE_HIT_EVENT = "/jax/compilation_cache/cache_hits"
-# The event `gelujax.engine.executables` records for each program it loads from its own entries
-# in the cache's folder; counted with JAX's.
-EXECUTABLE_LOAD_EVENT = "/gelujax/executables/loads"
 _cache_hits = 0
 # Where compiled programs are kept unless the caller says otherwise: the folder JAX's
 # own JAX_COMPILATION_CACHE_DIR names when it is set (so that one setting moves every cache, as
@@ -151,10 +149,10 @@ def enable_compilation_cache(path: str | None) -> str | None:
   """Keeps compiled programs under ``path`` (``None`` or ``"none"``: no cache).
 
   Every program of a run is kept, however fast it compiled: a re-run or a resume then starts
-  training without compiling. JAX keys each entry by the program, the devices and the XLA flags,
-  so a changed setting compiles anew; the engine's programs are kept in a folder of their own
-  there, under what their trace depends on (`gelujax.engine.executables`), and load without
-  being traced.
+  training without compiling. The cache is JAX's own: it keys each entry by the lowered program,
+  the devices and the XLA flags, so whatever reaches a trace (an activation's constants, an
+  edited file, an environment variable) is in the key, and a changed one compiles anew.
+  Wrap the work in `repairing_compilation_cache` to replace entries JAX cannot read.
 
   Returns:
     The cache folder, or None when disabled.
@@ -167,7 +165,6 @@ def enable_compilation_cache(path: str | None) -> str | None:
   jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
   jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
   _listen_for_cache_hits()
-  _replace_damaged_entries()
   return path
 
 
@@ -177,31 +174,39 @@ def enable_compilation_cache(path: str | None) -> str | None:
 _UNREADABLE_ENTRY = re.compile(r"Error reading persistent compilation cache entry for '([^'/]+)'")
 
 
-@functools.cache  # Once a process.
-def _replace_damaged_entries() -> None:
-  """Removes the cache's entries of a program JAX could not read, as it warns, before it
-  compiles the program anew: the fresh compile is then written in their place."""
+@contextlib.contextmanager
+def repairing_compilation_cache() -> Iterator[None]:
+  """While the block runs, an entry of the compilation cache that JAX cannot read is removed as
+  JAX warns, before it compiles the program anew (so the fresh compile is written in its
+  place), and said in one line instead of JAX's warning. Other warnings show as before;
+  ``warnings.showwarning`` is restored when the block ends. The scripts wrap their work in it."""
   show = warnings.showwarning
 
   def showwarning(message, category, filename, lineno, file=None, line=None):
-    show(message, category, filename, lineno, file, line)
     match = _UNREADABLE_ENTRY.match(str(message))
     folder = jax.config.jax_compilation_cache_dir
     if not match or not folder:
+      show(message, category, filename, lineno, file, line)
       return
     name = match.group(1)
     entries = [*Path(folder).glob(f"{name}-*-cache"), *Path(folder).glob(f"{name}-cache")]
     for entry in entries:
       with contextlib.suppress(OSError):
         entry.unlink()
+    reason = str(message).split(": ", 1)[-1].splitlines()[0][:120]
     print(
-      f"gelujax: removed {len(entries)} compilation cache entr{'y' if len(entries) == 1 else 'ies'}"
-      f" of {name} from {folder}; the program compiled now is kept in its place.",
+      f"gelujax: the compilation cache {folder} held an entry of {name} that cannot be read "
+      f"({reason}); removed {len(entries)} entr{'y' if len(entries) == 1 else 'ies'} of it, and "
+      "the program compiled now is kept in its place.",
       file=sys.stderr,
       flush=True,
     )
 
   warnings.showwarning = showwarning
+  try:
+    yield
+  finally:
+    warnings.showwarning = show
 
 
 def describe_machine() -> str:
@@ -235,7 +240,7 @@ def _listen_for_cache_hits() -> None:
 def _count_cache_hits(event: str, **kwargs: object) -> None:
   del kwargs
   global _cache_hits
-  if event in (_CACHE_HIT_EVENT, EXECUTABLE_LOAD_EVENT):
+  if event == _CACHE_HIT_EVENT:
     _cache_hits += 1
 
 
@@ -245,10 +250,12 @@ def cache_failure(error: BaseException) -> str | None:
   when it loaded none.
 
   JAX keys each cache entry by the program, but does not check that a loaded entry is the
-  program of its key: an entry damaged or swapped on disk fails when it runs, with an error
-  that names neither the cache nor a way around it.
+  program of its key: an entry damaged or swapped on disk fails when it runs (a ValueError
+  about layouts, an AssertionError, a runtime error), with an error that names neither the
+  cache nor a way around it. An error gelujax's own code raised (a refused value) or a file's
+  error is never the program's: None.
   """
-  if not _cache_hits or isinstance(error, OSError):  # a file's error is never the program's
+  if not _cache_hits or isinstance(error, OSError) or _raised_by_gelujax(error):
     return None
   text = str(error).strip().splitlines()[0] if str(error).strip() else ""
   return (
@@ -256,8 +263,25 @@ def cache_failure(error: BaseException) -> str | None:
     f"{_cache_hits} compiled program{'s' * (_cache_hits != 1)} loaded from the "
     f"compilation cache {jax.config.jax_compilation_cache_dir}, where a damaged or swapped "
     "entry fails this way: re-run the same command with `compilation_cache`=none (or another "
-    "folder) to compile them afresh."
+    "folder) to compile them afresh, and delete that folder to mend the cache."
   )
+
+
+def _raised_by_gelujax(error: BaseException) -> bool:
+  """Whether ``error`` was raised by gelujax's own code: its traceback's innermost frame is in
+  gelujax, and JAX removed none of its frames (JAX takes its internal frames out of an error
+  raised inside it, leaving its caller's frame innermost, and says so in a note or a cause)."""
+  traceback = error.__traceback__
+  if traceback is None:
+    return False
+  while traceback.tb_next is not None:
+    traceback = traceback.tb_next
+  package = os.path.dirname(os.path.abspath(__file__)) + os.sep
+  if not os.path.abspath(traceback.tb_frame.f_code.co_filename).startswith(package):
+    return False
+  notes = getattr(error, "__notes__", None) or []
+  hidden = any("JAX has removed its internal frames" in note for note in notes)
+  return not hidden and type(error.__cause__).__name__ != "UnfilteredStackTrace"
 
 
 # ---------------------------------------------------------------------------------- memory

@@ -112,27 +112,19 @@ def test_flags_that_cannot_be_used_are_refused_in_one_line(lab):
 
 
 @pytest.mark.slow
-def test_a_damaged_compilation_cache_is_found_or_names_the_way_around_it(lab):
-  swapped, cut, jax_swapped, jax_cut = faults.compilation_cache(lab)
-  for outcome in (swapped, cut):  # gelujax's own entries: found, compiled anew, replaced
-    assert outcome.ok, outcome.seen
-    for name in ("metrics.jsonl", "summary.json"):
-      assert (outcome.workdir / name).read_bytes() == (outcome.reference / name).read_bytes()
-    assert outcome.seen.startswith("exit 0: gelujax: the compiled program ")
-    assert outcome.seen.endswith(
-      "it is compiled anew and the file replaced. — then: exit 0: (nothing)"
-    )
-  assert swapped.seen.count("holds another program") == 2
-  assert "is cut short (it ends in its header)" in cut.seen
-  # JAX's own entries are not checked when loaded: the run fails, naming the way around it.
-  assert jax_swapped.ok, jax_swapped.seen
-  failed, resumed = jax_swapped.seen.split(" — then: ")
+def test_a_damaged_compilation_cache_is_replaced_or_names_the_way_around_it(lab):
+  swapped, cut = faults.compilation_cache(lab)
+  # JAX does not check a loaded entry against its key: the run fails, naming the way around it.
+  assert swapped.ok, swapped.seen
+  failed, resumed = swapped.seen.split(" — then: ")
   assert failed.startswith("exit 1: train.py: error: ") and "Traceback" not in failed
   assert f"loaded from the compilation cache {lab.root / 'damaged-cache'}" in failed
   assert "re-run the same command with --compilation_cache=none" in failed
   assert resumed == "exit 0: (nothing)"
   for name in ("metrics.jsonl", "summary.json"):  # --compilation_cache=none: compiled afresh
-    assert (jax_swapped.workdir / name).read_bytes() == (jax_swapped.reference / name).read_bytes()
-  assert jax_cut.ok, jax_cut.seen  # JAX itself tells a cut entry and compiles anew
-  assert jax_cut.seen.startswith("exit 0: ") and "compilation cache entry" in jax_cut.seen
-  assert jax_cut.seen.endswith(" — then: exit 0: (nothing)")  # replaced: read by the next run
+    assert (swapped.workdir / name).read_bytes() == (swapped.reference / name).read_bytes()
+  # A cut entry: one line of gelujax's, not JAX's warning; replaced, so the next run is quiet.
+  assert cut.ok, cut.seen
+  assert cut.seen.startswith("exit 0: gelujax: the compilation cache ")
+  assert "removed 2 entries of it, and the program compiled now is kept in its place" in cut.seen
+  assert cut.seen.endswith(" — then: exit 0: (nothing)")

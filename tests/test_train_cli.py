@@ -188,16 +188,14 @@ def test_a_run_writes_its_files_and_learns(finished_run):
 
 
 def test_the_compilation_cache_flag_keeps_programs_where_it_says(finished_run):
-  """``--compilation_cache=DIR`` keeps the run's compiled programs in DIR (and nowhere else,
-  though JAX's own variable names another folder): the engine's four in its own folder there,
-  the small ones in JAX's cache."""
+  """``--compilation_cache=DIR`` keeps the run's compiled programs in DIR, JAX's own cache (and
+  nowhere else, though JAX's own variable names another folder): the engine's four beside the
+  small ones, and no file of gelujax's own."""
   root = os.path.dirname(finished_run)
-  kept = os.listdir(os.path.join(root, "cache", "gelujax-executables"))
-  assert sorted({e.split("-", 1)[0] for e in kept}) == [
-    "evaluate", "init", "shuffle", "train_segment"
-  ]  # fmt: skip
   entries = os.listdir(os.path.join(root, "cache"))
-  assert [e for e in entries if e.startswith("jit_") and e.endswith("-cache")]
+  kept = {e.rsplit("-", 2)[0] for e in entries if e.startswith("jit_") and e.endswith("-cache")}
+  assert {"jit_init_members", "jit_shuffle", "jit_train_segment", "jit_evaluate"} <= kept
+  assert all(e.startswith("jit_") and e.endswith("-cache") for e in entries), entries
   assert not os.path.exists(os.path.join(root, "jax_cache"))
 
 
@@ -427,7 +425,11 @@ def test_flipped_bytes_in_the_newest_checkpoint_retrain_its_epoch(
   with caplog.at_level("WARNING"):
     assert run_main(script, *grid_args(finished_run, workdir, "--epochs=2")) is None
   [warning] = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
-  assert "checkpoint of epoch 2" in warning and "do not match the checksums" in warning
+  # Which of the two checks finds the flipped byte depends on the chunk's bytes, and so on the
+  # CPU that trained them: a compressed chunk that no longer decompresses cannot be read; one
+  # that still does decompresses to other values, which the checksums tell.
+  assert "checkpoint of epoch 2" in warning
+  assert "do not match the checksums" in warning or "it cannot be read" in warning
   assert "Resuming from the checkpoint of epoch 1" in warning and "\n" not in warning
   for name in ("metrics.jsonl", "summary.json"):  # equal to the uninterrupted run's
     with open(os.path.join(workdir, name)) as f, open(os.path.join(finished_run, name)) as g:

@@ -1,12 +1,9 @@
 """The training engine: a grid of members trained as one compiled program on a device mesh.
 
-Four modules, each one job, importing only downwards:
+Three modules, each one job, importing only downwards:
 
 - `gelujax.engine.step`: one member, pure functions of arrays (`init_member`, `train_step`, its
   scan over a segment, its evaluation, batch gathering incl. TIMIT's groups).
-- `gelujax.engine.executables`: a program's executables kept on disk under what its trace
-  depends on (the task's values, the arguments' shapes, the code's files), so that a run
-  started again loads them without tracing or compiling.
 - `gelujax.engine.mesh`: the ``("members", "data")`` mesh, everything mapped over members,
   placement and padding, and `jit_program`, the one place the programs are jitted.
 - `gelujax.engine.fit`: the loop (`fit`, `read_task`, `restore`, `evaluate_members`) and

@@ -62,14 +62,6 @@ def _program_key(task, mesh, train, num_members) -> tuple:
   return (f"{type(task).__name__}{values!r}", mesh, shapes, digest, num_members)
 
 
-def _describe(key: tuple) -> str:
-  """A `_program_key` as text that is the same from process to process: the mesh by its axes
-  and its devices."""
-  task, mesh, *rest = key
-  devices = [(d.id, d.platform, d.device_kind) for d in mesh.devices.flat]
-  return repr((task, dict(mesh.shape), devices, *rest))
-
-
 def make_program(
   task: Any, mesh: Any, train: Mapping[str, np.ndarray], num_members: int
 ) -> Program:
@@ -107,7 +99,7 @@ def make_program(
     groups=groups,
     dropout_bits=task.dropout_bits,
   )
-  program = _PROGRAMS[key] = jit_program(config, mesh, num_members, _describe(key))
+  program = _PROGRAMS[key] = jit_program(config, mesh, num_members)
   while len(_PROGRAMS) > _KEPT_PROGRAMS:
     _PROGRAMS.popitem(last=False)
   return program

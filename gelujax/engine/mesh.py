@@ -29,7 +29,7 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from gelujax.engine import executables, step
+from gelujax.engine import step
 from gelujax.engine.step import StepConfig, TrainState
 from gelujax.members import Members
 
@@ -322,9 +322,7 @@ def _on_cpu(mesh: Mesh) -> bool:
   return mesh.devices.flat[0].platform == "cpu"
 
 
-def jit_program(
-  config: StepConfig, mesh: Mesh, num_members: int, description: str | None = None
-) -> Program:
+def jit_program(config: StepConfig, mesh: Mesh, num_members: int) -> Program:
   """The jitted step functions of ``num_members`` members on ``mesh``: the one place the
   engine jits them, each a module-level function with its config and mesh bound.
 
@@ -332,9 +330,6 @@ def jit_program(
     config: the members' `StepConfig` (`gelujax.engine.step.make_config`).
     mesh: a ``("members", "data")`` mesh (`make_mesh`).
     num_members: the grid's size; padded to a multiple of the ``members`` axis.
-    description: what determines the program's trace besides code and arguments, the same
-      from process to process (`gelujax.engine.fit.make_program` gives it): its executables are
-      then kept on disk under it (`gelujax.engine.executables`). None: kept in this process.
   """
   members = NamedSharding(mesh, P("members"))
   replicated = NamedSharding(mesh, P())
@@ -343,27 +338,24 @@ def jit_program(
   # 3.4x faster and draws the same bits for every task (level 0 does not: the normal
   # initializers' float arithmetic rounds otherwise); benchmarks/init_compile.py measures both.
   init_options = CPU_INIT_OPTIONS if _on_cpu(mesh) else None
-  jitted = {
-    "init": jax.jit(
+  return Program(
+    config=config,
+    mesh=mesh,
+    num_members=num_members,
+    init=jax.jit(
       functools.partial(init_members, config, mesh),
       out_shardings=members,
       compiler_options=init_options,
     ),
-    "shuffle": jax.jit(
+    shuffle=jax.jit(
       functools.partial(shuffle, config),
       out_shardings=NamedSharding(mesh, P(None, "members", "data")),
     ),
-    "train_segment": jax.jit(
+    train_segment=jax.jit(
       functools.partial(train_segment, config, mesh),
       static_argnames="num_steps",
       donate_argnums=0,
       out_shardings=(members, replicated),
     ),
-    "evaluate": jax.jit(functools.partial(evaluate, config, mesh), out_shardings=replicated),
-  }
-  return Program(
-    config=config,
-    mesh=mesh,
-    num_members=num_members,
-    **executables.cached_program(jitted, description),
+    evaluate=jax.jit(functools.partial(evaluate, config, mesh), out_shardings=replicated),
   )
