@@ -4,7 +4,8 @@
 resume makes metrics.jsonl hold exactly the records up to the restored checkpoint, which carries
 them (`resume_metrics`): whatever was cut, deleted or changed before it is rewritten (the file
 kept as ``metrics.jsonl.damaged``), so the run ends byte-equal to an uninterrupted one.
-`check_resumable` refuses a workdir whose results no checkpoint can resume.
+`check_resumable` refuses a workdir whose results no checkpoint can resume. `summarize` is the
+summary.json a run writes at its end, from its records.
 """
 
 from __future__ import annotations
@@ -25,6 +26,9 @@ from gelujax.workdir.files import (
   replace_atomically,
   trained_epochs,
 )
+
+# Keys of a metrics.jsonl record that describe the evaluation, not a measured value.
+RECORD_KEYS = ("member", "seed", "learning_rate", "epoch", "step", "diverged")
 
 
 def read_metrics(workdir: str | os.PathLike) -> list[dict[str, Any]]:
@@ -199,3 +203,46 @@ def _metrics_problem(
     if epoch_of(record) <= epoch:
       return f"has a record of epoch {epoch} or before on line {number}, after the run's records"
   return None
+
+
+def summarize(
+  config: dict[str, Any],
+  records: Sequence[dict[str, Any]],
+  diverged_epochs: Sequence[int | None],
+  select_metric: str,
+) -> dict[str, Any]:
+  """The summary.json object from a run's config and all its metrics records.
+
+  The best evaluation is the one with the lowest finite ``select_metric``; a run without a
+  validation split selects on the matching test metric instead.
+  """
+  summary_members = []
+  for i, member in enumerate(config["members"]):
+    own = [r for r in records if r["member"] == i]
+    metric = select_metric
+    if own and metric not in own[0] and metric.startswith("validation_"):
+      metric = "test_" + metric.removeprefix("validation_")
+    candidates = [r for r in own if r.get(metric) is not None]
+    best = min(candidates, key=lambda r: r[metric]) if candidates else None
+    summary_members.append(
+      {
+        "seed": member["seed"],
+        "learning_rate": member["learning_rate"],
+        "diverged": diverged_epochs[i] is not None,
+        "diverged_epoch": diverged_epochs[i],
+        "best_epoch": best["epoch"] if best else None,
+        "best": _values(best) if best else {},
+        "final": _values(own[-1]) if own else {},
+      }
+    )
+  return {
+    "task": config["task"],
+    "dataset": config["dataset"],
+    "activation": config["activation"],
+    "epochs": config["spec"]["epochs"],
+    "members": summary_members,
+  }
+
+
+def _values(record: dict[str, Any]) -> dict[str, Any]:
+  return {k: v for k, v in record.items() if k not in RECORD_KEYS}
