@@ -1,5 +1,5 @@
-"""What a run writes as it trains: metrics.jsonl records and TensorBoard event files, the
-summary, and the progress bar.
+"""What a run writes as it trains: metrics.jsonl records and TensorBoard event files, and the
+progress bar (its summary.json is `gelujax.workdir.summarize` of its records).
 
 Every file here is written by process 0 only, under the names of `gelujax.workdir` (which also
 reads them back). The formats are documented in WORKSPACE.md ("A run's workdir") and must stay
@@ -20,9 +20,6 @@ from typing import Any
 import tqdm
 
 from gelujax import workdir as workdirs
-
-# Keys of a metrics.jsonl record that describe the evaluation, not a measured value.
-RECORD_KEYS = ("member", "seed", "learning_rate", "epoch", "step", "diverged")
 
 
 class MetricsWriter:
@@ -57,7 +54,7 @@ class MetricsWriter:
       for record in records:
         board = self._boards[record["member"]]
         for key, value in record.items():
-          if key not in RECORD_KEYS and value is not None:
+          if key not in workdirs.RECORD_KEYS and value is not None:
             board.add_scalar(key, value, record["step"])
       for board in self._boards:
         board.flush()
@@ -204,49 +201,6 @@ def make_records(
     }
     for i, member in enumerate(members)
   ]
-
-
-def summarize(
-  config: dict[str, Any],
-  records: Sequence[dict[str, Any]],
-  diverged_epochs: Sequence[int | None],
-  select_metric: str,
-) -> dict[str, Any]:
-  """The summary.json object from a run's config and all its metrics records.
-
-  The best evaluation is the one with the lowest finite ``select_metric``; a run without a
-  validation split selects on the matching test metric instead.
-  """
-  summary_members = []
-  for i, member in enumerate(config["members"]):
-    own = [r for r in records if r["member"] == i]
-    metric = select_metric
-    if own and metric not in own[0] and metric.startswith("validation_"):
-      metric = "test_" + metric.removeprefix("validation_")
-    candidates = [r for r in own if r.get(metric) is not None]
-    best = min(candidates, key=lambda r: r[metric]) if candidates else None
-    summary_members.append(
-      {
-        "seed": member["seed"],
-        "learning_rate": member["learning_rate"],
-        "diverged": diverged_epochs[i] is not None,
-        "diverged_epoch": diverged_epochs[i],
-        "best_epoch": best["epoch"] if best else None,
-        "best": _values(best) if best else {},
-        "final": _values(own[-1]) if own else {},
-      }
-    )
-  return {
-    "task": config["task"],
-    "dataset": config["dataset"],
-    "activation": config["activation"],
-    "epochs": config["spec"]["epochs"],
-    "members": summary_members,
-  }
-
-
-def _values(record: dict[str, Any]) -> dict[str, Any]:
-  return {k: v for k, v in record.items() if k not in RECORD_KEYS}
 
 
 def progress_bar(total: int, initial: int, enabled: bool) -> tqdm.tqdm:

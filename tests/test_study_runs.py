@@ -3,7 +3,9 @@
 Every expected selection, median, mean and std below is computed by hand from the chosen values.
 """
 
+import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,6 +14,7 @@ import scipy.stats
 from gelujax.study import runs, tables
 from tests.fake_workdirs import constant, member, write_workdir
 
+ROOT = Path(__file__).resolve().parents[1]
 LRS = (1e-3, 1e-4, 1e-5)
 
 
@@ -171,6 +174,92 @@ def test_load_run_needs_a_summary(tmp_path):
   partial = write_workdir(tmp_path / "gelu", grid([[0.1, 0.2, 0.3]]), finished=False)
   with pytest.raises(ValueError, match=r"no summary\.json"):
     runs.load_run(partial)
+
+
+def diverging(diverged_at):
+  """Two members over 3 epochs, each diverging at its epoch of ``diverged_at`` (None: never)."""
+  return [
+    member(seed, 1e-3, diverged_epoch=at, train_loss=[0.5, 0.4, 0.3], validation_loss=[0.3] * 3)
+    for seed, at in enumerate(diverged_at)
+  ]
+
+
+def keep_lines(workdir, keep):
+  """metrics.jsonl with only the lines (records) that ``keep`` keeps, edited in place."""
+  path = workdir / "metrics.jsonl"
+  lines = path.read_text().splitlines(keepends=True)
+  path.write_text("".join(line for line in lines if keep(json.loads(line))))
+  return path
+
+
+def test_load_run_derives_the_summary_from_the_records_not_summary_json(tmp_path):
+  workdir = write_workdir(tmp_path / "gelu", grid([[0.1, 0.2, 0.3]]))
+  written = json.loads((workdir / "summary.json").read_text())
+  edited = json.loads((workdir / "summary.json").read_text())
+  edited["members"][1]["best"]["validation_loss"] = 0.01
+  edited["members"][2]["diverged"] = True
+  (workdir / "summary.json").write_text(json.dumps(edited))
+  assert runs.load_run(workdir).summary == written
+
+
+def test_a_run_stopped_because_every_member_diverged_loads(tmp_path):
+  """The trainer stops after the epoch by which every member has diverged: its records end
+  there, before the last epoch its config sets."""
+  workdir = write_workdir(tmp_path / "relu", diverging([1, 2]))
+  keep_lines(workdir, lambda r: r["epoch"] <= 2)
+  run = runs.load_run(workdir)
+  assert [(m["diverged"], m["diverged_epoch"]) for m in run.members] == [(True, 1), (True, 2)]
+  assert [m["best_epoch"] for m in run.members] == [None, 1.0]
+  assert run.summary["epochs"] == 3
+
+
+def test_records_that_end_early_are_refused_unless_every_member_diverged(tmp_path):
+  workdir = write_workdir(tmp_path / "relu", diverging([1, None]))
+  path = keep_lines(workdir, lambda r: r["epoch"] <= 2)
+  with pytest.raises(ValueError) as error:
+    runs.load_run(workdir)
+  assert str(error.value).startswith(
+    f"{path} holds 2 evaluations of member 0 (seed 0, lr 0.001), up to epoch 2, where the "
+    "finished run made 3 of each member (1 an epoch for the 3 epochs its config.json sets; fewer "
+    "only where every member had diverged, which stops a run)."
+  )
+
+
+def test_a_repeated_foreign_or_undiverged_record_is_refused(tmp_path):
+  workdir = write_workdir(tmp_path / "gelu", diverging([None, 2]))
+  path = workdir / "metrics.jsonl"
+  lines = path.read_text().splitlines(keepends=True)
+  path.write_text("".join([*lines[:2], lines[1], *lines[3:]]))  # member 0's epoch 2, again
+  with pytest.raises(
+    ValueError,
+    match=r"evaluation 3 of member 0 \(seed 0, lr 0\.001\) at epoch 2, where the run made it at "
+    r"epoch 3\. The run's summary\.json says it finished",
+  ):
+    runs.load_run(workdir)
+  path.write_text("".join(lines).replace('"seed": 1,', '"seed": 7,', 1))
+  with pytest.raises(
+    ValueError,
+    match=r"holds a record of member 1 \(seed 7, lr 0\.001\) at epoch 1, which is not a member "
+    r"of the run's config\.json",
+  ):
+    runs.load_run(workdir)
+  last = lines[-1].replace('"diverged": true', '"diverged": false')
+  path.write_text("".join([*lines[:-1], last]))  # member 1's last record, no longer diverged
+  with pytest.raises(
+    ValueError,
+    match=r"marks member 1 \(seed 1, lr 0\.001\) diverged at epoch 2 but not at epoch 3, where",
+  ):
+    runs.load_run(workdir)
+
+
+COMMITTED = sorted(p.parent for p in (ROOT / "results").glob("**/metrics.jsonl"))
+
+
+@pytest.mark.parametrize("workdir", COMMITTED, ids=[str(p.relative_to(ROOT)) for p in COMMITTED])
+def test_each_committed_runs_summary_json_is_what_its_records_give(workdir):
+  """What a render reads instead of summary.json is what the trainer wrote there."""
+  run = runs.load_run(workdir)
+  assert run.summary == json.loads((workdir / "summary.json").read_text())
 
 
 def test_candidate_lrs_are_those_the_rank_sum_test_cannot_tell_from_the_selected():

@@ -50,6 +50,12 @@ def read_text(workdir: str, name: str) -> str:
     return f.read()
 
 
+def derived_summary(workdir: str) -> dict:
+  """The run's summary.json as a render derives it from its config.json and metrics.jsonl."""
+  config = workdirs.read_json(os.path.join(workdir, "config.json"))
+  return workdirs.derive_summary(workdir, config, workdirs.read_metrics(workdir))
+
+
 def assert_same_run(workdir: str, reference: str, spec=REFERENCE_SPEC) -> None:
   """Bitwise equal final states and identical metrics.jsonl and summary.json."""
   assert read_text(workdir, "metrics.jsonl") == read_text(reference, "metrics.jsonl")
@@ -294,7 +300,8 @@ def test_grouped_batches_and_several_evaluations_per_epoch(tmp_path):
     evals_per_epoch=2,
   )  # fmt: skip
   members = Members([1e-2], [3])
-  engine.fit(spec, str(tmp_path), members, progress=False)
+  summary = engine.fit(spec, str(tmp_path), members, progress=False)
+  assert derived_summary(str(tmp_path)) == summary  # evaluations at epochs 0.5 and 1
   splits = make_splits(grouped=True)
   train, groups = splits["train"], splits["train"]["groups"]
   # The groups in order of appearance, and the frames of each.
@@ -403,6 +410,7 @@ def test_a_diverging_member_leaves_the_others_unchanged(tmp_path, reference):
   assert_close_records(workdirs.read_metrics(without), expected)
   assert [m["diverged"] for m in summary["members"]] == [False, False, True, True]
   assert [m["diverged_epoch"] for m in summary["members"]] == [None, None, 1, 1]
+  assert derived_summary(workdir) == summary
   diverged = [r for r in records if r["member"] >= 2]
   assert all(r["diverged"] for r in diverged)
   # Frozen before the non-finite step: its parameters stay finite, and the epochs after leave
@@ -477,6 +485,7 @@ def test_every_member_diverging_stops_with_an_error(tmp_path):
   summary = workdirs.read_json(os.path.join(workdir, "summary.json"))
   assert [m["diverged"] for m in summary["members"]] == [True, True]
   assert {r["epoch"] for r in workdirs.read_metrics(workdir)} == {1.0}  # stopped at once
+  assert derived_summary(workdir) == summary  # records of fewer epochs than the config's
 
 
 def free_port() -> int:

@@ -164,7 +164,7 @@ def test_summarize_picks_lowest_selection_metric_and_last_record():
     make_record(1, 2.0, validation_loss=0.9, test_loss=1.0),
     make_record(0, 3.0, validation_loss=0.4, test_loss=0.2),
   ]
-  summary = writers.summarize(config, records, [None, 2], "validation_loss")
+  summary = workdirs.summarize(config, records, [None, 2], "validation_loss")
   assert summary["task"] == "t" and summary["epochs"] == 3
   first, second = summary["members"]
   assert first["best_epoch"] == 2.0 and first["best"] == {"validation_loss": 0.3, "test_loss": 0.7}
@@ -178,7 +178,7 @@ def test_summarize_selects_on_test_without_validation_split():
   config = {"task": "t", "dataset": "d", "activation": "gelu", "spec": {"epochs": 2},
             "members": [{"seed": 0, "learning_rate": 0.1}]}  # fmt: skip
   records = [make_record(0, 1.0, test_loss=0.2), make_record(0, 2.0, test_loss=0.3)]
-  summary = writers.summarize(config, records, [None], "validation_loss")
+  summary = workdirs.summarize(config, records, [None], "validation_loss")
   assert summary["members"][0]["best_epoch"] == 1.0
 
 

@@ -325,7 +325,7 @@ def _finish(workdir, config, task, program, state, diverged) -> dict[str, Any]:
   diverged_epochs = [
     int(s) // steps_per_epoch + 1 if s >= 0 else None for s in program.diverged_steps(state)
   ]
-  summary = writers.summarize(
+  summary = workdirs.summarize(
     config, workdirs.read_metrics(workdir), diverged_epochs, task.select_metric
   )
   if jax.process_index() == 0:

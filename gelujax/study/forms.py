@@ -350,7 +350,7 @@ def evaluate_swaps(
   from gelujax import engine  # Here: reading results needs no accelerator stack.
 
   start = time.time()
-  members = read_json(grid.workdir / SUMMARY_FILE)["members"]
+  members = runs.load_run(grid.workdir).members  # As its records give them.
   spec = engine.read_task(str(grid.workdir))
   splits = spec.load_data(data_dir)  # Read once: the restore's shapes and the swaps' test split.
   spec, _, state = engine.restore(str(grid.workdir), spec=spec, splits=splits)

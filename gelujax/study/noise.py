@@ -20,7 +20,6 @@ from gelujax import workdir as workdirs
 from gelujax.paper import NOISE_LEVELS
 from gelujax.study import grids, runs
 from gelujax.study.runs import Curve
-from gelujax.workdir import SUMMARY_FILE, read_json
 
 
 def evaluate_noise(
@@ -47,7 +46,7 @@ def evaluate_noise(
   from gelujax import engine, preprocessing
 
   workdir = Path(workdir)
-  members = read_json(workdir / SUMMARY_FILE)["members"]
+  members = runs.load_run(workdir).members  # As its records give them.
   at_lr = [i for i, m in enumerate(members) if runs.same_lr(m["learning_rate"], learning_rate)]
   if not at_lr:
     raise ValueError(

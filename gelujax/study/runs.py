@@ -2,8 +2,10 @@
 
 A *run* is one call of :func:`gelujax.engine.fit`: one activation (and dropout setting) with
 its whole learning-rate x seed grid trained as members. Everything here reads only the files the
-trainer writes (``config.json``, ``metrics.jsonl``, ``summary.json``), so a result can be
-rebuilt on a machine that never trained.
+trainer writes, so a result can be rebuilt on a machine that never trained: every value from
+``metrics.jsonl`` (with ``config.json``), the records a finished run made, each of them; the
+run's ``summary.json`` only marks it finished, and what it holds is derived again from the
+records (`gelujax.workdir.derive_summary`), which are refused where they lack an evaluation.
 
 Selection follows the paper: per run, the learning rate with the lowest **median** over seeds
 of the selection metric (the task's ``select_metric``, e.g. each member's best validation
@@ -32,7 +34,7 @@ import numpy as np
 
 from gelujax.paper import CANDIDATE_ALPHA
 from gelujax.study.stats import Stats, rank_test
-from gelujax.workdir import CONFIG_FILE, SUMMARY_FILE, read_json, read_metrics
+from gelujax.workdir import CONFIG_FILE, SUMMARY_FILE, derive_summary, read_json, read_metrics
 
 # A run trained on evaluation seeds at the lr selected on another run's (selection) seeds is
 # named like that run, with this suffix; one at another candidate lr also ends in
@@ -61,7 +63,8 @@ class Run:
     name: the run's name in tables and figures, e.g. ``"gelu_dropout0.5"``.
     workdir: where the files are.
     config: ``config.json``.
-    summary: ``summary.json``.
+    summary: its ``summary.json`` as the run wrote it from ``records``, derived from them again
+      (`gelujax.workdir.derive_summary`), never read from the file.
     records: the lines of ``metrics.jsonl``, in file order.
   """
 
@@ -117,19 +120,25 @@ def run_name(activation: str, dropout: float | None = None) -> str:
 
 
 def load_run(workdir: str | Path, name: str | None = None) -> Run:
-  """Reads a finished workdir; ``name`` defaults to the directory's name."""
+  """Reads a finished workdir; ``name`` defaults to the directory's name.
+
+  Raises:
+    ValueError: the run has not finished (no summary.json), or its metrics.jsonl is not every
+      evaluation it made (`gelujax.workdir.check_finished`).
+  """
   workdir = Path(workdir)
   if not (workdir / SUMMARY_FILE).exists():
     raise ValueError(
       f"{workdir} has no {SUMMARY_FILE}: the run has not finished. Run (or resume) it with "
       "experiments/reproduce.py first."
     )
+  config, records = read_json(workdir / CONFIG_FILE), read_metrics(workdir)
   return Run(
     name=name or workdir.name,
     workdir=workdir,
-    config=read_json(workdir / CONFIG_FILE),
-    summary=read_json(workdir / SUMMARY_FILE),
-    records=read_metrics(workdir),
+    config=config,
+    summary=derive_summary(workdir, config, records),
+    records=records,
   )
 
 

@@ -45,7 +45,8 @@ class Result:
 
 
 def read_settings(task: str, selection: Sequence[Run], evaluation: Sequence[Run]) -> dict[str, Any]:
-  """What the runs were trained with, read from their config.json and summary.json files."""
+  """What the runs were trained with, read from their config.json files (the seeds and lrs of
+  their members, the epochs of their specs)."""
   first = selection[0]
   for run in selection[1:]:
     if run.learning_rates() != first.learning_rates() or run.seeds() != first.seeds():

@@ -20,7 +20,10 @@
   short; `metrics_lines` is the one text of records. A resume makes metrics.jsonl hold exactly
   the records up to the restored checkpoint, which carries them (`resume_metrics`): whatever
   was cut, deleted or changed before it is rewritten (the file kept as
-  ``metrics.jsonl.damaged``), so the run ends byte-equal to an uninterrupted one.
+  ``metrics.jsonl.damaged``), so the run ends byte-equal to an uninterrupted one. `summarize` is
+  the summary.json of a run's records; `derive_summary` gives it again from a finished run's
+  config.json and metrics.jsonl, which `check_finished` refuses unless they hold every evaluation
+  the run made.
 * **Disk errors** (`gelujax.workdir.disk`). `check_writable` refuses a workdir that cannot be
   written before any work; `disk_errors` turns a full, read-only or forbidden disk into one
   line.
@@ -57,10 +60,14 @@ from gelujax.workdir.files import (
 )
 from gelujax.workdir.lock import Lock, writing
 from gelujax.workdir.records import (
+  RECORD_KEYS,
+  check_finished,
   check_resumable,
+  derive_summary,
   metrics_lines,
   read_metrics,
   resume_metrics,
+  summarize,
   write_metrics,
 )
 
@@ -72,16 +79,19 @@ __all__ = [
   "METRICS_FILE",
   "RECORD_FILE",
   "RECORD_ITEM",
+  "RECORD_KEYS",
   "RESUMABLE_FIELDS",
   "SUMMARY_FILE",
   "TENSORBOARD_DIR",
   "Lock",
   "WorkdirError",
   "check_epochs",
+  "check_finished",
   "check_resumable",
   "check_run",
   "check_writable",
   "checkpoint_epochs",
+  "derive_summary",
   "disk_errors",
   "identity",
   "jsonable",
@@ -92,6 +102,7 @@ __all__ = [
   "read_json",
   "read_metrics",
   "resume_metrics",
+  "summarize",
   "to_json_number",
   "trained_epochs",
   "write_config",

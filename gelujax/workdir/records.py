@@ -1,15 +1,19 @@
-"""A run's records, metrics.jsonl: read, written, and made whole on resume.
+"""A run's records, metrics.jsonl: read, written, made whole on resume, and summarized.
 
 `read_metrics` tolerates a last line cut short; `metrics_lines` is the one text of records. A
 resume makes metrics.jsonl hold exactly the records up to the restored checkpoint, which carries
 them (`resume_metrics`): whatever was cut, deleted or changed before it is rewritten (the file
 kept as ``metrics.jsonl.damaged``), so the run ends byte-equal to an uninterrupted one.
-`check_resumable` refuses a workdir whose results no checkpoint can resume.
+`check_resumable` refuses a workdir whose results no checkpoint can resume. `summarize` is the
+summary.json a run writes at its end, from its records; `derive_summary` gives it again from a
+finished run's config.json and metrics.jsonl alone, which must hold every evaluation the run made
+(`check_finished`): the records are what a result is computed from, never summary.json's copy.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 from collections.abc import Iterable, Sequence
@@ -25,6 +29,9 @@ from gelujax.workdir.files import (
   replace_atomically,
   trained_epochs,
 )
+
+# Keys of a metrics.jsonl record that describe the evaluation, not a measured value.
+RECORD_KEYS = ("member", "seed", "learning_rate", "epoch", "step", "diverged")
 
 
 def read_metrics(workdir: str | os.PathLike) -> list[dict[str, Any]]:
@@ -199,3 +206,158 @@ def _metrics_problem(
     if epoch_of(record) <= epoch:
       return f"has a record of epoch {epoch} or before on line {number}, after the run's records"
   return None
+
+
+def summarize(
+  config: dict[str, Any],
+  records: Sequence[dict[str, Any]],
+  diverged_epochs: Sequence[int | None],
+  select_metric: str,
+) -> dict[str, Any]:
+  """The summary.json object from a run's config and all its metrics records.
+
+  The best evaluation is the one with the lowest finite ``select_metric``; a run without a
+  validation split selects on the matching test metric instead.
+  """
+  summary_members = []
+  for i, member in enumerate(config["members"]):
+    own = [r for r in records if r["member"] == i]
+    metric = select_metric
+    if own and metric not in own[0] and metric.startswith("validation_"):
+      metric = "test_" + metric.removeprefix("validation_")
+    candidates = [r for r in own if r.get(metric) is not None]
+    best = min(candidates, key=lambda r: r[metric]) if candidates else None
+    summary_members.append(
+      {
+        "seed": member["seed"],
+        "learning_rate": member["learning_rate"],
+        "diverged": diverged_epochs[i] is not None,
+        "diverged_epoch": diverged_epochs[i],
+        "best_epoch": best["epoch"] if best else None,
+        "best": _values(best) if best else {},
+        "final": _values(own[-1]) if own else {},
+      }
+    )
+  return {
+    "task": config["task"],
+    "dataset": config["dataset"],
+    "activation": config["activation"],
+    "epochs": config["spec"]["epochs"],
+    "members": summary_members,
+  }
+
+
+def _values(record: dict[str, Any]) -> dict[str, Any]:
+  return {k: v for k, v in record.items() if k not in RECORD_KEYS}
+
+
+def derive_summary(
+  workdir: str | os.PathLike, config: dict[str, Any], records: Sequence[dict[str, Any]]
+) -> dict[str, Any]:
+  """The summary.json of a finished run, from its config.json and its records (``records``, read
+  from ``workdir``'s metrics.jsonl) alone: what the run wrote at its end, where neither file
+  changed since. A member's divergence epoch is the epoch of its first record marked diverged
+  (the evaluation after its first non-finite step, in the same epoch).
+
+  Raises:
+    WorkdirError: the records are not every evaluation the run made (`check_finished`).
+  """
+  check_finished(workdir, config, records)
+  diverged: list[int | None] = [None] * len(config["members"])
+  for record in records:
+    if record.get("diverged") is True and diverged[record["member"]] is None:
+      diverged[record["member"]] = math.ceil(record["epoch"])
+  select_metric = config["spec"].get("select_metric", "validation_loss")
+  return summarize(config, records, diverged, select_metric)
+
+
+def check_finished(
+  workdir: str | os.PathLike, config: dict[str, Any], records: Sequence[dict[str, Any]]
+) -> None:
+  """Refuses the records of a finished run (``records``, read from ``workdir``'s metrics.jsonl)
+  unless they are every evaluation it made: for each member of its config.json, ``evals_per_epoch``
+  an epoch for each of its ``epochs``, in order, each once, marked diverged from the first so
+  marked on. A run stops early only where every member has diverged: it then made as many
+  evaluations of each, the last of each marked diverged.
+
+  Raises:
+    WorkdirError: naming the file, the first member whose evaluations are not those, and what
+      they would be.
+  """
+  path = os.path.join(workdir, METRICS_FILE)
+  members, spec = config["members"], config["spec"]
+  epochs, per_epoch = int(spec["epochs"]), int(spec.get("evals_per_epoch", 1))
+  own: list[list[dict[str, Any]]] = [[] for _ in members]
+  for record in records:
+    i = record.get("member")
+    key = (record.get("seed"), record.get("learning_rate"))
+    known = isinstance(i, int) and 0 <= i < len(members)
+    if not known or key != (members[i]["seed"], members[i]["learning_rate"]):
+      raise _not_finished(
+        path,
+        f"holds a record of member {i} (seed {key[0]}, lr {key[1]}) at epoch "
+        f"{epoch_of(record):g}, which is not a member of the run's config.json (its "
+        f"{len(members)} members are {_describe_members(members)})",
+      )
+    own[i].append(record)
+  made = epochs * per_epoch
+  how = (
+    f"{per_epoch} an epoch for the {epochs} epochs its config.json sets; fewer only where every "
+    "member had diverged, which stops a run"
+  )
+  counts = {len(found) for found in own}
+  stopped = len(counts) == 1 and 0 < (count := next(iter(counts))) < made
+  if stopped and count % per_epoch == 0 and all(found[-1].get("diverged") is True for found in own):
+    made = count
+    how = (
+      f"{per_epoch} an epoch for {made // per_epoch} of the {epochs} epochs its config.json "
+      "sets: every member had diverged by then, which stops a run"
+    )
+  if not records:
+    raise _not_finished(
+      path,
+      f"holds no record, where the finished run made {made} evaluations of each of its "
+      f"{len(members)} members ({how})",
+    )
+  for i, found in enumerate(own):
+    who = f"member {i} (seed {members[i]['seed']}, lr {members[i]['learning_rate']:g})"
+    if len(found) != made:
+      last = f", up to epoch {epoch_of(found[-1]):g}" if found else ""
+      raise _not_finished(
+        path,
+        f"holds {len(found)} evaluations of {who}{last}, where the finished run made {made} of "
+        f"each member ({how})",
+      )
+    previous, diverged = 0.0, None
+    for j, record in enumerate(found, 1):
+      epoch = epoch_of(record)
+      whole = j % per_epoch == 0
+      if not previous < epoch or (whole and epoch != j // per_epoch):
+        where = f"at epoch {j // per_epoch}" if whole else f"after epoch {previous:g}"
+        raise _not_finished(
+          path, f"holds evaluation {j} of {who} at epoch {epoch:g}, where the run made it {where}"
+        )
+      if diverged is not None and record.get("diverged") is not True:
+        raise _not_finished(
+          path,
+          f"marks {who} diverged at epoch {diverged:g} but not at epoch {epoch:g}, where the "
+          "run marks a member diverged at every evaluation after its first non-finite step",
+        )
+      if diverged is None and record.get("diverged") is True:
+        diverged = epoch
+      previous = epoch
+
+
+def _describe_members(members: Sequence[dict[str, Any]]) -> str:
+  shown = ", ".join(f"seed {m['seed']} at lr {m['learning_rate']:g}" for m in members[:4])
+  return shown + (f" and {len(members) - 4} more" if len(members) > 4 else "")
+
+
+def _not_finished(path: str, problem: str) -> WorkdirError:
+  return WorkdirError(
+    f"{path} {problem}. The run's summary.json says it finished, so records were lost, cut or "
+    "changed after it wrote them; no result is computed from them, nor from summary.json, whose "
+    "values come from them. Put back the metrics.jsonl the run wrote (a committed result's: "
+    "`git checkout` it), let a run still training or being extended finish, or train it again "
+    "in another `out`."
+  )
