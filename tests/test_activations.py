@@ -28,6 +28,7 @@ from gelujax.activations import (
   gelu_fast,
   gelu_sigmoid,
   gelu_tanh,
+  identity,
   reglu,
   relu,
   silu,
@@ -86,6 +87,10 @@ def ref_relu(x):
   return np.maximum(x, 0), (x > 0).astype(np.float64)
 
 
+def ref_identity(x):
+  return x, np.ones_like(x)
+
+
 def ref_clipped_gelu(x, lower=-10.0, upper=10.0):
   y, dy = ref_gelu(x)
   inside = (y >= lower) & (y <= upper)
@@ -102,6 +107,7 @@ CASES = {
   "gaussian_gelu": (gaussian_gelu, lambda x: ref_gaussian_gelu(x, 0.0, 1.0)[:2]),
   "elu": (elu, ref_elu),
   "relu": (relu, ref_relu),
+  "identity": (identity, ref_identity),
 }
 SMOOTH = ["gelu", "gelu_tanh", "gelu_fast", "gelu_sigmoid", "silu", "gaussian_gelu"]
 GRID = np.concatenate([np.linspace(-12, 12, 481), [-0.7518, -1e-3, 1e-3, 20.0, -20.0]])
@@ -572,7 +578,9 @@ def test_registry_resolves_names_and_arguments():
     np.asarray(fn(x), np.float64), ref_gaussian_gelu(x.astype(np.float64), 0.5, 2.0)[0], rtol=1e-6
   )
   expected = ["clipped_gelu", "elu", "gaussian_gelu", "gelu", "gelu_fast", "gelu_sigmoid"]
-  assert activation_names() == [*expected, "gelu_tanh", "learnable_gelu", "relu", "silu", "soi_map"]
+  assert activation_names() == [
+    *expected, "gelu_tanh", "identity", "learnable_gelu", "relu", "silu", "soi_map"
+  ]  # fmt: skip
   with pytest.raises(ValueError, match="gelu_tanh"):
     get_activation("swishh")
   with pytest.raises(ValueError, match="Bad arguments"):
