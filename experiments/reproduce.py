@@ -36,8 +36,8 @@ _TASK = flags.DEFINE_string(
   "task",
   None,
   f"The experiment: one of {', '.join(PAPER_TASKS)} (or any registered task), or "
-  f"{forms.TASK}, the study of the GELU forms (its design is fixed: "
-  "gelujax.study.forms.DESIGN).",
+  f"{forms.TASK} or {forms.POWERED_TASK}, the studies of the GELU forms (their designs are "
+  "fixed: gelujax.study.forms.DESIGN and POWERED).",
 )
 _DATASET = flags.DEFINE_string("dataset", None, "Dataset for the task (default: the task's own).")
 _ACTIVATIONS = flags.DEFINE_list(
@@ -103,8 +103,8 @@ def run() -> Path:
     _DATA_DIR, _EMBEDDINGS, _OUT, _CPU_DEVICES, _COMPILATION_CACHE,
   )  # fmt: skip
   _flags.check_utf8(**{flag.name: flag.value for flag in text_flags})
-  if task == forms.TASK:
-    return run_forms()
+  if task in forms.DESIGNS:
+    return run_forms(forms.DESIGNS[task])
   noise = task.endswith(NOISE_SUFFIX)
   base = task.removesuffix(NOISE_SUFFIX)
   _, spec = _flags.make_spec(
@@ -158,18 +158,19 @@ def run() -> Path:
   )
 
 
-def run_forms() -> Path:
-  """The GELU forms study: its design is fixed in code, so only where it runs can be chosen."""
-  design = forms.DESIGN
+def run_forms(design: forms.Design) -> Path:
+  """A study of the GELU forms: its design is fixed in code, so only where it runs can be
+  chosen."""
   given = [f"--{flag.name}" for flag in (*_SETTINGS, _DATASET) if flag.value is not None]
   if given:
     lrs = ", ".join(f"{lr:g}" for lr in design.learning_rates)
     raise ValueError(
-      f"--task {forms.TASK} trains the design fixed in gelujax.study.forms.DESIGN before its "
+      f"--task {design.name} trains the design fixed in "
+      f"gelujax.study.forms.{forms.variable(design)} before its "
       f"runs (arms {', '.join(design.arms)}, lrs {lrs}, {len(design.seeds)} seeds, "
       f"{design.epochs} epochs, {design.dataset}); leave out {', '.join(given)}."
     )
-  out = Path(_OUT.value or ROOT / "results" / design.dataset / forms.TASK)
+  out = Path(_OUT.value or ROOT / "results" / design.dataset / design.name)
   if not _RENDER.value:
     host.configure_cpu(_CPU_DEVICES.value, len(design.learning_rates) * len(design.seeds))
   return forms.reproduce(

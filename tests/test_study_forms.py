@@ -14,7 +14,7 @@ import pytest
 import scipy.special
 import scipy.stats
 
-from gelujax.study import forms, forms_report, stats
+from gelujax.study import forms, forms_report, runs, stats
 from tests.test_reproduce_cli import write_tiny_mnist
 from tests.test_results_forms import check_forms_result, one_sided_p
 
@@ -60,7 +60,7 @@ def test_pairs_for_power_gives_about_80_percent_power_by_simulation(shift, sd, m
 
 
 def outcome(first, second, lr, d, metric=forms.DESIGN.metrics[0], dtype="float32"):
-  c = forms.Comparison(first, second, dtype, lr, metric)
+  c = forms.Comparison(first, second, dtype, lr, metric, control=forms.CONTROL in (first, second))
   return forms.paired_outcome(
     c, dict(enumerate(np.zeros(len(d)) + d)), dict.fromkeys(range(len(d)), 0.0)
   )
@@ -253,3 +253,40 @@ def test_reproduce_py_refuses_to_change_the_fixed_design(tmp_path):
   )
   assert ended[1].code.startswith(f"reproduce.py: error: --render: {outs[1] / 'runs'} holds no")
   assert not any(out.exists() for out in outs)
+
+
+def test_test_error_is_compared_in_whole_images():
+  """A rate is compared as a count of the split's examples: one image apart is exactly 1, and
+  rates that float arithmetic left a hair apart on the same count do not differ."""
+  metric = forms.whole_test_error("")
+  first, second = {0: 0.1178, 1: 0.1 + 0.2 - 0.3 + 0.1177}, {0: 0.1177, 1: 0.1177}
+  a, b = forms.compared_values(first, second, metric)
+  assert [a[s] - b[s] for s in (0, 1)] == [1.0, 0.0]
+  assert metric.shown(metric.margin) == pytest.approx(0.2)  # 20 images: 0.2 points
+  assert metric.amount("+0.2") == "+0.2 points"
+  assert metric.shown_values([0.1177]).tolist() == [pytest.approx(11.77)]
+
+
+def test_the_powered_design_has_the_seeds_its_pilot_asks_for():
+  """POWERED's seed count is what its pilot (the first design's committed float32 grids of gelu
+  and gelu_tanh) asks for, its seeds fresh; its families are gelu_tanh − gelu (2 lrs) and the
+  control identity − gelu (2 lrs), per metric, in float32."""
+  root = os.path.join(os.path.dirname(os.path.dirname(__file__)), "results", "fashion_mnist")
+  finished = {
+    name: runs.load_run(os.path.join(root, forms.TASK, "runs", name)) for name in forms.PILOT_RUNS
+  }
+  found = forms.pilot(finished)
+  assert found["level"] == pytest.approx(0.025)
+  assert found["seeds"] == len(forms.POWERED.seeds)
+  assert max(v["pairs_bound"] for v in found["lrs"].values()) > 50  # so 60, not 50
+  assert not set(forms.POWERED.seeds) & set(forms.DESIGN.seeds)
+  families = {}
+  for c in forms.comparisons(forms.POWERED):
+    families.setdefault(c.family, []).append((c.first, c.second, c.learning_rate))
+  assert families[("forms", "float32", "best.test_error")] == [
+    ("gelu_tanh", "gelu", 3e-4), ("gelu_tanh", "gelu", 1e-3)
+  ]  # fmt: skip
+  assert families[("control", "float32", "best.test_loss")] == [
+    ("identity", "gelu", 3e-4), ("identity", "gelu", 1e-3)
+  ]  # fmt: skip
+  assert len(families) == 4 and forms.DESIGNS[forms.POWERED_TASK] is forms.POWERED

@@ -234,3 +234,18 @@ def test_writes_on_a_full_disk_keep_the_old_files_whole(tmp_path):
     assert len(workdirs.read_metrics(str(disk))) == 20  # untouched
     assert sorted(os.listdir(disk)) == ["filler", "metrics.jsonl", "summary.json"]
     os.remove(filler)
+
+
+def test_summarize_takes_the_earliest_of_tied_best_evaluations():
+  """The tie rule the studies state: where evaluations tie on the selection metric, the best is
+  the earliest (epochs 1 and 3 tie here, and 2 is worse)."""
+  config = {"task": "t", "dataset": "d", "activation": "gelu", "spec": {"epochs": 3},
+            "members": [{"seed": 0, "learning_rate": 0.1}]}  # fmt: skip
+  records = [
+    make_record(0, 1.0, validation_error=0.125, test_error=0.2),
+    make_record(0, 2.0, validation_error=0.25, test_error=0.1),
+    make_record(0, 3.0, validation_error=0.125, test_error=0.15),
+  ]
+  summary = workdirs.summarize(config, records, [None], "validation_error")
+  assert summary["members"][0]["best_epoch"] == 1.0
+  assert summary["members"][0]["best"]["test_error"] == 0.2

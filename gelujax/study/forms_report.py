@@ -16,7 +16,7 @@ from matplotlib.ticker import FuncFormatter
 
 from gelujax import workdir as workdirs
 from gelujax.study import forms, grids, plots, readme, runs, stats
-from gelujax.study.forms import CONTROL, DIFFERENT, EQUIVALENT, INCONCLUSIVE, Design, Outcome
+from gelujax.study.forms import DIFFERENT, EQUIVALENT, INCONCLUSIVE, Design, Outcome
 
 FIGURE = "forms.png"
 SWAP_KEYS = (("error", "test error (points)", 100.0), ("loss", "test log loss (nats)", 1.0))
@@ -28,7 +28,7 @@ def lrs_words(design: Design) -> str:
 
 def pair_words(o: Outcome) -> str:
   c = o.comparison
-  return f"{c.first} − {c.second}" + (" (control)" if CONTROL in (c.first, c.second) else "")
+  return f"{c.first} − {c.second}" + (" (control)" if c.control else "")
 
 
 def signed(value: float, digits: int = 3) -> str:
@@ -64,11 +64,11 @@ def verdict_words(o: Outcome) -> str:
 
 def control_gaps(outcomes: Sequence[Outcome]) -> set[tuple[str, float, str]]:
   """(dtype, lr, metric key) where the control was not found different from gelu: there the
-  design could not tell relu from gelu, and a forms verdict of *equivalent* says little."""
+  design could not tell the control from gelu, and a forms verdict of *equivalent* says little."""
   return {
     (o.comparison.dtype, o.comparison.learning_rate, o.comparison.metric.key)
     for o in outcomes
-    if CONTROL in (o.comparison.first, o.comparison.second) and o.verdict != DIFFERENT
+    if o.comparison.control and o.verdict != DIFFERENT
   }
 
 
@@ -94,7 +94,8 @@ def verdict_table(design: Design, outcomes: Sequence[Outcome], metric: forms.Met
         cells.append("pending")
         continue
       mark = (
-        " †" if o.verdict == EQUIVALENT and CONTROL not in pair and (d, lr, metric.key) in gaps
+        " †" if o.verdict == EQUIVALENT and not o.comparison.control
+        and (d, lr, metric.key) in gaps
         else ""
       )  # fmt: skip
       cells.append(f"{verdict_words(o)}{mark}<br>{shift_words(o)}")
@@ -140,7 +141,7 @@ def arm_table(design: Design, finished: dict[str, runs.Run], metric: forms.Metri
         cells.append("pending")
         continue
       values = forms.find_lr(found[d], lr)
-      x = np.asarray([v for v in values.values() if math.isfinite(v)]) * metric.scale
+      x = metric.shown_values([v for v in values.values() if math.isfinite(v)])
       diverged = len(values) - len(x)
       cell = f"{np.median(x):.4g} ({x.min():.4g}–{x.max():.4g})" if len(x) else "—"
       cells.append(cell + (f", {diverged} diverged" if diverged else ""))
@@ -273,9 +274,7 @@ def draw_figure(design: Design, outcomes: Sequence[Outcome], path: Path) -> Path
 
 def tally(outcomes: Sequence[Outcome], control: bool) -> dict[str, int]:
   """How many comparisons (forms, or the control) got each verdict."""
-  chosen = [
-    o for o in outcomes if (CONTROL in (o.comparison.first, o.comparison.second)) == control
-  ]
+  chosen = [o for o in outcomes if o.comparison.control == control]
   return {v: sum(o.verdict == v for o in chosen) for v in (EQUIVALENT, DIFFERENT, INCONCLUSIVE)}
 
 
@@ -292,11 +291,11 @@ def findings(design: Design, outcomes: Sequence[Outcome], missing: Sequence[str]
       "Holm's correction over the tests that can be made so far."
     ]
   lines = []
-  form_outcomes = [o for o in outcomes if CONTROL not in (o.comparison.first, o.comparison.second)]
+  form_outcomes = [o for o in outcomes if not o.comparison.control]
   counts = count_words(tally(outcomes, False))
   lines.append(f"The forms, {len(form_outcomes)} pre-registered comparisons: {counts}.")
   lines.append(
-    f"The control (relu − gelu), {sum(tally(outcomes, True).values())} comparisons: "
+    f"The control ({design.control} − gelu), {sum(tally(outcomes, True).values())} comparisons: "
     f"{count_words(tally(outcomes, True))}."
   )
   for metric in design.metrics:
@@ -320,7 +319,8 @@ def findings(design: Design, outcomes: Sequence[Outcome], missing: Sequence[str]
     lines.append(
       f"Where the control was not found different from gelu ({len(gaps)} of "
       f"{len(design.dtypes) * len(design.learning_rates) * len(design.metrics)} dtype, lr and "
-      "metric cells), the design could not tell relu from gelu either: an *equivalent* there "
+      f"metric cells), the design could not tell {design.control} from gelu either: an "
+      "*equivalent* there "
       "(marked †) says little about the forms."
     )
   return lines
@@ -367,19 +367,20 @@ def design_lines(design: Design) -> list[str]:
     for kind, n in sorted({(k[0], size) for k, size in families.items()})
   )
   lines = [
-    f"Fixed in `gelujax/study/forms.py` (`DESIGN`, {design.date}) before any of its runs was "
+    f"Fixed in `gelujax/study/forms.py` (`{forms.variable(design)}`, {design.date}) before any "
+    "of its runs was "
     "trained:",
     "",
     f"- Task: the GELU paper's Fig. 2 MLP (`--task={design.task}`) on {design.dataset}, "
     f"dropout {design.dropout:g}, the paper's batch size and optimizer, {design.epochs} epochs: "
     f"{design.epochs_reason}.",
-    f"- Arms: {', '.join(design.arms)} (relu is the positive control: a design that cannot tell "
-    "relu from gelu cannot call the forms equivalent).",
+    f"- Arms: {', '.join(design.arms)} ({design.control_reason}).",
     f"- Every arm at every lr ({lrs_words(design)}), with the same {n} seeds (one seed: one "
     "initial draw and one batch order in every arm, so every comparison is paired by seed), "
     f"computing in {' and '.join(design.dtypes)} (parameters, optimizer state and losses are "
     "float32 either way).",
-    "- Compared: each pair of forms (later minus earlier) and relu − gelu, at each lr and in "
+    f"- Compared: each pair of forms (later minus earlier) and {design.control} − gelu, at "
+    "each lr and in "
     "each dtype, on:",
   ]
   for m in design.metrics:
@@ -398,11 +399,17 @@ def design_lines(design: Design) -> list[str]:
     "the way the shift leans and the pairs that would decide it with 80% power (a normal "
     "approximation, taking the observed shift as the true one). The two-sided signed-rank p "
     "of a zero shift is shown beside it, uncorrected and descriptive.",
-    "- Swap at inference (exploratory, no verdicts): every network, restored after its last "
-    "epoch, evaluated on the test split with each other form in its own dtype, and every "
-    "float32 network in bfloat16; the change (swapped minus its own evaluation) per network, "
-    "its paired shift and exact interval.",
+    f"- The best epoch: {design.tie_rule}.",
   ]
+  if design.seeds_reason:
+    lines.insert(5, f"- Seeds: {design.seeds_reason}.")
+  if design.swaps:
+    lines.append(
+      "- Swap at inference (exploratory, no verdicts): every network, restored after its last "
+      "epoch, evaluated on the test split with each other form in its own dtype, and every "
+      "float32 network in bfloat16; the change (swapped minus its own evaluation) per network, "
+      "its paired shift and exact interval."
+    )
   if floors:
     lines.append(f"- With {n} pairs these families cannot reach their strictest level: "
                  f"{'; '.join(floors)}.")  # fmt: skip
@@ -414,7 +421,7 @@ def design_lines(design: Design) -> list[str]:
   return lines
 
 
-def training_lines(out: Path, root: Path) -> list[str]:
+def training_lines(design: Design, out: Path, root: Path) -> list[str]:
   timings = grids.read_timings(out)
   path = out / forms.PROVENANCE_FILE
   provenance = workdirs.read_json(path) if path.exists() else {}
@@ -429,25 +436,37 @@ def training_lines(out: Path, root: Path) -> list[str]:
     lines.append(f"- `{name}`: {t['seconds'] / 60:.1f} min on {machines}")
   lines.append("")
   lines.append(
-    f"Re-render from these files alone: `python experiments/reproduce.py --task={forms.TASK} "
+    f"Re-render from these files alone: `python experiments/reproduce.py --task={design.name} "
     f"--out={grids.repo_relative(out, root)} --render`."
   )
   return lines
 
 
-LIMITS = (
-  "What this does not say: one data set (Fashion-MNIST), one architecture (the paper's 8-layer "
-  "MLP) and one optimizer; {epochs} epochs, not the paper's 50; no dropout; bfloat16 as XLA "
-  "computes it on this CPU, which may differ from a GPU's or TPU's bfloat16 arithmetic; a verdict "
-  "of *equivalent* is within the stated margins only, and the swap changes are those of networks "
-  "trained to the end of the run, not at their best-validation epoch."
-)
+def limits(design: Design) -> str:
+  """What the result does not say."""
+  parts = [
+    "one data set (Fashion-MNIST), one architecture (the paper's 8-layer MLP) and one "
+    f"optimizer; {design.epochs} epochs, not the paper's 50; no dropout",
+  ]
+  if any(d != "float32" for d in design.dtypes):
+    parts.append(
+      "bfloat16 as XLA computes it on this CPU, which may differ from a GPU's or TPU's bfloat16 "
+      "arithmetic"
+    )
+  end = "a verdict of *equivalent* is within the stated margins only"
+  if design.swaps:
+    end += (
+      ", and the swap changes are those of networks trained to the end of the run, not at "
+      "their best-validation epoch"
+    )
+  return f"What this does not say: {'; '.join([*parts, end])}."
 
 
 def title(design: Design) -> str:
   return (
-    f"Which GELU? The forms trained and swapped on {design.dataset} ({', '.join(design.forms)}; "
-    f"{CONTROL} as the control; {len(design.seeds)} paired seeds, lrs {lrs_words(design)}, "
+    f"Which GELU? The forms trained{' and swapped' * design.swaps} on {design.dataset} "
+    f"({', '.join(design.forms)}; {design.control} as the control; {len(design.seeds)} paired "
+    f"seeds, lrs {lrs_words(design)}, "
     f"{' and '.join(design.dtypes)}, {design.epochs} epochs)"
   )
 
@@ -477,7 +496,7 @@ def write_result(design: Design, *, out: Path, root: Path) -> Path:
     "",
     *[f"- {line}" for line in found],
     "",
-    LIMITS.format(epochs=design.epochs),
+    limits(design),
     "",
     "## Design",
     "",
@@ -492,15 +511,17 @@ def write_result(design: Design, *, out: Path, root: Path) -> Path:
     lines += ["", f"### {metric.label}", "", *verdict_table(design, outcomes, metric)]
   if outcomes:
     lines += ["", f"![paired shifts]({FIGURE})"]
-  lines += ["", "## Swapped at inference", ""]
-  for key, label, scale in SWAP_KEYS:
-    lines += [f"### Change in {label}", "", *swap_table(design, swaps, key, scale), ""]
-  lines += ["## Training", "", *training_lines(out, root), "", "All numbers: `table.md`."]
+  lines += [""]
+  if design.swaps:
+    lines += ["## Swapped at inference", ""]
+    for key, label, scale in SWAP_KEYS:
+      lines += [f"### Change in {label}", "", *swap_table(design, swaps, key, scale), ""]
+  lines += ["## Training", "", *training_lines(design, out, root), "", "All numbers: `table.md`."]
   (out / "README.md").write_text("\n".join(lines) + "\n")
   workdirs.write_json(
     out / "summary.json",
     {
-      "study": forms.TASK,
+      "study": design.name,
       "title": title(design),
       "missing": list(missing),
       # The overview: the tallies (or what is pending), then what a swap does.
