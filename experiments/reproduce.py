@@ -103,6 +103,7 @@ def run() -> Path:
     _DATA_DIR, _EMBEDDINGS, _OUT, _CPU_DEVICES, _COMPILATION_CACHE,
   )  # fmt: skip
   _flags.check_utf8(**{flag.name: flag.value for flag in text_flags})
+  host.enable_compilation_cache(_COMPILATION_CACHE.value)
   if task == forms.TASK:
     return run_forms()
   noise = task.endswith(NOISE_SUFFIX)
@@ -190,7 +191,6 @@ def main(argv: list[str]) -> None:
   if not flags.FLAGS["verbosity"].present:  # Orbax logs every checkpoint step at INFO.
     logging.set_verbosity(logging.WARNING)
   try:
-    host.enable_compilation_cache(_COMPILATION_CACHE.value)
     out = run()
   except ValueError as e:  # Bad flag values; a diverged run is reported in the table instead.
     sys.exit(f"reproduce.py: error: {_flags.name_flags(' '.join(str(e).split()), flags.FLAGS)}")

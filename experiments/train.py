@@ -91,7 +91,7 @@ def main(argv: list[str]) -> None:
   try:
     text_flags = (
       _TASK, _ACTIVATION, _DATASET, _DTYPE, _LEARNING_RATES, _SEEDS, _CPU_DEVICES, _COORDINATOR,
-      _DATA_DIR,
+      _DATA_DIR, _COMPILATION_CACHE,
     )  # fmt: skip
     _flags.check_utf8(**{flag.name: flag.value for flag in text_flags})
     # Each value parsed once, here; the library takes values (a TaskSpec, Members).

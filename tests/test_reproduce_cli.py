@@ -44,6 +44,8 @@ BAD_FLAGS = [
   ("--evaluation_seeds=1,5", "--evaluation_seeds 1,5 shares [1] with --seeds"),
   # How Python hands over the byte 0xff of a command line: refused like every other flag.
   ("--data_dir=fm-\udcff", "--data_dir b'fm-\\xff' is not UTF-8 (byte 0xff at position 3)"),
+  # Refused before JAX is given the folder (the last line: were it given, it would stay given).
+  ("--compilation_cache=c-\udcff", "--compilation_cache b'c-\\xff' is not UTF-8 (byte 0xff at"),
 ]
 
 

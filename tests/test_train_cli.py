@@ -246,6 +246,23 @@ def test_a_data_dir_that_is_not_utf8_is_refused_like_every_flag(script, tmp_path
   assert not (tmp_path / "run").exists()
 
 
+def test_a_compilation_cache_that_is_not_utf8_is_refused_before_the_data_are_read(tmp_path):
+  """The byte 0xff in the command line (Python hands it over as a lone surrogate): one line,
+  before the data are read, no cache folder and no workdir made."""
+  write_mnist_files(str(tmp_path / "mnist"))
+  cache = f"{tmp_path}/cache-\udcff"
+  result = run_command(
+    TASK, f"--data_dir={tmp_path / 'mnist'}", f"--workdir={tmp_path / 'run'}", "--epochs=1",
+    f"--compilation_cache={cache}",
+  )  # fmt: skip
+  assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
+  assert result.stderr.strip().splitlines() == [
+    f"train.py: error: --compilation_cache {os.fsencode(cache)!r} is not UTF-8 (byte 0xff at "
+    f"position {len(cache) - 1}); flag values must be UTF-8 text."
+  ]  # the data's line ("gelujax: data mnist: ...") never came
+  assert os.listdir(tmp_path) == ["mnist"]
+
+
 def test_batch_size_must_divide_over_the_data_axis(tmp_path):
   cases = [
     # 2 members on 4 devices: a 2 (members) x 2 (data) mesh; each batch splits over 2 devices.
