@@ -280,6 +280,29 @@ def test_batch_size_must_divide_over_the_data_axis(tmp_path):
     assert not os.path.exists(tmp_path / str(i))
 
 
+def test_a_device_count_far_above_the_cores_is_refused_before_jax_makes_them(tmp_path):
+  """--cpu_devices=100000 was killed for memory with no word (19 GB, never started); one more
+  than the bound (which a missing check would make at no cost) is refused in one line, the
+  bound itself is taken (it then fails on the batch's split: 2 members x 64 devices on 2
+  cores)."""
+  most = host.MAX_CPU_DEVICES_PER_CORE * host.host_cores()
+  runs = [
+    [TASK, f"--workdir={tmp_path / 'over'}", f"--cpu_devices={most + 1}"],
+    [TASK, f"--workdir={tmp_path / 'bound'}", f"--cpu_devices={most}"],
+  ]
+  over, bound = run_mains(SCRIPT, runs, command_env(), ROOT)
+  cores = host.host_cores()
+  assert over.code == (
+    f"train.py: error: --cpu_devices '{most + 1}' is more than 64 CPU devices per core (this "
+    f"host has {cores} core{'s' * (cores != 1)}: at most {most:,}); each device has its own "
+    f"memory and threads, and more devices than cores only slow a run down; give 'auto' or a "
+    f"count up to {most:,}."
+  )
+  assert over.stderr == "" and not os.path.exists(tmp_path / "over")
+  assert bound.code.startswith("train.py: error: --batch_size is 32; it must be a multiple of")
+  assert f"the {most // 2} devices" in bound.code
+
+
 def test_more_epochs_continue_a_finished_run(tmp_path, finished_run):
   workdir = str(tmp_path / "run")
   shutil.copytree(finished_run, workdir)
