@@ -83,16 +83,32 @@ class Registry(Generic[T]):
   def __init__(self, kind: str):
     self.kind = kind
     self._entries: dict[str, T] = {}
+    # name -> what is wrong with a spec's arguments (`register`'s ``check``)
+    self._checks: dict[str, Callable[[dict[str, Any]], str | None]] = {}
     # (namespace, name, sorted keyword items) -> (alias as registered, target spec)
     self._aliases: dict[tuple, tuple[str, str]] = {}
 
-  def register(self, name: str, entry: T | None = None):
-    """Registers ``entry`` under ``name``; without ``entry``, returns a decorator."""
+  def register(
+    self,
+    name: str,
+    entry: T | None = None,
+    *,
+    check: Callable[[dict[str, Any]], str | None] | None = None,
+  ):
+    """Registers ``entry`` under ``name``; without ``entry``, returns a decorator.
+
+    ``check``, if given, takes the arguments of a spec (``{"sigma": 0}``, with the entry's
+    defaults for those not given) and says what is wrong with their values in a clause
+    (``"sigma must be > 0, not 0"``), or returns None: :meth:`get` then refuses such a spec
+    before the entry is ever called.
+    """
     if entry is None:
-      return functools.partial(self.register, name)
+      return functools.partial(self.register, name, check=check)
     if name in self._entries:
       raise ValueError(f"{self.kind} {name!r} is already registered.")
     self._entries[name] = entry
+    if check is not None:
+      self._checks[name] = check
     return entry
 
   def alias(self, alias: str, target: str) -> None:
@@ -218,18 +234,24 @@ class Registry(Generic[T]):
     """Resolves ``"name"``, ``"name(k=v)"`` or an alias (see :meth:`alias`).
 
     A bare name returns the registered entry itself. A name with arguments returns
-    ``functools.partial(entry, **kwargs)`` after checking that the entry accepts them.
+    ``functools.partial(entry, **kwargs)`` after checking that the entry accepts them, and
+    their values (`register`'s ``check``).
     """
     name, kwargs = parse_name(self.resolve(spec))
     entry = self.lookup(name)
     if not kwargs:
       return entry
     try:
-      inspect.signature(entry).bind_partial(**kwargs)
+      bound = inspect.signature(entry).bind_partial(**kwargs)
     except TypeError as e:
       raise ValueError(f"Bad arguments in {self.kind} {spec!r}: {e}.") from None
     except ValueError:  # Builtins without a signature: let the call decide.
-      pass
+      bound = None
+    if bound is not None and name in self._checks:
+      bound.apply_defaults()
+      problem = self._checks[name](dict(bound.arguments))
+      if problem:
+        raise ValueError(f"Bad arguments in {self.kind} {spec!r}: {problem}.")
     return functools.partial(entry, **kwargs)
 
 

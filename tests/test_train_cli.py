@@ -280,6 +280,32 @@ def test_batch_size_must_divide_over_the_data_axis(tmp_path):
     assert not os.path.exists(tmp_path / str(i))
 
 
+def test_activation_arguments_it_cannot_take_are_refused_before_any_work(tmp_path):
+  """σ = 0 or σ < 0 ended in "setting an array element with a sequence" after the data were read
+  and the workdir made; refused in one line, as inverted clipping bounds now are too."""
+  write_mnist_files(str(tmp_path / "mnist"))
+  specs = {
+    "gaussian_gelu(sigma=0)": "sigma is a standard deviation, which must be > 0 and normal in "
+    "float32 (at least 1.18e-38), not 0.",
+    "gaussian_gelu(sigma=-1)": "sigma is a standard deviation, which must be > 0 and normal in "
+    "float32 (at least 1.18e-38), not -1.",
+    "clipped_gelu(lower=5, upper=-5)": "lower 5 is above upper -5; lower must be <= upper.",
+  }
+  runs = [
+    [TASK, f"--data_dir={tmp_path / 'mnist'}", f"--workdir={tmp_path / str(i)}", "--epochs=1",
+     f"--activation={spec}"]
+    for i, spec in enumerate(specs)
+  ]  # fmt: skip
+  for i, ((spec, problem), ended) in enumerate(
+    zip(specs.items(), run_mains(SCRIPT, runs, command_env(), ROOT), strict=True)
+  ):
+    assert isinstance(ended.code, str) and "\n" not in ended.code, ended
+    assert ended.code.startswith(f"train.py: error: --activation {spec!r} is not valid for task")
+    assert ended.code.endswith(f" Bad arguments in activation {spec!r}: {problem}")
+    assert ended.stderr == ""  # not even the data's line: nothing was read
+    assert not os.path.exists(tmp_path / str(i))
+
+
 def test_a_device_count_far_above_the_cores_is_refused_before_jax_makes_them(tmp_path):
   """--cpu_devices=100000 was killed for memory with no word (19 GB, never started); one more
   than the bound (which a missing check would make at no cost) is refused in one line, the
