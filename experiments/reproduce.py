@@ -108,8 +108,15 @@ def run() -> Path:
     return run_forms()
   noise = task.endswith(NOISE_SUFFIX)
   base = task.removesuffix(NOISE_SUFFIX)
+  # The flags that set a field of each run's spec: the task's overrides may not set it too.
+  per_run = {
+    "activation": ("activations", _ACTIVATIONS.value),
+    "dropout": ("dropout_rates", _DROPOUT_RATES.value),
+    "learning_rates": ("learning_rates", _LEARNING_RATES.value),
+    "seeds": ("seeds", _SEEDS.value),
+  }
   _, spec = _flags.make_spec(
-    base, dataset=_DATASET.value, epochs=_EPOCHS.value, embeddings=_EMBEDDINGS.value
+    base, per_run, dataset=_DATASET.value, epochs=_EPOCHS.value, embeddings=_EMBEDDINGS.value
   )
   # The registered task names the result, its hypotheses and the paper's numbers; field
   # overrides in --task (``twitter_pos(model=...)``) are the spec's, recorded in every run.
@@ -138,7 +145,16 @@ def run() -> Path:
       f"--dropout_rates {','.join(_DROPOUT_RATES.value)} with --task {task}: the noise "
       "experiment evaluates the no-dropout classifiers only; leave --dropout_rates out."
     )
-  activations = list(_ACTIVATIONS.value or default.activations)
+  activations = _flags.parse_names("activations", _ACTIVATIONS.value, default.activations)
+  given = parse_name(base)[1]
+  for field, values in (("activation", activations), ("dropout", dropout_rates)):
+    if field in given and given[field] not in values:  # Each run's replaces it: never trained.
+      flag = per_run[field][0]
+      raise ValueError(
+        f"--task {base!r} sets {field}={given[field]!r}, which no run trains: each run's "
+        f"{field} is one of --{flag} (by default {','.join(map(str, values))}); give "
+        f"--{flag}={given[field]} instead."
+      )
   for activation in activations:  # Every run's spec, checked before anything trains.
     for rate in dropout_rates:
       _flags.replace_spec(

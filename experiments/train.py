@@ -95,7 +95,11 @@ def main(argv: list[str]) -> None:
     )  # fmt: skip
     _flags.check_utf8(**{flag.name: flag.value for flag in text_flags})
     # Each value parsed once, here; the library takes values (a TaskSpec, Members).
-    _, spec = _flags.make_spec(_TASK.value, **{flag.name: flag.value for flag in _SPEC_FLAGS})
+    _, spec = _flags.make_spec(
+      _TASK.value,
+      {flag.name: (flag.name, flag.value) for flag in (_LEARNING_RATES, _SEEDS)},
+      **{flag.name: flag.value for flag in _SPEC_FLAGS},
+    )
     members = Members(
       _flags.parse_floats("learning_rates", _LEARNING_RATES.value, spec.learning_rates),
       _flags.parse_seeds(_SEEDS.value, spec.seeds),

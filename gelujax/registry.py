@@ -23,12 +23,20 @@ from typing import Any, Generic, TypeVar
 T = TypeVar("T")
 
 
+class ParseError(ValueError):
+  """A spec that is no name with keyword literals; ``reason`` says why, in a clause."""
+
+  def __init__(self, spec: str, reason: str):
+    super().__init__(f"Cannot parse {spec!r}: {reason}.")
+    self.spec, self.reason = spec, reason
+
+
 def parse_name(spec: str) -> tuple[str, dict[str, Any]]:
   """Splits ``"name(k=v, ...)"`` into ``("name", {"k": v, ...})``.
 
   Raises:
-    ValueError: if ``spec`` is not an identifier optionally followed by keyword
-      arguments whose values are Python literals.
+    ParseError: if ``spec`` is not an identifier optionally followed by keyword arguments whose
+      values are Python literals, each keyword given once (as a call takes them).
   """
   try:
     node = ast.parse(spec.strip(), mode="eval").body
@@ -41,15 +49,18 @@ def parse_name(spec: str) -> tuple[str, dict[str, Any]]:
     for keyword in node.keywords:
       if keyword.arg is None:
         break
+      if keyword.arg in kwargs:  # ast parses it; a call would refuse it, and so does this.
+        raise ParseError(spec, f"keyword {keyword.arg!r} is given twice; give each once")
       try:
         kwargs[keyword.arg] = ast.literal_eval(keyword.value)
       except ValueError:
         break
     else:
       return node.func.id, kwargs
-  raise ValueError(
-    f"Cannot parse {spec!r}: expected a name such as 'gelu' or a name with keyword "
-    "literals such as 'gaussian_gelu(mu=0.5, sigma=2.0)'."
+  raise ParseError(
+    spec,
+    "expected a name such as 'gelu' or a name with keyword literals such as "
+    "'gaussian_gelu(mu=0.5, sigma=2.0)'",
   )
 
 

@@ -306,6 +306,60 @@ def test_activation_arguments_it_cannot_take_are_refused_before_any_work(tmp_pat
     assert not os.path.exists(tmp_path / str(i))
 
 
+def test_a_field_given_twice_an_empty_list_or_an_absurd_count_is_refused_before_any_work(
+  tmp_path,
+):
+  """Each was taken: the later keyword (2 epochs trained), the flags over the task's own
+  overrides, the task's grid for an empty --learning_rates or --seeds, a billion epochs. With
+  data to read, refused before it is read (no line of the data's) and before the workdir."""
+  write_mnist_files(str(tmp_path / "mnist"))
+  options = "data_options={'validation_size': 32}"
+  cases = [
+    (
+      [f"--task=tiny_mnist({options}, epochs=1, epochs=2)"],
+      f"--task \"tiny_mnist({options}, epochs=1, epochs=2)\" cannot be parsed: keyword 'epochs' "
+      "is given twice; give each once.",
+    ),
+    (
+      [f"--task=tiny_mnist({options}, epochs=1, dropout=0.3)", "--epochs=2", "--dropout=0.1"],
+      f'--task "tiny_mnist({options}, epochs=1, dropout=0.3)" sets epochs=1 and dropout=0.3, '
+      "and --epochs 2 and --dropout 0.1 set them again; set each field once, in --task or by "
+      "its flag.",
+    ),
+    (
+      [f"--task=tiny_mnist({options}, learning_rates=(0.01,))", "--learning_rates=1e-3"],
+      f'--task "tiny_mnist({options}, learning_rates=(0.01,))" sets learning_rates=(0.01,), '
+      "and --learning_rates '1e-3' sets it again; set each field once, in --task or by its flag.",
+    ),
+    (
+      [TASK, "--learning_rates="],
+      "--learning_rates is given empty; give one or more numbers (e.g. 1e-3,1e-4), or leave "
+      "--learning_rates out for its default.",
+    ),
+    (
+      [TASK, "--seeds="],
+      "--seeds is given empty; give a count (e.g. 5) or a comma list of seeds (e.g. 0,1,2), or "
+      "leave --seeds out for its default.",
+    ),
+    (
+      [TASK, "--epochs=1000000000"],
+      "--epochs 1000000000 is not valid for task 'tiny_mnist': expected an integer from 1 to "
+      "100,000 (a bound against mistyped counts: the paper's longest task trains 250 epochs, and "
+      "100,000 epochs of a second each take 28 hours).",
+    ),
+  ]
+  runs = [
+    [*args, f"--data_dir={tmp_path / 'mnist'}", f"--workdir={tmp_path / str(i)}"]
+    for i, (args, _) in enumerate(cases)
+  ]
+  for i, ((_, message), ended) in enumerate(
+    zip(cases, run_mains(SCRIPT, runs, command_env(), ROOT), strict=True)
+  ):
+    assert ended.code == f"train.py: error: {message}", ended
+    assert ended.stderr == ""  # not even the data's line: nothing was read
+    assert not os.path.exists(tmp_path / str(i))
+
+
 def test_a_device_count_far_above_the_cores_is_refused_before_jax_makes_them(tmp_path):
   """--cpu_devices=100000 was killed for memory with no word (19 GB, never started); one more
   than the bound (which a missing check would make at no cost) is refused in one line, the
