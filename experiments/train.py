@@ -38,7 +38,9 @@ _DATA_DIR = flags.DEFINE_string(
 _WORKDIR = flags.DEFINE_string(
   "workdir", None, "Where the run's files go; default: workdirs/<task>_<dataset>_<activation>."
 )
-_EPOCHS = flags.DEFINE_integer("epochs", None, "Epochs to train (>= 1); default: the task's.")
+_EPOCHS = flags.DEFINE_integer(
+  "epochs", None, "Epochs to train (1 to 100,000); default: the task's."
+)
 _BATCH_SIZE = flags.DEFINE_integer(
   "batch_size", None, "Global batch size, a multiple of the devices on the mesh's data axis; "
   "default: the task's."
