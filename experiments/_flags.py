@@ -23,7 +23,7 @@ from typing import Any, NoReturn
 from absl import flags
 
 from gelujax import host, tasks
-from gelujax.registry import parse_name, sentences
+from gelujax.registry import ParseError, parse_name, sentences
 from gelujax.tasks import SpecError, TaskSpec
 
 # At exit, Python's last garbage collections walk every object a script made, JAX's, Flax's and
@@ -41,7 +41,9 @@ def name_flags(message: str, names: Iterable[str]) -> str:
   return re.sub(r"`(\w+)`", lambda m: f"--{m[1]}" if m[1] in known else m[0], message)
 
 
-def make_spec(task: str | None, **flag_values: Any) -> tuple[TaskSpec, TaskSpec]:
+def make_spec(
+  task: str | None, set_elsewhere: Mapping[str, tuple[str, Any]] | None = None, **flag_values: Any
+) -> tuple[TaskSpec, TaskSpec]:
   """``(paper, ours)``: the registered task, and the task with the flags' overrides.
 
   ``task`` is a registered name, optionally with field overrides (``"mnist(epochs=2)"``); each
@@ -49,11 +51,18 @@ def make_spec(task: str | None, **flag_values: Any) -> tuple[TaskSpec, TaskSpec]
   ``epochs``, ``batch_size``, ``dropout``), or ``embeddings``, twitter_pos's pretrained vectors
   file (a ``data_options`` entry). None leaves a field as the task has it. ``paper`` is the
   task as registered (the paper's settings), for listing how ``ours`` deviates from it.
+  ``set_elsewhere``: ``{field: (flag, value)}`` of the script's other flags that set a field,
+  which it applies itself (train.py's ``learning_rates`` and ``seeds`` make the grid). A field
+  that ``task``'s overrides set and a flag sets again is refused (`check_set_once`).
 
   Raises:
-    ValueError: naming the flag, for an unknown task or a value the field cannot take.
+    ValueError: naming the flag, for an unknown task, a field set twice or a value the field
+      cannot take.
   """
-  base = parse_name(task)[0] if task else None
+  try:
+    base = parse_name(task)[0] if task else None
+  except ParseError as e:
+    raise ValueError(f"--task {task!r} cannot be parsed: {e.reason}.") from None
   if base not in tasks.task_names():
     raise ValueError(
       sentences(
@@ -70,6 +79,7 @@ def make_spec(task: str | None, **flag_values: Any) -> tuple[TaskSpec, TaskSpec]
   except ValueError as e:
     raise ValueError(f"--task {task!r}: {e}") from None
   overrides = {field: (field, value) for field, value in flag_values.items()}
+  check_set_once(task, {**overrides, **(set_elsewhere or {})})
   embeddings = flag_values.get("embeddings")
   if "embeddings" in overrides:
     if embeddings is not None and base != "twitter_pos":
@@ -78,6 +88,32 @@ def make_spec(task: str | None, **flag_values: Any) -> tuple[TaskSpec, TaskSpec]
     overrides["data_options"] = ("embeddings", options)
     del overrides["embeddings"]
   return tasks.get(base), replace_spec(spec, overrides)
+
+
+def check_set_once(task: str, flag_values: Mapping[str, tuple[str, Any]]) -> None:
+  """Refuses a field that ``task``'s overrides set (``"mnist(epochs=2)"``) and a flag sets
+  again, ``{field: (flag, value)}`` (a value of None: the flag is not given; the field
+  ``embeddings`` is ``data_options``' entry): neither may silently win.
+
+  Raises:
+    ValueError: naming each such field's value in ``task`` and its flag's.
+  """
+  given = parse_name(task)[1]
+  options = given.get("data_options")
+  if isinstance(options, dict) and "embeddings" in options:
+    given["embeddings"] = options["embeddings"]
+  twice = [(f, flag, v) for f, (flag, v) in flag_values.items() if v is not None and f in given]
+  if not twice:
+    return
+  shown = [",".join(map(str, v)) if isinstance(v, list | tuple) else v for _, _, v in twice]
+  in_task = " and ".join(
+    f"{'data_options embeddings' if f == 'embeddings' else f}={given[f]!r}" for f, _, _ in twice
+  )
+  by_flags = " and ".join(f"--{flag} {v!r}" for (_, flag, _), v in zip(twice, shown, strict=True))
+  raise ValueError(
+    f"--task {task!r} sets {in_task}, and {by_flags} set{'s it' if len(twice) == 1 else ' them'}"
+    " again; set each field once, in --task or by its flag."
+  )
 
 
 def replace_spec(spec: TaskSpec, flag_values: Mapping[str, tuple[str, Any]]) -> TaskSpec:
@@ -104,10 +140,12 @@ def parse_seeds(
   start: int = 0,
 ) -> list[int]:
   """``--seeds`` (or ``--<flag>``): one integer is a count of seeds from ``start`` (``5`` ->
-  0..4); several (or one followed by a comma, ``7,``) are the seeds themselves; unset gives
-  ``default`` (a count, or the seeds)."""
-  if not values:
+  0..4); several (or one followed by a comma, ``7,``) are the seeds themselves, each once; unset
+  gives ``default`` (a count, or the seeds). Given empty (``--seeds=``) is refused: an empty
+  list is no grid, and would train the default silently."""
+  if values is None:
     return list(range(default)) if isinstance(default, int) else list(default)
+  _check_not_empty(flag, values, "a count (e.g. 5) or a comma list of seeds (e.g. 0,1,2)")
   text = ",".join(values)
   try:
     seeds = [int(v) for v in values if v.strip()]
@@ -116,6 +154,7 @@ def parse_seeds(
   if not seeds:
     raise ValueError(f"--{flag} {text!r} is not a count or a comma list of integer seeds.")
   if len(values) > 1:
+    _check_distinct(flag, values, seeds)
     return seeds
   if seeds[0] < 1:
     raise ValueError(f"--{flag} {text!r} is a count of seeds; it must be at least 1.")
@@ -124,15 +163,45 @@ def parse_seeds(
 
 
 def parse_floats(flag: str, values: Sequence[str] | None, default: Sequence[float]) -> list[float]:
-  """A list flag of numbers (``--learning_rates=1e-3,1e-4``); unset gives ``default``."""
-  if not values:
+  """A list flag of numbers (``--learning_rates=1e-3,1e-4``), each once; unset gives
+  ``default``; given empty is refused."""
+  if values is None:
     return [float(v) for v in default]
+  _check_not_empty(flag, values, "one or more numbers (e.g. 1e-3,1e-4)")
   try:
-    return [float(v) for v in values]
+    numbers = [float(v) for v in values]
   except ValueError:
     raise ValueError(
       f"--{flag} {','.join(values)!r} is not a list of numbers; pass e.g. 1e-3,1e-4."
     ) from None
+  _check_distinct(flag, values, numbers)
+  return numbers
+
+
+def parse_names(flag: str, values: Sequence[str] | None, default: Sequence[str]) -> list[str]:
+  """A list flag of names (``--activations=gelu,relu``), each once; unset gives ``default``;
+  given empty is refused."""
+  if values is None:
+    return list(default)
+  _check_not_empty(flag, values, "one or more names (e.g. gelu,relu)")
+  _check_distinct(flag, values, values)
+  return list(values)
+
+
+def _check_not_empty(flag: str, values: Sequence[str], expected: str) -> None:
+  if not values:
+    raise ValueError(
+      f"--{flag} is given empty; give {expected}, or leave --{flag} out for its default."
+    )
+
+
+def _check_distinct(flag: str, values: Sequence[str], parsed: Sequence[Any]) -> None:
+  """Refuses a list flag whose values repeat one (``gelu,gelu``; ``0.5,0.50``): each is a run or
+  a member of its own, and a repeat would silently be one."""
+  repeated = [v for i, v in enumerate(parsed) if v in parsed[:i]]
+  if repeated:
+    listed = ", ".join(map(repr, dict.fromkeys(repeated)))
+    raise ValueError(f"--{flag} {','.join(values)!r} repeats {listed}; give each value once.")
 
 
 def check_utf8(**flag_values: str | Sequence[str] | None) -> None:

@@ -103,12 +103,20 @@ def run() -> Path:
     _DATA_DIR, _EMBEDDINGS, _OUT, _CPU_DEVICES, _COMPILATION_CACHE,
   )  # fmt: skip
   _flags.check_utf8(**{flag.name: flag.value for flag in text_flags})
+  host.enable_compilation_cache(_COMPILATION_CACHE.value)
   if task in forms.DESIGNS:
     return run_forms(forms.DESIGNS[task])
   noise = task.endswith(NOISE_SUFFIX)
   base = task.removesuffix(NOISE_SUFFIX)
+  # The flags that set a field of each run's spec: the task's overrides may not set it too.
+  per_run = {
+    "activation": ("activations", _ACTIVATIONS.value),
+    "dropout": ("dropout_rates", _DROPOUT_RATES.value),
+    "learning_rates": ("learning_rates", _LEARNING_RATES.value),
+    "seeds": ("seeds", _SEEDS.value),
+  }
   _, spec = _flags.make_spec(
-    base, dataset=_DATASET.value, epochs=_EPOCHS.value, embeddings=_EMBEDDINGS.value
+    base, per_run, dataset=_DATASET.value, epochs=_EPOCHS.value, embeddings=_EMBEDDINGS.value
   )
   # The registered task names the result, its hypotheses and the paper's numbers; field
   # overrides in --task (``twitter_pos(model=...)``) are the spec's, recorded in every run.
@@ -137,7 +145,16 @@ def run() -> Path:
       f"--dropout_rates {','.join(_DROPOUT_RATES.value)} with --task {task}: the noise "
       "experiment evaluates the no-dropout classifiers only; leave --dropout_rates out."
     )
-  activations = list(_ACTIVATIONS.value or default.activations)
+  activations = _flags.parse_names("activations", _ACTIVATIONS.value, default.activations)
+  given = parse_name(base)[1]
+  for field, values in (("activation", activations), ("dropout", dropout_rates)):
+    if field in given and given[field] not in values:  # Each run's replaces it: never trained.
+      flag = per_run[field][0]
+      raise ValueError(
+        f"--task {base!r} sets {field}={given[field]!r}, which no run trains: each run's "
+        f"{field} is one of --{flag} (by default {','.join(map(str, values))}); give "
+        f"--{flag}={given[field]} instead."
+      )
   for activation in activations:  # Every run's spec, checked before anything trains.
     for rate in dropout_rates:
       _flags.replace_spec(
@@ -191,7 +208,6 @@ def main(argv: list[str]) -> None:
   if not flags.FLAGS["verbosity"].present:  # Orbax logs every checkpoint step at INFO.
     logging.set_verbosity(logging.WARNING)
   try:
-    host.enable_compilation_cache(_COMPILATION_CACHE.value)
     with host.repairing_compilation_cache():
       out = run()
   # Ctrl-C or kill, a refused value (a diverged run is reported in the table), a damaged cache.

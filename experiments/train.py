@@ -37,7 +37,9 @@ _DATA_DIR = flags.DEFINE_string(
 _WORKDIR = flags.DEFINE_string(
   "workdir", None, "Where the run's files go; default: workdirs/<task>_<dataset>_<activation>."
 )
-_EPOCHS = flags.DEFINE_integer("epochs", None, "Epochs to train (>= 1); default: the task's.")
+_EPOCHS = flags.DEFINE_integer(
+  "epochs", None, "Epochs to train (1 to 100,000); default: the task's."
+)
 _BATCH_SIZE = flags.DEFINE_integer(
   "batch_size", None, "Global batch size, a multiple of the devices on the mesh's data axis; "
   "default: the task's."
@@ -90,11 +92,15 @@ def main(argv: list[str]) -> None:
   try:
     text_flags = (
       _TASK, _ACTIVATION, _DATASET, _DTYPE, _LEARNING_RATES, _SEEDS, _CPU_DEVICES, _COORDINATOR,
-      _DATA_DIR,
+      _DATA_DIR, _COMPILATION_CACHE,
     )  # fmt: skip
     _flags.check_utf8(**{flag.name: flag.value for flag in text_flags})
     # Each value parsed once, here; the library takes values (a TaskSpec, Members).
-    _, spec = _flags.make_spec(_TASK.value, **{flag.name: flag.value for flag in _SPEC_FLAGS})
+    _, spec = _flags.make_spec(
+      _TASK.value,
+      {flag.name: (flag.name, flag.value) for flag in (_LEARNING_RATES, _SEEDS)},
+      **{flag.name: flag.value for flag in _SPEC_FLAGS},
+    )
     members = Members(
       _flags.parse_floats("learning_rates", _LEARNING_RATES.value, spec.learning_rates),
       _flags.parse_seeds(_SEEDS.value, spec.seeds),

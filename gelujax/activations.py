@@ -30,7 +30,9 @@ their NNX twins in :mod:`gelujax.nnx`. Both apply an activation through
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -44,7 +46,51 @@ from gelujax.registry import Registry
 ACTIVATIONS: Registry[Callable[..., Array]] = Registry("activation")
 
 
-@ACTIVATIONS.register("gelu")
+# --- What a spec's arguments may be (`Registry.register`'s ``check``): a spec's literals are
+# checked when it is resolved, before any work, not when a traced function first meets them.
+
+
+def _numbers(value: Any) -> list[Any]:
+  """The items of a literal that is a (nested) list or tuple; ``[value]`` for any other."""
+  if isinstance(value, list | tuple):
+    return [item for part in value for item in _numbers(part)]
+  return [value]
+
+
+def number_problem(
+  arguments: dict[str, Any],
+  name: str,
+  *,
+  array: bool = False,
+  infinite: bool = False,
+  positive: str = "",
+) -> str | None:
+  """What is wrong with the argument ``name`` of a spec (a clause), or None. It must be a number
+  (an int or a float; with ``array``, also a list of them, which broadcasts against the input),
+  finite unless ``infinite``; with ``positive`` (what the argument is: ``"a standard
+  deviation"``), also > 0 and normal in float32 (the activation divides by it)."""
+  value = arguments[name]
+  numbers = _numbers(value) if array else [value]
+  if not numbers or any(isinstance(v, bool) or not isinstance(v, int | float) for v in numbers):
+    return f"{name} must be a number{' or a list of numbers' * array}, not {value!r}"
+  if not infinite and not all(math.isfinite(v) for v in numbers):
+    return f"{name} must be finite, not {value!r}"
+  tiny = float(np.finfo(np.float32).tiny)
+  if positive and not all(v >= tiny for v in numbers):
+    return (
+      f"{name} is {positive}, which must be > 0 and normal in float32 (at least {tiny:.3g}), "
+      f"not {value!r}"
+    )
+  return None
+
+
+def bool_problem(arguments: dict[str, Any], name: str) -> str | None:
+  """What is wrong with the argument ``name`` of a spec, which must be True or False, or None."""
+  value = arguments[name]
+  return None if isinstance(value, bool) else f"{name} must be True or False, not {value!r}"
+
+
+@ACTIVATIONS.register("gelu", check=lambda a: bool_problem(a, "approximate"))
 def gelu(x: ArrayLike, approximate: bool = False) -> Array:
   r"""Gaussian error linear unit, exact form unless ``approximate=True``.
 
@@ -227,7 +273,17 @@ def gelu_sigmoid(x: ArrayLike) -> Array:
 gelu_sigmoid.defjvp(num.pair_jvp(num.gelu_sigmoid_and_grad))
 
 
-@ACTIVATIONS.register("clipped_gelu")
+def _clip_problem(arguments: dict[str, Any]) -> str | None:
+  lower, upper = arguments["lower"], arguments["upper"]
+  problem = number_problem(arguments, "lower", infinite=True) or number_problem(
+    arguments, "upper", infinite=True
+  )
+  if problem is None and not lower <= upper:
+    problem = f"lower {lower!r} is above upper {upper!r}; lower must be <= upper"
+  return problem
+
+
+@ACTIVATIONS.register("clipped_gelu", check=_clip_problem)
 def clipped_gelu(x: ArrayLike, lower: float = -10.0, upper: float = 10.0) -> Array:
   r"""Exact GELU clipped to ``[lower, upper]`` (Hugging Face transformers' ``gelu_10``).
 
@@ -265,7 +321,13 @@ def clipped_gelu(x: ArrayLike, lower: float = -10.0, upper: float = 10.0) -> Arr
   return jnp.where(y > upper, upper, jnp.where(y < lower, lower, y))
 
 
-@ACTIVATIONS.register("gaussian_gelu")
+@ACTIVATIONS.register(
+  "gaussian_gelu",
+  check=lambda a: (
+    number_problem(a, "mu", array=True)
+    or number_problem(a, "sigma", array=True, positive="a standard deviation")
+  ),
+)
 @jax.custom_jvp
 @jax.jit
 def gaussian_gelu(x: ArrayLike, mu: ArrayLike = 0.0, sigma: ArrayLike = 1.0) -> Array:
@@ -395,7 +457,7 @@ def identity(x: ArrayLike) -> Array:
   return x if jnp.issubdtype(x.dtype, jnp.floating) else x.astype(jnp.result_type(float))
 
 
-@ACTIVATIONS.register("elu")
+@ACTIVATIONS.register("elu", check=lambda a: number_problem(a, "alpha", array=True))
 @jax.custom_jvp
 @jax.jit
 def elu(x: ArrayLike, alpha: ArrayLike = 1.0) -> Array:
@@ -444,7 +506,12 @@ def _elu_jvp(primals, tangents):
   return value.astype(x.dtype), tangent.astype(x.dtype)
 
 
-@ACTIVATIONS.register("soi_map")
+@ACTIVATIONS.register(
+  "soi_map",
+  check=lambda a: (
+    f"soi_map takes no arguments in a spec (its key and train come from the model), not {a}"
+  ),
+)
 def soi_map(x: ArrayLike, key: Array | None, train: bool) -> Array:
   r"""Stochastic 0-I map of the 2016 GELU draft, whose expectation is the GELU.
 

@@ -82,6 +82,12 @@ def choose_cpu_devices(num_members: int, cores: int) -> int:
   return max(1, min(cores, num_members))
 
 
+# The most CPU devices `configure_cpu` splits a host into, per core. More devices than cores only
+# share the cores (a test fakes a few to lay out a mesh); each costs memory and threads of its own,
+# and a count like 100000 exhausts the memory before JAX has started (19 GB, never finished).
+MAX_CPU_DEVICES_PER_CORE = 64
+
+
 def configure_cpu(cpu_devices: str | int, num_members: int) -> int:
   """Splits the CPU host into devices for a grid of ``num_members``; call before JAX starts.
 
@@ -92,26 +98,38 @@ def configure_cpu(cpu_devices: str | int, num_members: int) -> int:
       (``--xla_cpu_multi_thread_eigen=false``). Every dot runs on XLA's own kernels rather than
       YNNPACK's (``--xla_cpu_experimental_ynn_fusion_type=``): one member trained 1.2x faster so,
       and a grid on one device per core as fast. A flag that ``XLA_FLAGS`` sets itself is kept.
+      At most `MAX_CPU_DEVICES_PER_CORE` devices per core, whichever sets the count.
     num_members: the size of the grid to be trained.
 
   Returns:
     The CPU device count (per process).
 
   Raises:
-    ValueError: a bad ``cpu_devices``, or JAX has already started its backends.
+    ValueError: a bad ``cpu_devices``, a count above the bound, or JAX has already started its
+      backends.
   """
   text = str(cpu_devices).strip().lower()
   flags = os.environ.get(_XLA_FLAGS, "")
   forced = re.search(rf"{_DEVICE_COUNT_FLAG}=(\d+)", flags)
+  most = MAX_CPU_DEVICES_PER_CORE * host_cores()
   if text == "auto" and forced:  # The user's own XLA flags win over the automatic choice.
-    count = int(forced.group(1))
+    digits, given = forced.group(1), f"{_XLA_FLAGS}'s {_DEVICE_COUNT_FLAG}={forced.group(1)}"
   elif text == "auto":
-    count = choose_cpu_devices(num_members, host_cores())
-  elif text.isdigit() and int(text) >= 1:
-    count = int(text)
+    digits, given = str(choose_cpu_devices(num_members, host_cores())), ""
+  elif text.isdecimal() and text.lstrip("0"):
+    digits, given = text, f"`cpu_devices` {cpu_devices!r}"
   else:
     raise ValueError(
       f"`cpu_devices` {cpu_devices!r} is not valid: give 'auto' or a device count >= 1."
+    )
+  # More digits than the bound's is over it (and never an int of thousands of digits).
+  count = int(digits) if len(digits.lstrip("0")) <= len(str(most)) else most + 1
+  if count > most:  # Before JAX makes them: 100000 devices took 19 GB and never started.
+    raise ValueError(
+      f"{given} is more than {MAX_CPU_DEVICES_PER_CORE} CPU devices per core (this host has "
+      f"{host_cores()} core{'s' * (host_cores() != 1)}: at most {most:,}); each device has "
+      "its own memory and threads, and more devices than cores only slow a run down; give "
+      f"'auto' or a count up to {most:,}."
     )
   if not (text == "auto" and forced):
     try:

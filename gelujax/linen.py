@@ -23,11 +23,25 @@ from flax import linen as nn
 from jax import Array
 from jax.typing import ArrayLike
 
-from gelujax.activations import ACTIVATIONS, gated, gaussian_gelu, soi_map
+from gelujax.activations import (
+  ACTIVATIONS,
+  bool_problem,
+  gated,
+  gaussian_gelu,
+  number_problem,
+  soi_map,
+)
 from gelujax.specs import resolve_activation
 
 
-@ACTIVATIONS.register("learnable_gelu")
+@ACTIVATIONS.register(
+  "learnable_gelu",
+  check=lambda a: (
+    bool_problem(a, "per_feature")
+    or number_problem(a, "mu_init")
+    or number_problem(a, "sigma_init", positive="the initial standard deviation")
+  ),
+)
 class LearnableGELU(nn.Module):
   r"""GELU with a learned gate: ``gaussian_gelu(x, mu, sigma)`` with ``mu``, ``sigma`` trained.
 

@@ -23,12 +23,20 @@ from typing import Any, Generic, TypeVar
 T = TypeVar("T")
 
 
+class ParseError(ValueError):
+  """A spec that is no name with keyword literals; ``reason`` says why, in a clause."""
+
+  def __init__(self, spec: str, reason: str):
+    super().__init__(f"Cannot parse {spec!r}: {reason}.")
+    self.spec, self.reason = spec, reason
+
+
 def parse_name(spec: str) -> tuple[str, dict[str, Any]]:
   """Splits ``"name(k=v, ...)"`` into ``("name", {"k": v, ...})``.
 
   Raises:
-    ValueError: if ``spec`` is not an identifier optionally followed by keyword
-      arguments whose values are Python literals.
+    ParseError: if ``spec`` is not an identifier optionally followed by keyword arguments whose
+      values are Python literals, each keyword given once (as a call takes them).
   """
   try:
     node = ast.parse(spec.strip(), mode="eval").body
@@ -41,15 +49,18 @@ def parse_name(spec: str) -> tuple[str, dict[str, Any]]:
     for keyword in node.keywords:
       if keyword.arg is None:
         break
+      if keyword.arg in kwargs:  # ast parses it; a call would refuse it, and so does this.
+        raise ParseError(spec, f"keyword {keyword.arg!r} is given twice; give each once")
       try:
         kwargs[keyword.arg] = ast.literal_eval(keyword.value)
       except ValueError:
         break
     else:
       return node.func.id, kwargs
-  raise ValueError(
-    f"Cannot parse {spec!r}: expected a name such as 'gelu' or a name with keyword "
-    "literals such as 'gaussian_gelu(mu=0.5, sigma=2.0)'."
+  raise ParseError(
+    spec,
+    "expected a name such as 'gelu' or a name with keyword literals such as "
+    "'gaussian_gelu(mu=0.5, sigma=2.0)'",
   )
 
 
@@ -83,16 +94,32 @@ class Registry(Generic[T]):
   def __init__(self, kind: str):
     self.kind = kind
     self._entries: dict[str, T] = {}
+    # name -> what is wrong with a spec's arguments (`register`'s ``check``)
+    self._checks: dict[str, Callable[[dict[str, Any]], str | None]] = {}
     # (namespace, name, sorted keyword items) -> (alias as registered, target spec)
     self._aliases: dict[tuple, tuple[str, str]] = {}
 
-  def register(self, name: str, entry: T | None = None):
-    """Registers ``entry`` under ``name``; without ``entry``, returns a decorator."""
+  def register(
+    self,
+    name: str,
+    entry: T | None = None,
+    *,
+    check: Callable[[dict[str, Any]], str | None] | None = None,
+  ):
+    """Registers ``entry`` under ``name``; without ``entry``, returns a decorator.
+
+    ``check``, if given, takes the arguments of a spec (``{"sigma": 0}``, with the entry's
+    defaults for those not given) and says what is wrong with their values in a clause
+    (``"sigma must be > 0, not 0"``), or returns None: :meth:`get` then refuses such a spec
+    before the entry is ever called.
+    """
     if entry is None:
-      return functools.partial(self.register, name)
+      return functools.partial(self.register, name, check=check)
     if name in self._entries:
       raise ValueError(f"{self.kind} {name!r} is already registered.")
     self._entries[name] = entry
+    if check is not None:
+      self._checks[name] = check
     return entry
 
   def alias(self, alias: str, target: str) -> None:
@@ -218,18 +245,24 @@ class Registry(Generic[T]):
     """Resolves ``"name"``, ``"name(k=v)"`` or an alias (see :meth:`alias`).
 
     A bare name returns the registered entry itself. A name with arguments returns
-    ``functools.partial(entry, **kwargs)`` after checking that the entry accepts them.
+    ``functools.partial(entry, **kwargs)`` after checking that the entry accepts them, and
+    their values (`register`'s ``check``).
     """
     name, kwargs = parse_name(self.resolve(spec))
     entry = self.lookup(name)
     if not kwargs:
       return entry
     try:
-      inspect.signature(entry).bind_partial(**kwargs)
+      bound = inspect.signature(entry).bind_partial(**kwargs)
     except TypeError as e:
       raise ValueError(f"Bad arguments in {self.kind} {spec!r}: {e}.") from None
     except ValueError:  # Builtins without a signature: let the call decide.
-      pass
+      bound = None
+    if bound is not None and name in self._checks:
+      bound.apply_defaults()
+      problem = self._checks[name](dict(bound.arguments))
+      if problem:
+        raise ValueError(f"Bad arguments in {self.kind} {spec!r}: {problem}.")
     return functools.partial(entry, **kwargs)
 
 

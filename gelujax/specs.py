@@ -45,8 +45,9 @@ def get_activation(spec: str) -> Callable[..., Array]:
 
 # "module.path:function" with keyword literals after the function, as registry names take them.
 _USER_SPEC = re.compile(r"\s*([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\s*:(.*)", re.DOTALL)
-# What a user's function is checked on: float32 values across the GELUs' interesting range.
-_PROBE = np.linspace(-4.0, 4.0, 12, dtype=np.float32).reshape(3, 4)
+# What a user's function is checked on: float32 values across the GELUs' interesting range,
+# -4 to 4.8 in steps of 0.8, 0 included.
+_PROBE = (np.arange(-5, 7, dtype=np.float32) * np.float32(0.8)).reshape(3, 4)
 # Functions registered by scripts (`register_activation`): their source is recorded in runs.
 _REGISTERED: dict[str, Callable[..., Array]] = {}
 
@@ -65,7 +66,9 @@ def _user_spec(spec: str) -> tuple[str, str, dict[str, Any]] | None:
 
 def check_elementwise(fn: Callable[..., Any], what: str) -> None:
   """Refuses ``fn`` unless it maps an array to one of the same shape and dtype (float32 called,
-  bfloat16 traced), as the models' activations must.
+  bfloat16 traced), as the models' activations must, and to finite values (float32): a NaN or
+  an infinity for a finite input diverges every member that meets it, which its run would only
+  report as diverged members.
 
   Raises:
     ValueError: naming ``what``, the input and what came back.
@@ -85,6 +88,13 @@ def check_elementwise(fn: Callable[..., Any], what: str) -> None:
       raise ValueError(
         f"{what} maps a {dtype.__name__} array of shape {x.shape} to {got} of shape {shape}; an "
         "activation must keep its input's shape and dtype (it is applied element-wise)."
+      )
+    if dtype == jnp.float32 and not np.isfinite(y).all():
+      i = np.flatnonzero(~np.isfinite(y))[0]
+      raise ValueError(
+        f"{what} returns {np.ravel(y)[i]} for the finite input {_PROBE.flat[i]} (float32); an "
+        "activation must be finite wherever its input is, or every member that meets such an "
+        "input diverges."
       )
 
 

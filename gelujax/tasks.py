@@ -50,6 +50,9 @@ TASKS: Registry = Registry("task")
 SPLITS = ("train", "validation", "test")
 # What a model may compute in (TaskSpec.dtype); parameters are float32 either way.
 DTYPES = ("float32", "bfloat16")
+# The most epochs a task takes: a bound against mistyped counts (1000000000 was taken). The
+# paper's longest task trains 250; 100,000 epochs of a second each take 28 hours.
+MAX_EPOCHS = 100_000
 
 
 @dataclasses.dataclass(frozen=True)
@@ -74,7 +77,7 @@ class TaskSpec:
     learning_rates: the grid of peak learning rates the paper selects from.
     seeds: number of runs per learning rate.
     batch_size: examples per step (TIMIT: whole utterances per step).
-    epochs: passes over the training split.
+    epochs: passes over the training split, at most `MAX_EPOCHS`.
     evals_per_epoch: evaluations per epoch.
     group_batches: batches are ``batch_size`` whole groups of ``split["groups"]``, padded with a
       mask to a fixed size by the trainer.
@@ -306,7 +309,13 @@ _CHECKS: dict[str, tuple[Callable[[TaskSpec, Any], bool], Callable[[TaskSpec], s
   ),
   "seeds": (lambda s, v: _is_int(v, 1), lambda s: "an integer >= 1 (runs per learning rate)"),
   "batch_size": (lambda s, v: _is_int(v, 1), lambda s: "an integer >= 1"),
-  "epochs": (lambda s, v: _is_int(v, 1), lambda s: "an integer >= 1"),
+  "epochs": (
+    lambda s, v: _is_int(v, 1) and v <= MAX_EPOCHS,
+    lambda s: (
+      f"an integer from 1 to {MAX_EPOCHS:,} (a bound against mistyped counts: the paper's "
+      "longest task trains 250 epochs, and 100,000 epochs of a second each take 28 hours)"
+    ),
+  ),
   "evals_per_epoch": (lambda s, v: _is_int(v, 1), lambda s: "an integer >= 1"),
   "group_batches": (lambda s, v: isinstance(v, bool), lambda s: "True or False"),
   "objective": (

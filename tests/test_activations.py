@@ -944,6 +944,50 @@ def test_clipped_gelu_rejects_inverted_bounds():
     clipped_gelu(jnp.ones(3), lower=1.0, upper=0.0)
 
 
+@pytest.mark.parametrize(
+  ("spec", "problem"),
+  [
+    ("gaussian_gelu(sigma=0)", "sigma is a standard deviation, which must be > 0 and normal in "
+     "float32 (at least 1.18e-38), not 0"),
+    ("gaussian_gelu(sigma=-1)", "sigma is a standard deviation, which must be > 0 and normal in "
+     "float32 (at least 1.18e-38), not -1"),
+    ("gaussian_gelu(sigma=1e-40)", "sigma is a standard deviation, which must be > 0 and normal "
+     "in float32 (at least 1.18e-38), not 1e-40"),
+    ("gaussian_gelu(sigma=[1.0, 0.0])", "sigma is a standard deviation, which must be > 0 and "
+     "normal in float32 (at least 1.18e-38), not [1.0, 0.0]"),
+    ("gaussian_gelu(mu=1e999)", "mu must be finite, not inf"),
+    ("gaussian_gelu(mu='a')", "mu must be a number or a list of numbers, not 'a'"),
+    ("clipped_gelu(lower=5, upper=-5)", "lower 5 is above upper -5; lower must be <= upper"),
+    ("clipped_gelu(upper=-20)", "lower -10.0 is above upper -20; lower must be <= upper"),
+    ("clipped_gelu(lower=None)", "lower must be a number, not None"),
+    ("elu(alpha=1e999)", "alpha must be finite, not inf"),
+    ("gelu(approximate=1)", "approximate must be True or False, not 1"),
+    ("soi_map(train=True)", "soi_map takes no arguments in a spec (its key and train come from "
+     "the model), not {'train': True}"),
+    ("learnable_gelu(sigma_init=0.0)", "sigma_init is the initial standard deviation, which must "
+     "be > 0 and normal in float32 (at least 1.18e-38), not 0.0"),
+    ("learnable_gelu(per_feature=1)", "per_feature must be True or False, not 1"),
+  ],
+)  # fmt: skip
+def test_a_spec_whose_arguments_the_activation_cannot_take_is_refused_in_one_sentence(
+  spec, problem
+):
+  """Refused when the spec is resolved, before any array meets it: σ = 0 ended a run in "setting
+  an array element with a sequence" from the function's rule, after the workdir was made."""
+  with pytest.raises(ValueError) as error:
+    get_activation(spec)
+  assert str(error.value) == f"Bad arguments in activation {spec!r}: {problem}."
+
+
+def test_arguments_an_activation_takes_are_bound():
+  for spec in [
+    "gaussian_gelu(mu=-0.5, sigma=1e-3)", "gaussian_gelu(sigma=[1.0, 2.0])", "elu(alpha=-0.5)",
+    "clipped_gelu(lower=-1, upper=1e999)", "clipped_gelu(lower=1.0, upper=1.0)",
+    "gelu(approximate=True)", "learnable_gelu(per_feature=True, mu_init=1, sigma_init=0.5)",
+  ]:  # fmt: skip
+    assert isinstance(get_activation(spec), functools.partial), spec
+
+
 def test_readme_names_table_is_what_the_code_computes():
   path = Path(__file__).resolve().parents[1] / "scripts" / "gelu_names_table.py"
   spec = importlib.util.spec_from_file_location("gelu_names_table", path)

@@ -9,7 +9,7 @@ from gelujax import workdir as workdirs
 
 @pytest.mark.parametrize(
   ("values", "expected"),
-  [(None, [0, 1, 2]), ([], [0, 1, 2]), (["2"], [0, 1]), (["4", "7"], [4, 7]), (["7", ""], [7])],
+  [(None, [0, 1, 2]), (["2"], [0, 1]), (["4", "7"], [4, 7]), (["7", ""], [7])],
 )
 def test_parse_seeds(values, expected):
   assert _flags.parse_seeds(values, 3) == expected
@@ -23,7 +23,7 @@ def test_parse_evaluation_seeds_counts_from_their_start():
     _flags.parse_seeds(["x"], (), "evaluation_seeds", 100)
 
 
-@pytest.mark.parametrize("values", [["x"], ["0"], ["1.5", "2"], [""]])
+@pytest.mark.parametrize("values", [["x"], ["0"], ["1.5", "2"], [""], []])
 def test_parse_seeds_rejects(values):
   with pytest.raises(ValueError, match="--seeds"):
     _flags.parse_seeds(values, 3)
@@ -32,6 +32,62 @@ def test_parse_seeds_rejects(values):
 def test_parse_floats():
   assert _flags.parse_floats("learning_rates", ["1e-3", "0.5"], (9.0,)) == [1e-3, 0.5]
   assert _flags.parse_floats("learning_rates", None, (9.0,)) == [9.0]
+
+
+@pytest.mark.parametrize(
+  ("parse", "message"),
+  [
+    (
+      lambda: _flags.parse_floats("learning_rates", [], (9.0,)),
+      "--learning_rates is given empty; give one or more numbers (e.g. 1e-3,1e-4), or leave "
+      "--learning_rates out for its default.",
+    ),
+    (
+      lambda: _flags.parse_seeds([], 3),
+      "--seeds is given empty; give a count (e.g. 5) or a comma list of seeds (e.g. 0,1,2), or "
+      "leave --seeds out for its default.",
+    ),
+    (
+      lambda: _flags.parse_names("activations", [], ("gelu",)),
+      "--activations is given empty; give one or more names (e.g. gelu,relu), or leave "
+      "--activations out for its default.",
+    ),
+  ],
+)
+def test_a_list_flag_given_empty_is_refused_not_taken_for_its_default(parse, message):
+  """``--learning_rates=`` (absl's empty list) trained the task's grid without a word."""
+  with pytest.raises(ValueError) as error:
+    parse()
+  assert str(error.value) == message
+
+
+@pytest.mark.parametrize(
+  ("parse", "message"),
+  [
+    (
+      lambda: _flags.parse_names("activations", ["gelu", "relu", "gelu"], ()),
+      "--activations 'gelu,relu,gelu' repeats 'gelu'; give each value once.",
+    ),
+    (
+      lambda: _flags.parse_floats("dropout_rates", ["0", "0.5", "0.0", "0.50"], ()),
+      "--dropout_rates '0,0.5,0.0,0.50' repeats 0.0, 0.5; give each value once.",
+    ),
+    (
+      lambda: _flags.parse_seeds(["9", "9", ""], (), "evaluation_seeds", 100),
+      "--evaluation_seeds '9,9,' repeats 9; give each value once.",
+    ),
+  ],
+)
+def test_a_list_flag_that_repeats_a_value_is_refused(parse, message):
+  """``--activations=gelu,gelu`` became one run without a word."""
+  with pytest.raises(ValueError) as error:
+    parse()
+  assert str(error.value) == message
+
+
+def test_parse_names():
+  assert _flags.parse_names("activations", ["gelu", "relu"], ("elu",)) == ["gelu", "relu"]
+  assert _flags.parse_names("activations", None, ("elu",)) == ["elu"]
 
 
 def test_parse_floats_names_the_flag():
@@ -127,6 +183,55 @@ def test_make_spec_errors_name_the_flag_and_what_was_meant(task, flag_values, me
     _flags.make_spec(task, **flag_values)
   flag = next(iter(flag_values), "task")
   assert str(info.value).startswith(f"--{flag} ") and message in str(info.value)
+
+
+@pytest.mark.parametrize(
+  ("task", "flag_values", "set_elsewhere", "message"),
+  [
+    (
+      "mnist(epochs=1, epochs=2)",
+      {},
+      {},
+      "--task 'mnist(epochs=1, epochs=2)' cannot be parsed: keyword 'epochs' is given twice; "
+      "give each once.",
+    ),
+    (
+      "mnist(epochs=1, dropout=0.3)",
+      {"epochs": 2, "dropout": 0.1, "dataset": "mnist"},
+      {},
+      "--task 'mnist(epochs=1, dropout=0.3)' sets epochs=1 and dropout=0.3, and --epochs 2 and "
+      "--dropout 0.1 set them again; set each field once, in --task or by its flag.",
+    ),
+    (
+      "mnist(seeds=3)",
+      {"epochs": None},
+      {"seeds": ("seeds", ["7", ""]), "learning_rates": ("learning_rates", None)},
+      "--task 'mnist(seeds=3)' sets seeds=3, and --seeds '7,' sets it again; set each field "
+      "once, in --task or by its flag.",
+    ),
+    (
+      "twitter_pos(data_options={'embeddings': '/a.txt'})",
+      {"embeddings": "/b.txt"},
+      {},
+      "--task \"twitter_pos(data_options={'embeddings': '/a.txt'})\" sets data_options "
+      "embeddings='/a.txt', and --embeddings '/b.txt' sets it again; set each field once, in "
+      "--task or by its flag.",
+    ),
+  ],
+)
+def test_make_spec_refuses_a_field_given_twice(task, flag_values, set_elsewhere, message):
+  """``'tiny_mnist(epochs=1, epochs=2)'`` trained 2 epochs, and a flag silently won over the
+  task's own override of its field."""
+  with pytest.raises(ValueError) as error:
+    _flags.make_spec(task, set_elsewhere, **flag_values)
+  assert str(error.value) == message
+
+
+def test_make_spec_takes_each_field_once_however_it_is_given():
+  _, ours = _flags.make_spec(
+    "mnist(epochs=3)", {"seeds": ("seeds", ["2"])}, dropout=0.1, epochs=None
+  )
+  assert (ours.epochs, ours.dropout, ours.seeds) == (3, 0.1, 5)  # seeds: the script's to apply
 
 
 def test_make_spec_names_the_flag_of_a_bad_value():

@@ -163,3 +163,21 @@ def test_training_with_the_compilation_cache_leaves_the_interpreters_hooks_as_th
   )  # fmt: skip
   assert result.returncode == 0, result.stderr[-2000:]
   assert result.stdout.split() == ["[True,", "True,", "True,", "True]"]
+
+
+@pytest.mark.parametrize("xla_flags", ["", "--xla_force_host_platform_device_count=100000"])
+def test_a_device_count_far_above_the_cores_is_refused_before_jax_is_asked(xla_flags, monkeypatch):
+  """100000 devices: the kernel killed the process for memory before JAX had started; whether
+  --cpu_devices or the user's own XLA_FLAGS ask for them, they are refused in one line."""
+  monkeypatch.setenv("XLA_FLAGS", xla_flags)
+  cores = host.host_cores()
+  with pytest.raises(ValueError) as error:
+    host.configure_cpu("auto" if xla_flags else "100000", 4)
+  given = f"XLA_FLAGS's {xla_flags}" if xla_flags else "`cpu_devices` '100000'"
+  assert str(error.value) == (
+    f"{given} is more than 64 CPU devices per core (this host has {cores} "
+    f"core{'s' * (cores != 1)}: at most {64 * cores:,}); each device has its own memory and "
+    f"threads, and more devices than cores only slow a run down; give 'auto' or a count up to "
+    f"{64 * cores:,}."
+  )
+  assert os.environ["XLA_FLAGS"] == xla_flags  # nothing set

@@ -70,6 +70,31 @@ def test_bad_argument_names_the_spec(registry):
     registry.get("scale(gain=2)")
 
 
+def test_a_check_refuses_argument_values_before_the_entry_is_called(registry):
+  calls = []
+
+  def scaled(x, factor=1.0):
+    calls.append(x)
+    return x * factor
+
+  registry.register(
+    "scaled", scaled, check=lambda a: None if a["factor"] > 0 else f"factor {a['factor']} <= 0"
+  )
+  with pytest.raises(ValueError) as error:
+    registry.get("scaled(factor=-2)")
+  assert str(error.value) == "Bad arguments in widget 'scaled(factor=-2)': factor -2 <= 0."
+  assert registry.hint("scaled(factor=-2)") == str(error.value)
+  assert registry.get("scaled(factor=2)")(3) == 6 and calls == [3]
+  assert registry.get("scaled") is scaled  # a bare name: the defaults, never checked
+
+  @registry.register("halved", check=lambda a: None if a["factor"] else "factor is 0")
+  def halved(x, factor=0.5):
+    return x * factor
+
+  with pytest.raises(ValueError, match=r"'halved\(factor=0\)': factor is 0\.$"):
+    registry.get("halved(factor=0)")
+
+
 def test_duplicate_registration_fails(registry):
   with pytest.raises(ValueError, match="already registered"):
     registry.register("scale", scale)

@@ -44,6 +44,39 @@ BAD_FLAGS = [
   ("--evaluation_seeds=1,5", "--evaluation_seeds 1,5 shares [1] with --seeds"),
   # How Python hands over the byte 0xff of a command line: refused like every other flag.
   ("--data_dir=fm-\udcff", "--data_dir b'fm-\\xff' is not UTF-8 (byte 0xff at position 3)"),
+  # Each was taken without a word: a repeat as one run, an empty list as the default, the
+  # later of two keywords, a flag over the task's own override, a task's field no run trains.
+  ("--activations=gelu,gelu", "--activations 'gelu,gelu' repeats 'gelu'; give each value once."),
+  ("--dropout_rates=0,0.0", "--dropout_rates '0,0.0' repeats 0.0; give each value once."),
+  ("--evaluation_seeds=9,9", "--evaluation_seeds '9,9' repeats 9; give each value once."),
+  ("--learning_rates=", "--learning_rates is given empty; give one or more numbers"),
+  ("--seeds=", "--seeds is given empty; give a count (e.g. 5) or a comma list of seeds"),
+  ("--activations=", "--activations is given empty; give one or more names (e.g. gelu,relu)"),
+  ("--evaluation_seeds=", "--evaluation_seeds is given empty; give a count (e.g. 5)"),
+  (
+    "--epochs=1000000000",
+    "--epochs 1000000000 is not valid for task 'tiny_mnist': expected an integer from 1 to "
+    "100,000 (a bound against mistyped counts",
+  ),
+  (
+    "--task=tiny_mnist(epochs=1, epochs=2)",
+    "--task 'tiny_mnist(epochs=1, epochs=2)' cannot be parsed: keyword 'epochs' is given "
+    "twice; give each once.",
+  ),
+  (
+    "--task=tiny_mnist(epochs=1, learning_rates=(0.1,)) --epochs=2 --learning_rates=0.01",
+    "--task 'tiny_mnist(epochs=1, learning_rates=(0.1,))' sets epochs=1 and learning_rates=(0.1,), "
+    "and --epochs 2 and --learning_rates '0.01' set them again; set each field once, in --task "
+    "or by its flag.",
+  ),
+  (
+    "--task=tiny_mnist(activation='gelu_fast')",
+    "--task \"tiny_mnist(activation='gelu_fast')\" sets activation='gelu_fast', which no run "
+    "trains: each run's activation is one of --activations (by default gelu,gelu_tanh,relu,elu,"
+    "silu); give --activations=gelu_fast instead.",
+  ),
+  # Refused before JAX is given the folder (the last line: were it given, it would stay given).
+  ("--compilation_cache=c-\udcff", "--compilation_cache b'c-\\xff' is not UTF-8 (byte 0xff at"),
 ]
 
 
@@ -53,10 +86,11 @@ def bad_flag_exits(tmp_path_factory):
   --out folder each was given."""
   root = tmp_path_factory.mktemp("bad_flags")
   outs = [root / str(i) / "out" for i in range(len(BAD_FLAGS))]
-  command_lines = [
-    (["--task=tiny_mnist", flag] if not flag.startswith("--task") else [flag]) + [f"--out={out}"]
-    for (flag, _), out in zip(BAD_FLAGS, outs, strict=True)
-  ]
+  command_lines = []
+  for (flags, _), out in zip(BAD_FLAGS, outs, strict=True):
+    first, *more = flags.split(" --")  # an entry may hold several flags
+    args = [first, *(f"--{flag}" for flag in more), f"--out={out}"]
+    command_lines.append(args if first.startswith("--task") else ["--task=tiny_mnist", *args])
   env = {**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONPATH": str(REPO)}
   ended = run_mains(REPO / "experiments" / "reproduce.py", command_lines, env, REPO)
   return dict(zip([flag for flag, _ in BAD_FLAGS], zip(ended, outs, strict=True), strict=True))

@@ -806,6 +806,20 @@ def test_the_library_names_its_arguments_not_the_scripts_flags(tmp_path):
   assert path.read_text() == "precious\n" and not (tmp_path / "run").exists()
 
 
+def test_more_steps_than_the_int32_step_counter_holds_are_refused_before_the_workdir(tmp_path):
+  """A member's step counts on from epoch to epoch in int32 (its keys are drawn from it):
+  100,000 epochs of 21,475 steps (batch 1) would wrap it. Refused before the workdir is made."""
+  spec = REFERENCE_SPEC.replace(epochs=100_000, batch_size=1, data_options={"num_train": 21_475})
+  with pytest.raises(ValueError) as error:
+    engine.fit(spec, str(tmp_path / "run"), Members([1e-2], [0]), progress=False)
+  assert str(error.value) == (
+    "`epochs` 100000 of 21,475 steps (`batch_size` 1, 21,475 items) make 2,147,500,000 steps, "
+    "more than the int32 step counter holds (2,147,483,647); train fewer `epochs` or with a "
+    "larger `batch_size`."
+  )
+  assert not (tmp_path / "run").exists()
+
+
 def test_members_round_trip_through_config_json_and_refuse_a_partial_grid():
   grid = Members([1e-2, 3e-3], [5, 7])
   assert grid.to_json() == [

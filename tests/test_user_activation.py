@@ -50,6 +50,14 @@ def raises(x):
   raise RuntimeError("not today")
 
 
+def square_root(x):  # NaN below 0: every member diverged, "Lower the learning rates"
+  return jnp.sqrt(x)
+
+
+def sign(x):  # NaN at 0 alone
+  return x / jnp.abs(x)
+
+
 NOT_A_FUNCTION = 3
 """
 
@@ -134,6 +142,13 @@ BAD = [
   ("user_pkg.acts:summed", "maps a float32 array of shape (3, 4) to float32 of shape ()"),
   ("user_pkg.acts:to_float16", "maps a float32 array of shape (3, 4) to float16 of shape (3, 4)"),
   ("user_pkg.acts:raises", "raised RuntimeError: not today when called on a float32 array"),
+  (
+    "user_pkg.acts:square_root",
+    "activation 'user_pkg.acts:square_root' returns nan for the finite input -4.0 (float32); an "
+    "activation must be finite wherever its input is, or every member that meets such an input "
+    "diverges.",
+  ),
+  ("user_pkg.acts:sign", "activation 'user_pkg.acts:sign' returns nan for the finite input 0.0"),
   ("user_pkg.acts:__import__('os')", "Cannot parse \"__import__('os')\""),
   ("__import__('os'):system", "Cannot parse"),
 ]
@@ -197,3 +212,11 @@ def test_register_activation_for_scripts():
     gelujax.register_activation("summed_for_a_test", jnp.sum)
   with pytest.raises(ValueError, match="not an identifier"):
     gelujax.register_activation("a:b", halved)
+  with pytest.raises(ValueError) as error:
+    gelujax.register_activation("reciprocal_for_a_test", jnp.reciprocal)
+  assert str(error.value) == (
+    "activation 'reciprocal_for_a_test' returns inf for the finite input 0.0 (float32); an "
+    "activation must be finite wherever its input is, or every member that meets such an input "
+    "diverges."
+  )
+  assert "reciprocal_for_a_test" not in gelujax.activation_names()

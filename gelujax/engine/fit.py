@@ -140,6 +140,13 @@ def _place(task, members: Members, splits, mesh: Mesh) -> _Placed:
       f"`batch_size` {task.batch_size} is larger than the training split ({items} items); it "
       f"must be at most {items}."
     )
+  total, most = task.epochs * steps, int(np.iinfo(np.int32).max)
+  if total > most:  # The program counts a member's steps, and draws its keys from them, in int32.
+    raise ValueError(
+      f"`epochs` {task.epochs} of {steps:,} steps (`batch_size` {task.batch_size}, {items:,} "
+      f"items) make {total:,} steps, more than the int32 step counter holds ({most:,}); train "
+      "fewer `epochs` or with a larger `batch_size`."
+    )
   if not 1 <= task.evals_per_epoch <= steps:
     raise ValueError(
       f"evals_per_epoch {task.evals_per_epoch} does not fit an epoch of {steps} "
