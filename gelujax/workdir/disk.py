@@ -1,8 +1,9 @@
 """The errors of a run's disk: a workdir refused before any work, and a failed write in one line.
 
 `check_writable` refuses, touching nothing, a workdir that is a file, is not UTF-8 or cannot be
-created or written. `disk_errors` turns an error of a full, read-only or forbidden disk, or of a
-folder deleted under the run, into one `WorkdirError` line naming the file and what to do.
+created or written, or whose ``lock`` is not a file (`check_lock_file`). `disk_errors` turns an
+error of a full, read-only or forbidden disk, or of a folder deleted under the run, into one
+`WorkdirError` line naming the file and what to do.
 """
 
 from __future__ import annotations
@@ -10,18 +11,21 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import shlex
+import stat
 import tempfile
 from collections.abc import Iterator
 
-from gelujax.workdir.files import CHECKPOINT_DIR, WorkdirError
+from gelujax.workdir.files import CHECKPOINT_DIR, LOCK_FILE, WorkdirError
 
 # OS errors that mean the workdir's disk cannot take the write, not a bug.
 DISK_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EIO)
 
 
 def check_writable(workdir: str) -> None:
-  """Refuses a ``workdir`` that is a file, cannot be written or is not UTF-8 (Orbax, which
-  writes the checkpoints, takes UTF-8 paths only); touches nothing."""
+  """Refuses a ``workdir`` that is a file, cannot be written, is not UTF-8 (Orbax, which
+  writes the checkpoints, takes UTF-8 paths only) or whose lock is not a file; touches
+  nothing."""
   path = os.path.abspath(workdir)
   try:
     path.encode()
@@ -36,6 +40,7 @@ def check_writable(workdir: str) -> None:
     raise WorkdirError(
       f"`workdir` {workdir} is a file, not a folder; pass a new folder or this run's workdir."
     )
+  check_lock_file(workdir)
   existing = path
   while not os.path.exists(existing):
     existing = os.path.dirname(existing)
@@ -66,6 +71,44 @@ def check_writable(workdir: str) -> None:
         f"`workdir` {workdir}: no folder can be created in {existing} ({e.strerror}); pass a "
         "folder on a disk you can write."
       ) from None
+
+
+def check_lock_file(workdir: str) -> None:
+  """Refuses a workdir whose ``lock`` is there but is not a file that the lock can be taken on
+  (a folder, a link to nothing, a pipe): nothing is created, in the workdir or where a link
+  points, and what is there is left as it is.
+
+  Raises:
+    WorkdirError: naming the path, what it is, and the command that moves it aside.
+  """
+  path = os.path.join(workdir, LOCK_FILE)
+  try:
+    mode = os.stat(path).st_mode  # through a link: a link to a file is a lock file
+  except FileNotFoundError:
+    if not os.path.islink(path):
+      return  # none yet: the run creates it
+    problem = f"is a symbolic link to {os.readlink(path)}, which does not exist"
+  except OSError as e:
+    if e.errno != errno.ELOOP:
+      return  # a disk error: said when the lock is taken (`disk_errors`)
+    problem = "is a symbolic link that leads back to itself"
+  else:
+    if stat.S_ISREG(mode):
+      return
+    kind = "a folder" if stat.S_ISDIR(mode) else "a named pipe" if stat.S_ISFIFO(mode) else None
+    problem = f"is {kind or 'a socket or a device'}, not a file" + (
+      f" (through a symbolic link to {os.readlink(path)})" if os.path.islink(path) else ""
+    )
+  aside, n = f"{path}.old", 1
+  while os.path.lexists(aside):
+    n += 1
+    aside = f"{path}.old.{n}"
+  raise WorkdirError(
+    f"Workdir {workdir} cannot be locked: its lock file {path} {problem}. gelujax keeps a plain "
+    "file there, holding the pid and host of the process that writes the workdir; what is "
+    f"there is left as it is and nothing was written. Move it aside (`mv {shlex.quote(path)} "
+    f"{shlex.quote(aside)}`) and re-run the same command, or pass another `workdir`."
+  )
 
 
 @contextlib.contextmanager
