@@ -16,7 +16,8 @@ import stat
 import tempfile
 from collections.abc import Iterator
 
-from gelujax.workdir.files import CHECKPOINT_DIR, LOCK_FILE, WorkdirError
+from gelujax.workdir.files import CHECKPOINT_DIR, LOCK_FILE, WorkdirError, trained_epochs
+from gelujax.workdir.records import unresumable_results
 
 # OS errors that mean the workdir's disk cannot take the write, not a bug.
 DISK_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EIO)
@@ -99,10 +100,7 @@ def check_lock_file(workdir: str) -> None:
     problem = f"is {kind or 'a socket or a device'}, not a file" + (
       f" (through a symbolic link to {os.readlink(path)})" if os.path.islink(path) else ""
     )
-  aside, n = f"{path}.old", 1
-  while os.path.lexists(aside):
-    n += 1
-    aside = f"{path}.old.{n}"
+  aside = _unused_name(path)
   raise WorkdirError(
     f"Workdir {workdir} cannot be locked: its lock file {path} {problem}. gelujax keeps a plain "
     "file there, holding the pid and host of the process that writes the workdir; what is "
@@ -130,8 +128,8 @@ def disk_errors(workdir: str, what: str | None = None) -> Iterator[None]:
         raise
       raise WorkdirError(
         f"{gone} was deleted while this run was writing it (by another process?), so "
-        f"{what or 'the run'} could not be written; what was deleted is lost. Re-run the same "
-        "command to resume from what is left (or start afresh), or pass another `workdir`."
+        f"{what or 'the run'} could not be written; what was deleted is lost. "
+        f"{_what_is_left(workdir)}"
       ) from None
     where = what or getattr(e, "filename", None) or f"a file in {workdir}"
     raise WorkdirError(
@@ -139,6 +137,40 @@ def disk_errors(workdir: str, what: str | None = None) -> Iterator[None]:
       "make room or give write access on that disk and re-run the same command to resume, "
       "or pass another `workdir`."
     ) from None
+
+
+def _what_is_left(workdir: str) -> str:
+  """What re-running the same command does with what a deletion left of ``workdir``, and what
+  else the user can do: the words that end the message of a deletion."""
+  try:
+    results = unresumable_results(workdir)
+  except (OSError, ValueError):  # records that cannot be read: the re-run names them
+    results = []
+  if results:
+    path = os.path.normpath(workdir)
+    return (
+      f"What is left of {workdir} holds the run's results ({' and '.join(results)}) but no "
+      "checkpoint, so the run cannot resume (re-running the same command refuses: gelujax "
+      "never trains over results by itself). To start over with nothing lost, move the workdir "
+      f"aside (`mv {shlex.quote(path)} {shlex.quote(_unused_name(path))}`) and re-run the same "
+      "command, or pass another `workdir`."
+    )
+  trained = trained_epochs(workdir)
+  if trained:
+    return (
+      "Re-run the same command to resume from what is left (its newest checkpoint is of epoch "
+      f"{trained}), or pass another `workdir`."
+    )
+  return "Re-run the same command to train the run from the start, or pass another `workdir`."
+
+
+def _unused_name(path: str) -> str:
+  """``<path>.old`` (``.old.2``, ... when taken): where to move ``path`` aside."""
+  aside, n = f"{path}.old", 1
+  while os.path.lexists(aside):
+    n += 1
+    aside = f"{path}.old.{n}"
+  return aside
 
 
 def _deleted_folder(workdir: str, error: BaseException | None) -> str | None:
