@@ -511,6 +511,28 @@ def test_a_torn_metrics_line_from_a_full_disk_is_rewritten_on_resume(
 
 
 @pytest.mark.mount
+@pytest.mark.parametrize(("size", "room_kib"), [("1m", 0), ("1m", 8), ("1m", 16), ("1m", 40),
+                                                ("760k", None)])  # fmt: skip
+def test_a_full_disk_names_the_file_that_could_not_be_written(
+  tmp_path, finished_run, size, room_kib
+):
+  """A real train.py on a disk of ``size`` with ``room_kib`` left (None: empty): whichever write
+  fills it (config.json, a record, a TensorBoard event, a checkpoint's data or its metadata),
+  the line names that file, inside the workdir, not a folder that holds it."""
+  with faults.tmpfs(tmp_path / "disk", size) as disk:
+    if room_kib is not None:
+      filler = faults.fill_disk(disk)
+      os.truncate(filler, max(0, filler.stat().st_size - room_kib * 1024))
+    workdir = disk / "run"  # a save, and the two checkpoints kept, fill 760 KiB by epoch 4
+    result = run_command(*grid_args(finished_run, workdir, "--epochs=4"))
+    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
+    line = result.stderr.strip().splitlines()[-1]
+    assert line.startswith("train.py: error: Cannot write ") and "No space left" in line, line
+    [named] = re.findall(r"^train\.py: error: Cannot write (\S+?),? ", line)
+    assert named.startswith(f"{workdir}/") and not os.path.isdir(named), line
+
+
+@pytest.mark.mount
 def test_a_full_disk_ends_the_run_in_one_line_and_it_resumes(script, tmp_path, finished_run):
   with faults.tmpfs(tmp_path / "disk", "700k") as disk:
     workdir = disk / "run"

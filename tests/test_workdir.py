@@ -108,8 +108,10 @@ def test_a_full_disk_is_one_line_naming_the_file(tmp_path):
       finally:
         metrics.close()
   message = str(error.value)
-  # The first file that could not be written: TensorBoard's, made before any record.
-  assert message.startswith(f"Cannot write {disk}/run/tensorboard (No space left on device)")
+  # The first file that could not be written: TensorBoard's event file, written before any
+  # record; the file, not the folder that holds it.
+  board = f"{disk}/run/tensorboard/lr=0.001,seed=0/events.out.tfevents."
+  assert message.startswith(f"Cannot write {board}") and "(No space left on device)" in message
   assert "re-run the same command" in message and "\n" not in message
 
 

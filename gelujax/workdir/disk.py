@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import io
 import os
+import re
 import shlex
 import stat
 import tempfile
+import types
 from collections.abc import Iterator
 
 from gelujax.workdir.files import CHECKPOINT_DIR, LOCK_FILE, WorkdirError, trained_epochs
@@ -116,10 +119,12 @@ def disk_errors(workdir: str, what: str | None = None) -> Iterator[None]:
 
   Args:
     workdir: the run's folder.
-    what: what was being written (default: the file the error names).
+    what: what was being written, said beside the file the error names.
   """
   try:
     yield
+  except WorkdirError:  # said already, by an inner block that knew more
+    raise
   except Exception as e:
     reason = disk_error_reason(e)
     if reason is None:
@@ -131,9 +136,12 @@ def disk_errors(workdir: str, what: str | None = None) -> Iterator[None]:
         f"{what or 'the run'} could not be written; what was deleted is lost. "
         f"{_what_is_left(workdir)}"
       ) from None
-    where = what or getattr(e, "filename", None) or f"a file in {workdir}"
+    file = failed_file(e)
+    where = f"{file or what or f'a file in {workdir}'} ({reason})"
+    if file and what and what != file:
+      where += f", part of {what}"
     raise WorkdirError(
-      f"Cannot write {where} ({reason}). Everything written before is intact: "
+      f"Cannot write {where}. Everything written before is intact: "
       "make room or give write access on that disk and re-run the same command to resume, "
       "or pass another `workdir`."
     ) from None
@@ -187,6 +195,43 @@ def _deleted_folder(workdir: str, error: BaseException | None) -> str | None:
       named = f"{getattr(error, 'filename', None)} {error}"
       return f"a file or folder in {workdir}" if os.path.abspath(workdir) in named else None
     error = error.__cause__ or error.__context__
+  return None
+
+
+# A path in an error's words, as TensorStore quotes it ('Failed writing: "/w/checkpoints/..."').
+_QUOTED_PATH = re.compile(r'"(/[^"]*[^"/])"')
+
+
+def failed_file(error: BaseException | None) -> str | None:
+  """The file that ``error`` (or what it wraps) says could not be written: an OSError's
+  ``filename``; else the last path quoted in a library's words (TensorStore names the
+  database, then the file); else the file open where the write failed (a library's ``f.write``
+  or ``f.close`` raises an OSError that names no file). None when none is found."""
+  while error is not None:
+    if isinstance(error, OSError) and error.filename is not None:
+      return os.fsdecode(error.filename)
+    paths = _QUOTED_PATH.findall(str(error))
+    if paths:
+      return paths[-1]
+    if isinstance(error, OSError):
+      file = _open_file(error.__traceback__)
+      if file is not None:
+        return file
+    error = error.__cause__ or error.__context__
+  return None
+
+
+def _open_file(traceback: types.TracebackType | None) -> str | None:
+  """The path of a file object held by the innermost frame of ``traceback`` that holds one."""
+  frames = []
+  while traceback is not None:
+    frames.append(traceback.tb_frame)
+    traceback = traceback.tb_next
+  for frame in reversed(frames):
+    for value in frame.f_locals.values():
+      name = getattr(value, "name", None) if isinstance(value, io.IOBase) else None
+      if isinstance(name, str) and os.path.isabs(name):
+        return name
   return None
 
 
