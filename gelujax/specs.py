@@ -160,7 +160,8 @@ def register_activation(name: str, fn: Callable[..., Array]) -> None:
 
 def activation_source(spec: str) -> dict[str, str] | None:
   """Where a user's activation comes from, for a run's record: ``{"module", "function",
-  "file", "sha256"}`` (the sha256 of the source file's bytes); None for gelujax's own."""
+  "file", "sha256"}`` (the sha256 of the source file's bytes, as the module's loader reads
+  them: from a zip archive too); None for gelujax's own."""
   user = _user_spec(spec)
   if user is not None:
     module_name, function, _ = user
@@ -177,11 +178,26 @@ def activation_source(spec: str) -> dict[str, str] | None:
     module_name = getattr(fn, "__module__", None) or "?"
     function = getattr(fn, "__qualname__", None) or type(fn).__name__
     file = getattr(sys.modules.get(module_name), "__file__", None)
-  digest = None
-  if file:
-    with open(file, "rb") as f:
-      digest = hashlib.sha256(f.read()).hexdigest()
-  return {"module": module_name, "function": function, "file": file, "sha256": digest}
+  module = sys.modules.get(module_name)
+  return {"module": module_name, "function": function, "file": file, "sha256": _sha256(module)}
+
+
+def _sha256(module: Any) -> str | None:
+  """The sha256 of ``module``'s source file as its loader reads it (a module imported from a
+  zip archive has no file to open at its ``__file__``); None when there is none to read."""
+  file = getattr(module, "__file__", None)
+  if not file:
+    return None
+  get_data = getattr(getattr(module, "__loader__", None), "get_data", None)
+  try:
+    if get_data is not None:
+      data = get_data(file)
+    else:
+      with open(file, "rb") as f:
+        data = f.read()
+  except OSError:  # gone since it was imported: nothing to hash
+    return None
+  return hashlib.sha256(data).hexdigest()
 
 
 def activation_names() -> list[str]:

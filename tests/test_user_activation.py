@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+import zipfile
 
 import jax.numpy as jnp
 import numpy as np
@@ -65,9 +66,10 @@ def lab(tmp_path_factory):
   return root
 
 
-def train(lab, workdir, *flags, cwd=None):
-  """train.py in a fresh process run from the user's folder (which is not on PYTHONPATH)."""
-  env = dict(os.environ, PYTHONPATH=ROOT, JAX_PLATFORMS="cpu")
+def train(lab, workdir, *flags, cwd=None, path=()):
+  """train.py in a fresh process run from the user's folder (which is not on PYTHONPATH), with
+  ``path`` after gelujax's root on PYTHONPATH."""
+  env = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, *map(str, path)]), JAX_PLATFORMS="cpu")
   return subprocess.run(
     [sys.executable, TRAIN, TASK, f"--data_dir={lab / 'mnist'}", f"--workdir={workdir}", *GRID,
      *flags],
@@ -123,6 +125,32 @@ def test_a_resume_after_the_users_file_changed_is_refused_untouched(lab, tmp_pat
     f"user_pkg.acts.squareplus in {source} sha256 {new}): its code changed" in line
   )
   assert (workdir / "metrics.jsonl").read_bytes() == metrics
+
+
+def test_an_activation_imported_from_a_zip_trains_and_records_its_source(lab, tmp_path):
+  """``PYTHONPATH=acts.zip``: Python imports the module from the archive, where no file can be
+  opened at its ``__file__``; the run trains, records the sha256 of the module's source as the
+  archive holds it, and refuses a resume once the archive holds another."""
+  archive, workdir = tmp_path / "acts.zip", tmp_path / "run"
+
+  def pack(source):
+    with zipfile.ZipFile(archive, "w") as z:
+      z.writestr("zipped_acts.py", source)
+
+  pack(ACTS)
+  flags = ("--activation=zipped_acts:squareplus",)
+  result = train(lab, workdir, "--epochs=1", *flags, cwd=tmp_path, path=[archive])
+  assert result.returncode == 0, result.stderr
+  assert len(workdirs.read_metrics(str(workdir))) == 2
+  source = json.loads((workdir / "config.json").read_text())["activation_source"]
+  assert source["module"] == "zipped_acts" and source["function"] == "squareplus"
+  assert source["file"] == str(archive / "zipped_acts.py")
+  assert source["sha256"] == hashlib.sha256(ACTS.encode()).hexdigest()
+  pack(ACTS.replace("0.5 *", "0.25 *"))
+  refused = train(lab, workdir, "--epochs=2", *flags, cwd=tmp_path, path=[archive])
+  assert refused.returncode == 1
+  assert "the activation's source zipped_acts.squareplus in " in refused.stderr
+  assert "its code changed since the run trained with it" in refused.stderr
 
 
 # Each refused before any data is read: the --data_dir given does not exist.
