@@ -277,7 +277,7 @@ def is_users_module(name: str, module: Any) -> bool:
 def _installed_folders() -> tuple[str, ...]:
   """The standard library's and the installed packages' folders, of this environment and of
   the Python it was made from."""
-  folders = set(site.getsitepackages()) | {site.getusersitepackages()}
+  folders = set(getattr(site, "getsitepackages", list)()) | {site.getusersitepackages()}
   for base in {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}:
     paths = sysconfig.get_paths(vars={"base": base, "platbase": base, "installed_base": base,
                                       "installed_platbase": base})  # fmt: skip

@@ -108,7 +108,9 @@ def _changed_imports(old: Any, new: list[dict[str, Any]]) -> list[str]:
 
   now = {record["module"]: record for record in new}
   differences = []
-  for record in old or []:
+  for record in old if isinstance(old, list) else []:
+    if not isinstance(record, dict):
+      continue  # not what gelujax writes: a hand edit, which nothing checks
     name, file, digest = record.get("module"), record.get("file"), record.get("sha256")
     current = now.get(name) or module_record(name)  # however this process found it
     if current is None:
