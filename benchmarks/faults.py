@@ -577,30 +577,37 @@ def deleted_checkpoints(lab: Lab, stopped_at: tuple[int, ...] = (10, 2)) -> list
   return outcomes
 
 
+def delete_mid_run(lab: Lab, workdir: Path, gone: Path, epochs: int = 400) -> tuple[bool, Run]:
+  """train.py of ``epochs`` on ``workdir``, and ``gone`` removed (`rm -rf`) by this process
+  between two saves, the moment a checkpoint appears; whether it was removed, and how the run
+  ended."""
+  process = lab.start(workdir, f"--epochs={epochs}")
+  # Between two saves (a save cut short is a fault of its own): the run is stopped the moment
+  # a checkpoint appears and let go at once if the next save has begun.
+  hit = False
+  for epoch in range(2, min(epochs, 50)):
+    if not wait_for((workdir / "checkpoints" / str(epoch)).is_dir, poll=0.0005):
+      break
+    process.send_signal(signal.SIGSTOP)
+    saving = any(".orbax-checkpoint-tmp" in n for n in os.listdir(workdir / "checkpoints"))
+    if not saving:
+      shutil.rmtree(gone)
+    process.send_signal(signal.SIGCONT)
+    if not saving:
+      hit = True
+      break
+  _, stderr = process.communicate(timeout=300)
+  return hit, Run(process.returncode, stderr)
+
+
 def deleted_while_running(lab: Lab) -> list[Outcome]:
   """checkpoints/, then the whole workdir, removed by another process (`rm -rf`) while train.py
   runs, the moment checkpoints/2 appears."""
   outcomes = []
   for target in ("checkpoints", "workdir"):
     workdir = lab.root / f"deleted-while-running-{target}"
-    process = lab.start(workdir, "--epochs=400")
     gone = workdir / "checkpoints" if target == "checkpoints" else workdir
-    # Between two saves (a save cut short is a fault of its own): the run is stopped the moment
-    # a checkpoint appears and let go at once if the next save has begun.
-    hit = False
-    for epoch in range(2, 50):
-      if not wait_for((workdir / "checkpoints" / str(epoch)).is_dir, poll=0.0005):
-        break
-      process.send_signal(signal.SIGSTOP)
-      saving = any(".orbax-checkpoint-tmp" in n for n in os.listdir(workdir / "checkpoints"))
-      if not saving:
-        shutil.rmtree(gone)
-      process.send_signal(signal.SIGCONT)
-      if not saving:
-        hit = True
-        break
-    _, stderr = process.communicate(timeout=300)
-    result = Run(process.returncode, stderr)
+    hit, result = delete_mid_run(lab, workdir, gone)
     outcomes.append(
       Outcome(
         f"{'checkpoints/' if target == 'checkpoints' else 'the workdir'} deleted mid-run",

@@ -9,13 +9,17 @@ record in a run's config.json.
 
 from __future__ import annotations
 
+import ast
 import functools
 import hashlib
 import importlib
+import importlib.util
 import inspect
 import os
 import re
+import site
 import sys
+import sysconfig
 from collections.abc import Callable
 from typing import Any
 
@@ -50,6 +54,9 @@ _USER_SPEC = re.compile(r"\s*([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\s*:(.*)", re.DOTA
 _PROBE = (np.arange(-5, 7, dtype=np.float32) * np.float32(0.8)).reshape(3, 4)
 # Functions registered by scripts (`register_activation`): their source is recorded in runs.
 _REGISTERED: dict[str, Callable[..., Array]] = {}
+# A user's module -> the modules that first came into `sys.modules` while `user_activation`
+# imported it and called its function.
+_IMPORTED_WITH: dict[str, set[str]] = {}
 
 
 def _user_spec(spec: str) -> tuple[str, str, dict[str, Any]] | None:
@@ -103,8 +110,8 @@ def user_activation(spec: str) -> Callable[..., Array]:
   """The user's function named by ``spec``, ``"module.path:function"`` or with keyword
   literals, ``"module.path:function(b=4.0)"``: the module is imported from the Python path (the
   current folder, ``PYTHONPATH``), and the function is checked once to keep its input's shape
-  and dtype. The run records the module, the function and its source file's sha256
-  (:func:`activation_source`).
+  and dtype. The run records the module, the function and its source file's sha256, and
+  those of the user's modules it imports (:func:`activation_source`).
 
   Raises:
     ValueError: the module does not import, has no such function, it is not callable, does not
@@ -114,6 +121,7 @@ def user_activation(spec: str) -> Callable[..., Array]:
   what = f"activation {spec!r}"
   if os.getcwd() not in sys.path:  # as `python -m` would: the user's folder, after the rest
     sys.path.append(os.getcwd())
+  before = set(sys.modules)
   try:
     module = importlib.import_module(module_name)
   except Exception as e:  # The user's module: whatever its import raises is the reason.
@@ -144,14 +152,17 @@ def user_activation(spec: str) -> Callable[..., Array]:
       pass
     fn = functools.partial(fn, **kwargs)
   check_elementwise(fn, what)
+  # What the import and the first calls ran, dynamic imports included (`activation_source`).
+  _IMPORTED_WITH.setdefault(module_name, set()).update(set(sys.modules) - before)
   return fn
 
 
 def register_activation(name: str, fn: Callable[..., Array]) -> None:
   """Registers ``fn`` as the activation ``name`` for this process: models, ``TaskSpec``,
   ``gelujax.engine.fit`` and ``gelujax.study.reproduce`` then take it by name (e.g.
-  ``spec.replace(activation=name)``). Its module, qualified name and source file's sha256 are
-  recorded in each run's config.json, so a run resumed after the file changed is refused.
+  ``spec.replace(activation=name)``). Its module, qualified name and source file's sha256, and
+  those of the user's modules that module imports, are recorded in each run's config.json, so
+  a run resumed after any of those files changed is refused.
 
   Raises:
     ValueError: ``name`` is not an identifier or is taken, or ``fn`` is not an element-wise
@@ -168,14 +179,16 @@ def register_activation(name: str, fn: Callable[..., Array]) -> None:
   _REGISTERED[name] = fn
 
 
-def activation_source(spec: str) -> dict[str, str] | None:
+def activation_source(spec: str) -> dict[str, Any] | None:
   """Where a user's activation comes from, for a run's record: ``{"module", "function",
-  "file", "sha256"}`` (the sha256 of the source file's bytes); None for gelujax's own."""
+  "file", "sha256", "imports"}``: the sha256 of the source file's bytes (as the module's loader
+  reads them: from a zip archive too), and ``imports``, the same ``{"module", "file",
+  "sha256"}`` of each of the user's modules that the activation's module imports
+  (:func:`user_imports`). None for gelujax's own."""
   user = _user_spec(spec)
   if user is not None:
     module_name, function, _ = user
     user_activation(spec)  # imported and checked
-    file = getattr(sys.modules[module_name], "__file__", None)
   else:
     try:
       name = parse_name(spec)[0]
@@ -186,12 +199,118 @@ def activation_source(spec: str) -> dict[str, str] | None:
     fn = inspect.unwrap(_REGISTERED[name])
     module_name = getattr(fn, "__module__", None) or "?"
     function = getattr(fn, "__qualname__", None) or type(fn).__name__
-    file = getattr(sys.modules.get(module_name), "__file__", None)
-  digest = None
-  if file:
-    with open(file, "rb") as f:
-      digest = hashlib.sha256(f.read()).hexdigest()
-  return {"module": module_name, "function": function, "file": file, "sha256": digest}
+  module = sys.modules.get(module_name)
+  return {
+    "module": module_name,
+    "function": function,
+    "file": getattr(module, "__file__", None),
+    "sha256": _sha256(module),
+    "imports": [module_record(m) for m in user_imports(module_name)],
+  }
+
+
+def module_record(name: str) -> dict[str, Any] | None:
+  """``{"module", "file", "sha256"}`` of the imported module ``name`` when it is the user's
+  (:func:`is_users_module`); None when it is not, or not imported."""
+  module = sys.modules.get(name)
+  if module is None or not is_users_module(name, module):
+    return None
+  return {"module": name, "file": module.__file__, "sha256": _sha256(module)}
+
+
+def user_imports(module_name: str) -> list[str]:
+  """The user's modules (:func:`is_users_module`) that the module ``module_name`` imports,
+  directly or through one another, sorted: those its ``import`` statements name (its parent
+  packages too), read from the source of each, found however it was imported; and those that
+  first came into ``sys.modules`` while :func:`user_activation` imported it and called its
+  function (an import by ``importlib``). The module itself is left out."""
+  root = sys.modules.get(module_name)
+  if root is None:
+    return []
+  found = {n for n in _IMPORTED_WITH.get(module_name, ()) if n in sys.modules}
+  found.update(_parents(module_name))
+  found = {n for n in found if is_users_module(n, sys.modules.get(n))}
+  stack = [root, *(sys.modules[n] for n in found)]
+  while stack:
+    for name in _imported_names(stack.pop()):
+      module = sys.modules.get(name)
+      if name not in found and is_users_module(name, module):
+        found.add(name)
+        stack.append(module)
+  found.discard(module_name)
+  return sorted(found)
+
+
+def _parents(name: str) -> list[str]:
+  """``"a.b.c"`` -> ``["a", "a.b"]``: the packages an import of ``name`` imports first."""
+  parts = name.split(".")
+  return [".".join(parts[:i]) for i in range(1, len(parts))]
+
+
+def _imported_names(module: Any) -> set[str]:
+  """The modules ``module``'s import statements name, anywhere in its source (in a function
+  too), with their parent packages and, for ``from a import b``, ``a.b`` (``b`` may be a
+  module); relative imports resolved. Empty when its source cannot be read or parsed."""
+  get_data = getattr(getattr(module, "__loader__", None), "get_data", None)
+  file = getattr(module, "__file__", None)
+  try:
+    tree = ast.parse(importlib.util.decode_source(get_data(file)))
+  except Exception:  # no source (a compiled module), or none Python can parse: none named
+    return set()
+  package = (getattr(module, "__package__", None) or "").split(".")
+  names = set()
+  for node in ast.walk(tree):
+    if isinstance(node, ast.Import):
+      names.update(alias.name for alias in node.names)
+    elif isinstance(node, ast.ImportFrom):
+      base = node.module or ""
+      if node.level:
+        if node.level - 1 >= len(package) or not package[0]:
+          continue  # beyond the top package: it would not import
+        base = ".".join([*package[: len(package) - node.level + 1], *([base] if base else [])])
+      names.update([base, *(f"{base}.{alias.name}" for alias in node.names)])
+  return {n for name in names if name for n in (*_parents(name), name)}
+
+
+def is_users_module(name: str, module: Any) -> bool:
+  """Whether ``module`` (imported as ``name``) is the user's own: it has a file, outside the
+  standard library and the environment's installed packages (site-packages, of
+  ``sys.prefix`` and ``sys.base_prefix``), and is not gelujax's."""
+  file = getattr(module, "__file__", None)
+  if not isinstance(file, str) or name == "gelujax" or name.startswith("gelujax."):
+    return False
+  path = os.path.realpath(file)
+  return not any(path.startswith(folder + os.sep) for folder in _installed_folders())
+
+
+@functools.cache
+def _installed_folders() -> tuple[str, ...]:
+  """The standard library's and the installed packages' folders, of this environment and of
+  the Python it was made from."""
+  folders = set(getattr(site, "getsitepackages", list)()) | {site.getusersitepackages()}
+  for base in {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}:
+    paths = sysconfig.get_paths(vars={"base": base, "platbase": base, "installed_base": base,
+                                      "installed_platbase": base})  # fmt: skip
+    folders.update(paths[key] for key in ("stdlib", "platstdlib", "purelib", "platlib"))
+  return tuple(sorted({os.path.realpath(f) for f in folders if f}))
+
+
+def _sha256(module: Any) -> str | None:
+  """The sha256 of ``module``'s source file as its loader reads it (a module imported from a
+  zip archive has no file to open at its ``__file__``); None when there is none to read."""
+  file = getattr(module, "__file__", None)
+  if not file:
+    return None
+  get_data = getattr(getattr(module, "__loader__", None), "get_data", None)
+  try:
+    if get_data is not None:
+      data = get_data(file)
+    else:
+      with open(file, "rb") as f:
+        data = f.read()
+  except OSError:  # gone since it was imported: nothing to hash
+    return None
+  return hashlib.sha256(data).hexdigest()
 
 
 def activation_names() -> list[str]:

@@ -50,22 +50,21 @@ class MetricsWriter:
     with _naming(self._file.name):
       self._file.write(workdirs.metrics_lines(records))
       self._file.flush()
-    with _naming(self._boards_dir):
-      for record in records:
-        board = self._boards[record["member"]]
+    for record in records:
+      board = self._boards[record["member"]]
+      with _naming(board.path):
         for key, value in record.items():
           if key not in workdirs.RECORD_KEYS and value is not None:
             board.add_scalar(key, value, record["step"])
-      for board in self._boards:
+    for board in self._boards:
+      with _naming(board.path):
         board.flush()
 
   def close(self) -> None:
     """Closes every file; the first write that fails (a full disk) is raised after all are
     closed."""
     errors = []
-    for file, path in [(self._file, self._file.name)] + [
-      (b, self._boards_dir) for b in self._boards
-    ]:
+    for file, path in [(self._file, self._file.name)] + [(b, b.path) for b in self._boards]:
       try:
         with _naming(path):
           file.close()
@@ -92,7 +91,8 @@ class EventFile:
   def __init__(self, logdir: str, purge_step: int | None = None):
     os.makedirs(logdir, exist_ok=True)
     name = f"events.out.tfevents.{time.time():.6f}.{socket.gethostname()}.{os.getpid()}"
-    self._file = open(os.path.join(logdir, name), "ab")
+    self.path = os.path.join(logdir, name)
+    self._file = open(self.path, "ab")
     self._write(_event(file_version="brain.Event:2"))
     if purge_step is not None:
       self._write(_event(step=purge_step, file_version="brain.Event:2"))

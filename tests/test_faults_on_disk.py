@@ -6,6 +6,7 @@ check each promise on their own here too.
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -63,6 +64,32 @@ def test_a_workdir_deleted_mid_run_ends_in_one_line_naming_it(lab):
   traceback."""
   for outcome in faults.deleted_while_running(lab):
     assert outcome.ok, outcome.seen
+
+
+@pytest.mark.slow
+def test_checkpoints_deleted_mid_run_end_in_a_line_that_says_what_a_re_run_does(lab):
+  """`rm -rf checkpoints` while train.py writes records past epoch 1: the line said "re-run the
+  same command to resume", and the re-run refused, as it must (no checkpoint to resume the
+  records from). The line says so, and its way to start over loses nothing."""
+  workdir, epochs = lab.root / "checkpoints-deleted-mid-run", 30
+  hit, ended = faults.delete_mid_run(lab, workdir, workdir / "checkpoints", epochs)
+  assert hit and ended.returncode == 1 and len(ended.seen) == 1, ended.seen
+  [line] = ended.seen
+  assert line.startswith(f"train.py: error: {workdir}/checkpoints was deleted while this run")
+  records = (workdir / "metrics.jsonl").read_bytes()
+  rerun = lab.train(workdir, f"--epochs={epochs}")  # the same command
+  assert rerun.returncode == 1 and "no checkpoint to resume them from" in rerun.seen[0]
+  assert (workdir / "metrics.jsonl").read_bytes() == records
+  assert not re.search(r"re-run[^.]* to resume", line, re.IGNORECASE), line  # none promised
+  # Its way to start over, done: the workdir moved aside, whole, and the same command trains
+  # the run from the start to the uninterrupted result.
+  [(source, target)] = re.findall(r"`mv (\S+) (\S+)`", line)
+  assert source == str(workdir)
+  os.rename(source, target)
+  assert (faults.Path(target) / "metrics.jsonl").read_bytes() == records
+  again = lab.train(workdir, f"--epochs={epochs}")
+  assert again.returncode == 0, again.stderr
+  assert faults.same_results(workdir, lab.reference(epochs))
 
 
 @pytest.mark.slow

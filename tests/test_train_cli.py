@@ -464,6 +464,49 @@ def test_a_workdir_that_is_a_file_is_refused(script, tmp_path, finished_run):
   assert path.read_text() == "precious\n"
 
 
+LOCKS_NOT_A_FILE = {
+  # What was found at workdir/lock: a folder holding a file, links whose target is missing.
+  "folder": lambda lock, elsewhere: (os.mkdir(lock), (lock / "notes").write_text("mine\n")),
+  "link into a missing folder": lambda lock, elsewhere: os.symlink(elsewhere / "gone" / "x", lock),
+  "link to a missing file": lambda lock, elsewhere: os.symlink(elsewhere / "gone", lock),
+}
+
+
+def files_of(workdir) -> dict:
+  """Each file under ``workdir`` (a link's target not read) -> its bytes and mtime."""
+  return {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in workdir.rglob("*") if p.is_file()}
+
+
+@pytest.mark.parametrize("found", LOCKS_NOT_A_FILE)
+def test_a_lock_that_is_not_a_file_is_refused_in_one_line_and_kept(tmp_path, finished_run, found):
+  """A real train.py on a workdir whose ``lock`` is not the file gelujax keeps there: one line
+  naming it and what to do, the same on every re-run; nothing written, inside the workdir or
+  where a link points; doing what it says lets the same command go on."""
+  workdir = faults.Path(copy_run(finished_run, tmp_path))
+  lock, elsewhere = workdir / "lock", tmp_path / "elsewhere"
+  elsewhere.mkdir()
+  LOCKS_NOT_A_FILE[found](lock, elsewhere)
+  before, link = files_of(workdir), os.readlink(lock) if lock.is_symlink() else None
+  command = grid_args(finished_run, workdir, "--epochs=2")
+  for _ in range(2):  # the same answer each time
+    refused = run_command(*command)
+    assert refused.returncode == 1 and "Traceback" not in refused.stderr, refused.stderr
+    [line] = [x for x in refused.stderr.splitlines() if not x.startswith("gelujax: data ")]
+    assert line.startswith("train.py: error: ") and str(lock) in line, line
+    assert files_of(workdir) == before and os.listdir(elsewhere) == []
+    assert (os.readlink(lock) if lock.is_symlink() else None) == link
+  if found == "folder":
+    assert (lock / "notes").read_text() == "mine\n"
+  # What it says to do, done: the lock moved aside, and the same command reports the run.
+  [(source, target)] = re.findall(r"`mv (\S+) (\S+)`", line)
+  assert source == str(lock)
+  os.rename(source, target)
+  assert run_command(*command).returncode == 0
+  for name in ("metrics.jsonl", "summary.json"):
+    assert (workdir / name).read_bytes() == (faults.Path(finished_run) / name).read_bytes()
+  assert os.path.lexists(target)  # kept
+
+
 def test_dtype_bfloat16_trains_is_recorded_and_checked_on_resume(script, tmp_path, finished_run):
   workdir = str(tmp_path / "run")
   args = grid_args(finished_run, workdir, "--dtype=bfloat16", "--epochs=1")
@@ -587,6 +630,28 @@ def test_a_torn_metrics_line_from_a_full_disk_is_rewritten_on_resume(
     assert run_main(script, *grid_args(finished_run, workdir, "--epochs=2")) is None
     with open(path) as f, open(os.path.join(finished_run, "metrics.jsonl")) as g:
       assert f.read() == g.read()
+
+
+@pytest.mark.mount
+@pytest.mark.parametrize(("size", "room_kib"), [("1m", 0), ("1m", 8), ("1m", 16), ("1m", 40),
+                                                ("760k", None)])  # fmt: skip
+def test_a_full_disk_names_the_file_that_could_not_be_written(
+  tmp_path, finished_run, size, room_kib
+):
+  """A real train.py on a disk of ``size`` with ``room_kib`` left (None: empty): whichever write
+  fills it (config.json, a record, a TensorBoard event, a checkpoint's data or its metadata),
+  the line names that file, inside the workdir, not a folder that holds it."""
+  with faults.tmpfs(tmp_path / "disk", size) as disk:
+    if room_kib is not None:
+      filler = faults.fill_disk(disk)
+      os.truncate(filler, max(0, filler.stat().st_size - room_kib * 1024))
+    workdir = disk / "run"  # a save, and the two checkpoints kept, fill 760 KiB by epoch 4
+    result = run_command(*grid_args(finished_run, workdir, "--epochs=4"))
+    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
+    line = result.stderr.strip().splitlines()[-1]
+    assert line.startswith("train.py: error: Cannot write ") and "No space left" in line, line
+    [named] = re.findall(r"^train\.py: error: Cannot write (\S+?),? ", line)
+    assert named.startswith(f"{workdir}/") and not os.path.isdir(named), line
 
 
 @pytest.mark.mount

@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+import zipfile
 
 import jax.numpy as jnp
 import numpy as np
@@ -18,6 +19,7 @@ from run_mains import run_mains
 from tiny_task import write_mnist_files
 
 import gelujax
+from benchmarks import faults
 from gelujax import workdir as workdirs
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -73,9 +75,10 @@ def lab(tmp_path_factory):
   return root
 
 
-def train(lab, workdir, *flags, cwd=None):
-  """train.py in a fresh process run from the user's folder (which is not on PYTHONPATH)."""
-  env = dict(os.environ, PYTHONPATH=ROOT, JAX_PLATFORMS="cpu")
+def train(lab, workdir, *flags, cwd=None, path=()):
+  """train.py in a fresh process run from the user's folder (which is not on PYTHONPATH), with
+  ``path`` after gelujax's root on PYTHONPATH."""
+  env = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, *map(str, path)]), JAX_PLATFORMS="cpu")
   return subprocess.run(
     [sys.executable, TRAIN, TASK, f"--data_dir={lab / 'mnist'}", f"--workdir={workdir}", *GRID,
      *flags],
@@ -97,13 +100,16 @@ def test_a_users_function_trains_as_the_same_function_of_gelujax_and_is_recorded
     for key in ("train_loss", "validation_loss", "test_loss", "test_error"):
       np.testing.assert_allclose(record[key], want[key], rtol=1e-5, atol=1e-6, err_msg=key)
   config = json.loads((mine / "config.json").read_text())
-  source = lab / "user_pkg" / "acts.py"
+  source, package = lab / "user_pkg" / "acts.py", lab / "user_pkg" / "__init__.py"
   assert config["activation"] == "user_pkg.acts:my_relu"
   assert config["activation_source"] == {
     "module": "user_pkg.acts",
     "function": "my_relu",
     "file": str(source),
     "sha256": hashlib.sha256(source.read_bytes()).hexdigest(),
+    "imports": [
+      {"module": "user_pkg", "file": str(package), "sha256": hashlib.sha256(b"").hexdigest()}
+    ],
   }
   assert "activation_source" not in json.loads((theirs / "config.json").read_text())
 
@@ -131,6 +137,107 @@ def test_a_resume_after_the_users_file_changed_is_refused_untouched(lab, tmp_pat
     f"user_pkg.acts.squareplus in {source} sha256 {new}): its code changed" in line
   )
   assert (workdir / "metrics.jsonl").read_bytes() == metrics
+
+
+HELPER_ACTS = """
+import jax.numpy as jnp
+
+from helperpkg.consts import K
+
+
+def squareplus(x):
+  return 0.5 * (x + jnp.sqrt(x * x + K))
+"""
+
+
+def test_a_resume_after_a_module_the_activation_imports_changed_is_refused_untouched(lab, tmp_path):
+  """The activation's module imports ``helperpkg.consts``, which imports ``helperpkg.scale``:
+  config.json records each of the user's files the import ran (not the installed packages'),
+  and a resume after any of them changed, even two imports away, is refused in one line
+  naming the file; the run's files are left as they were."""
+  (tmp_path / "helperpkg").mkdir()
+  init, consts, scale = (tmp_path / "helperpkg" / n for n in ("__init__.py", "consts.py",
+                                                               "scale.py"))  # fmt: skip
+  init.write_text("")
+  consts.write_text("from helperpkg.scale import S\n\nK = 1.0 * S\n")
+  scale.write_text("S = 1.0\n")
+  (tmp_path / "helper_acts.py").write_text(HELPER_ACTS)
+  workdir, flags = tmp_path / "run", ("--activation=helper_acts:squareplus",)
+  assert train(lab, workdir, "--epochs=1", *flags, cwd=tmp_path).returncode == 0
+  recorded = json.loads((workdir / "config.json").read_text())["activation_source"]["imports"]
+  assert recorded == [
+    {"module": module, "file": str(path), "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
+    for module, path in (("helperpkg", init), ("helperpkg.consts", consts),
+                         ("helperpkg.scale", scale))
+  ]  # fmt: skip
+  resumed = train(lab, workdir, "--epochs=2", *flags, cwd=tmp_path)  # unchanged: resumes
+  assert resumed.returncode == 0, resumed.stderr
+  for path, edit in ((scale, "S = 2.5\n"), (consts, "from helperpkg.scale import S\n\nK = 2.5\n")):
+    before, old = path.read_text(), hashlib.sha256(path.read_bytes()).hexdigest()[:12]
+    path.write_text(edit)
+    files = faults.results(workdir)
+    refused = train(lab, workdir, "--epochs=3", *flags, cwd=tmp_path)
+    assert refused.returncode == 1 and "Traceback" not in refused.stderr, refused.stderr
+    [line] = refused.stderr.strip().splitlines()
+    new = hashlib.sha256(path.read_bytes()).hexdigest()[:12]
+    assert line.startswith(f"train.py: error: Workdir {workdir} holds another run "), line
+    assert str(path) in line and f"sha256 {old}" in line and new in line, line
+    assert faults.results(workdir) == files
+    path.write_text(before)
+
+
+def test_the_users_imports_are_found_however_they_were_imported(tmp_path, monkeypatch):
+  """A relative import, one by ``importlib``, one in the function's body, and a helper that
+  another activation's module imported first: each is recorded; the installed packages the
+  modules import (NumPy) are not."""
+  package = tmp_path / "imports_pkg"
+  package.mkdir()
+  for name, text in (("__init__", ""), ("shared", "X = 1.0\n"), ("rel", "from . import shared\n"),
+                     ("dyn", "Z = 1.0\n"), ("lazy", "W = 1.0\n")):  # fmt: skip
+    (package / f"{name}.py").write_text(text)
+  (tmp_path / "imports_acts_one.py").write_text(
+    "import importlib\n\nimport numpy as np\n\nfrom imports_pkg import rel\n\n"
+    "importlib.import_module('imports_pkg.dyn')\nPI = np.pi\n\n\n"
+    "def f(x):\n  from imports_pkg import lazy\n\n  return x * lazy.W\n"
+  )
+  (tmp_path / "imports_acts_two.py").write_text(
+    "from imports_pkg.shared import X\n\n\ndef g(x):\n  return x * X\n"
+  )
+  monkeypatch.syspath_prepend(str(tmp_path))
+
+  def imported(spec):
+    return [r["module"] for r in gelujax.specs.activation_source(spec)["imports"]]
+
+  assert imported("imports_acts_one:f") == [
+    "imports_pkg", "imports_pkg.dyn", "imports_pkg.lazy", "imports_pkg.rel", "imports_pkg.shared"
+  ]  # fmt: skip
+  assert imported("imports_acts_two:g") == ["imports_pkg", "imports_pkg.shared"]
+
+
+def test_an_activation_imported_from_a_zip_trains_and_records_its_source(lab, tmp_path):
+  """``PYTHONPATH=acts.zip``: Python imports the module from the archive, where no file can be
+  opened at its ``__file__``; the run trains, records the sha256 of the module's source as the
+  archive holds it, and refuses a resume once the archive holds another."""
+  archive, workdir = tmp_path / "acts.zip", tmp_path / "run"
+
+  def pack(source):
+    with zipfile.ZipFile(archive, "w") as z:
+      z.writestr("zipped_acts.py", source)
+
+  pack(ACTS)
+  flags = ("--activation=zipped_acts:squareplus",)
+  result = train(lab, workdir, "--epochs=1", *flags, cwd=tmp_path, path=[archive])
+  assert result.returncode == 0, result.stderr
+  assert len(workdirs.read_metrics(str(workdir))) == 2
+  source = json.loads((workdir / "config.json").read_text())["activation_source"]
+  assert source["module"] == "zipped_acts" and source["function"] == "squareplus"
+  assert source["file"] == str(archive / "zipped_acts.py")
+  assert source["sha256"] == hashlib.sha256(ACTS.encode()).hexdigest()
+  pack(ACTS.replace("0.5 *", "0.25 *"))
+  refused = train(lab, workdir, "--epochs=2", *flags, cwd=tmp_path, path=[archive])
+  assert refused.returncode == 1
+  assert "the activation's source zipped_acts.squareplus in " in refused.stderr
+  assert "its code changed since the run trained with it" in refused.stderr
 
 
 # Each refused before any data is read: the --data_dir given does not exist.
@@ -198,12 +305,18 @@ def test_register_activation_for_scripts():
   source = gelujax.specs.activation_source("halved_for_a_test")
   with open(__file__, "rb") as f:
     digest = hashlib.sha256(f.read()).hexdigest()
+  imports = source.pop("imports")
   assert source == {
     "module": __name__,
     "function": "test_register_activation_for_scripts.<locals>.halved",
     "file": __file__,
     "sha256": digest,
   }
+  # This file's imports of the repository's own modules, not gelujax's or installed packages'.
+  assert [record["module"] for record in imports] == ["benchmarks.faults", "run_mains", "tiny_task"]
+  for record in imports:
+    with open(record["file"], "rb") as f:
+      assert record["sha256"] == hashlib.sha256(f.read()).hexdigest()
   with pytest.raises(ValueError, match="'halved_for_a_test' is already registered"):
     gelujax.register_activation("halved_for_a_test", halved)
   with pytest.raises(ValueError, match="'gelu' is already registered"):

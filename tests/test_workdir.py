@@ -71,6 +71,13 @@ def test_the_lock_is_held_until_released(tmp_path):
   workdir.Lock(str(tmp_path)).release()
 
 
+def test_a_lock_that_is_not_a_file_is_refused_by_the_lock_itself(tmp_path):
+  (tmp_path / "lock").mkdir()  # as a process that checked the workdir before it appeared finds it
+  with pytest.raises(workdir.WorkdirError, match=f"its lock file {tmp_path}/lock is a folder"):
+    workdir.Lock(str(tmp_path))
+  assert os.listdir(tmp_path) == ["lock"] and os.listdir(tmp_path / "lock") == []
+
+
 def test_check_writable(tmp_path):
   workdir.check_writable(str(tmp_path / "new" / "deeper"))  # creatable: fine
   (tmp_path / "file").write_text("x")
@@ -101,8 +108,10 @@ def test_a_full_disk_is_one_line_naming_the_file(tmp_path):
       finally:
         metrics.close()
   message = str(error.value)
-  # The first file that could not be written: TensorBoard's, made before any record.
-  assert message.startswith(f"Cannot write {disk}/run/tensorboard (No space left on device)")
+  # The first file that could not be written: TensorBoard's event file, written before any
+  # record; the file, not the folder that holds it.
+  board = f"{disk}/run/tensorboard/lr=0.001,seed=0/events.out.tfevents."
+  assert message.startswith(f"Cannot write {board}") and "(No space left on device)" in message
   assert "re-run the same command" in message and "\n" not in message
 
 

@@ -72,7 +72,9 @@ def make_config(task: Any, members: Members) -> dict[str, Any]:
 
 def identity(config: Mapping[str, Any]) -> str:
   """The run's identity: a hash of its config (task, spec, members, and a user activation's
-  module, function and source sha256) less `RESUMABLE_FIELDS`."""
+  module, function and source sha256) less `RESUMABLE_FIELDS`. The files that module imports
+  are checked by `check_run`, not hashed here: a run recorded before they were keeps its
+  identity, and its checkpoints stay its own."""
   spec = {k: v for k, v in config["spec"].items() if k not in RESUMABLE_FIELDS}
   fields = {"task": config["task"], "spec": spec, "members": config["members"]}
   if ACTIVATION_SOURCE in config:
@@ -94,6 +96,36 @@ def _describe_source(source: Mapping[str, Any] | None) -> str:
     return "none (gelujax's own)"
   digest = (source.get("sha256") or "unknown")[:12]
   return f"{source.get('module')}.{source.get('function')} in {source.get('file')} sha256 {digest}"
+
+
+def _changed_imports(old: Any, new: list[dict[str, Any]]) -> list[str]:
+  """Each of the user's modules that the run's activation imported when it trained (``old``,
+  its record's ``imports``) whose file changed since, or that is no longer imported; ``new``
+  is this process's record. A module this process imports besides is not checked: a run
+  written before imports were recorded has none (``old`` None), and a new import is a change
+  of a file recorded."""
+  from gelujax.specs import module_record  # here: reading runs needs no JAX
+
+  now = {record["module"]: record for record in new}
+  differences = []
+  for record in old if isinstance(old, list) else []:
+    if not isinstance(record, dict):
+      continue  # not what gelujax writes: a hand edit, which nothing checks
+    name, file, digest = record.get("module"), record.get("file"), record.get("sha256")
+    current = now.get(name) or module_record(name)  # however this process found it
+    if current is None:
+      differences.append(
+        f"the module {name} ({file}), which the activation's module imported when the run "
+        "trained, is not imported now: its code changed since the run trained with it"
+      )
+    elif current["sha256"] != digest:
+      moved = f"{current['file']} " if current["file"] != file else ""
+      differences.append(
+        f"the file {file} that the activation's module imports ({name}) sha256 "
+        f"{(digest or 'unknown')[:12]} (now {moved}sha256 {(current['sha256'] or 'unknown')[:12]}"
+        "): its code changed since the run trained with it"
+      )
+  return differences
 
 
 def check_run(task: Any, workdir: str, members: Members) -> dict[str, Any] | None:
@@ -125,6 +157,8 @@ def check_run(task: Any, workdir: str, members: Members) -> dict[str, Any] | Non
       f"the activation's source {_describe_source(old_source)} (now "
       f"{_describe_source(new_source)}): its code changed since the run trained with it"
     )
+  elif old_source is not None:
+    differences += _changed_imports(old_source.get("imports"), new_source.get("imports"))
   if old["members"] != new["members"]:
     old_members = Members.from_json(old["members"])
     text = f"members {old_members.describe()} (now {members.describe()})"

@@ -1,27 +1,35 @@
 """The errors of a run's disk: a workdir refused before any work, and a failed write in one line.
 
 `check_writable` refuses, touching nothing, a workdir that is a file, is not UTF-8 or cannot be
-created or written. `disk_errors` turns an error of a full, read-only or forbidden disk, or of a
-folder deleted under the run, into one `WorkdirError` line naming the file and what to do.
+created or written, or whose ``lock`` is not a file (`check_lock_file`). `disk_errors` turns an
+error of a full, read-only or forbidden disk, or of a folder deleted under the run, into one
+`WorkdirError` line naming the file and what to do.
 """
 
 from __future__ import annotations
 
 import contextlib
 import errno
+import io
 import os
+import re
+import shlex
+import stat
 import tempfile
+import types
 from collections.abc import Iterator
 
-from gelujax.workdir.files import CHECKPOINT_DIR, WorkdirError
+from gelujax.workdir.files import CHECKPOINT_DIR, LOCK_FILE, WorkdirError, trained_epochs
+from gelujax.workdir.records import unresumable_results
 
 # OS errors that mean the workdir's disk cannot take the write, not a bug.
 DISK_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EIO)
 
 
 def check_writable(workdir: str) -> None:
-  """Refuses a ``workdir`` that is a file, cannot be written or is not UTF-8 (Orbax, which
-  writes the checkpoints, takes UTF-8 paths only); touches nothing."""
+  """Refuses a ``workdir`` that is a file, cannot be written, is not UTF-8 (Orbax, which
+  writes the checkpoints, takes UTF-8 paths only) or whose lock is not a file; touches
+  nothing."""
   path = os.path.abspath(workdir)
   try:
     path.encode()
@@ -36,6 +44,7 @@ def check_writable(workdir: str) -> None:
     raise WorkdirError(
       f"`workdir` {workdir} is a file, not a folder; pass a new folder or this run's workdir."
     )
+  check_lock_file(workdir)
   existing = path
   while not os.path.exists(existing):
     existing = os.path.dirname(existing)
@@ -68,6 +77,41 @@ def check_writable(workdir: str) -> None:
       ) from None
 
 
+def check_lock_file(workdir: str) -> None:
+  """Refuses a workdir whose ``lock`` is there but is not a file that the lock can be taken on
+  (a folder, a link to nothing, a pipe): nothing is created, in the workdir or where a link
+  points, and what is there is left as it is.
+
+  Raises:
+    WorkdirError: naming the path, what it is, and the command that moves it aside.
+  """
+  path = os.path.join(workdir, LOCK_FILE)
+  try:
+    mode = os.stat(path).st_mode  # through a link: a link to a file is a lock file
+  except FileNotFoundError:
+    if not os.path.islink(path):
+      return  # none yet: the run creates it
+    problem = f"is a symbolic link to {os.readlink(path)}, which does not exist"
+  except OSError as e:
+    if e.errno != errno.ELOOP:
+      return  # a disk error: said when the lock is taken (`disk_errors`)
+    problem = "is a symbolic link that leads back to itself"
+  else:
+    if stat.S_ISREG(mode):
+      return
+    kind = "a folder" if stat.S_ISDIR(mode) else "a named pipe" if stat.S_ISFIFO(mode) else None
+    problem = f"is {kind or 'a socket or a device'}, not a file" + (
+      f" (through a symbolic link to {os.readlink(path)})" if os.path.islink(path) else ""
+    )
+  aside = _unused_name(path)
+  raise WorkdirError(
+    f"Workdir {workdir} cannot be locked: its lock file {path} {problem}. gelujax keeps a plain "
+    "file there, holding the pid and host of the process that writes the workdir; what is "
+    f"there is left as it is and nothing was written. Move it aside (`mv {shlex.quote(path)} "
+    f"{shlex.quote(aside)}`) and re-run the same command, or pass another `workdir`."
+  )
+
+
 @contextlib.contextmanager
 def disk_errors(workdir: str, what: str | None = None) -> Iterator[None]:
   """Turns an error of a full, read-only or forbidden disk into a one-line `WorkdirError`: an
@@ -75,10 +119,12 @@ def disk_errors(workdir: str, what: str | None = None) -> Iterator[None]:
 
   Args:
     workdir: the run's folder.
-    what: what was being written (default: the file the error names).
+    what: what was being written, said beside the file the error names.
   """
   try:
     yield
+  except WorkdirError:  # said already, by an inner block that knew more
+    raise
   except Exception as e:
     reason = disk_error_reason(e)
     if reason is None:
@@ -87,15 +133,52 @@ def disk_errors(workdir: str, what: str | None = None) -> Iterator[None]:
         raise
       raise WorkdirError(
         f"{gone} was deleted while this run was writing it (by another process?), so "
-        f"{what or 'the run'} could not be written; what was deleted is lost. Re-run the same "
-        "command to resume from what is left (or start afresh), or pass another `workdir`."
+        f"{what or 'the run'} could not be written; what was deleted is lost. "
+        f"{_what_is_left(workdir)}"
       ) from None
-    where = what or getattr(e, "filename", None) or f"a file in {workdir}"
+    file = failed_file(e)
+    where = f"{file or what or f'a file in {workdir}'} ({reason})"
+    if file and what and what != file:
+      where += f", part of {what}"
     raise WorkdirError(
-      f"Cannot write {where} ({reason}). Everything written before is intact: "
+      f"Cannot write {where}. Everything written before is intact: "
       "make room or give write access on that disk and re-run the same command to resume, "
       "or pass another `workdir`."
     ) from None
+
+
+def _what_is_left(workdir: str) -> str:
+  """What re-running the same command does with what a deletion left of ``workdir``, and what
+  else the user can do: the words that end the message of a deletion."""
+  try:
+    results = unresumable_results(workdir)
+  except (OSError, ValueError):  # records that cannot be read: the re-run names them
+    results = []
+  if results:
+    path = os.path.normpath(workdir)
+    return (
+      f"What is left of {workdir} holds the run's results ({' and '.join(results)}) but no "
+      "checkpoint, so the run cannot resume (re-running the same command refuses: gelujax "
+      "never trains over results by itself). To start over with nothing lost, move the workdir "
+      f"aside (`mv {shlex.quote(path)} {shlex.quote(_unused_name(path))}`) and re-run the same "
+      "command, or pass another `workdir`."
+    )
+  trained = trained_epochs(workdir)
+  if trained:
+    return (
+      "Re-run the same command to resume from what is left (its newest checkpoint is of epoch "
+      f"{trained}), or pass another `workdir`."
+    )
+  return "Re-run the same command to train the run from the start, or pass another `workdir`."
+
+
+def _unused_name(path: str) -> str:
+  """``<path>.old`` (``.old.2``, ... when taken): where to move ``path`` aside."""
+  aside, n = f"{path}.old", 1
+  while os.path.lexists(aside):
+    n += 1
+    aside = f"{path}.old.{n}"
+  return aside
 
 
 def _deleted_folder(workdir: str, error: BaseException | None) -> str | None:
@@ -112,6 +195,43 @@ def _deleted_folder(workdir: str, error: BaseException | None) -> str | None:
       named = f"{getattr(error, 'filename', None)} {error}"
       return f"a file or folder in {workdir}" if os.path.abspath(workdir) in named else None
     error = error.__cause__ or error.__context__
+  return None
+
+
+# A path in an error's words, as TensorStore quotes it ('Failed writing: "/w/checkpoints/..."').
+_QUOTED_PATH = re.compile(r'"(/[^"]*[^"/])"')
+
+
+def failed_file(error: BaseException | None) -> str | None:
+  """The file that ``error`` (or what it wraps) says could not be written: an OSError's
+  ``filename``; else the last path quoted in a library's words (TensorStore names the
+  database, then the file); else the file open where the write failed (a library's ``f.write``
+  or ``f.close`` raises an OSError that names no file). None when none is found."""
+  while error is not None:
+    if isinstance(error, OSError) and error.filename is not None:
+      return os.fsdecode(error.filename)
+    paths = _QUOTED_PATH.findall(str(error))
+    if paths:
+      return paths[-1]
+    if isinstance(error, OSError):
+      file = _open_file(error.__traceback__)
+      if file is not None:
+        return file
+    error = error.__cause__ or error.__context__
+  return None
+
+
+def _open_file(traceback: types.TracebackType | None) -> str | None:
+  """The path of a file object held by the innermost frame of ``traceback`` that holds one."""
+  frames = []
+  while traceback is not None:
+    frames.append(traceback.tb_frame)
+    traceback = traceback.tb_next
+  for frame in reversed(frames):
+    for value in frame.f_locals.values():
+      name = getattr(value, "name", None) if isinstance(value, io.IOBase) else None
+      if isinstance(name, str) and os.path.isabs(name):
+        return name
   return None
 
 

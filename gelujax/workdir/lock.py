@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from gelujax.workdir.config import read_config
-from gelujax.workdir.disk import DISK_ERRNOS, disk_errors, quiet_disk_errors
+from gelujax.workdir.disk import DISK_ERRNOS, check_lock_file, disk_errors, quiet_disk_errors
 from gelujax.workdir.files import LOCK_FILE, WorkdirError
 
 
@@ -30,7 +30,8 @@ class Lock:
   refuses a second process.
 
   Raises:
-    WorkdirError: another process holds the lock, or the workdir cannot be created.
+    WorkdirError: another process holds the lock, the workdir cannot be created, or its
+      ``lock`` is not a file (`gelujax.workdir.disk.check_lock_file`).
   """
 
   def __init__(self, workdir: str):
@@ -44,6 +45,7 @@ class Lock:
         raise WorkdirError(
           f"Cannot create `workdir` {workdir} ({e.strerror}); pass a folder that can be created."
         ) from None
+      check_lock_file(workdir)
       fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
       fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

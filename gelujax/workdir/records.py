@@ -84,12 +84,7 @@ def check_resumable(workdir: str) -> None:
   A run saves a checkpoint after its first epoch, so records of epoch 1 at most, without a
   checkpoint, are those of a run stopped before that save: a restart writes them again.
   """
-  if trained_epochs(workdir):
-    return
-  results = [SUMMARY_FILE] if has_content(workdir, SUMMARY_FILE) else []
-  last = max((epoch_of(r) for r in read_metrics(workdir)), default=0.0)
-  if last > 1:
-    results.insert(0, f"{METRICS_FILE} up to epoch {last:g}")
+  results = unresumable_results(workdir)
   if results:
     raise WorkdirError(
       f"Workdir {workdir} holds the run's results ({' and '.join(results)}) but no checkpoint "
@@ -98,6 +93,18 @@ def check_resumable(workdir: str) -> None:
       "gelujax never does by itself: put back the run's checkpoints to resume it, or pass another "
       "`workdir` to train the grid again."
     )
+
+
+def unresumable_results(workdir: str) -> list[str]:
+  """The results of ``workdir`` that no finished checkpoint can resume (`check_resumable`),
+  named for a message: ``["metrics.jsonl up to epoch 3", "summary.json"]``; [] when none."""
+  if trained_epochs(workdir):
+    return []
+  results = [SUMMARY_FILE] if has_content(workdir, SUMMARY_FILE) else []
+  last = max((epoch_of(r) for r in read_metrics(workdir)), default=0.0)
+  if last > 1:
+    results.insert(0, f"{METRICS_FILE} up to epoch {last:g}")
+  return results
 
 
 def epoch_of(record: Any) -> float:
