@@ -26,6 +26,12 @@ from gelujax import host, tasks
 from gelujax.registry import ParseError, parse_name, sentences
 from gelujax.tasks import SpecError, TaskSpec
 
+# A user's `--activation=module:function` is imported from the folder the command runs in, as
+# `python -m` would find it: the scripts put that folder on the path, after the rest (the
+# library itself leaves sys.path as it found it).
+if os.getcwd() not in sys.path:
+  sys.path.append(os.getcwd())
+
 # At exit, Python's last garbage collections walk every object a script made, JAX's, Flax's and
 # the traced programs' included: a third of a second of a one-epoch train.py run on 2 CPU cores
 # (benchmarks/startup.py). Frozen, they are skipped; the process ends after its files are closed.

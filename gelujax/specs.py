@@ -108,8 +108,8 @@ def check_elementwise(fn: Callable[..., Any], what: str) -> None:
 @functools.cache
 def user_activation(spec: str) -> Callable[..., Array]:
   """The user's function named by ``spec``, ``"module.path:function"`` or with keyword
-  literals, ``"module.path:function(b=4.0)"``: the module is imported from the Python path (the
-  current folder, ``PYTHONPATH``), and the function is checked once to keep its input's shape
+  literals, ``"module.path:function(b=4.0)"``: the module is imported from the Python path
+  (``PYTHONPATH``; train.py and reproduce.py add the folder they run in), and the function is checked once to keep its input's shape
   and dtype. The run records the module, the function and its source file's sha256, and
   those of the user's modules it imports (:func:`activation_source`).
 
@@ -119,15 +119,14 @@ def user_activation(spec: str) -> Callable[..., Array]:
   """
   module_name, function, kwargs = _user_spec(spec)
   what = f"activation {spec!r}"
-  if os.getcwd() not in sys.path:  # as `python -m` would: the user's folder, after the rest
-    sys.path.append(os.getcwd())
   before = set(sys.modules)
   try:
     module = importlib.import_module(module_name)
   except Exception as e:  # The user's module: whatever its import raises is the reason.
     problem = (
       f"{what}: module {module_name!r} does not import ({type(e).__name__}: {e}); it must be "
-      "importable from the Python path (the current folder or PYTHONPATH)."
+      "importable from the Python path (PYTHONPATH; train.py and reproduce.py add the folder "
+      "they run in)."
     )
     if close_names(module_name, ACTIVATIONS.namespaces()):  # "pytorch:gelu": a mistyped alias
       try:

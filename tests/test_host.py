@@ -140,29 +140,33 @@ def test_describe_machine_names_the_cpu_devices_and_versions():
 HOOKS_PROBE = """
 import sys, threading, warnings
 hooks = lambda: (warnings.showwarning, sys.excepthook, sys.unraisablehook, threading.excepthook)
-before = hooks()
+before, path = hooks(), list(sys.path)
 from tiny_task import REFERENCE_MEMBERS, REFERENCE_SPEC
+import gelujax
 from gelujax import engine, host
+gelujax.get_activation("acts:halved")(1.0)  # the user's module, in the folder it runs in
 host.enable_compilation_cache(sys.argv[1])
 engine.fit(REFERENCE_SPEC.replace(epochs=1), sys.argv[2], REFERENCE_MEMBERS, progress=False)
 with host.repairing_compilation_cache():
   assert warnings.showwarning is not before[0]
   engine.fit(REFERENCE_SPEC.replace(epochs=2), sys.argv[2], REFERENCE_MEMBERS, progress=False)
-print([a is b for a, b in zip(before, hooks())])
+print([a is b for a, b in zip(before, hooks())], sys.path == path)
 """
 
 
 def test_training_with_the_compilation_cache_leaves_the_interpreters_hooks_as_they_were(tmp_path):
   """Importing gelujax, turning the compilation cache on and training leave the interpreter's
   hooks as they were; `host.repairing_compilation_cache` replaces ``warnings.showwarning`` only
-  while its block runs (the scripts wrap their work in it)."""
+  while its block runs (the scripts wrap their work in it). Resolving a user's activation leaves
+  ``sys.path`` as it was (the scripts, not the library, add the folder they run in)."""
+  (tmp_path / "acts.py").write_text("def halved(x):\n  return x / 2\n")
   env = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, os.path.join(ROOT, "tests")]))
   result = subprocess.run(
     [sys.executable, "-c", HOOKS_PROBE, str(tmp_path / "cache"), str(tmp_path / "run")],
-    env=env, capture_output=True, text=True, timeout=300,
+    env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300,
   )  # fmt: skip
   assert result.returncode == 0, result.stderr[-2000:]
-  assert result.stdout.split() == ["[True,", "True,", "True,", "True]"]
+  assert result.stdout.split() == ["[True,", "True,", "True,", "True]", "True"]
 
 
 @pytest.mark.parametrize("xla_flags", ["", "--xla_force_host_platform_device_count=100000"])
