@@ -685,6 +685,45 @@ def test_train_py_with_a_mistyped_data_dir_fails_in_one_line(tmp_path):
   assert not (tmp_path / "run").exists()
 
 
+def test_train_py_offline_without_its_data_set_starts_with_the_task_s_set_here(tmp_path):
+  write_mnist_files(str(tmp_path / "data" / "fashion_mnist"), num_train=5064, num_test=32)
+  folder = tmp_path / "data"
+  result = subprocess.run(
+    [sys.executable, str(ROOT / "experiments" / "train.py"), "--task=tiny_mnist",
+     "--activation=gelu", f"--data_dir={folder}", f"--workdir={tmp_path / 'run'}"],
+    env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True, text=True, timeout=300,
+  )  # fmt: skip
+  assert result.returncode == 1
+  last = result.stderr.strip().splitlines()[-1]
+  assert last.startswith(
+    f"train.py: error: Data set 'mnist' is not in --data_dir {folder}; task 'tiny_mnist' also "
+    f"takes fashion_mnist, which is (IDX files in {folder / 'fashion_mnist'}): pick it with "
+    f"--dataset=fashion_mnist. Cannot load dataset 'mnist': --data_dir {folder} does not hold "
+    "it. Looked in: "
+  )
+  assert not (tmp_path / "run").exists()
+
+
+def test_a_missing_data_set_names_the_task_s_sets_found_here_first(tmp_path, monkeypatch):
+  monkeypatch.setattr(data, "_read_tfds", _no_tfds)
+  monkeypatch.setattr(data, "DEBIAN_FASHION_MNIST", tmp_path / "debian")
+  spec = tasks.get("tiny_mnist")
+  with pytest.raises(data.NoSource) as error:
+    spec.load_data()  # None of the task's sets here: the message is the data set's own.
+  assert str(error.value).startswith("Cannot load dataset 'mnist': no source has it. Looked in: ")
+  write_mnist_files(str(tmp_path / "debian"), num_train=5064, num_test=32)
+  with pytest.raises(data.NoSource) as error:
+    spec.load_data()
+  assert str(error.value).startswith(
+    "Data set 'mnist' is not on this machine; task 'tiny_mnist' also takes fashion_mnist, which "
+    f"is (IDX files in {tmp_path / 'debian'}): pick it with `dataset`=fashion_mnist. Cannot load "
+    "dataset 'mnist': no source has it. Looked in: "
+  )
+  assert error.value.reasons[0] == ("`data_dir`", "not given")
+  splits = spec.replace(dataset="fashion_mnist").load_data()  # What the message says to do.
+  assert splits.info["source"] == f"IDX files in {tmp_path / 'debian'}"
+
+
 # --------------------------------------------------------------------------- real data
 
 

@@ -165,6 +165,21 @@ def load(
     _CACHE.reset(cache_token)
 
 
+def found_here(
+  names: Sequence[str], data_dir: str | Path | None = None, **options: Any
+) -> dict[str, str]:
+  """Of ``names``, the data sets :func:`load` reads without the network (from ``data_dir`` only,
+  when given), each with its source: what a task that takes other data sets offers where its
+  own is missing. Each one found is read whole."""
+  found = {}
+  for name in names:
+    try:
+      found[name] = load(name, data_dir, network=False, **options).info["source"]
+    except ValueError:  # Not here, or not usable with these options: not offered.
+      continue
+  return found
+
+
 def describe_sources(cache: str | Path | None = None) -> list[str]:
   """One line per data set: the source :func:`load` reads it from, with what was verified, or
   every place it looked and why each did not have it. It is :func:`load` itself, without the
