@@ -10,13 +10,13 @@ A multi-host run starts the same command on every host with --coordinator_addres
 of process 0), --num_processes and that host's --process_id.
 """
 
-import re
 import signal
 
 import _flags
 from absl import app, flags, logging
 
 from gelujax import engine, host
+from gelujax import workdir as workdirs
 from gelujax.members import Members
 
 _TASK = flags.DEFINE_string(
@@ -112,7 +112,7 @@ def main(argv: list[str]) -> None:
       host.initialize_distributed(_COORDINATOR.value, _NUM_PROCESSES.value, _PROCESS_ID.value)
     default = f"{spec.name}_{spec.dataset}_{spec.activation}"
     default += f"_{spec.dtype}" if spec.dtype != "float32" else ""
-    name = re.sub(r"[^\w.=-]+", "_", default)
+    name = workdirs.folder_name(default)  # As reproduce.py names its run folders.
     with host.repairing_compilation_cache():
       engine.fit(
         spec,

@@ -31,7 +31,10 @@ from gelujax.activations import (
   number_problem,
   soi_map,
 )
-from gelujax.specs import resolve_activation
+from gelujax.specs import module_activation, resolve_activation
+
+# What modules a Linen module's `activation` may be, as its refusal says.
+_MODULES = "a Linen module class (gelujax.LearnableGELU)"
 
 
 @ACTIVATIONS.register(
@@ -130,7 +133,8 @@ class Activation(nn.Module):
 
   Attributes:
     activation: a function, a Linen module class, or an activation spec (see
-      :func:`gelujax.activation_names` and :func:`gelujax.activation_aliases`).
+      :func:`gelujax.activation_names` and :func:`gelujax.activation_aliases`); any other
+      value is refused in one sentence (a TypeError), when the module is applied.
     deterministic: whether ``soi_map`` is its expectation rather than a random mask; None
       (default) to pass it in the call.
   """
@@ -146,9 +150,11 @@ class Activation(nn.Module):
         "pass it once, as for flax.linen.Dropout."
       )
     deterministic = self.deterministic if deterministic is None else deterministic
-    fn = self.activation
-    if isinstance(fn, str):
-      fn = make_activation(fn)
+    name, _, fn = module_activation(
+      self.activation, "Activation", modules=_MODULES, module_class=nn.Module
+    )
+    if name == "soi_map":  # As make_activation gives it.
+      fn = SOIMap
     cls = _module_class(fn)
     if cls is None:
       return fn(x)
@@ -215,6 +221,7 @@ class GatedMLP(nn.Module):
 
   @nn.compact
   def __call__(self, x: ArrayLike, *, deterministic: bool | None = None) -> Array:
+    module_activation(self.activation, "GatedMLP", modules=_MODULES, module_class=nn.Module)
     x = jnp.asarray(x)
     dense = functools.partial(
       nn.Dense,

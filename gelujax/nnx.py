@@ -29,6 +29,7 @@ Example::
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -39,7 +40,11 @@ from jax import Array
 from jax.typing import ArrayLike, DTypeLike
 
 from gelujax.activations import gated, gaussian_gelu
-from gelujax.specs import resolve_activation
+from gelujax.linen import _snake_case
+from gelujax.specs import module_activation
+
+# What modules an NNX module's `activation` may be, as its refusal says.
+_MODULES = "an nnx.Module instance (gelujax.nnx.LearnableGELU(4))"
 
 # nnx.Linear's defaults, which GatedMLP keeps.
 _KERNEL_INIT = nnx.initializers.lecun_normal()
@@ -109,19 +114,25 @@ class LearnableGELU(nnx.Module):
 
 
 class Activation(nnx.Module):
-  """Applies the activation named by ``spec``, as the Linen :class:`gelujax.Activation` does.
+  """Applies an activation, as the Linen :class:`gelujax.Activation` does.
 
-  Pure functions are applied directly; ``"learnable_gelu(...)"`` creates a
-  :class:`LearnableGELU` submodule named ``learnable_gelu`` (its ``per_feature=True`` needs
-  ``num_features``); ``"soi_map"`` draws its mask from the ``rngs`` stream ``rng_collection``
-  when not deterministic and is ``x * Phi(x)`` when deterministic. Like ``nnx.Dropout``,
-  ``deterministic`` is set at construction, by ``model.train()`` / ``model.eval()`` or
-  ``nnx.view(model, deterministic=...)``, or per call (the call's value wins); it matters only
-  to ``soi_map``.
+  ``activation`` is a function of an array (``gelujax.gelu``, ``jax.nn.relu``), an
+  ``nnx.Module`` made beforehand (``gelujax.nnx.LearnableGELU(4)``), or a spec string
+  (``"gelu"``, ``"learnable_gelu(per_feature=True)"``, ``"soi_map"``, an alias). Functions are
+  applied directly. A module is a submodule named after its class, as the Linen module names the
+  module class it is given (``LearnableGELU`` -> ``learnable_gelu``), so ``nnx.bridge`` maps
+  one's parameters to the other's; ``"learnable_gelu(...)"`` creates that :class:`LearnableGELU`
+  submodule (its ``per_feature=True`` needs ``num_features``). ``"soi_map"`` draws its mask from
+  the ``rngs`` stream ``rng_collection`` when not deterministic and is ``x * Phi(x)`` when
+  deterministic. Like ``nnx.Dropout``, ``deterministic`` is set at construction, by
+  ``model.train()`` / ``model.eval()`` or ``nnx.view(model, deterministic=...)``, or per call
+  (the call's value wins); it matters only to ``soi_map`` (and, with ``rngs``, is passed to a
+  module whose call takes it).
 
   Args:
-    spec: an activation name with optional keyword literals, or another framework's alias
-      (see :func:`gelujax.activation_names`, :func:`gelujax.activation_aliases`).
+    activation: a function, an ``nnx.Module``, or an activation name with optional keyword
+      literals or another framework's alias (see :func:`gelujax.activation_names`,
+      :func:`gelujax.activation_aliases`).
     num_features: the input's last axis, for ``learnable_gelu(per_feature=True)``.
     deterministic: whether ``soi_map`` is its expectation rather than a random mask.
     rng_collection: the ``nnx.Rngs`` stream ``soi_map``'s masks are drawn from.
@@ -130,13 +141,14 @@ class Activation(nnx.Module):
     param_dtype: the dtype of ``learnable_gelu``'s parameters (default float32).
 
   Raises:
+    TypeError: an ``activation`` that is no function, module or spec (a number, a class).
     ValueError: for an unknown spec (saying what was likely meant) or arguments it does not
       take.
   """
 
   def __init__(
     self,
-    spec: str,
+    activation: str | Callable[..., Any],
     *,
     num_features: int | None = None,
     deterministic: bool | None = False,
@@ -145,20 +157,30 @@ class Activation(nnx.Module):
     dtype: DTypeLike | None = None,
     param_dtype: DTypeLike = jnp.float32,
   ):
-    self.name, kwargs, entry = resolve_activation(spec)  # Checks the name and its arguments.
+    # Checks the value, the spec's name and its arguments.
+    self.name, kwargs, entry = module_activation(activation, "Activation", modules=_MODULES)
     kwargs = dict(kwargs)
-    self.spec, self.deterministic, self.dtype = spec, deterministic, dtype
-    self.fn = entry
+    self.spec = activation if isinstance(activation, str) else None
+    self.deterministic, self.dtype = deterministic, dtype
+    self.fn, self.submodule = entry, None
     if self.name == "learnable_gelu":  # A submodule, whose parameters NNX creates now.
       per_feature = kwargs.pop("per_feature", False)
       if per_feature and num_features is None:
         raise ValueError(
-          f"Activation({spec!r}) has one (mu, sigma) per feature; pass num_features, the size "
-          "of the input's last axis."
+          f"Activation({activation!r}) has one (mu, sigma) per feature; pass num_features, the "
+          "size of the input's last axis."
         )
-      self.learnable_gelu = LearnableGELU(
+      entry = LearnableGELU(
         num_features if per_feature else None, **kwargs, dtype=dtype, param_dtype=param_dtype
       )
+    if isinstance(entry, nnx.Module):
+      self.submodule, self.fn = _snake_case(type(entry).__name__), None
+      if hasattr(self, self.submodule):
+        raise ValueError(
+          f"Activation({activation!r}): a module is kept under its class's name, and "
+          f"{self.submodule!r} is an attribute of Activation itself; rename the class."
+        )
+      setattr(self, self.submodule, entry)
     self.rng_collection = rng_collection
     if isinstance(rngs, nnx.Rngs):
       rngs = rngs[rng_collection]
@@ -172,8 +194,11 @@ class Activation(nnx.Module):
     rngs: nnx.Rngs | nnx.RngStream | Array | None = None,
   ) -> Array:
     x = jnp.asarray(x, self.dtype)
-    if self.name == "learnable_gelu":
-      return self.learnable_gelu(x)
+    if self.submodule is not None:
+      module = getattr(self, self.submodule)
+      takes = inspect.signature(type(module).__call__).parameters
+      given = {"deterministic": deterministic, "rngs": rngs}
+      return module(x, **{k: v for k, v in given.items() if v is not None and k in takes})
     if self.name != "soi_map":
       return self.fn(x)
     deterministic = self.deterministic if deterministic is None else deterministic
@@ -221,7 +246,8 @@ class GatedMLP(nnx.Module):
     in_features: the input's last axis.
     hidden_features: the width of the value and of the gate.
     out_features: the output's width; None (default) for ``in_features``.
-    activation: the gate's activation spec or alias (see :func:`gelujax.activation_names`).
+    activation: the gate's activation, as :class:`Activation` takes it: a function, an
+      ``nnx.Module``, a spec (see :func:`gelujax.activation_names`) or an alias.
     use_bias: whether the linear layers add biases (Shazeer's have none).
     dtype: the dtype of the computation; None (default) infers it, as ``nnx.Linear`` does.
     param_dtype: the dtype of the linear layers' parameters (default float32).
@@ -245,7 +271,7 @@ class GatedMLP(nnx.Module):
     hidden_features: int,
     out_features: int | None = None,
     *,
-    activation: str = "gelu",
+    activation: str | Callable[..., Any] = "gelu",
     use_bias: bool = True,
     dtype: DTypeLike | None = None,
     param_dtype: DTypeLike = jnp.float32,
@@ -254,6 +280,7 @@ class GatedMLP(nnx.Module):
     deterministic: bool | None = False,
     rngs: nnx.Rngs,
   ):
+    module_activation(activation, "GatedMLP", modules=_MODULES)  # Refused before any work.
     linear = functools.partial(
       nnx.Linear,
       use_bias=use_bias,

@@ -332,3 +332,43 @@ def resolve_activation(spec: str) -> tuple[str, dict[str, Any], Callable[..., Ar
   canonical = ACTIVATIONS.resolve(spec)
   name, kwargs = parse_name(canonical)
   return name, kwargs, ACTIVATIONS.get(canonical)
+
+
+def module_activation(
+  activation: Any, owner: str, *, modules: str, module_class: type | None = None
+) -> tuple[str | None, dict[str, Any], Callable[..., Any]]:
+  """What a Linen or NNX module's ``activation`` argument applies: the one check of both APIs.
+
+  A spec string is resolved (:func:`resolve_activation`: ``(name, keyword arguments,
+  function)``); a function, or any other callable object, is taken as given
+  (``(None, {}, activation)``), as is a class (or a ``functools.partial`` of one) that
+  subclasses ``module_class``, Linen's module classes, which the module makes into submodules.
+
+  Args:
+    activation: the value given.
+    owner: the module's class name, for the message.
+    modules: the modules this API takes as activations, for the message (``"a Linen module
+      class (gelujax.LearnableGELU)"``).
+    module_class: the base of the module classes taken; None: no class is.
+
+  Raises:
+    TypeError: any other value (a number, None, another class), in one sentence naming
+      ``owner``, the value and what is valid.
+    ValueError: a spec that names no activation (saying why).
+  """
+  if isinstance(activation, str):
+    return resolve_activation(activation)
+  made = activation.func if isinstance(activation, functools.partial) else activation
+  if isinstance(made, type):
+    taken = module_class is not None and issubclass(made, module_class)
+  else:
+    taken = callable(activation)
+  if taken:
+    return None, {}, activation
+  kind = type(activation).__name__
+  kind = "a class" if isinstance(activation, type) else f"a{'n' * (kind[0] in 'aeiou')} {kind}"
+  raise TypeError(
+    f"{owner} got activation={activation!r}, {kind}; expected a function of an array "
+    f"(gelujax.gelu, jax.nn.relu), {modules} or an activation spec ('gelu', "
+    "'gaussian_gelu(sigma=0.5)'; gelujax.activation_names())."
+  )

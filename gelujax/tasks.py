@@ -165,10 +165,30 @@ class TaskSpec:
     return OBJECTIVES.lookup(self.objective).metric_names
 
   def load_data(self, data_dir: str | None = None):
-    """``gelujax.data.load`` of this dataset, then the host-side ``preprocessing`` steps."""
+    """``gelujax.data.load`` of this dataset, then the host-side ``preprocessing`` steps.
+
+    Raises:
+      gelujax.data.NoSource: no source has the data set; its message starts with the task's
+        other ``datasets`` that are here (in ``data_dir``, when given), and the ``dataset``
+        that picks each, then says where it looked and how to get this one.
+    """
     from gelujax import data  # Imported here: loading data pulls in TFDS, models need not.
 
-    splits = data.load(self.dataset, data_dir=data_dir, **self.data_options)
+    try:
+      splits = data.load(self.dataset, data_dir=data_dir, **self.data_options)
+    except data.NoSource as e:
+      others = [name for name in self.datasets if name != self.dataset]
+      here = data.found_here(others, data_dir, **self.data_options)
+      if not here:
+        raise
+      where = f"in `data_dir` {data_dir}" if data_dir else "on this machine"
+      takes = " and ".join(f"{name}, which is ({source})" for name, source in here.items())
+      pick = " or ".join(f"`dataset`={name}" for name in here)
+      first = (
+        f"Data set {self.dataset!r} is not {where}; task {self.name!r} also takes {takes}: pick "
+        f"{'it' if len(here) == 1 else 'one'} with {pick}."
+      )
+      raise data.NoSource(sentences(first, str(e)), e.reasons) from None
     for step in self.preprocessing:
       PREPROCESSING.lookup(step)(splits)
     return splits

@@ -101,6 +101,22 @@ def test_mnist_from_idx_files(tmp_path, compress, no_tfds):
   splits["train"]["inputs"][0] = 0  # Arrays are writable.
 
 
+def test_loaded_data_print_as_their_name_splits_sizes_shapes_and_dtypes(tmp_path):
+  write_mnist(tmp_path, n_train=1200, n_test=400)
+  splits = data.load("fashion_mnist", tmp_path, validation_size=300)
+  assert str(splits) == repr(splits)
+  assert repr(splits) == (
+    "Splits 'fashion_mnist' (info: num_classes, source, record):\n"
+    "  train       900 examples: inputs uint8 (900, 28, 28, 1), targets int32 (900,)\n"
+    "  validation  300 examples: inputs uint8 (300, 28, 28, 1), targets int32 (300,)\n"
+    "  test        400 examples: inputs uint8 (400, 28, 28, 1), targets int32 (400,)"
+  )
+  bare = data.Splits({"train": {"inputs": np.zeros((2, 3), np.float32), "lengths": [3, 4]}}, {})
+  assert repr(bare) == (
+    "Splits (info: none):\n  train  2 examples: inputs float32 (2, 3), lengths list"
+  )
+
+
 def test_train_on_all_has_no_validation(tmp_path, no_tfds):
   arrays = write_mnist(tmp_path)
   splits = data.load("fashion_mnist", tmp_path, train_on_all=True)

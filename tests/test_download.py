@@ -598,6 +598,63 @@ def test_offline_download_command_is_an_error(cache, capsys):
   assert "GELUJAX_OFFLINE=1 forbids the network" in capsys.readouterr().err
 
 
+def cache_cifar10(root: Path) -> Path:
+  """CIFAR-10 in the cache ``root`` as a download leaves it: the batches extracted, with the
+  record of the real table's archive and each file's sha256 (here, of fixture batches: 5,005
+  train images, the default validation split's 5,000 and 5 more, and 2 test images)."""
+  folder = root / "cifar10" / "cifar-10-batches-py"
+  folder.mkdir(parents=True)
+  files = {}
+  for i, name in enumerate([f"data_batch_{i}" for i in range(1, 6)] + ["test_batch"]):
+    n = 5001 if i == 0 else 1 if i < 5 else 2
+    body = cifar_batch(np.full((n, 32, 32, 3), i, np.uint8), np.arange(n) % 10)
+    (folder / name).write_bytes(body)
+    files[name] = [hashlib.sha256(body).hexdigest(), len(body)]
+  (archive,) = published.PUBLISHED["cifar10"].files
+  record = {"name": archive.name, "sha256": archive.sha256, "size": archive.size}
+  (folder / checksums.MANIFEST).write_text(json.dumps({"archive": record, "files": files}))
+  return folder
+
+
+def run_data_command(*args: str, **env: str) -> subprocess.CompletedProcess:
+  """``python -m gelujax.data ARGS`` as a user runs it (offline: the tests' environment)."""
+  return subprocess.run(
+    [sys.executable, "-m", "gelujax.data", *args],
+    env=dict(os.environ, PYTHONPATH=str(ROOT), **env), capture_output=True, text=True, timeout=300,
+  )  # fmt: skip
+
+
+def test_downloading_a_set_already_here_names_where_it_is_and_touches_no_network(tmp_path, cache):
+  folder = cache_cifar10(cache)
+  assert "GELUJAX_OFFLINE" in os.environ  # The network is off: trying it would exit 1.
+  result = run_data_command("download", "cifar10", TFDS_DATA_DIR=str(tmp_path / "no-tfds"))
+  assert result.returncode == 0, result.stderr
+  assert result.stdout == (
+    f"cifar10: already on this machine, where gelujax.data.load reads it: python pickle batches "
+    f"in {folder}; cifar-10-python.tar.gz matched its published sha256 and size when it was "
+    "downloaded and extracted; each of its 6 extracted files matches the sha256 recorded then "
+    "(checked at this load); nothing downloaded (--data_dir DIR downloads a copy into DIR).\n"
+  )
+  assert result.stderr == ""
+  # --data_dir: the folder asked for holds it, or it is downloaded there (offline: refused).
+  result = run_data_command("download", "cifar10", "--data_dir", str(cache))
+  assert result.returncode == 0, result.stderr
+  assert result.stdout.startswith(f"cifar10: already in {folder}: cifar-10-python.tar.gz ")
+  result = run_data_command("download", "cifar10", "--data_dir", str(tmp_path / "elsewhere"))
+  assert result.returncode == 1
+  assert "GELUJAX_OFFLINE=1 forbids the network, so cifar10 cannot be downloaded" in result.stderr
+
+
+@pytest.mark.skipif(not DEBIAN.is_dir(), reason="Debian's dataset-fashion-mnist is not installed")
+def test_downloading_debians_fashion_mnist_names_it_and_touches_no_network():
+  result = run_data_command("download", "fashion_mnist")
+  assert result.returncode == 0, result.stderr
+  assert result.stdout.startswith(
+    f"fashion_mnist: already on this machine, where gelujax.data.load reads it: IDX files in "
+    f"{DEBIAN}; each of the 4 files is the published file with its gzip header re-written"
+  )
+
+
 def test_a_data_dir_that_does_not_exist_is_an_error_naming_the_argument(tmp_path):
   missing = tmp_path / "nonexistent"
   with pytest.raises(ValueError, match=rf"`data_dir` {missing} does not exist"):
@@ -626,6 +683,45 @@ def test_train_py_with_a_mistyped_data_dir_fails_in_one_line(tmp_path):
   last = result.stderr.strip().splitlines()[-1]
   assert last.startswith(f"train.py: error: --data_dir {missing} does not exist")
   assert not (tmp_path / "run").exists()
+
+
+def test_train_py_offline_without_its_data_set_starts_with_the_task_s_set_here(tmp_path):
+  write_mnist_files(str(tmp_path / "data" / "fashion_mnist"), num_train=5064, num_test=32)
+  folder = tmp_path / "data"
+  result = subprocess.run(
+    [sys.executable, str(ROOT / "experiments" / "train.py"), "--task=tiny_mnist",
+     "--activation=gelu", f"--data_dir={folder}", f"--workdir={tmp_path / 'run'}"],
+    env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True, text=True, timeout=300,
+  )  # fmt: skip
+  assert result.returncode == 1
+  last = result.stderr.strip().splitlines()[-1]
+  assert last.startswith(
+    f"train.py: error: Data set 'mnist' is not in --data_dir {folder}; task 'tiny_mnist' also "
+    f"takes fashion_mnist, which is (IDX files in {folder / 'fashion_mnist'}): pick it with "
+    f"--dataset=fashion_mnist. Cannot load dataset 'mnist': --data_dir {folder} does not hold "
+    "it. Looked in: "
+  )
+  assert not (tmp_path / "run").exists()
+
+
+def test_a_missing_data_set_names_the_task_s_sets_found_here_first(tmp_path, monkeypatch):
+  monkeypatch.setattr(data, "_read_tfds", _no_tfds)
+  monkeypatch.setattr(data, "DEBIAN_FASHION_MNIST", tmp_path / "debian")
+  spec = tasks.get("tiny_mnist")
+  with pytest.raises(data.NoSource) as error:
+    spec.load_data()  # None of the task's sets here: the message is the data set's own.
+  assert str(error.value).startswith("Cannot load dataset 'mnist': no source has it. Looked in: ")
+  write_mnist_files(str(tmp_path / "debian"), num_train=5064, num_test=32)
+  with pytest.raises(data.NoSource) as error:
+    spec.load_data()
+  assert str(error.value).startswith(
+    "Data set 'mnist' is not on this machine; task 'tiny_mnist' also takes fashion_mnist, which "
+    f"is (IDX files in {tmp_path / 'debian'}): pick it with `dataset`=fashion_mnist. Cannot load "
+    "dataset 'mnist': no source has it. Looked in: "
+  )
+  assert error.value.reasons[0] == ("`data_dir`", "not given")
+  splits = spec.replace(dataset="fashion_mnist").load_data()  # What the message says to do.
+  assert splits.info["source"] == f"IDX files in {tmp_path / 'debian'}"
 
 
 # --------------------------------------------------------------------------- real data

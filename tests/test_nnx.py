@@ -1,6 +1,7 @@
 """Tests for gelujax.nnx: the NNX modules against the Linen ones and float64 references."""
 
 import doctest
+import functools
 
 import chex
 import jax
@@ -181,6 +182,91 @@ def test_bridge_maps_the_activation_modules_learnable_submodule():
   to_linen = nnx.bridge.ToLinen(gnnx.Activation, args=(spec,), kwargs={"num_features": 3},
                                 skip_rng=True)  # fmt: skip
   chex.assert_trees_all_equal(to_linen.init(jax.random.key(0), x), linen_vars)
+
+
+# --- a function, a module or a spec: as the Linen modules take them
+
+# (spec, the same function as gelujax exports it, another library's function computing it)
+FUNCTIONS = [
+  ("gelu", gelujax.gelu, functools.partial(jax.nn.gelu, approximate=False)),
+  ("relu", gelujax.relu, jax.nn.relu),
+  ("silu", gelujax.silu, jax.nn.silu),
+]
+
+
+@pytest.mark.parametrize("spec, function, other", FUNCTIONS)
+def test_activation_takes_a_function_as_the_linen_module_does(spec, function, other):
+  x = GRID.astype(np.float32)
+
+  def values_and_grads(apply):
+    return jax.vmap(jax.value_and_grad(apply))(x)
+
+  for fn in (function, other):
+    got = values_and_grads(gnnx.Activation(fn))
+    linen = functools.partial(gelujax.Activation(fn).apply, {})
+    chex.assert_trees_all_equal(got, values_and_grads(linen))
+    ref_y, ref_dy = CASES[spec][1](x.astype(np.float64))
+    chex.assert_trees_all_close(jax.tree.map(np.float64, got), (ref_y, ref_dy), rtol=2e-6,
+                                atol=1e-7)  # fmt: skip
+  # The spec is the function it names: the same numbers, bit for bit.
+  chex.assert_trees_all_equal(values_and_grads(gnnx.Activation(spec)),
+                              values_and_grads(gnnx.Activation(function)))  # fmt: skip
+  assert nnx.to_pure_dict(nnx.state(gnnx.Activation(function))) == {}  # no parameters
+
+
+@pytest.mark.parametrize("spec, function, other", FUNCTIONS)
+def test_gated_mlp_takes_a_function_as_the_linen_module_does(spec, function, other):
+  x, _ = gated_mlp_data()
+  from_spec = gnnx.GatedMLP(4, 5, 3, activation=spec, bias_init=nnx.initializers.normal(0.3),
+                            rngs=nnx.Rngs(0))  # fmt: skip
+  params = nnx.to_pure_dict(nnx.state(from_spec, nnx.Param))
+  for fn in (function, other):
+    module = gnnx.GatedMLP(4, 5, 3, activation=fn, rngs=nnx.Rngs(1))
+    linen = gelujax.GatedMLP(5, out_features=3, activation=fn)
+    chex.assert_trees_all_equal_shapes_and_dtypes(  # the same names and shapes as Linen's
+      nnx.to_pure_dict(nnx.state(module, nnx.Param)), linen.init(jax.random.key(0), x)["params"]
+    )
+    nnx.update(module, nnx.state(from_spec, nnx.Param))
+    chex.assert_trees_all_equal(module(x), linen.apply({"params": params}, x))
+    if fn is function:  # The spec's block and the function's: the same numbers.
+      chex.assert_trees_all_equal(module(x), from_spec(x))
+  ref_out = ref_gated_mlp(params, np.float64(x), np.ones((8, 3)), CASES[spec][1])[0]
+  chex.assert_trees_all_close(np.asarray(from_spec(x), np.float64), ref_out, rtol=1e-5, atol=1e-5)
+
+
+def test_an_nnx_module_is_a_submodule_named_as_the_linen_modules_class():
+  x = jnp.asarray(X_16x3)
+  module = gnnx.Activation(gnnx.LearnableGELU(3, mu_init=0.2, sigma_init=0.5))
+  linen = gelujax.Activation(functools.partial(gelujax.LearnableGELU, per_feature=True,
+                                               mu_init=0.2, sigma_init=0.5))  # fmt: skip
+  variables = linen.init(jax.random.key(0), x)
+  chex.assert_trees_all_equal({"params": nnx.to_pure_dict(nnx.state(module, nnx.Param))},
+                              variables)  # fmt: skip
+  chex.assert_trees_all_equal(module(x), linen.apply(variables, x))
+  ref = ref_gaussian_gelu(np.float64(X_16x3), 0.2, 0.5)[0]
+  chex.assert_trees_all_close(np.asarray(module(x), np.float64), ref, rtol=2e-6, atol=1e-7)
+  wrapped = nnx.bridge.ToNNX(linen, rngs=nnx.Rngs(0)).lazy_init(x)
+  chex.assert_trees_all_equal(nnx.state(wrapped, nnx.Param), nnx.state(module, nnx.Param))
+
+
+def test_an_activation_that_is_no_function_module_or_spec_is_refused_in_one_sentence():
+  x = jnp.asarray(X_16x3)
+  valid = (r"expected a function of an array \(gelujax.gelu, jax.nn.relu\), an nnx.Module "
+           r"instance \(gelujax.nnx.LearnableGELU\(4\)\) or an activation spec \('gelu', "
+           r"'gaussian_gelu\(sigma=0.5\)'; gelujax.activation_names\(\)\)\.$")  # fmt: skip
+  with pytest.raises(TypeError, match=r"^Activation got activation=3, an int; " + valid):
+    gnnx.Activation(3)
+  with pytest.raises(TypeError, match=r"^GatedMLP got activation=None, a NoneType; " + valid):
+    gnnx.GatedMLP(4, 5, activation=None, rngs=nnx.Rngs(0))
+  with pytest.raises(TypeError, match=r"^Activation got activation=<class 'gelujax.linen.Learna"
+                                      r"bleGELU'>, a class; " + valid):  # fmt: skip
+    gnnx.Activation(gelujax.LearnableGELU)  # Linen's class: NNX modules are made, then passed
+  with pytest.raises(TypeError, match=r"^Activation got activation=3, an int; expected a "
+                                      r"function of an array \(gelujax.gelu, jax.nn.relu\), a "
+                                      r"Linen module class"):  # fmt: skip
+    gelujax.Activation(3).apply({}, x)
+  with pytest.raises(TypeError, match=r"^GatedMLP got activation=3.0, a float; expected a "):
+    gelujax.GatedMLP(5, activation=3.0).init(jax.random.key(0), x)
 
 
 # --- soi_map's randomness and the deterministic switch

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import scipy.stats
 
+from gelujax import workdir as workdirs
 from gelujax.study import runs, tables
 from tests.fake_workdirs import constant, member, write_workdir
 
@@ -168,6 +169,18 @@ def test_median_curve_skips_diverged_members(tmp_path):
 def test_run_name():
   assert runs.run_name("gelu") == "gelu"
   assert runs.run_name("gelu", 0.5) == "gelu_dropout0.5"
+  # A spec that is no plain name is a folder's name as train.py makes it: one '_' a run of
+  # characters other than letters, digits, '_', '.', '=' and '-'.
+  assert runs.run_name("myacts:squareplus") == "myacts_squareplus"
+  assert runs.run_name("gaussian_gelu(sigma=0.5)", 0.5) == "gaussian_gelu_sigma=0.5__dropout0.5"
+  assert runs.run_name("my.acts:f(b=1, c='x')") == "my.acts_f_b=1_c=_x_"
+
+
+def test_the_committed_runs_keep_their_names():
+  folders = sorted((ROOT / "results").glob("*/*/runs/*/"))
+  assert len(folders) > 30
+  for folder in folders:
+    assert folder.name == workdirs.folder_name(folder.name)
 
 
 def test_load_run_needs_a_summary(tmp_path):

@@ -77,11 +77,12 @@ def lab(tmp_path_factory):
 
 def train(lab, workdir, *flags, cwd=None, path=()):
   """train.py in a fresh process run from the user's folder (which is not on PYTHONPATH), with
-  ``path`` after gelujax's root on PYTHONPATH."""
+  ``path`` after gelujax's root on PYTHONPATH; its default workdir, under that folder, where
+  ``workdir`` is None."""
   env = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, *map(str, path)]), JAX_PLATFORMS="cpu")
   return subprocess.run(
-    [sys.executable, TRAIN, TASK, f"--data_dir={lab / 'mnist'}", f"--workdir={workdir}", *GRID,
-     *flags],
+    [sys.executable, TRAIN, TASK, f"--data_dir={lab / 'mnist'}",
+     *([f"--workdir={workdir}"] if workdir else []), *GRID, *flags],
     cwd=cwd or lab, env=env, capture_output=True, text=True, timeout=300,
   )  # fmt: skip
 
@@ -286,12 +287,22 @@ def test_reproduce_takes_a_users_function_beside_the_papers(lab):
     cwd=lab, env=env, capture_output=True, text=True, timeout=600,
   )  # fmt: skip
   assert result.returncode == 0, result.stderr[-3000:]
-  for run in ("user_pkg.acts:squareplus", "user_pkg.acts:squareplus_eval"):
+  # The run's folder as train.py names it (below): the spec's ':' made '_'.
+  assert sorted(p.name for p in (out / "runs").iterdir()) == [
+    "gelu", "gelu_eval", "user_pkg.acts_squareplus", "user_pkg.acts_squareplus_eval"
+  ]  # fmt: skip
+  for run in ("user_pkg.acts_squareplus", "user_pkg.acts_squareplus_eval"):
     config = json.loads((out / "runs" / run / "config.json").read_text())
+    assert config["activation"] == "user_pkg.acts:squareplus"
     assert config["activation_source"]["function"] == "squareplus"
   readme = (out / "README.md").read_text()
   assert "- Activations: gelu, user_pkg.acts:squareplus" in readme
-  assert "| user_pkg.acts:squareplus_eval | 0.001 |" in readme
+  assert "| user_pkg.acts_squareplus_eval | 0.001 |" in readme
+  result = train(lab, None, "--epochs=1", "--activation=user_pkg.acts:squareplus")
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert [p.name for p in (lab / "workdirs").iterdir()] == [
+    "tiny_mnist_mnist_user_pkg.acts_squareplus"
+  ]
 
 
 def test_register_activation_for_scripts():

@@ -77,6 +77,26 @@ class Splits(dict):
     super().__init__(splits)
     self.info = info
 
+  def __repr__(self) -> str:
+    """The data set's name, the keys of ``info``, and a line per split (train, validation, test,
+    then any other): its examples, and each array's dtype and shape (never the values)."""
+    name = (self.info.get("record") or {}).get("dataset")
+    lines = [f"Splits{f' {name!r}' if name else ''} (info: {', '.join(self.info) or 'none'}):"]
+    width = max(map(len, self), default=0)
+    order = ("train", "validation", "test")
+    for split in sorted(self, key=lambda s: (order.index(s) if s in order else len(order), s)):
+      arrays = self[split]
+      sized = [
+        a for a in (arrays.get("targets"), *arrays.values()) if hasattr(a, "shape") and a.ndim
+      ]
+      examples = len(sized[0]) if sized else "?"
+      described = ", ".join(
+        f"{key} {a.dtype} {a.shape}" if hasattr(a, "shape") else f"{key} {type(a).__name__}"
+        for key, a in arrays.items()
+      )
+      lines.append(f"  {split:<{width}}  {examples} examples: {described}")
+    return "\n".join(lines)
+
 
 # A source that does not have the dataset says why by raising it (not an error by itself).
 _Missing = checksums.NotFound
@@ -143,6 +163,21 @@ def load(
   finally:
     _NETWORK.reset(network_token)
     _CACHE.reset(cache_token)
+
+
+def found_here(
+  names: Sequence[str], data_dir: str | Path | None = None, **options: Any
+) -> dict[str, str]:
+  """Of ``names``, the data sets :func:`load` reads without the network (from ``data_dir`` only,
+  when given), each with its source: what a task that takes other data sets offers where its
+  own is missing. Each one found is read whole."""
+  found = {}
+  for name in names:
+    try:
+      found[name] = load(name, data_dir, network=False, **options).info["source"]
+    except ValueError:  # Not here, or not usable with these options: not offered.
+      continue
+  return found
 
 
 def describe_sources(cache: str | Path | None = None) -> list[str]:

@@ -1,6 +1,8 @@
 """``python -m gelujax.data``: the data command line. ``download NAME... [--data_dir DIR]``
 fetches and verifies data sets into the cache ahead of time (:func:`gelujax.data.download.fetch`);
-``list`` shows where :func:`gelujax.data.load` would read each one, without the network
+a set already on this machine (wherever :func:`gelujax.data.load` finds it without the network;
+with ``--data_dir``, in that folder) is named where it is and not downloaded. ``list`` shows where
+:func:`gelujax.data.load` would read each one, without the network
 (:func:`gelujax.data.describe_sources`)."""
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from gelujax import data
 from gelujax.data import checksums, download, published
@@ -28,12 +31,13 @@ def main(argv: Sequence[str] | None = None) -> int:
   listing = commands.add_parser(
     "list", help="show where each data set would be read from (the loader, without the network)"
   )
-  for command in (fetching, listing):
+  into = "; the sets are downloaded into it unless it holds them, wherever else they are"
+  for command, more in ((fetching, into), (listing, "")):
     command.add_argument(
       "--data_dir",
       default=None,
       help=f"the cache folder (default: ${published.DATA_DIR_VARIABLE}, else "
-      f"{published.DEFAULT_CACHE})",
+      f"{published.DEFAULT_CACHE}){more}",
     )
   args = parser.parse_args(argv)
   root = published.cache_root(args.data_dir)
@@ -48,6 +52,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     for name in args.names:
       published.lookup(name)
     for name in args.names:
+      here = _already_here(name, root, anywhere=args.data_dir is None)
+      if here is not None:
+        print(f"{name}: {here}", flush=True)
+        continue
       if published.is_offline():
         raise ValueError(
           f"{published.OFFLINE_VARIABLE}={os.environ[published.OFFLINE_VARIABLE]} forbids the "
@@ -73,6 +81,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     return 130
   return 0
+
+
+def _already_here(name: str, root: Path, *, anywhere: bool) -> str | None:
+  """Where ``name`` already is, as a line to print, or None where it is to be downloaded:
+  ``anywhere``, wherever `gelujax.data.load` finds it without the network (the cache ``root``
+  included); otherwise only in ``root``, the folder asked for."""
+  if not anywhere:
+    try:
+      entry = checksums.verified(name, root)
+    except checksums.NotFound:
+      return None
+    return f"already in {entry.folder}: {entry.record['verified']}; nothing downloaded."
+  try:
+    record = data.load(name, network=False, cache=root).info["record"]
+  except data.NoSource:
+    return None
+  return (
+    f"already on this machine, where gelujax.data.load reads it: {record['source']}; "
+    f"{record['verified']}; nothing downloaded (--data_dir DIR downloads a copy into DIR)."
+  )
 
 
 def _as_options(text: str) -> str:

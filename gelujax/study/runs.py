@@ -34,7 +34,14 @@ import numpy as np
 
 from gelujax.paper import CANDIDATE_ALPHA
 from gelujax.study.stats import Stats, rank_test
-from gelujax.workdir import CONFIG_FILE, SUMMARY_FILE, derive_summary, read_json, read_metrics
+from gelujax.workdir import (
+  CONFIG_FILE,
+  SUMMARY_FILE,
+  derive_summary,
+  folder_name,
+  read_json,
+  read_metrics,
+)
 
 # A run trained on evaluation seeds at the lr selected on another run's (selection) seeds is
 # named like that run, with this suffix; one at another candidate lr also ends in
@@ -115,8 +122,10 @@ class Curve:
 
 
 def run_name(activation: str, dropout: float | None = None) -> str:
-  """The run's directory name: the activation, plus ``_dropout<rate>`` for a dropout variant."""
-  return activation if dropout is None else f"{activation}_dropout{dropout:g}"
+  """The run's directory name: the activation, plus ``_dropout<rate>`` for a dropout variant,
+  made a folder's name as train.py makes its own (`gelujax.workdir.folder_name`:
+  ``myacts:squareplus`` -> ``myacts_squareplus``)."""
+  return folder_name(activation if dropout is None else f"{activation}_dropout{dropout:g}")
 
 
 def load_run(workdir: str | Path, name: str | None = None) -> Run:

@@ -1,6 +1,7 @@
 """The names inside a run's folder, its JSON files, and the error every workdir check raises.
 
-Every name inside a workdir is here (`CONFIG_FILE`, `METRICS_FILE`, ...), and so is reading and
+Every name inside a workdir is here (`CONFIG_FILE`, `METRICS_FILE`, ...), and a run folder's own
+(`folder_name`), and so is reading and
 writing its JSON files (`read_json`; `write_json` and `replace_atomically`: atomic), keeping a
 file that is about to be rebuilt aside (`keep_aside`) and the epochs its checkpoints hold. The
 other modules of `gelujax.workdir` build on this one, which imports none of them.
@@ -12,6 +13,7 @@ import contextlib
 import json
 import math
 import os
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -32,6 +34,15 @@ RECORD_FILE = "metadata"
 
 class WorkdirError(ValueError):
   """A workdir that cannot be used as asked; the message names it and what to do."""
+
+
+def folder_name(name: str) -> str:
+  """A run's folder name for ``name`` (made of an activation spec, a task, ...): each run of
+  characters other than letters, digits, ``_``, ``.``, ``=`` and ``-`` becomes one ``_``
+  (``myacts:squareplus`` -> ``myacts_squareplus``; a plain name stays as it is). The one
+  rule train.py's default workdir and a study's run folders (`gelujax.study.runs.run_name`)
+  follow, so both name the same activation's folder alike."""
+  return re.sub(r"[^\w.=-]+", "_", name)
 
 
 def checkpoint_epochs(workdir: str) -> list[int]:
