@@ -109,9 +109,10 @@ def check_elementwise(fn: Callable[..., Any], what: str) -> None:
 def user_activation(spec: str) -> Callable[..., Array]:
   """The user's function named by ``spec``, ``"module.path:function"`` or with keyword
   literals, ``"module.path:function(b=4.0)"``: the module is imported from the Python path
-  (``PYTHONPATH``; train.py and reproduce.py add the folder they run in), and the function is checked once to keep its input's shape
-  and dtype. The run records the module, the function and its source file's sha256, and
-  those of the user's modules it imports (:func:`activation_source`).
+  (``PYTHONPATH``; train.py and reproduce.py add the folder they run in), and the function is
+  checked once to keep its input's shape and dtype. The run records the module, the function
+  and its source file's sha256, and those of the user's modules it imports
+  (:func:`activation_source`).
 
   Raises:
     ValueError: the module does not import, has no such function, it is not callable, does not
