@@ -270,10 +270,10 @@ def cache_failure(error: BaseException) -> str | None:
   JAX keys each cache entry by the program, but does not check that a loaded entry is the
   program of its key: an entry damaged or swapped on disk fails when it runs (a ValueError
   about layouts, an AssertionError, a runtime error), with an error that names neither the
-  cache nor a way around it. An error gelujax's own code raised (a refused value) or a file's
-  error is never the program's: None.
+  cache nor a way around it. Only an error that came out of JAX can be the program's: one that
+  gelujax or a script raised (a refused value), or a file's error, gives None.
   """
-  if not _cache_hits or isinstance(error, OSError) or _raised_by_gelujax(error):
+  if not _cache_hits or isinstance(error, OSError) or not _raised_in_jax(error):
     return None
   text = str(error).strip().splitlines()[0] if str(error).strip() else ""
   return (
@@ -281,25 +281,27 @@ def cache_failure(error: BaseException) -> str | None:
     f"{_cache_hits} compiled program{'s' * (_cache_hits != 1)} loaded from the "
     f"compilation cache {jax.config.jax_compilation_cache_dir}, where a damaged or swapped "
     "entry fails this way: re-run the same command with `compilation_cache`=none (or another "
-    "folder) to compile them afresh, and delete that folder to mend the cache."
+    "folder) to compile them afresh."
   )
 
 
-def _raised_by_gelujax(error: BaseException) -> bool:
-  """Whether ``error`` was raised by gelujax's own code: its traceback's innermost frame is in
-  gelujax, and JAX removed none of its frames (JAX takes its internal frames out of an error
-  raised inside it, leaving its caller's frame innermost, and says so in a note or a cause)."""
+def _raised_in_jax(error: BaseException) -> bool:
+  """Whether ``error`` came out of JAX: it passed through a JAX API, which takes its internal
+  frames out of the traceback and says so in a note (or in a cause, as JAX_TRACEBACK_FILTERING
+  asks), or its innermost frame is in jax or jaxlib (filtering off). A refusal that gelujax or a
+  script raised did not."""
+  notes = getattr(error, "__notes__", None) or []
+  if any("JAX has removed its internal frames" in note for note in notes):
+    return True
+  if type(error.__cause__).__name__ == "UnfilteredStackTrace":
+    return True
   traceback = error.__traceback__
   if traceback is None:
     return False
   while traceback.tb_next is not None:
     traceback = traceback.tb_next
-  package = os.path.dirname(os.path.abspath(__file__)) + os.sep
-  if not os.path.abspath(traceback.tb_frame.f_code.co_filename).startswith(package):
-    return False
-  notes = getattr(error, "__notes__", None) or []
-  hidden = any("JAX has removed its internal frames" in note for note in notes)
-  return not hidden and type(error.__cause__).__name__ != "UnfilteredStackTrace"
+  module = traceback.tb_frame.f_globals.get("__name__", "")
+  return module.split(".")[0] in ("jax", "jaxlib")
 
 
 # ---------------------------------------------------------------------------------- memory
