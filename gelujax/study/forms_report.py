@@ -56,10 +56,21 @@ def verdict_words(o: Outcome) -> str:
   if o.verdict == DIFFERENT:
     return f"**different**: {o.comparison.first} {o.direction}"
   lean = f"leans {o.direction}" if o.direction else "no lean"
-  needed = (
-    f"~{o.pairs_needed} pairs would decide" if o.pairs_needed else "no number of pairs decides"
-  )
-  return f"inconclusive ({lean}; {needed})"
+  return f"inconclusive ({lean}; {pairs_words(o)})"
+
+
+def pairs_words(o: Outcome) -> str:
+  """What would decide an inconclusive comparison: ``"~44 pairs would decide"``; ``"more than
+  1000 pairs would decide"`` where :func:`gelujax.study.stats.pairs_for_power` gives up at
+  :data:`gelujax.study.stats.MAX_SEEDS`; no number where the shift lies exactly on the margin,
+  or too few pairs to tell."""
+  if o.pairs_needed:
+    return f"~{o.pairs_needed} pairs would decide"
+  if len(o.seeds) < 3:
+    return "too few pairs to estimate the pairs that would decide"
+  if abs(o.shift) == o.comparison.metric.margin:
+    return "no number of pairs decides a shift exactly at the margin"
+  return f"more than {stats.MAX_SEEDS} pairs would decide"
 
 
 def control_gaps(outcomes: Sequence[Outcome]) -> set[tuple[str, float, str]]:

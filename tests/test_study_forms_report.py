@@ -1,0 +1,35 @@
+"""Tests for the words of the GELU forms study's report (gelujax.study.forms_report) on
+hand-made outcomes: what its findings count, flag and say, without training anything."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gelujax.study import forms, forms_report, stats
+
+
+def outcome(first, second, lr, d, metric=forms.DESIGN.metrics[0], dtype="float32"):
+  c = forms.Comparison(first, second, dtype, lr, metric, control=forms.CONTROL in (first, second))
+  return forms.paired_outcome(
+    c, dict(enumerate(np.zeros(len(d)) + d)), dict.fromkeys(range(len(d)), 0.0)
+  )
+
+
+def test_an_inconclusive_cell_says_more_than_the_largest_count_tried(monkeypatch):
+  """Where no count up to stats.MAX_SEEDS decides, the cell says "more than N pairs" with N the
+  code's, not "no number of pairs decides" (which holds only for a shift exactly at the
+  margin)."""
+  noisy = np.array([0.004, -0.004, 0.003, -0.003, 0.0, 0.001, -0.002, 0.002, 0.005, -0.005])
+  (found,) = forms.judge([outcome("gelu_sigmoid", "gelu_tanh", 1e-3, noisy)])
+  assert found.verdict == forms.INCONCLUSIVE and found.pairs_needed is not None
+  monkeypatch.setattr(stats, "MAX_SEEDS", found.pairs_needed - 1)
+  (found,) = forms.judge([outcome("gelu_sigmoid", "gelu_tanh", 1e-3, noisy)])
+  assert found.pairs_needed is None
+  words = forms_report.verdict_words(found)
+  assert f"more than {stats.MAX_SEEDS} pairs would decide" in words, words
+  at_margin = np.array([0.002] * 5 + [0.001, 0.003] * 2 + [0.002])
+  (found,) = forms.judge([outcome("gelu_sigmoid", "gelu_tanh", 1e-3, at_margin)])
+  assert found.verdict == forms.INCONCLUSIVE and found.shift == 0.002
+  assert "no number of pairs decides a shift exactly at the margin" in (
+    forms_report.verdict_words(found)
+  )
