@@ -33,3 +33,29 @@ def test_an_inconclusive_cell_says_more_than_the_largest_count_tried(monkeypatch
   assert "no number of pairs decides a shift exactly at the margin" in (
     forms_report.verdict_words(found)
   )
+
+
+def swap(arm, activation, changes, key="loss", dtype="float32", to_dtype="float32", lr=1e-3):
+  return forms_report.Swap(arm, dtype, activation, to_dtype, lr, key, tuple(changes))
+
+
+def test_swap_findings_keep_each_direction_apart():
+  """Swapping to gelu_sigmoid raises the loss and swapping from it lowers it: each direction has
+  its line, with its own median, counts and range; none pools the two (whose pooled median
+  would be about 0)."""
+  up = [0.002, 0.003, 0.0021, 0.0067, -0.0001]
+  swaps = [
+    swap("gelu", "gelu_sigmoid", up),
+    swap("gelu", "gelu_sigmoid", up, dtype="bfloat16", to_dtype="bfloat16"),
+    swap("gelu_sigmoid", "gelu", [-c for c in up]),
+    swap("gelu", "gelu", [1e-5] * 5, to_dtype="bfloat16"),
+  ]
+  lines = forms_report.swap_findings(forms.DESIGN, swaps)
+  assert len(lines) == 3
+  to, back, dtype = lines
+  assert to.startswith("Swap gelu → gelu_sigmoid, each network in its own dtype (10 networks: ")
+  assert "test log loss (nats) median +0.0021, 8 up and 2 down, from -0.0001 to +0.0067" in to
+  assert "2 beyond the study's margin ±0.005" in to
+  assert back.startswith("Swap gelu_sigmoid → gelu, each network in its own dtype (5 networks")
+  assert "median -0.0021, 1 up and 4 down, from -0.0067 to +0.0001" in back
+  assert dtype.startswith("Swap gelu, float32 → bfloat16 (5 networks: every lr and seed)")

@@ -337,25 +337,52 @@ def findings(design: Design, outcomes: Sequence[Outcome], missing: Sequence[str]
   return lines
 
 
-def swap_findings(swaps: Sequence[Swap]) -> list[str]:
-  """The largest change a swap made, per kind of swap and metric."""
+def swap_groups(swaps: Sequence[Swap]) -> dict[str, list[Swap]]:
+  """The swaps by direction: one group per (trained with, evaluated with) pair of forms, each
+  network in its own dtype (``"gelu → gelu_sigmoid"``), then one per arm and change of dtype
+  (``"relu, float32 → bfloat16"``), so that no group pools a swap with its opposite."""
+  forms_first = sorted(swaps, key=lambda s: s.dtype != s.to_dtype)  # stable: the design's order
+  groups: dict[str, list[Swap]] = {}
+  for s in forms_first:
+    if s.dtype == s.to_dtype:
+      label = f"{s.arm} → {s.activation}, each network in its own dtype"
+    else:
+      label = f"{s.arm}, {s.dtype} → {s.to_dtype}"
+    groups.setdefault(label, []).append(s)
+  return groups
+
+
+def swap_findings(design: Design, swaps: Sequence[Swap]) -> list[str]:
+  """What each direction of swap changed (:func:`swap_groups`), per metric: the median change
+  over its networks (every lr and dtype), how many went up and down, the range, and whether the
+  largest change lies beyond the study's margin for that metric."""
+  margins = {m.key: m for m in design.metrics}
   lines = []
-  for key, label, scale in SWAP_KEYS:
-    for kind, chosen in (
-      ("another form, same dtype", [s for s in swaps if s.key == key and s.dtype == s.to_dtype]),
-      ("float32 → bfloat16", [s for s in swaps if s.key == key and s.dtype != s.to_dtype]),
-    ):
-      changes = [c for s in chosen for c in s.changes]
-      if not changes:
+  for label, chosen in swap_groups(swaps).items():
+    parts, networks = [], 0
+    for key, words, scale in SWAP_KEYS:
+      changes = np.asarray([c for s in chosen if s.key == key for c in s.changes])
+      if not len(changes):
         continue
-      worst = max(chosen, key=lambda s: max(map(abs, s.changes), default=0.0))
-      largest = max(map(abs, worst.changes)) * scale
-      lines.append(
-        f"Swap ({kind}), {label}: median change over all {len(changes)} network evaluations "
-        f"{signed(float(np.median(changes)) * scale)}; the largest |change| {largest:.3g}, "
-        f"{worst.arm} ({worst.dtype}) evaluated with {worst.activation} ({worst.to_dtype}) at lr "
-        f"{worst.learning_rate:g}."
+      networks = max(networks, len(changes))
+      low, high = changes.min() * scale, changes.max() * scale
+      part = (
+        f"{words} median {signed(float(np.median(changes)) * scale)}, "
+        f"{int((changes > 0).sum())} up and {int((changes < 0).sum())} down, from "
+        f"{signed(low)} to {signed(high)}"
       )
+      metric = margins.get(f"best.test_{key}")
+      if metric is not None and not metric.log:
+        margin = metric.shown(metric.margin)
+        beyond = int((np.abs(changes) * scale > margin * (1 + 1e-9)).sum())
+        if beyond:
+          part += f", {beyond} beyond the study's margin ±{margin:.3g}"
+      parts.append(part)
+    scope = (
+      "every lr, seed and dtype" if len({s.dtype for s in chosen}) > 1 else "every lr and seed"
+    )
+    if parts:
+      lines.append(f"Swap {label} ({networks} networks: {scope}): " + "; ".join(parts) + ".")
   return lines
 
 
@@ -487,7 +514,7 @@ def write_result(design: Design, *, out: Path, root: Path) -> Path:
   finished = forms.finished_runs(design, out)  # Each grid read once, for every table.
   outcomes, missing = forms.analyse(design, finished)
   swaps = read_swaps(design, out)
-  judged, swapped = findings(design, outcomes, missing), swap_findings(swaps)
+  judged, swapped = findings(design, outcomes, missing), swap_findings(design, swaps)
   found = judged + swapped
   if outcomes:
     draw_figure(design, outcomes, out / FIGURE)
