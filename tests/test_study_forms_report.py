@@ -3,6 +3,8 @@ hand-made outcomes: what its findings count, flag and say, without training anyt
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from gelujax.study import forms, forms_report, stats
@@ -59,3 +61,31 @@ def test_swap_findings_keep_each_direction_apart():
   assert back.startswith("Swap gelu_sigmoid → gelu, each network in its own dtype (5 networks")
   assert "median -0.0021, 1 up and 4 down, from -0.0067 to +0.0001" in back
   assert dtype.startswith("Swap gelu, float32 → bfloat16 (5 networks: every lr and seed)")
+
+
+def test_the_headline_keeps_the_equivalents_the_control_does_not_back_apart():
+  """Two forms equivalent at two lrs; the control is different from gelu at the first lr only:
+  the first equivalent survives the control, the second is †, and the headline says so."""
+  tiny = np.linspace(-0.0004, 0.0005, 10)
+  large = np.linspace(0.006, 0.009, 10)
+  noisy = np.array([0.004, -0.004, 0.003, -0.003, 0.0, 0.001, -0.002, 0.002, 0.005, -0.005])
+  design = dataclasses.replace(forms.DESIGN, learning_rates=(1e-3, 3e-3), dtypes=("float32",))
+  judged = forms.judge([
+    outcome("gelu_tanh", "gelu", 1e-3, tiny),
+    outcome("gelu_tanh", "gelu", 3e-3, tiny),
+    outcome("relu", "gelu", 1e-3, large),
+    outcome("relu", "gelu", 3e-3, noisy),
+  ])  # fmt: skip
+  assert [o.verdict for o in judged] == ["equivalent", "equivalent", "different", "inconclusive"]
+  first, control, metric = forms_report.findings(design, judged, [])[:3]
+  assert first == (
+    "The forms, 2 pre-registered comparisons: 2 equivalent (1 †), 0 different, 0 inconclusive. "
+    "Of the 2 *equivalent*, 1 survives the control (relu was found different from gelu in "
+    "their dtype, lr and metric) and 1 is † (it was not: there the design could not tell the "
+    "control from gelu either); by metric: test error (%) at the best-validation epoch: "
+    "1 survives, 1 †."
+  )
+  assert control.startswith("The control (relu − gelu), 2 comparisons: 0 equivalent, 1 different")
+  assert metric.startswith(
+    "test error (%) at the best-validation epoch, float32: 2 equivalent (1 †)"
+  )

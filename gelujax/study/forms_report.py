@@ -104,11 +104,7 @@ def verdict_table(design: Design, outcomes: Sequence[Outcome], metric: forms.Met
       if o is None:
         cells.append("pending")
         continue
-      mark = (
-        " †" if o.verdict == EQUIVALENT and not o.comparison.control
-        and (d, lr, metric.key) in gaps
-        else ""
-      )  # fmt: skip
+      mark = " †" if daggered(o, gaps) else ""
       cells.append(f"{verdict_words(o)}{mark}<br>{shift_words(o)}")
     lines.append(f"| {pair} | " + " | ".join(cells) + " |")
   return lines
@@ -289,8 +285,51 @@ def tally(outcomes: Sequence[Outcome], control: bool) -> dict[str, int]:
   return {v: sum(o.verdict == v for o in chosen) for v in (EQUIVALENT, DIFFERENT, INCONCLUSIVE)}
 
 
-def count_words(counts: dict[str, int]) -> str:
-  return ", ".join(f"{n} {verdict}" for verdict, n in counts.items())
+def count_words(counts: dict[str, int], daggers: int = 0) -> str:
+  """``"22 equivalent (10 †), 0 different, 32 inconclusive"``: ``daggers`` of the equivalent
+  are marked † (the control was not found different there)."""
+  return ", ".join(
+    f"{n} {verdict}" + (f" ({daggers} †)" if verdict == EQUIVALENT and daggers else "")
+    for verdict, n in counts.items()
+  )
+
+
+def daggered(o: Outcome, gaps: set[tuple[str, float, str]]) -> bool:
+  """Whether a forms comparison's *equivalent* is marked †: the control was not found
+  different from gelu in its dtype, lr and metric (``gaps``: :func:`control_gaps`)."""
+  c = o.comparison
+  return (
+    o.verdict == EQUIVALENT and not c.control and (c.dtype, c.learning_rate, c.metric.key) in gaps
+  )
+
+
+def survive_word(n: int) -> str:
+  return "survives" if n == 1 else "survive"
+
+
+def equivalents_line(design: Design, outcomes: Sequence[Outcome]) -> str:
+  """Which of the forms' *equivalent* verdicts survive the control (it was found different from
+  gelu in their dtype, lr and metric), and which are † (it was not), per metric."""
+  gaps = control_gaps(outcomes)
+  found = [o for o in outcomes if not o.comparison.control and o.verdict == EQUIVALENT]
+  if not found:
+    return "No comparison of the forms is *equivalent*."
+  parts = []
+  for metric in design.metrics:
+    chosen = [o for o in found if o.comparison.metric.key == metric.key]
+    if chosen:
+      marked = sum(daggered(o, gaps) for o in chosen)
+      parts.append(f"{metric.label}: {len(chosen) - marked} {survive_word(len(chosen) - marked)}"
+                   f", {marked} †")  # fmt: skip
+  survive = sum(not daggered(o, gaps) for o in found)
+  marked = len(found) - survive
+  head = (
+    f"Of the {len(found)} *equivalent*, {survive} {survive_word(survive)} the control "
+    f"({design.control} was found different from gelu in their dtype, lr and metric) and "
+    f"{marked} {'is' if marked == 1 else 'are'} † (it was not: there the design could not tell "
+    "the control from gelu either)"
+  )
+  return f"{head}; by metric: {'; '.join(parts)}."
 
 
 def findings(design: Design, outcomes: Sequence[Outcome], missing: Sequence[str]) -> list[str]:
@@ -302,9 +341,13 @@ def findings(design: Design, outcomes: Sequence[Outcome], missing: Sequence[str]
       "Holm's correction over the tests that can be made so far."
     ]
   lines = []
+  gaps = control_gaps(outcomes)
   form_outcomes = [o for o in outcomes if not o.comparison.control]
-  counts = count_words(tally(outcomes, False))
-  lines.append(f"The forms, {len(form_outcomes)} pre-registered comparisons: {counts}.")
+  counts = count_words(tally(outcomes, False), sum(daggered(o, gaps) for o in form_outcomes))
+  lines.append(
+    f"The forms, {len(form_outcomes)} pre-registered comparisons: {counts}. "
+    + equivalents_line(design, outcomes)
+  )
   lines.append(
     f"The control ({design.control} − gelu), {sum(tally(outcomes, True).values())} comparisons: "
     f"{count_words(tally(outcomes, True))}."
@@ -316,7 +359,7 @@ def findings(design: Design, outcomes: Sequence[Outcome], missing: Sequence[str]
         if o.comparison.metric.key == metric.key and o.comparison.dtype == dtype
       ]  # fmt: skip
       different = [o for o in chosen if o.verdict == DIFFERENT]
-      counts = count_words(tally(chosen, False))
+      counts = count_words(tally(chosen, False), sum(daggered(o, gaps) for o in chosen))
       line = f"{metric.label}, {dtype}: {counts}"
       if different:
         line += "; different: " + "; ".join(
@@ -325,7 +368,6 @@ def findings(design: Design, outcomes: Sequence[Outcome], missing: Sequence[str]
           for o in different
         )
       lines.append(line + ".")
-  gaps = control_gaps(outcomes)
   if gaps:
     lines.append(
       f"Where the control was not found different from gelu ({len(gaps)} of "
