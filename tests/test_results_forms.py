@@ -207,6 +207,45 @@ def check_forms_result(folder, arms=ARMS, lrs=LRS, dtypes=DTYPES, metrics=METRIC
         said = f"Of the {len(equivalent)} *equivalent*, {survive} survive{'s' * (survive == 1)} the"
         assert f"{line} {said} control" in readme, said
   check_swaps(folder, dtypes)
+  check_falling(folder, arms, lrs, dtypes, metrics)
+
+
+def check_falling(folder, arms, lrs, dtypes, metrics):
+  """A final metric still falling at the end of the runs is flagged with the range of its
+  median fall over the last fifth of training (per grid and lr, from metrics.jsonl) and its
+  margin in epochs of that fall (the margin over the mean fall of the logs per epoch)."""
+  readme = (folder / "README.md").read_text()
+  for key, (margin, log) in metrics.items():
+    if not key.startswith("final.") or not log:  # The design's final metric is a ratio.
+      continue
+    metric = key.split(".")[1]
+    medians, epochs = [], []
+    for dtype in dtypes:
+      for arm in arms:
+        workdir = folder / "runs" / f"{arm}_{dtype}"
+        if not (workdir / "summary.json").exists():
+          continue
+        run = Run(workdir)
+        for lr in lrs:
+          lr = next(x for x in run.lrs if math.isclose(x, lr))
+          shares = []
+          for seed in run.kept(lr):
+            records = run.members[(lr, seed)]
+            before = [r for r in records if r["epoch"] <= 0.8 * run.last]
+            start, end = before[-1][metric], records[-1][metric]
+            shares.append((start - end) / start)
+          medians.append(float(np.median(shares)))
+          span = run.last - before[-1]["epoch"]
+          epochs.append(margin / (-math.log(1 - medians[-1]) / span))
+    if max(medians) < 0.01:
+      assert "still falls at the last epoch" not in readme
+      continue
+    said = (
+      f"is {100 * min(medians):.1f}% to {100 * max(medians):.1f}% across the {len(medians)} "
+      f"grids and lrs, so its margin ±{100 * math.expm1(margin):.3g}% is {min(epochs):.1f} to "
+      f"{max(epochs):.1f} epochs of that fall"
+    )
+    assert said in readme, said
 
 
 def check_swaps(folder, dtypes):

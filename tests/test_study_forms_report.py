@@ -11,10 +11,11 @@ from gelujax.study import forms, forms_report, stats
 
 
 def outcome(first, second, lr, d, metric=forms.DESIGN.metrics[0], dtype="float32"):
+  """A comparison whose differences are ``d`` (of the logs, for a ratio metric)."""
   c = forms.Comparison(first, second, dtype, lr, metric, control=forms.CONTROL in (first, second))
-  return forms.paired_outcome(
-    c, dict(enumerate(np.zeros(len(d)) + d)), dict.fromkeys(range(len(d)), 0.0)
-  )
+  base = 1.0 if metric.log else 0.0
+  first = np.exp(d) if metric.log else base + np.asarray(d)
+  return forms.paired_outcome(c, dict(enumerate(first)), dict.fromkeys(range(len(d)), base))
 
 
 def test_an_inconclusive_cell_says_more_than_the_largest_count_tried(monkeypatch):
@@ -89,3 +90,35 @@ def test_the_headline_keeps_the_equivalents_the_control_does_not_back_apart():
   assert metric.startswith(
     "test error (%) at the best-validation epoch, float32: 2 equivalent (1 †)"
   )
+
+
+def test_a_final_metric_still_falling_is_flagged_where_its_verdicts_are_counted():
+  """The final train loss still falling 5-12% over the last fifth of training: the findings
+  flag it after its tallies, with its margin in epochs of that fall, and the headline's count
+  of its equivalents carries it."""
+  tiny = np.linspace(-0.004, 0.005, 10)
+  large = np.linspace(0.06, 0.09, 10)
+  metric = next(m for m in forms.DESIGN.metrics if m.key == "final.train_loss")
+  design = dataclasses.replace(
+    forms.DESIGN, learning_rates=(1e-3,), dtypes=("float32",), metrics=(metric,)
+  )
+  judged = forms.judge([
+    outcome("gelu_tanh", "gelu", 1e-3, tiny, metric),
+    outcome("relu", "gelu", 1e-3, large, metric),
+  ])  # fmt: skip
+  falling = {
+    metric.key: {"low": 0.051, "high": 0.128, "start": 16.0, "epoch": 20.0, "cells": 3,
+                 "epochs_low": 1.4, "epochs_high": 3.7},
+  }  # fmt: skip
+  lines = forms_report.findings(design, judged, [], falling)
+  assert lines[0].endswith(
+    "final train log loss (ratio): 1 survives, 0 †, on a loss still falling 5.1% to 12.8% over "
+    "the last fifth of training."
+  )
+  assert lines[3] == (
+    "final train log loss (ratio) still falls at the last epoch: its median fall over the last "
+    "fifth of training (epochs 16–20) is 5.1% to 12.8% across the 3 grids and lrs, so its margin "
+    "±5% is 1.4 to 3.7 epochs of that fall: an *equivalent* on it says the arms lie within that "
+    "much training of each other, on a loss that has not settled."
+  )
+  assert not any("still falls" in line for line in forms_report.findings(design, judged, []))

@@ -534,6 +534,49 @@ def arm_values(run: runs.Run, metric: Metric) -> dict[float, dict[int, float]]:
   return values
 
 
+def still_falling(design: Design, finished: dict[str, runs.Run]) -> dict[str, dict[str, Any]]:
+  """How much each compared *final* metric (``final.train_loss``) still fell at the end of the
+  runs, from their ``metrics.jsonl``: per grid and lr, the median over its members of the fall
+  over the last fifth of training (:func:`gelujax.study.curves.still_falling`), and the margin
+  in epochs of that fall (the margin over the mean fall per epoch of the logs, for a ratio
+  metric). Returns metric key -> ``{"low", "high"`` (the medians' range), ``"start",
+  "epoch"`` (the epochs the fifth spans), ``"cells"``, ``"epochs_low", "epochs_high"`` (the
+  margin in epochs; NaN for a metric not compared as a ratio)``}``, for the metrics whose
+  largest median fall is at least :data:`gelujax.study.curves.FALLING_SHARE`."""
+  from gelujax.study import curves  # Here: curves reads the paper's class counts.
+
+  found: dict[str, dict[str, Any]] = {}
+  for metric in design.metrics:
+    if not metric.key.startswith("final."):
+      continue
+    key = metric.key.split(".", 1)[1]
+    facts = [
+      fact
+      for name in design.run_names()
+      if name in finished
+      for lr in design.learning_rates
+      if (fact := curves.still_falling(finished[name], lr, key)) is not None
+    ]
+    if not facts or max(f["median"] for f in facts) < curves.FALLING_SHARE:
+      continue
+    epochs = [
+      metric.margin / (-math.log1p(-f["median"]) / (f["epoch"] - f["start"]))
+      if metric.log and f["median"] > 0
+      else math.nan
+      for f in facts
+    ]
+    found[metric.key] = {
+      "low": min(f["median"] for f in facts),
+      "high": max(f["median"] for f in facts),
+      "start": facts[0]["start"],
+      "epoch": facts[0]["epoch"],
+      "cells": len(facts),
+      "epochs_low": min(epochs),
+      "epochs_high": max(epochs),
+    }
+  return found
+
+
 def find_lr(values: dict[float, Any], learning_rate: float) -> Any:
   return next((v for lr, v in values.items() if runs.same_lr(lr, learning_rate)), {})
 

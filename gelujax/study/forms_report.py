@@ -307,9 +307,13 @@ def survive_word(n: int) -> str:
   return "survives" if n == 1 else "survive"
 
 
-def equivalents_line(design: Design, outcomes: Sequence[Outcome]) -> str:
+def equivalents_line(
+  design: Design, outcomes: Sequence[Outcome], falling: dict[str, dict] | None = None
+) -> str:
   """Which of the forms' *equivalent* verdicts survive the control (it was found different from
-  gelu in their dtype, lr and metric), and which are † (it was not), per metric."""
+  gelu in their dtype, lr and metric), and which are † (it was not), per metric; a metric still
+  falling at the end of the runs (``falling``: :func:`forms.still_falling`) says so."""
+  falling = falling or {}
   gaps = control_gaps(outcomes)
   found = [o for o in outcomes if not o.comparison.control and o.verdict == EQUIVALENT]
   if not found:
@@ -319,8 +323,15 @@ def equivalents_line(design: Design, outcomes: Sequence[Outcome]) -> str:
     chosen = [o for o in found if o.comparison.metric.key == metric.key]
     if chosen:
       marked = sum(daggered(o, gaps) for o in chosen)
-      parts.append(f"{metric.label}: {len(chosen) - marked} {survive_word(len(chosen) - marked)}"
-                   f", {marked} †")  # fmt: skip
+      part = f"{metric.label}: {len(chosen) - marked} {survive_word(len(chosen) - marked)}, "
+      part += f"{marked} †"
+      if metric.key in falling:
+        fact = falling[metric.key]
+        part += (
+          f", on a loss still falling {100 * fact['low']:.1f}% to {100 * fact['high']:.1f}% "
+          f"over the last fifth of training"
+        )
+      parts.append(part)
   survive = sum(not daggered(o, gaps) for o in found)
   marked = len(found) - survive
   head = (
@@ -332,8 +343,34 @@ def equivalents_line(design: Design, outcomes: Sequence[Outcome]) -> str:
   return f"{head}; by metric: {'; '.join(parts)}."
 
 
-def findings(design: Design, outcomes: Sequence[Outcome], missing: Sequence[str]) -> list[str]:
-  """The result in sentences, every count and direction derived from the outcomes."""
+def falling_words(metric: forms.Metric, fact: dict) -> str:
+  """A final metric still falling at the end of the runs (:func:`forms.still_falling`), and what
+  its margin is in epochs of that fall."""
+  words = (
+    f"{metric.label} still falls at the last epoch: its median fall over the last fifth of "
+    f"training (epochs {fact['start']:g}–{fact['epoch']:g}) is {100 * fact['low']:.1f}% to "
+    f"{100 * fact['high']:.1f}% across the {fact['cells']} grids and lrs"
+  )
+  if math.isfinite(fact["epochs_low"]):
+    margin = metric.amount(f"±{metric.shown(metric.margin):.3g}")
+    words += (
+      f", so its margin {margin} is {fact['epochs_low']:.1f} to {fact['epochs_high']:.1f} "
+      "epochs of that fall: an *equivalent* on it says the arms lie within that much training "
+      "of each other, on a loss that has not settled"
+    )
+  return words
+
+
+def findings(
+  design: Design,
+  outcomes: Sequence[Outcome],
+  missing: Sequence[str],
+  falling: dict[str, dict] | None = None,
+) -> list[str]:
+  """The result in sentences, every count and direction derived from the outcomes; ``falling``:
+  the final metrics still falling at the end of the runs (:func:`forms.still_falling`), each
+  flagged after its tallies."""
+  falling = falling or {}
   if missing:
     return [
       f"Pending: {len(missing)} of {len(design.arms) * len(design.dtypes)} grids are not "
@@ -346,7 +383,7 @@ def findings(design: Design, outcomes: Sequence[Outcome], missing: Sequence[str]
   counts = count_words(tally(outcomes, False), sum(daggered(o, gaps) for o in form_outcomes))
   lines.append(
     f"The forms, {len(form_outcomes)} pre-registered comparisons: {counts}. "
-    + equivalents_line(design, outcomes)
+    + equivalents_line(design, outcomes, falling)
   )
   lines.append(
     f"The control ({design.control} − gelu), {sum(tally(outcomes, True).values())} comparisons: "
@@ -368,6 +405,8 @@ def findings(design: Design, outcomes: Sequence[Outcome], missing: Sequence[str]
           for o in different
         )
       lines.append(line + ".")
+    if metric.key in falling:
+      lines.append(falling_words(metric, falling[metric.key]) + ".")
   if gaps:
     lines.append(
       f"Where the control was not found different from gelu ({len(gaps)} of "
@@ -556,7 +595,8 @@ def write_result(design: Design, *, out: Path, root: Path) -> Path:
   finished = forms.finished_runs(design, out)  # Each grid read once, for every table.
   outcomes, missing = forms.analyse(design, finished)
   swaps = read_swaps(design, out)
-  judged, swapped = findings(design, outcomes, missing), swap_findings(design, swaps)
+  falling = forms.still_falling(design, finished)
+  judged, swapped = findings(design, outcomes, missing, falling), swap_findings(design, swaps)
   found = judged + swapped
   if outcomes:
     draw_figure(design, outcomes, out / FIGURE)
