@@ -100,7 +100,7 @@ def expected_outcomes(folder, arms, lrs, dtypes, metrics):
           a = runs[first, dtype].seeded(lr, key)
           b = runs[second, dtype].seeded(lr, key)
           seeds = sorted(set(a) & set(b))
-          f = np.log if log else np.asarray
+          f = {True: np.log, False: np.asarray, "images": lambda x: np.rint(x * 10_000)}[log]
           d = np.asarray([f(a[s]) - f(b[s]) for s in seeds], float)
           shift, low, high = walsh_interval(d)
           tost = max(one_sided_p(d + margin, "greater"), one_sided_p(d - margin, "less"))
@@ -208,6 +208,56 @@ def check_forms_result(folder, arms=ARMS, lrs=LRS, dtypes=DTYPES, metrics=METRIC
         assert f"{line} {said} control" in readme, said
   check_swaps(folder, dtypes)
   check_falling(folder, arms, lrs, dtypes, metrics)
+  if metrics is METRICS:
+    check_corrections(folder, expected, arms, lrs, dtypes)
+
+
+def check_corrections(folder, expected, arms, lrs, dtypes):
+  """The first design's corrections: the test errors compared in whole images of the 10,000
+  (recomputed with that rule), what changes against the floats the design compared; the paired
+  SD of the forms' test-error differences per lr."""
+  readme = (folder / "README.md").read_text()
+  section = readme.split("\n## Corrections\n", 1)[1].split("\n## ", 1)[0]
+  whole = expected_outcomes(folder, arms, lrs, dtypes, {"best.test_error": (20.0, "images")})
+  floats = {k: e for k, e in expected.items() if k[4] == "best.test_error"}
+  changed = [abs(floats[k]["p"] - whole[k]["p"]) for k in whole]
+  changed = [x for x in changed if x > 1e-12]
+  verdicts = sum(floats[k]["verdict"] != whole[k]["verdict"] for k in whole)
+  runs = {(a, d): Run(folder / "runs" / f"{a}_{d}") for a in arms for d in dtypes}
+  at_margin, broken, zeros, total = 0, 0, 0, 0
+  for first, second, dtype, lr, _ in whole:
+    a = runs[first, dtype].seeded(lr, "best.test_error")
+    b = runs[second, dtype].seeded(lr, "best.test_error")
+    f = np.asarray([a[s] - b[s] for s in sorted(set(a) & set(b))])
+    i = np.asarray([round(a[s] * 10_000) - round(b[s] * 10_000) for s in sorted(set(a) & set(b))])
+    total += len(i)
+    at_margin += int(((np.abs(i) == 20) & (np.abs(f) != 0.002)).sum())
+    zeros += int(((i == 0) & (f != 0)).sum())
+    broken += sum(1 for k in range(len(i)) if ((i == i[k]) & (f != f[k])).any())
+  said = (
+    f"Of the {total} paired test-error differences, {broken} are tied in whole images with "
+    f"another of their comparison but not as floats, {zeros} are 0 in whole images but not as "
+    f"floats, and {at_margin} lie exactly on the margin in whole images but not as floats. "
+    f"Compared in whole images, the p a verdict rests on would change in {len(changed)} of the "
+    f"{len(whole)} test-error comparisons (by at most {max(changed):.2g}), and the verdict in "
+    f"{verdicts}."
+  )
+  assert said in section, said
+  for lr in lrs:
+    sds = [
+      100 * np.std(differences(folder, k), ddof=1)
+      for k in floats
+      if k[3] == lr and "relu" not in k[:2]
+    ]
+    assert f"{min(sds):.2f}–{max(sds):.2f} points at lr {lr:g}" in section, lr
+
+
+def differences(folder, key):
+  """A comparison's paired differences (first minus second), from the runs' metrics.jsonl."""
+  first, second, dtype, lr, metric = key
+  a = Run(folder / "runs" / f"{first}_{dtype}").seeded(lr, metric)
+  b = Run(folder / "runs" / f"{second}_{dtype}").seeded(lr, metric)
+  return [a[s] - b[s] for s in sorted(set(a) & set(b))]
 
 
 def check_falling(folder, arms, lrs, dtypes, metrics):

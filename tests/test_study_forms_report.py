@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
+import pytest
 
 from gelujax.study import forms, forms_report, stats
 
@@ -122,3 +123,46 @@ def test_a_final_metric_still_falling_is_flagged_where_its_verdicts_are_counted(
     "much training of each other, on a loss that has not settled."
   )
   assert not any("still falls" in line for line in forms_report.findings(design, judged, []))
+
+
+def test_the_corrections_quote_the_fixed_design_and_show_what_is_true():
+  """The first design stays as it was fixed: each correction quotes words its README states (or,
+  for the rule it left unstated, names it); the facts that correct it come from the paper's
+  record: its smallest test-error gap is 0.10 points (Twitter POS, relu), half the margin; Fig.
+  2's losses differ by a factor of 2 only with dropout."""
+  design_text = " ".join(forms_report.design_lines(forms.DESIGN))
+  assert "(0.1-0.3 points on Twitter POS)" in design_text  # not rewritten
+  for c in forms.CORRECTIONS[forms.TASK]:
+    if "“" in c.wrong:
+      quoted = c.wrong.split("“", 1)[1].split("”", 1)[0]
+      assert quoted in design_text, quoted
+  gaps = forms_report.paper_gaps_words(forms.DESIGN.metrics[0])
+  assert "§3.3 twitter_pos: relu 0.10, elu 0.34" in gaps
+  assert "The smallest, 0.10 points (§3.3 twitter_pos, relu), is below the margin ±0.2" in gaps
+  ratios = forms_report.fig2_ratios_words()
+  assert "dropout 0: relu 0.875x, elu 1.62x; dropout 0.5: relu 7.95x, elu 2.39x" in ratios
+  assert ratios.endswith("A factor of 2 or more in 2 of 4, all with dropout 0.5")
+  # A design without corrections renders none.
+  assert forms_report.correction_lines(forms.POWERED, [], {}) == []
+
+
+def test_what_ten_pairs_could_resolve_is_derived_from_the_differences():
+  """The paired SD of the forms' test-error differences per lr, and the pairs a true shift of 0
+  would need to be called equivalent (the differences centred on their shift)."""
+  rng = np.random.default_rng(0)
+  design = dataclasses.replace(forms.DESIGN, learning_rates=(1e-3,), dtypes=("float32",))
+  narrow, wide = rng.normal(0, 0.0005, 10), rng.normal(0.001, 0.005, 10)
+  judged = forms.judge([
+    outcome("gelu_tanh", "gelu", 1e-3, narrow),
+    outcome("gelu_sigmoid", "gelu", 1e-3, wide),
+    outcome("relu", "gelu", 1e-3, wide),  # the control: not among the forms' spread
+  ])  # fmt: skip
+  spread = forms.paired_spread(design, judged)
+  sds = [100 * np.std(d, ddof=1) for d in (narrow, wide)]
+  assert spread[1e-3]["sd_low"] == pytest.approx(min(sds))
+  assert spread[1e-3]["sd_high"] == pytest.approx(max(sds))
+  small, large = spread[1e-3]["pairs"]
+  assert small is not None and small <= 10 and (large is None or large > 10)
+  words = forms_report.paired_sd_words(design, judged)
+  assert f"{min(sds):.2f}–{max(sds):.2f} points at lr 0.001" in words
+  assert words.endswith("10 pairs suffice in 1 of the 2 comparisons")
