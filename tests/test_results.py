@@ -555,6 +555,59 @@ class Expected:
       words.append(f"judged at epoch {self.epochs} of the paper's {PAPER_EPOCHS[self.base]}")
     return "caveats: " + "; ".join(words) if words else ""
 
+  def merged_caveats(self, h, outcomes):
+    """The caveats a hypothesis tested at several pairs of lrs carries on its own line and row:
+    the metric still falling at every pair (or at k of n), each run's median fall as a range;
+    each run that does not learn, at each lr; fewer epochs than the paper's."""
+    found = self.hypothesis_runs(h)
+    judged = [o for o in outcomes if not isinstance(o["evidence"], str)]
+    words = []
+    if h.metric.startswith("final.") and judged:
+      key = h.metric.split(".")[1]
+      shares, hits, where = ([], []), 0, None
+      for o in judged:
+        falls = [
+          self.falling(self.tested_runs(r, lr), lr, key)
+          for r, lr in zip(found, o["lrs"], strict=True)
+        ]
+        if any(f is not None and f[0] >= FALLING_SHARE for f in falls):
+          hits += 1
+          where = where or next(f for f in falls if f)[1:]
+          for side, f in zip(shares, falls, strict=True):
+            if f:
+              side.append(f[0])
+
+      def span(x):
+        low, high = min(x), max(x)
+        return (
+          f"{low:.1%}" if f"{low:.1%}" == f"{high:.1%}" else f"{100 * low:.1f}–{100 * high:.1f}%"
+        )
+
+      if hits:
+        at = "every pair" if hits == len(outcomes) else f"{hits} of the {len(outcomes)} pairs"
+        ranges = ", ".join(
+          f"{name} {span(x)}"
+          for name, x in zip(("gelu_tanh", h.baseline), shares, strict=True)
+          if x
+        )
+        words.append(
+          f"the tested metric, final {key}, still falls at the last epoch at {at} of candidate "
+          f"lrs (median fall over the last fifth of training, epochs {where[0]:g}–{where[1]:g}: "
+          f"{ranges})"
+        )
+    for o in judged:
+      for r, lr in zip(found, o["lrs"], strict=False):
+        nl = self.not_learning(self.tested_runs(r, lr), lr)
+        phrase = nl and (
+          f"{r.name} does not learn at lr {lr:g} (median test error {fmt(nl[0], 100)}%, above "
+          f"50% of the chance error {fmt(nl[1], 100)}%)"
+        )
+        if phrase and phrase not in words:
+          words.append(phrase)
+    if judged and self.epochs < PAPER_EPOCHS[self.base]:
+      words.append(f"judged at epoch {self.epochs} of the paper's {PAPER_EPOCHS[self.base]}")
+    return "caveats: " + "; ".join(words) if words else ""
+
   # --- the verdicts
 
   def hypothesis_runs(self, h):
@@ -776,6 +829,8 @@ class Expected:
         words += f"; {caveats}" if caveats else ""
         rows.append(f"| {i} | {describe(h)} | {paper} | {cells[0]} | {words} |")
         continue
+      caveats = self.merged_caveats(h, outcomes)
+      words += f"; {caveats}" if caveats else ""
       rows.append(
         f"| {i} | {describe(h)} | {paper} | {len(outcomes)} pairs of candidate lrs | – | – | – | "
         f"– | {words} |"
@@ -816,9 +871,12 @@ class Expected:
           continue
         gelu = ", ".join(f"{x:g}" for x in dict.fromkeys(o["lrs"][0] for o in outcomes))
         base = ", ".join(f"{x:g}" for x in dict.fromkeys(o["lrs"][1] for o in outcomes))
+        caveats = self.merged_caveats(h, outcomes)
         lines.append(
           f"{head}: {words}; tested at {len(outcomes)} pairs of candidate lrs (gelu_tanh {gelu} "
-          f"× {h.baseline} {base}), each a Candidate line."
+          f"× {h.baseline} {base}), each a Candidate line"
+          + (f"; {caveats}" if caveats else "")
+          + "."
         )
         for letter, o in zip("abcdefgh", outcomes, strict=False):
           tail = "" if isinstance(o["evidence"], str) else self.numbers(h, o)
@@ -1373,10 +1431,12 @@ def check_verdict_lines_against_table(text, lines, figure, overview=False):
         tail = line[len(head) :]
         if ours == "–":
           if i.isdigit() and "pairs of candidate lrs" in lrs:
+            # The verdict over several pairs carries every pair's caveats, as its row does.
             assert tail.startswith("; tested at "), (line, row)
+            assert tail.endswith(f"; caveats: {caveats}." if caveats else "Candidate line.")
           else:
-            assert tail == ".", (line, row)
-          assert (shift, p, holm, caveats) == ("–", "–", "–", ""), (line, row)
+            assert tail == "." and caveats == "", (line, row)
+          assert (shift, p, holm) == ("–", "–", "–"), (line, row)
           continue
         if caveats:
           assert tail.endswith(f"; caveats: {caveats}."), (line, row)

@@ -285,7 +285,7 @@ def test_candidate_lrs_are_pending_until_their_evaluation_seeds_are_trained(tmp_
     "--activations=gelu_tanh,relu --seeds=3 --learning_rates=0.001,0.0001 --dropout_rates=0` "
     "trains them); "
     "tested at 4 pairs of candidate lrs (gelu_tanh 0.001, 0.0001 × relu 0.001, 0.0001), each a "
-    "Candidate line." in readme_text
+    "Candidate line; caveats: " in readme_text
   )
   # The earlier design: the selected lrs alone, Holm over the family's 4 hypotheses.
   (earlier,) = [

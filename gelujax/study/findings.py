@@ -59,6 +59,7 @@ from gelujax.study.wording import (
   outcome_tail,
   outcome_words,
   pair_letter,
+  verdict_caveat_words,
   verdict_words,
 )
 
@@ -74,7 +75,8 @@ def hypothesis_line(
   vs relu 0.11, ...; shift ..., p = ..., Holm ...).``, with the verdict's own p (an equivalence
   claim's TOST or beyond-the-margin p, not the rank-sum p of the shift), the p its table row
   shows, and its caveats. A hypothesis tested at several pairs of candidate lrs names them;
-  each pair's own line is :func:`candidate_line`."""
+  each pair's own line is :func:`candidate_line`, and the hypothesis' line carries the caveats of
+  every pair (:func:`gelujax.study.wording.verdict_caveat_words`)."""
   h = verdict.hypothesis
   head = f"- {kind} [{figure(task)}, {h.family} {index}]: {h.describe()}"
   words = verdict_words(verdict, analysis)
@@ -84,9 +86,12 @@ def hypothesis_line(
     return f"{head}: {words}."
   lrs = [list(dict.fromkeys(o.learning_rates[i] for o in verdict.outcomes)) for i in (0, 1)]
   gelu, baseline = (", ".join("–" if lr is None else f"{lr:g}" for lr in x) for x in lrs)
+  caveat = verdict_caveat_words(verdict)
   return (
     f"{head}: {words}; tested at {len(verdict.outcomes)} pairs of candidate lrs ({h.gelu} "
-    f"{gelu} × {h.baseline} {baseline}), each a Candidate line."
+    f"{gelu} × {h.baseline} {baseline}), each a Candidate line"
+    + (f"; {caveat}" if caveat else "")
+    + "."
   )
 
 
