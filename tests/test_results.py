@@ -261,6 +261,53 @@ def signed_rank_p(d):
   return float((np.abs(sums - centre) >= abs(observed - centre) - 1e-9).mean())
 
 
+def one_sided_p(d, alternative):
+  """The exact one-sided signed-rank p, zeros dropped, every 2^n sign assignment of SciPy's
+  mid-ranks enumerated (exact with ties too)."""
+  d = np.asarray(d, float)
+  d = d[d != 0]
+  if not len(d):
+    return 1.0
+  ranks = scipy.stats.rankdata(np.abs(d))
+  signs = np.array(list(itertools.product((0, 1), repeat=len(d))), bool)
+  sums = (signs * ranks).sum(axis=1)
+  observed = ranks[d > 0].sum()
+  if alternative == "greater":
+    return float((sums >= observed - 1e-9).mean())
+  return float((sums <= observed + 1e-9).mean())
+
+
+def equivalence_p(a, b, margin):
+  """An equivalence claim's p: twice the smaller of the TOST p (the larger of the one-sided
+  rank-sum tests of a moved by ±margin) and the beyond-the-margin p (twice the smaller of the
+  other two), at most 1."""
+  a, b = np.asarray(a, float), np.asarray(b, float)
+  tost = max(rank_p(a + margin, b, "greater"), rank_p(a - margin, b, "less"))
+  beyond = min(1.0, 2 * min(rank_p(a - margin, b, "greater"), rank_p(a + margin, b, "less")))
+  return min(1.0, 2 * min(tost, beyond))
+
+
+def paired_equivalence_p(d, margin):
+  """:func:`equivalence_p` of paired differences, by the one-sided signed-rank tests."""
+  d = np.asarray(d, float)
+  tost = max(one_sided_p(d + margin, "greater"), one_sided_p(d - margin, "less"))
+  beyond = min(1.0, 2 * min(one_sided_p(d - margin, "greater"), one_sided_p(d + margin, "less")))
+  return min(1.0, 2 * min(tost, beyond))
+
+
+def verdict_effect(a, b, h):
+  """:func:`effect` with the p a verdict on ``h`` rests on: an equivalence claim's, beside the
+  rank-sum p of a zero shift."""
+  if h.direction != "equivalent":
+    return effect(a, b, h.scale)
+  shift, low, high, _ = hl(a, b)
+  return (
+    f"shift {fmt(shift, h.scale, 3)} [{fmt(low, h.scale, 3)}, {fmt(high, h.scale, 3)}], "
+    f"equivalence p = {equivalence_p(a, b, h.margin):.2g} (within or beyond "
+    f"±{fmt(h.margin, h.scale)}), rank-sum p of a zero shift = {rank_p(a, b):.2g}"
+  )
+
+
 @functools.cache
 def t_cdf(n, t):
   """P(T+ <= t) for n differences without ties: SciPy's exact one-sided signed-rank p of
@@ -914,13 +961,25 @@ class Expected:
           unpaired = (
             f"{fmt(u_shift, h.scale, 3)} [{fmt(u_low, h.scale, 3)}, {fmt(u_high, h.scale, 3)}]"
           )
+          if h.direction == "equivalent":  # the verdict's p first, paired and unpaired
+            margin = f"±{fmt(h.margin, h.scale)}"
+            tests = (
+              f"paired equivalence p = {paired_equivalence_p(d, h.margin):.2g} (within or beyond "
+              f"{margin}), signed-rank p of a zero shift = {signed_rank_p(d):.2g}"
+            )
+            unpaired += (
+              f", equivalence p = {o['p']:.2g} (the verdict's), rank-sum p of a zero shift = "
+              f"{rank_p(aa, bb):.2g}"
+            )
+          else:
+            tests = f"signed-rank p = {signed_rank_p(d):.2g}"
+            unpaired += f", rank-sum p = {rank_p(aa, bb):.2g}"
           lines.append(
             f"- Paired [{self.figure}, {family} {label}: gelu_tanh lr {o['lrs'][0]:g} vs "
             f"{h.baseline} lr {o['lrs'][1]:g}]: {len(d)} pairs (seeds {describe_seeds(seeds)}"
             f"{dropped}), correlation {'–' if r is None else f'{r:.2f}'}; paired shift "
             f"{fmt(shift, h.scale, 3)} [{fmt(low, h.scale, 3)}, {fmt(high, h.scale, 3)}], "
-            f"signed-rank p = {signed_rank_p(d):.2g}; unpaired: shift {unpaired}, rank-sum p = "
-            f"{rank_p(aa, bb):.2g}."
+            f"{tests}; unpaired: shift {unpaired}."
           )
     return lines
 
@@ -1091,7 +1150,7 @@ class Expected:
           continue
         parts = [
           f"at the selected lrs (gelu_tanh {g.selected():g}, {h.baseline} {b.selected():g}), "
-          f"{ref[2]}: {effect(ref[0], ref[1], h.scale)}"
+          f"{ref[2]}: {verdict_effect(ref[0], ref[1], h)}"
         ]
         ref_sign = np.sign(hl(ref[0], ref[1])[0])
         lrs = lrs_noise if self.noise else [lr for lr in g.lrs if lr in b.lrs]
@@ -1109,7 +1168,7 @@ class Expected:
             if not here or not ref_sign
             else ("agrees" if here == ref_sign else "disagrees")
           )
-          parts.append(f"at lr {lr:g}, selection seeds: {effect(va, vb, h.scale)}: {word}")
+          parts.append(f"at lr {lr:g}, selection seeds: {verdict_effect(va, vb, h)}: {word}")
         lines.append(f"{head}: " + "; ".join(parts) + ".")
     return lines
 

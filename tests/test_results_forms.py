@@ -14,7 +14,6 @@ A result with grids still training must say so; the checks hold either way.
 
 from __future__ import annotations
 
-import itertools
 import json
 import math
 import re
@@ -22,10 +21,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import scipy.stats
 
 from gelujax.study import forms
-from tests.test_results import Run, walsh_interval
+from tests.test_results import Run, one_sided_p, walsh_interval
 
 ROOT = Path(__file__).resolve().parents[1]
 STUDIES = [
@@ -45,22 +43,6 @@ METRICS = {  # key -> (margin, compared as logs)
 }
 PAIRS = (("gelu_tanh", "gelu"), ("gelu_sigmoid", "gelu"), ("gelu_sigmoid", "gelu_tanh"))
 CONTROL = ("relu", "gelu")
-
-
-def one_sided_p(d, alternative):
-  """The exact one-sided signed-rank p, zeros dropped, every 2^n sign assignment of SciPy's
-  mid-ranks enumerated (exact with ties too)."""
-  d = np.asarray(d, float)
-  d = d[d != 0]
-  if not len(d):
-    return 1.0
-  ranks = scipy.stats.rankdata(np.abs(d))
-  signs = np.array(list(itertools.product((0, 1), repeat=len(d))), bool)
-  sums = (signs * ranks).sum(axis=1)
-  observed = ranks[d > 0].sum()
-  if alternative == "greater":
-    return float((sums >= observed - 1e-9).mean())
-  return float((sums <= observed + 1e-9).mean())
 
 
 def test_the_design_is_the_one_fixed_before_the_runs():

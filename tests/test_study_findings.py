@@ -54,6 +54,38 @@ def test_an_equivalence_verdict_line_gives_the_verdicts_p_not_its_shifts():
   )
 
 
+def test_the_exploratory_lines_of_an_equivalence_claim_give_the_verdicts_p():
+  """Fig. 3's equivalence claims: the Paired and Sensitivity lines print the p a verdict rests
+  on (the equivalence test's; paired, the paired one), and the p of a zero shift only as such."""
+  from gelujax.study import stats
+
+  h = next(h for h in PAPER["mnist_noise"].hypotheses if h.direction == "equivalent")
+  gelu, relu = (0.50, 0.51, 0.52, 0.53, 0.54, 0.55), (0.40, 0.415, 0.42, 0.43, 0.44, 0.45)
+  seeds = tuple(range(100, 106))
+  e = Evidence(gelu, relu, "s", (1e-4, 1e-3), seeds, seeds)
+  (v,) = verdicts.judge([h], lambda _: e)
+  zero, verdict_p = v.comparison.p, v.p
+  assert f"{zero:.2g}" != f"{verdict_p:.2g}"
+  found = analysis.Analysis("mnist_noise", Design(()), [v], [])
+  (line,) = findings.paired_lines(found)
+  paired = stats.paired_equivalence_test(v.single.paired.differences, h.margin).p
+  assert line.endswith(
+    f"paired equivalence p = {paired:.2g} (within or beyond ±0.02), signed-rank p of a zero "
+    f"shift = {v.single.paired.p:.2g}; unpaired: shift {wording.format_shift(v.comparison)}, "
+    f"equivalence p = {verdict_p:.2g} (the verdict's), rank-sum p of a zero shift = {zero:.2g}."
+  )
+  other = verdicts.Comparison.of(relu, gelu)
+  s = analysis.Sensitivity(h, (v.comparison, "evaluation seeds"), (1e-4, 1e-3), {1e-3: other})
+  line = findings.sensitivity_line(3, s)
+  assert (
+    f"evaluation seeds: shift {wording.format_shift(v.comparison)}, equivalence p = "
+    f"{verdict_p:.2g} (within or beyond ±0.02), rank-sum p of a zero shift = {zero:.2g}; "
+  ) in line
+  other_p = stats.equivalence_test(relu, gelu, h.margin).p
+  assert f"equivalence p = {other_p:.2g} (within or beyond ±0.02)" in line.split("at lr 0.001")[1]
+  assert f", p = {zero:.2g}" not in line
+
+
 def test_curve_lines():
   spike = {"seed": 0, "epoch": 20.0, "value": 0.1072, "running_min": 0.01573, "ratio": 6.815}
   assert findings.curve_line("elu", 1e-3, "spike", spike) == (

@@ -44,9 +44,9 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from gelujax.paper import LOWER, Hypothesis, figure
+from gelujax.paper import EQUIVALENT, LOWER, Hypothesis, figure
 from gelujax.study import baselines as lookups
-from gelujax.study import curves
+from gelujax.study import curves, stats
 from gelujax.study.analysis import Analysis, Sensitivity
 from gelujax.study.evidence import describe_seeds
 from gelujax.study.verdicts import Outcome, PairedComparison, Verdict
@@ -60,6 +60,7 @@ from gelujax.study.wording import (
   outcome_words,
   pair_letter,
   verdict_caveat_words,
+  verdict_effect,
   verdict_words,
 )
 
@@ -128,12 +129,23 @@ def paired_line(task: str, label: str, h: Hypothesis, outcome: Outcome) -> str:
   correlation = "–" if math.isnan(d.correlation) else f"{d.correlation:.2f}"
   zeros = f", {d.zeros} zero difference{'s' if d.zeros > 1 else ''} dropped" if d.zeros else ""
   low, high, shift = (format_number(v, h.scale, 3) for v in (d.low, d.high, d.shift))
+  if h.direction == EQUIVALENT:  # The verdict's p first: its equivalence test's, paired too.
+    margin = f"±{format_number(h.margin, h.scale)}"
+    paired = stats.paired_equivalence_test(d.differences, h.margin).p
+    tests = (
+      f"paired equivalence p = {paired:.2g} (within or beyond {margin}), signed-rank p of a "
+      f"zero shift = {d.p:.2g}"
+    )
+    unpaired = (
+      f"equivalence p = {outcome.p:.2g} (the verdict's), rank-sum p of a zero shift = {c.p:.2g}"
+    )
+  else:
+    tests, unpaired = f"signed-rank p = {d.p:.2g}", f"rank-sum p = {c.p:.2g}"
   return (
     f"- Paired [{figure(task)}, {h.family} {label}: "
     f"{lr_pair(h, outcome.learning_rates)}]: {len(d.seeds)} pairs (seeds "
     f"{describe_seeds(d.seeds)}{zeros}), correlation {correlation}; paired shift {shift} "
-    f"[{low}, {high}], signed-rank p = {d.p:.2g}; unpaired: shift {format_shift(c, h.scale)}, "
-    f"rank-sum p = {c.p:.2g}."
+    f"[{low}, {high}], {tests}; unpaired: shift {format_shift(c, h.scale)}, {unpaired}."
   )
 
 
@@ -261,7 +273,7 @@ def sensitivity_line(index: int, s: Sensitivity) -> str:
   lr_gelu, lr_base = (f"{lr:g}" if lr is not None else "–" for lr in s.selected_lrs)
   parts = [
     f"at the selected lrs ({h.gelu} {lr_gelu}, {h.baseline} {lr_base}), {source}: "
-    f"{effect(reference, h.scale)}"
+    f"{verdict_effect(reference, h)}"
   ]
   for lr, c in s.at_lr.items():
     if c is None:
@@ -269,7 +281,7 @@ def sensitivity_line(index: int, s: Sensitivity) -> str:
       continue
     agrees = s.agrees(lr)
     word = {True: "agrees", False: "disagrees", None: "no sign to compare"}[agrees]
-    parts.append(f"at lr {lr:g}, selection seeds: {effect(c, h.scale)}: {word}")
+    parts.append(f"at lr {lr:g}, selection seeds: {verdict_effect(c, h)}: {word}")
   return f"{head}: " + "; ".join(parts) + "."
 
 

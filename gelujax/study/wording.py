@@ -50,6 +50,21 @@ def effect(comparison: Comparison, scale: float = 1.0, p: float | None = None) -
   return f"shift {format_shift(comparison, scale)}, p = {p:.2g}"
 
 
+def verdict_effect(comparison: Comparison, h: Hypothesis) -> str:
+  """:func:`effect` with the p a verdict on ``h`` would rest on: for an equivalence claim, its
+  equivalence p (:func:`gelujax.study.stats.equivalence_test`: twice the smaller of the TOST
+  and beyond-the-margin p), the rank-sum p of a zero shift beside it, labelled as such; for a
+  claim of a direction, the rank-sum p itself."""
+  if h.direction != EQUIVALENT:
+    return effect(comparison, h.scale)
+  found = stats.equivalence_test(comparison.a, comparison.b, h.margin)
+  return (
+    f"shift {format_shift(comparison, h.scale)}, equivalence p = {found.p:.2g} (within or "
+    f"beyond ±{format_number(h.margin, h.scale)}), rank-sum p of a zero shift = "
+    f"{comparison.p:.2g}"
+  )
+
+
 def seeds_needed_words(outcome: Outcome | Verdict, h: Hypothesis | None = None) -> str:
   """``"23 seeds a side for 80% power if the observed effect were the true one"``, or why
   there is no such number."""
