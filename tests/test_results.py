@@ -1446,12 +1446,11 @@ def cells(row):
   return [cell.strip() for cell in row.strip()[1:-1].split("|")]
 
 
-def check_verdict_lines_against_table(text, lines, figure, overview=False):
+def check_verdict_lines_against_table(text, lines, figure):
   """Each ``- Hypothesis`` line of ``lines`` (and each ``- Candidate`` line, one per pair of a
   hypothesis tested at several pairs of candidate lrs) states its table row's claim, verdict and
   caveats, medians, seeds, shift and interval, p and Holm p (the rows of ``text``'s hypothesis
-  tables); each ``- Earlier design`` line, its row of the earlier design's tables. The
-  overview repeats the Hypothesis and Earlier design lines only."""
+  tables); each ``- Earlier design`` line, its row of the earlier design's tables."""
   for family in ("primary", "secondary"):
     for kind, heading in (
       ("Hypothesis", f"## {family.capitalize()} hypotheses"),
@@ -1466,8 +1465,6 @@ def check_verdict_lines_against_table(text, lines, figure, overview=False):
         label = line.split(f"{family} ", 1)[1].split("]", 1)[0].split(":", 1)[0]
         by_label[label] = line
       labels = [cells(row)[0] for row in rows]
-      if overview:
-        labels = [label for label in labels if label.isdigit()]
       assert sorted(by_label) == sorted(labels), (family, kind, by_label, labels)
       claims = {}
       for row in rows:
@@ -1510,17 +1507,14 @@ def check_verdict_lines_against_table(text, lines, figure, overview=False):
 
 @pytest.mark.parametrize("folder", RESULTS, ids=[f"{p.parent.name}/{p.name}" for p in RESULTS])
 def test_each_verdict_line_states_its_table_rows_numbers(folder):
-  """The README's verdict lines and the results overview's lines of this result give the
-  numbers of its hypothesis tables: an equivalence claim's p is the TOST-or-beyond p, not the
-  rank-sum p of its shift."""
+  """The README's verdict lines give the numbers of its hypothesis tables: an equivalence claim's
+  p is the TOST-or-beyond p, not the rank-sum p of its shift."""
   text = (folder / "README.md").read_text()
   figure = FIGURES[json.loads((folder / "summary.json").read_text())["task"]]
   sections = readme_sections(text)
   lines = sections["Verdicts"]
   lines += sections.get("Verdicts of the earlier design (the selected lrs alone)", [])
   check_verdict_lines_against_table(text, lines, figure)
-  overview = overview_blocks((ROOT / "README.md").read_text())[str(folder.relative_to(ROOT))]
-  check_verdict_lines_against_table(text, [line.strip() for line in overview], figure, True)
 
 
 def grid_marks(text, heading):
@@ -1626,43 +1620,111 @@ def test_the_checks_hold_for_a_result_with_its_evaluation_seeds(tmp_path):
   check_verdict_lines_against_table(text, lines, "Fig. 2")
 
 
-def overview_blocks(text):
-  """The README's results overview: result folder -> its indented lines."""
-  section = text.split(readme.OVERVIEW_BEGIN, 1)[1].split(readme.OVERVIEW_END, 1)[0]
-  blocks = {}
-  for line in section.strip("\n").splitlines():
-    if line.startswith("- [`"):
-      current = line.split("`")[1].rstrip("/")
-      blocks[current] = []
-    else:
-      blocks[current].append(line)
-  return blocks
+def headline_rows(root=ROOT):
+  """results/README.md's table: (label, link, claim, paper, ours, verdict, caveats) per row."""
+  text = (root / "results" / "README.md").read_text()
+  table = text.split("|---|---|---|---|---|---|\n", 1)[1].split("\n\n", 1)[0]
+  rows = []
+  for row in table.splitlines():
+    label, claim, paper, ours, verdict, caveats = cells(row)
+    name, link = re.fullmatch(r"\[(.+)\]\((.+)\)", label).groups()
+    rows.append((name, link, claim, paper, ours, verdict, caveats))
+  return rows
 
 
-def test_the_readme_results_overview_leads_with_each_results_verdicts():
+VERDICT_WORDS = ("depends on the learning rate", "confirmed", "refuted", "equivalent")
+VERDICT_WORDS += ("inconclusive", "pending")
+
+
+def check_headline_rows(folder, rows, figure):
+  """The rows of results/README.md that link to ``folder``'s README: one per hypothesis of its
+  tables, in their order, each with the table row's claim, the paper's values (named), the
+  medians and shift [interval] of each pair of lrs tested, the verdict words and caveats."""
+  text = (folder / "README.md").read_text()
+  link = f"{folder.relative_to(ROOT / 'results').as_posix()}/README.md"
+  mine = [row for row in rows if row[1] == link]
+  want = []
+  for family in ("primary", "secondary"):
+    heading = f"## {family.capitalize()} hypotheses"
+    if f"\n{heading}\n" not in text:
+      continue
+    table = [cells(row) for row in table_rows(text, heading)]
+    for i, claim, paper, lrs, ours, shift, *_, verdict in table:
+      if not i.isdigit():
+        continue
+      pairs = [r for r in table if r[0].rstrip("abcdefgh") == i and not r[0].isdigit()]
+      baseline = next(w for w in claim.split(":")[0].split() if w in ("relu", "elu"))
+      named = [
+        f"{n} {v}"
+        for n, v in zip(("gelu_tanh", baseline), paper.split(" vs "), strict=False)
+        if v != "–"
+      ]
+      words, _, caveats = verdict.partition("; caveats: ")
+
+      def said(r, several, baseline=baseline):
+        medians = OURS_CELL.fullmatch(r[4])
+        gelu, base = r[3].split(" vs ")
+        lr = f"gelu_tanh lr {gelu} vs {baseline} lr {base}: " if several else ""
+        if medians is None:
+          return f"{lr}pending"
+        return (
+          f"{lr}gelu_tanh {medians['median_a']} vs {baseline} {medians['median_b']}; shift {r[5]}"
+        )
+
+      ours_words = (
+        "<br>".join(said(r, True) for r in pairs)
+        if pairs
+        else said([i, claim, paper, lrs, ours, shift], False)
+      )
+      want.append((i, family, claim, " vs ".join(named) or "–", ours_words, words, caveats))
+  assert len(mine) == len(want), (folder, len(mine), len(want))
+  for (name, _, claim, paper, ours, verdict, caveats), (i, family, *expected) in zip(
+    mine, want, strict=True
+  ):
+    assert name.startswith(f"{figure} ") and name.endswith(f"{family} {i}"), name
+    w_claim, w_paper, w_ours, w_words, w_caveats = expected
+    assert (claim, paper, ours) == (w_claim, w_paper, w_ours), name
+    assert verdict == w_words or verdict.startswith(f"{w_words} (earlier design, "), name
+    assert caveats == (w_caveats or "–"), name
+
+
+def test_results_readme_has_a_row_per_hypothesis_and_family_and_the_readme_counts_them():
+  """results/README.md is generated from the committed results, one row per hypothesis (its
+  README's table row's words and numbers: every caveat the verdict carries) and per study
+  family; the top-level README's summary counts the hypotheses' verdicts and links to it."""
+  from gelujax.study import overview
+
   text = (ROOT / "README.md").read_text()
   assert readme.results_overview(ROOT) in text, (
-    "README.md's results overview differs from the committed results: run "
+    "README.md's results summary differs from the committed results: run "
     "`python experiments/reproduce.py --task=<task> --dataset=<dataset> --render` on any result"
   )
-  blocks = overview_blocks(text)
-  assert sorted(blocks) == sorted(str(f.relative_to(ROOT)) for f in RESULTS + STUDIES)
-  # gelujax's own studies lead.
-  assert list(blocks)[: len(STUDIES)] == [str(f.relative_to(ROOT)) for f in STUDIES]
-  for where, lines in blocks.items():
-    if ROOT / where in STUDIES:
-      continue
-    expected = Expected(ROOT / where)
-    keep = ("- Does not learn [", "- Final value on a spike [")
-    curves = [line for line in expected.curve_lines() if line.startswith(keep)]
-    verdicts = [line for line in expected.verdict_lines() if line.startswith("- Hypothesis [")]
-    lookup = [
-      line
-      for line in expected.baseline_lines()
-      if line.startswith(("- Out of vocabulary [", "- Lookup baseline ["))
-    ]
-    wanted = verdicts + lookup + expected.earlier_lines() + expected.contradiction_lines() + curves
-    assert lines == [f"  {line}" for line in wanted], where
+  assert (ROOT / "results" / "README.md").read_text() == overview.results_readme(ROOT)
+  rows = headline_rows()
+  verdicts = collections.Counter()
+  for folder in RESULTS:
+    figure = FIGURES[json.loads((folder / "summary.json").read_text())["task"]]
+    check_headline_rows(folder, rows, figure)
+    for family in ("primary", "secondary"):
+      heading = f"## {family.capitalize()} hypotheses"
+      if f"\n{heading}\n" in (folder / "README.md").read_text():
+        for row in table_rows((folder / "README.md").read_text(), heading):
+          number, *_, verdict = cells(row)
+          if number.isdigit():
+            word = next(v for v in VERDICT_WORDS if verdict.startswith(v))
+            verdicts[word] += 1
+  summary = text.split(readme.OVERVIEW_BEGIN, 1)[1].split(readme.OVERVIEW_END, 1)[0]
+  total = sum(verdicts.values())
+  for word, n in verdicts.items():
+    line = f"- {word.capitalize()}: {n} of the paper's {total} pre-registered hypotheses, "
+    assert line in summary, line
+  assert len([x for x in summary.splitlines() if x.startswith("- ")]) == len(verdicts) + len(
+    STUDIES
+  )
+  assert "[results/README.md](results/README.md)" in summary
+  assert {row[1] for row in rows} == {
+    f"{f.relative_to(ROOT / 'results').as_posix()}/README.md" for f in RESULTS + STUDIES
+  }
 
 
 def test_the_readme_results_prose_states_no_ranking_or_significance():

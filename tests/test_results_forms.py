@@ -320,11 +320,37 @@ def test_a_forms_study_is_committed():
 
 
 @pytest.mark.parametrize("folder", STUDIES, ids=[p.name for p in STUDIES])
-def test_the_readme_overview_states_the_studys_own_lines(folder):
-  from tests.test_results import overview_blocks
+def test_the_studys_rows_of_results_readme_count_its_families(folder):
+  """results/README.md gives the study a row per pre-registered family (forms or control,
+  dtype, metric), each with its comparisons' verdicts counted, the † among the forms'
+  equivalents (the control not found different there), and their shifts; the top-level
+  README's summary line counts the equivalents that survive the control."""
+  from tests.test_results import headline_rows
 
-  summary = json.loads((folder / "summary.json").read_text())
-  blocks = overview_blocks((ROOT / "README.md").read_text())
-  assert blocks[folder.relative_to(ROOT).as_posix()] == [f"  - {x}" for x in summary["overview"]]
-  findings = (folder / "README.md").read_text().split("## Findings\n\n", 1)[1].split("\n\n")[0]
-  assert all(f"- {x}" in findings.splitlines() for x in summary["overview"])
+  expected = expected_outcomes(folder, ARMS, LRS, DTYPES, METRICS)
+  link = f"{folder.relative_to(ROOT / 'results').as_posix()}/README.md"
+  rows = {row[0]: row for row in headline_rows() if row[1] == link}
+  gaps = {(k[2], k[3], k[4]) for k, e in expected.items()
+          if e["family"][0] == "control" and e["verdict"] != "different"}  # fmt: skip
+  families = {}
+  for k, e in expected.items():
+    families.setdefault(e["family"], []).append(k)
+  assert len(rows) == len(families)
+  survive, equivalent = 0, 0
+  for (kind, dtype, key), keys in families.items():
+    *_, ours, verdict, caveats = rows[f"gelu_forms, {kind}: {key}, {dtype}"]
+    daggers = [k for k in keys if expected[k]["verdict"] == "equivalent" and kind == "forms"
+               and (k[2], k[3], k[4]) in gaps]  # fmt: skip
+    counts = ", ".join(
+      f"{sum(expected[k]['verdict'] == v for k in keys)} {v}"
+      + (f" ({len(daggers)} †)" if v == "equivalent" and daggers else "")
+      for v in ("equivalent", "different", "inconclusive")
+    )
+    assert verdict == counts, (kind, dtype, key)
+    assert ours.count("<br>") == len(keys) - 1 and ours.count("†") == len(daggers)
+    assert (f"{len(daggers)} †" in caveats) == bool(daggers)
+    if kind == "forms":
+      equivalent += sum(expected[k]["verdict"] == "equivalent" for k in keys)
+      survive += sum(expected[k]["verdict"] == "equivalent" for k in keys) - len(daggers)
+  summary = (ROOT / "README.md").read_text()
+  assert f"{survive} of the {equivalent} *equivalent* survive the control" in summary

@@ -445,16 +445,3 @@ def baseline_lines(
       f"{describe_seeds(c['seeds'])}); " + "; ".join(parts) + "."
     )
   return lines
-
-
-def overview_findings(findings: Mapping[str, Sequence[str]]) -> list[str]:
-  """The findings the top-level README repeats: every verdict, the data's baselines without
-  training (the out-of-vocabulary tokens, the lookup and how the runs compare with it), then
-  the earlier design's verdicts where a design change altered them, the paper values that
-  contradict their claim, the runs that do not learn and the final values taken on a spike
-  (each pair of candidate lrs, and each run against the lookup, has its own line in the
-  result's README only)."""
-  keep = ("- Hypothesis [", "- Out of vocabulary [", "- Lookup baseline [")
-  keep += ("- Earlier design [", "- Paper values [")
-  keep += ("- Does not learn [", "- Final value on a spike [")
-  return [line for lines in findings.values() for line in lines if line.startswith(keep)]

@@ -598,6 +598,91 @@ def correction_lines(
   return lines
 
 
+def headline_rows(
+  design: Design, outcomes: Sequence[Outcome], falling: dict[str, dict] | None = None
+) -> list[dict]:
+  """The study's rows of ``results/README.md`` (:mod:`gelujax.study.overview`): one per
+  pre-registered family (forms or control, dtype, metric), with each comparison's paired shift
+  [interval], the family's tally (the † among its equivalents) and its caveats: where the
+  control was not found different from gelu, and a final metric still falling."""
+  falling = falling or {}
+  gaps = control_gaps(outcomes)
+  families: dict[tuple[str, str, str], list[Outcome]] = {}
+  for o in outcomes:
+    families.setdefault(o.comparison.family, []).append(o)
+  rows = []
+  for (kind, dtype, key), chosen in families.items():
+    metric = chosen[0].comparison.metric
+    margin = metric.amount(f"±{metric.shown(metric.margin):.3g}")
+    control = kind == forms.CONTROL_FAMILY
+    claim = (
+      f"{design.control} − gelu (the positive control) beyond {margin}"
+      if control
+      else f"the forms ({', '.join(design.forms)}) pairwise within {margin}"
+    )
+    marked = sum(daggered(o, gaps) for o in chosen)
+    caveats = []
+    if marked:
+      lrs = sorted({o.comparison.learning_rate for o in chosen if daggered(o, gaps)})
+      caveats.append(
+        f"{marked} † (at lr {', '.join(f'{lr:g}' for lr in lrs)} the control was not found "
+        f"different from gelu: the design could not tell {design.control} from gelu there)"
+      )
+    if key in falling:
+      fact = falling[key]
+      caveats.append(
+        f"the loss still falls {100 * fact['low']:.1f}% to {100 * fact['high']:.1f}% over the "
+        f"last fifth of training: the margin is {fact['epochs_low']:.1f} to "
+        f"{fact['epochs_high']:.1f} epochs of that fall"
+      )
+    corrected = forms.CORRECTIONS.get(design.name, ())
+    if corrected and not control:
+      caveats.append(
+        f"the design's stated reasons and rules have {len(corrected)} corrections, in its README"
+      )
+    rows.append(
+      {
+        "kind": "family",
+        "where": f"{design.name}, {kind}: {key}, {dtype}",
+        "claim": f"{claim}: {metric.label}, {dtype}, lrs {lrs_words(design)}",
+        "paper": "–",
+        "ours": "<br>".join(
+          f"{pair_words(o)}, lr {o.comparison.learning_rate:g}: {shift_words(o)} ({o.verdict}"
+          + (" †)" if daggered(o, gaps) else ")")
+          for o in chosen
+        ),
+        "verdict": count_words(tally(chosen, control), marked),
+        "caveats": "; ".join(caveats),
+      }
+    )
+  return rows
+
+
+def headline_summary(
+  design: Design, outcomes: Sequence[Outcome], falling: dict[str, dict] | None = None
+) -> str:
+  """The study in one line of the top-level README: its forms comparisons' tally, and how many
+  of its *equivalent* survive the control, on which metrics."""
+  falling = falling or {}
+  gaps = control_gaps(outcomes)
+  chosen = [o for o in outcomes if not o.comparison.control]
+  found = [o for o in chosen if o.verdict == EQUIVALENT]
+  survivors = [o for o in found if not daggered(o, gaps)]
+  on = {o.comparison.metric.key: o.comparison.metric for o in survivors}
+  where = "; ".join(
+    f"{sum(o.comparison.metric.key == key for o in survivors)} on {m.label}"
+    + (", a loss still falling at the last epoch" if key in falling else "")
+    for key, m in on.items()
+  )
+  return (
+    f"gelujax's own study of the GELU forms (`{design.name}`): {len(chosen)} pre-registered "
+    f"comparisons of the forms, {count_words(tally(chosen, False), len(found) - len(survivors))}; "
+    f"{len(survivors)} of the {len(found)} *equivalent* survive the control"
+    + (f": {where}" if where else "")
+    + "."
+  )
+
+
 def design_lines(design: Design) -> list[str]:
   """The design, as :data:`gelujax.study.forms.DESIGN` fixes it."""
   n = len(design.seeds)
@@ -777,8 +862,11 @@ def write_result(design: Design, *, out: Path, root: Path) -> Path:
       "study": design.name,
       "title": title(design),
       "missing": list(missing),
-      # The overview: the tallies (or what is pending), then what a swap does.
-      "overview": judged[: 1 if missing else 2] + swapped,
+      # The rows of results/README.md and the line of the top-level README's summary.
+      "headline": headline_rows(design, outcomes, falling),
+      "headline_summary": (
+        f"{title(design)}: {judged[0]}" if missing else headline_summary(design, outcomes, falling)
+      ),
       "outcomes": [dataclasses.asdict(o) for o in outcomes],
     },
   )
