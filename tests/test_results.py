@@ -261,6 +261,53 @@ def signed_rank_p(d):
   return float((np.abs(sums - centre) >= abs(observed - centre) - 1e-9).mean())
 
 
+def one_sided_p(d, alternative):
+  """The exact one-sided signed-rank p, zeros dropped, every 2^n sign assignment of SciPy's
+  mid-ranks enumerated (exact with ties too)."""
+  d = np.asarray(d, float)
+  d = d[d != 0]
+  if not len(d):
+    return 1.0
+  ranks = scipy.stats.rankdata(np.abs(d))
+  signs = np.array(list(itertools.product((0, 1), repeat=len(d))), bool)
+  sums = (signs * ranks).sum(axis=1)
+  observed = ranks[d > 0].sum()
+  if alternative == "greater":
+    return float((sums >= observed - 1e-9).mean())
+  return float((sums <= observed + 1e-9).mean())
+
+
+def equivalence_p(a, b, margin):
+  """An equivalence claim's p: twice the smaller of the TOST p (the larger of the one-sided
+  rank-sum tests of a moved by ±margin) and the beyond-the-margin p (twice the smaller of the
+  other two), at most 1."""
+  a, b = np.asarray(a, float), np.asarray(b, float)
+  tost = max(rank_p(a + margin, b, "greater"), rank_p(a - margin, b, "less"))
+  beyond = min(1.0, 2 * min(rank_p(a - margin, b, "greater"), rank_p(a + margin, b, "less")))
+  return min(1.0, 2 * min(tost, beyond))
+
+
+def paired_equivalence_p(d, margin):
+  """:func:`equivalence_p` of paired differences, by the one-sided signed-rank tests."""
+  d = np.asarray(d, float)
+  tost = max(one_sided_p(d + margin, "greater"), one_sided_p(d - margin, "less"))
+  beyond = min(1.0, 2 * min(one_sided_p(d - margin, "greater"), one_sided_p(d + margin, "less")))
+  return min(1.0, 2 * min(tost, beyond))
+
+
+def verdict_effect(a, b, h):
+  """:func:`effect` with the p a verdict on ``h`` rests on: an equivalence claim's, beside the
+  rank-sum p of a zero shift."""
+  if h.direction != "equivalent":
+    return effect(a, b, h.scale)
+  shift, low, high, _ = hl(a, b)
+  return (
+    f"shift {fmt(shift, h.scale, 3)} [{fmt(low, h.scale, 3)}, {fmt(high, h.scale, 3)}], "
+    f"equivalence p = {equivalence_p(a, b, h.margin):.2g} (within or beyond "
+    f"±{fmt(h.margin, h.scale)}), rank-sum p of a zero shift = {rank_p(a, b):.2g}"
+  )
+
+
 @functools.cache
 def t_cdf(n, t):
   """P(T+ <= t) for n differences without ties: SciPy's exact one-sided signed-rank p of
@@ -555,6 +602,59 @@ class Expected:
       words.append(f"judged at epoch {self.epochs} of the paper's {PAPER_EPOCHS[self.base]}")
     return "caveats: " + "; ".join(words) if words else ""
 
+  def merged_caveats(self, h, outcomes):
+    """The caveats a hypothesis tested at several pairs of lrs carries on its own line and row:
+    the metric still falling at every pair (or at k of n), each run's median fall as a range;
+    each run that does not learn, at each lr; fewer epochs than the paper's."""
+    found = self.hypothesis_runs(h)
+    judged = [o for o in outcomes if not isinstance(o["evidence"], str)]
+    words = []
+    if h.metric.startswith("final.") and judged:
+      key = h.metric.split(".")[1]
+      shares, hits, where = ([], []), 0, None
+      for o in judged:
+        falls = [
+          self.falling(self.tested_runs(r, lr), lr, key)
+          for r, lr in zip(found, o["lrs"], strict=True)
+        ]
+        if any(f is not None and f[0] >= FALLING_SHARE for f in falls):
+          hits += 1
+          where = where or next(f for f in falls if f)[1:]
+          for side, f in zip(shares, falls, strict=True):
+            if f:
+              side.append(f[0])
+
+      def span(x):
+        low, high = min(x), max(x)
+        return (
+          f"{low:.1%}" if f"{low:.1%}" == f"{high:.1%}" else f"{100 * low:.1f}–{100 * high:.1f}%"
+        )
+
+      if hits:
+        at = "every pair" if hits == len(outcomes) else f"{hits} of the {len(outcomes)} pairs"
+        ranges = ", ".join(
+          f"{name} {span(x)}"
+          for name, x in zip(("gelu_tanh", h.baseline), shares, strict=True)
+          if x
+        )
+        words.append(
+          f"the tested metric, final {key}, still falls at the last epoch at {at} of candidate "
+          f"lrs (median fall over the last fifth of training, epochs {where[0]:g}–{where[1]:g}: "
+          f"{ranges})"
+        )
+    for o in judged:
+      for r, lr in zip(found, o["lrs"], strict=False):
+        nl = self.not_learning(self.tested_runs(r, lr), lr)
+        phrase = nl and (
+          f"{r.name} does not learn at lr {lr:g} (median test error {fmt(nl[0], 100)}%, above "
+          f"50% of the chance error {fmt(nl[1], 100)}%)"
+        )
+        if phrase and phrase not in words:
+          words.append(phrase)
+    if judged and self.epochs < PAPER_EPOCHS[self.base]:
+      words.append(f"judged at epoch {self.epochs} of the paper's {PAPER_EPOCHS[self.base]}")
+    return "caveats: " + "; ".join(words) if words else ""
+
   # --- the verdicts
 
   def hypothesis_runs(self, h):
@@ -776,6 +876,8 @@ class Expected:
         words += f"; {caveats}" if caveats else ""
         rows.append(f"| {i} | {describe(h)} | {paper} | {cells[0]} | {words} |")
         continue
+      caveats = self.merged_caveats(h, outcomes)
+      words += f"; {caveats}" if caveats else ""
       rows.append(
         f"| {i} | {describe(h)} | {paper} | {len(outcomes)} pairs of candidate lrs | – | – | – | "
         f"– | {words} |"
@@ -816,9 +918,12 @@ class Expected:
           continue
         gelu = ", ".join(f"{x:g}" for x in dict.fromkeys(o["lrs"][0] for o in outcomes))
         base = ", ".join(f"{x:g}" for x in dict.fromkeys(o["lrs"][1] for o in outcomes))
+        caveats = self.merged_caveats(h, outcomes)
         lines.append(
           f"{head}: {words}; tested at {len(outcomes)} pairs of candidate lrs (gelu_tanh {gelu} "
-          f"× {h.baseline} {base}), each a Candidate line."
+          f"× {h.baseline} {base}), each a Candidate line"
+          + (f"; {caveats}" if caveats else "")
+          + "."
         )
         for letter, o in zip("abcdefgh", outcomes, strict=False):
           tail = "" if isinstance(o["evidence"], str) else self.numbers(h, o)
@@ -856,13 +961,25 @@ class Expected:
           unpaired = (
             f"{fmt(u_shift, h.scale, 3)} [{fmt(u_low, h.scale, 3)}, {fmt(u_high, h.scale, 3)}]"
           )
+          if h.direction == "equivalent":  # the verdict's p first, paired and unpaired
+            margin = f"±{fmt(h.margin, h.scale)}"
+            tests = (
+              f"paired equivalence p = {paired_equivalence_p(d, h.margin):.2g} (within or beyond "
+              f"{margin}), signed-rank p of a zero shift = {signed_rank_p(d):.2g}"
+            )
+            unpaired += (
+              f", equivalence p = {o['p']:.2g} (the verdict's), rank-sum p of a zero shift = "
+              f"{rank_p(aa, bb):.2g}"
+            )
+          else:
+            tests = f"signed-rank p = {signed_rank_p(d):.2g}"
+            unpaired += f", rank-sum p = {rank_p(aa, bb):.2g}"
           lines.append(
             f"- Paired [{self.figure}, {family} {label}: gelu_tanh lr {o['lrs'][0]:g} vs "
             f"{h.baseline} lr {o['lrs'][1]:g}]: {len(d)} pairs (seeds {describe_seeds(seeds)}"
             f"{dropped}), correlation {'–' if r is None else f'{r:.2f}'}; paired shift "
             f"{fmt(shift, h.scale, 3)} [{fmt(low, h.scale, 3)}, {fmt(high, h.scale, 3)}], "
-            f"signed-rank p = {signed_rank_p(d):.2g}; unpaired: shift {unpaired}, rank-sum p = "
-            f"{rank_p(aa, bb):.2g}."
+            f"{tests}; unpaired: shift {unpaired}."
           )
     return lines
 
@@ -1033,7 +1150,7 @@ class Expected:
           continue
         parts = [
           f"at the selected lrs (gelu_tanh {g.selected():g}, {h.baseline} {b.selected():g}), "
-          f"{ref[2]}: {effect(ref[0], ref[1], h.scale)}"
+          f"{ref[2]}: {verdict_effect(ref[0], ref[1], h)}"
         ]
         ref_sign = np.sign(hl(ref[0], ref[1])[0])
         lrs = lrs_noise if self.noise else [lr for lr in g.lrs if lr in b.lrs]
@@ -1051,7 +1168,7 @@ class Expected:
             if not here or not ref_sign
             else ("agrees" if here == ref_sign else "disagrees")
           )
-          parts.append(f"at lr {lr:g}, selection seeds: {effect(va, vb, h.scale)}: {word}")
+          parts.append(f"at lr {lr:g}, selection seeds: {verdict_effect(va, vb, h)}: {word}")
         lines.append(f"{head}: " + "; ".join(parts) + ".")
     return lines
 
@@ -1329,12 +1446,11 @@ def cells(row):
   return [cell.strip() for cell in row.strip()[1:-1].split("|")]
 
 
-def check_verdict_lines_against_table(text, lines, figure, overview=False):
+def check_verdict_lines_against_table(text, lines, figure):
   """Each ``- Hypothesis`` line of ``lines`` (and each ``- Candidate`` line, one per pair of a
   hypothesis tested at several pairs of candidate lrs) states its table row's claim, verdict and
   caveats, medians, seeds, shift and interval, p and Holm p (the rows of ``text``'s hypothesis
-  tables); each ``- Earlier design`` line, its row of the earlier design's tables. The
-  overview repeats the Hypothesis and Earlier design lines only."""
+  tables); each ``- Earlier design`` line, its row of the earlier design's tables."""
   for family in ("primary", "secondary"):
     for kind, heading in (
       ("Hypothesis", f"## {family.capitalize()} hypotheses"),
@@ -1349,8 +1465,6 @@ def check_verdict_lines_against_table(text, lines, figure, overview=False):
         label = line.split(f"{family} ", 1)[1].split("]", 1)[0].split(":", 1)[0]
         by_label[label] = line
       labels = [cells(row)[0] for row in rows]
-      if overview:
-        labels = [label for label in labels if label.isdigit()]
       assert sorted(by_label) == sorted(labels), (family, kind, by_label, labels)
       claims = {}
       for row in rows:
@@ -1373,10 +1487,12 @@ def check_verdict_lines_against_table(text, lines, figure, overview=False):
         tail = line[len(head) :]
         if ours == "–":
           if i.isdigit() and "pairs of candidate lrs" in lrs:
+            # The verdict over several pairs carries every pair's caveats, as its row does.
             assert tail.startswith("; tested at "), (line, row)
+            assert tail.endswith(f"; caveats: {caveats}." if caveats else "Candidate line.")
           else:
-            assert tail == ".", (line, row)
-          assert (shift, p, holm, caveats) == ("–", "–", "–", ""), (line, row)
+            assert tail == "." and caveats == "", (line, row)
+          assert (shift, p, holm) == ("–", "–", "–"), (line, row)
           continue
         if caveats:
           assert tail.endswith(f"; caveats: {caveats}."), (line, row)
@@ -1391,17 +1507,14 @@ def check_verdict_lines_against_table(text, lines, figure, overview=False):
 
 @pytest.mark.parametrize("folder", RESULTS, ids=[f"{p.parent.name}/{p.name}" for p in RESULTS])
 def test_each_verdict_line_states_its_table_rows_numbers(folder):
-  """The README's verdict lines and the results overview's lines of this result give the
-  numbers of its hypothesis tables: an equivalence claim's p is the TOST-or-beyond p, not the
-  rank-sum p of its shift."""
+  """The README's verdict lines give the numbers of its hypothesis tables: an equivalence claim's
+  p is the TOST-or-beyond p, not the rank-sum p of its shift."""
   text = (folder / "README.md").read_text()
   figure = FIGURES[json.loads((folder / "summary.json").read_text())["task"]]
   sections = readme_sections(text)
   lines = sections["Verdicts"]
   lines += sections.get("Verdicts of the earlier design (the selected lrs alone)", [])
   check_verdict_lines_against_table(text, lines, figure)
-  overview = overview_blocks((ROOT / "README.md").read_text())[str(folder.relative_to(ROOT))]
-  check_verdict_lines_against_table(text, [line.strip() for line in overview], figure, True)
 
 
 def grid_marks(text, heading):
@@ -1507,43 +1620,111 @@ def test_the_checks_hold_for_a_result_with_its_evaluation_seeds(tmp_path):
   check_verdict_lines_against_table(text, lines, "Fig. 2")
 
 
-def overview_blocks(text):
-  """The README's results overview: result folder -> its indented lines."""
-  section = text.split(readme.OVERVIEW_BEGIN, 1)[1].split(readme.OVERVIEW_END, 1)[0]
-  blocks = {}
-  for line in section.strip("\n").splitlines():
-    if line.startswith("- [`"):
-      current = line.split("`")[1].rstrip("/")
-      blocks[current] = []
-    else:
-      blocks[current].append(line)
-  return blocks
+def headline_rows(root=ROOT):
+  """results/README.md's table: (label, link, claim, paper, ours, verdict, caveats) per row."""
+  text = (root / "results" / "README.md").read_text()
+  table = text.split("|---|---|---|---|---|---|\n", 1)[1].split("\n\n", 1)[0]
+  rows = []
+  for row in table.splitlines():
+    label, claim, paper, ours, verdict, caveats = cells(row)
+    name, link = re.fullmatch(r"\[(.+)\]\((.+)\)", label).groups()
+    rows.append((name, link, claim, paper, ours, verdict, caveats))
+  return rows
 
 
-def test_the_readme_results_overview_leads_with_each_results_verdicts():
+VERDICT_WORDS = ("depends on the learning rate", "confirmed", "refuted", "equivalent")
+VERDICT_WORDS += ("inconclusive", "pending")
+
+
+def check_headline_rows(folder, rows, figure):
+  """The rows of results/README.md that link to ``folder``'s README: one per hypothesis of its
+  tables, in their order, each with the table row's claim, the paper's values (named), the
+  medians and shift [interval] of each pair of lrs tested, the verdict words and caveats."""
+  text = (folder / "README.md").read_text()
+  link = f"{folder.relative_to(ROOT / 'results').as_posix()}/README.md"
+  mine = [row for row in rows if row[1] == link]
+  want = []
+  for family in ("primary", "secondary"):
+    heading = f"## {family.capitalize()} hypotheses"
+    if f"\n{heading}\n" not in text:
+      continue
+    table = [cells(row) for row in table_rows(text, heading)]
+    for i, claim, paper, lrs, ours, shift, *_, verdict in table:
+      if not i.isdigit():
+        continue
+      pairs = [r for r in table if r[0].rstrip("abcdefgh") == i and not r[0].isdigit()]
+      baseline = next(w for w in claim.split(":")[0].split() if w in ("relu", "elu"))
+      named = [
+        f"{n} {v}"
+        for n, v in zip(("gelu_tanh", baseline), paper.split(" vs "), strict=False)
+        if v != "–"
+      ]
+      words, _, caveats = verdict.partition("; caveats: ")
+
+      def said(r, several, baseline=baseline):
+        medians = OURS_CELL.fullmatch(r[4])
+        gelu, base = r[3].split(" vs ")
+        lr = f"gelu_tanh lr {gelu} vs {baseline} lr {base}: " if several else ""
+        if medians is None:
+          return f"{lr}pending"
+        return (
+          f"{lr}gelu_tanh {medians['median_a']} vs {baseline} {medians['median_b']}; shift {r[5]}"
+        )
+
+      ours_words = (
+        "<br>".join(said(r, True) for r in pairs)
+        if pairs
+        else said([i, claim, paper, lrs, ours, shift], False)
+      )
+      want.append((i, family, claim, " vs ".join(named) or "–", ours_words, words, caveats))
+  assert len(mine) == len(want), (folder, len(mine), len(want))
+  for (name, _, claim, paper, ours, verdict, caveats), (i, family, *expected) in zip(
+    mine, want, strict=True
+  ):
+    assert name.startswith(f"{figure} ") and name.endswith(f"{family} {i}"), name
+    w_claim, w_paper, w_ours, w_words, w_caveats = expected
+    assert (claim, paper, ours) == (w_claim, w_paper, w_ours), name
+    assert verdict == w_words or verdict.startswith(f"{w_words} (earlier design, "), name
+    assert caveats == (w_caveats or "–"), name
+
+
+def test_results_readme_has_a_row_per_hypothesis_and_family_and_the_readme_counts_them():
+  """results/README.md is generated from the committed results, one row per hypothesis (its
+  README's table row's words and numbers: every caveat the verdict carries) and per study
+  family; the top-level README's summary counts the hypotheses' verdicts and links to it."""
+  from gelujax.study import overview
+
   text = (ROOT / "README.md").read_text()
   assert readme.results_overview(ROOT) in text, (
-    "README.md's results overview differs from the committed results: run "
+    "README.md's results summary differs from the committed results: run "
     "`python experiments/reproduce.py --task=<task> --dataset=<dataset> --render` on any result"
   )
-  blocks = overview_blocks(text)
-  assert sorted(blocks) == sorted(str(f.relative_to(ROOT)) for f in RESULTS + STUDIES)
-  # gelujax's own studies lead.
-  assert list(blocks)[: len(STUDIES)] == [str(f.relative_to(ROOT)) for f in STUDIES]
-  for where, lines in blocks.items():
-    if ROOT / where in STUDIES:
-      continue
-    expected = Expected(ROOT / where)
-    keep = ("- Does not learn [", "- Final value on a spike [")
-    curves = [line for line in expected.curve_lines() if line.startswith(keep)]
-    verdicts = [line for line in expected.verdict_lines() if line.startswith("- Hypothesis [")]
-    lookup = [
-      line
-      for line in expected.baseline_lines()
-      if line.startswith(("- Out of vocabulary [", "- Lookup baseline ["))
-    ]
-    wanted = verdicts + lookup + expected.earlier_lines() + expected.contradiction_lines() + curves
-    assert lines == [f"  {line}" for line in wanted], where
+  assert (ROOT / "results" / "README.md").read_text() == overview.results_readme(ROOT)
+  rows = headline_rows()
+  verdicts = collections.Counter()
+  for folder in RESULTS:
+    figure = FIGURES[json.loads((folder / "summary.json").read_text())["task"]]
+    check_headline_rows(folder, rows, figure)
+    for family in ("primary", "secondary"):
+      heading = f"## {family.capitalize()} hypotheses"
+      if f"\n{heading}\n" in (folder / "README.md").read_text():
+        for row in table_rows((folder / "README.md").read_text(), heading):
+          number, *_, verdict = cells(row)
+          if number.isdigit():
+            word = next(v for v in VERDICT_WORDS if verdict.startswith(v))
+            verdicts[word] += 1
+  summary = text.split(readme.OVERVIEW_BEGIN, 1)[1].split(readme.OVERVIEW_END, 1)[0]
+  total = sum(verdicts.values())
+  for word, n in verdicts.items():
+    line = f"- {word.capitalize()}: {n} of the paper's {total} pre-registered hypotheses, "
+    assert line in summary, line
+  assert len([x for x in summary.splitlines() if x.startswith("- ")]) == len(verdicts) + len(
+    STUDIES
+  )
+  assert "[results/README.md](results/README.md)" in summary
+  assert {row[1] for row in rows} == {
+    f"{f.relative_to(ROOT / 'results').as_posix()}/README.md" for f in RESULTS + STUDIES
+  }
 
 
 def test_the_readme_results_prose_states_no_ranking_or_significance():

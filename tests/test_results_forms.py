@@ -14,7 +14,6 @@ A result with grids still training must say so; the checks hold either way.
 
 from __future__ import annotations
 
-import itertools
 import json
 import math
 import re
@@ -22,10 +21,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import scipy.stats
 
 from gelujax.study import forms
-from tests.test_results import Run, walsh_interval
+from tests.test_results import Run, one_sided_p, walsh_interval
 
 ROOT = Path(__file__).resolve().parents[1]
 STUDIES = [
@@ -45,22 +43,6 @@ METRICS = {  # key -> (margin, compared as logs)
 }
 PAIRS = (("gelu_tanh", "gelu"), ("gelu_sigmoid", "gelu"), ("gelu_sigmoid", "gelu_tanh"))
 CONTROL = ("relu", "gelu")
-
-
-def one_sided_p(d, alternative):
-  """The exact one-sided signed-rank p, zeros dropped, every 2^n sign assignment of SciPy's
-  mid-ranks enumerated (exact with ties too)."""
-  d = np.asarray(d, float)
-  d = d[d != 0]
-  if not len(d):
-    return 1.0
-  ranks = scipy.stats.rankdata(np.abs(d))
-  signs = np.array(list(itertools.product((0, 1), repeat=len(d))), bool)
-  sums = (signs * ranks).sum(axis=1)
-  observed = ranks[d > 0].sum()
-  if alternative == "greater":
-    return float((sums >= observed - 1e-9).mean())
-  return float((sums <= observed + 1e-9).mean())
 
 
 def test_the_design_is_the_one_fixed_before_the_runs():
@@ -100,7 +82,7 @@ def expected_outcomes(folder, arms, lrs, dtypes, metrics):
           a = runs[first, dtype].seeded(lr, key)
           b = runs[second, dtype].seeded(lr, key)
           seeds = sorted(set(a) & set(b))
-          f = np.log if log else np.asarray
+          f = {True: np.log, False: np.asarray, "images": lambda x: np.rint(x * 10_000)}[log]
           d = np.asarray([f(a[s]) - f(b[s]) for s in seeds], float)
           shift, low, high = walsh_interval(d)
           tost = max(one_sided_p(d + margin, "greater"), one_sided_p(d - margin, "less"))
@@ -187,15 +169,115 @@ def check_forms_result(folder, arms=ARMS, lrs=LRS, dtypes=DTYPES, metrics=METRIC
         want = [show(e["shift"]), show(e["interval"][0]), show(e["interval"][1])]
         assert shown == pytest.approx(want, rel=5.1e-3, abs=1e-9), (key, cells[0], column)
   if not unfinished:  # The tallies the findings (and the overview) open with.
+    # An equivalent of the forms is † where the control was not found different in its cell.
+    gaps = {(k[2], k[3], k[4]) for k, e in expected.items()
+            if e["family"][0] == "control" and e["verdict"] != "different"}  # fmt: skip
     for control, words in ((False, "The forms, {n} pre-registered comparisons: "),
                            (True, "The control (relu − gelu), {n} comparisons: ")):  # fmt: skip
-      chosen = [e for e in expected.values() if (e["family"][0] == "control") == control]
+      chosen = {k: e for k, e in expected.items() if (e["family"][0] == "control") == control}
+      equivalent = [k for k, e in chosen.items() if e["verdict"] == "equivalent"]
+      daggers = 0 if control else sum((k[2], k[3], k[4]) in gaps for k in equivalent)
       counts = ", ".join(
-        f"{sum(e['verdict'] == v for e in chosen)} {v}"
+        f"{sum(e['verdict'] == v for e in chosen.values())} {v}"
+        + (f" ({daggers} †)" if v == "equivalent" and daggers else "")
         for v in ("equivalent", "different", "inconclusive")
       )
-      assert f"- {words.format(n=len(chosen))}{counts}." in readme.splitlines()
+      line = f"- {words.format(n=len(chosen))}{counts}."
+      assert any(x == line or x.startswith(f"{line} ") for x in readme.splitlines()), line
+      if not control and equivalent:
+        survive = len(equivalent) - daggers
+        said = f"Of the {len(equivalent)} *equivalent*, {survive} survive{'s' * (survive == 1)} the"
+        assert f"{line} {said} control" in readme, said
   check_swaps(folder, dtypes)
+  check_falling(folder, arms, lrs, dtypes, metrics)
+  if metrics is METRICS:
+    check_corrections(folder, expected, arms, lrs, dtypes)
+
+
+def check_corrections(folder, expected, arms, lrs, dtypes):
+  """The first design's corrections: the test errors compared in whole images of the 10,000
+  (recomputed with that rule), what changes against the floats the design compared; the paired
+  SD of the forms' test-error differences per lr."""
+  readme = (folder / "README.md").read_text()
+  section = readme.split("\n## Corrections\n", 1)[1].split("\n## ", 1)[0]
+  whole = expected_outcomes(folder, arms, lrs, dtypes, {"best.test_error": (20.0, "images")})
+  floats = {k: e for k, e in expected.items() if k[4] == "best.test_error"}
+  changed = [abs(floats[k]["p"] - whole[k]["p"]) for k in whole]
+  changed = [x for x in changed if x > 1e-12]
+  verdicts = sum(floats[k]["verdict"] != whole[k]["verdict"] for k in whole)
+  runs = {(a, d): Run(folder / "runs" / f"{a}_{d}") for a in arms for d in dtypes}
+  at_margin, broken, zeros, total = 0, 0, 0, 0
+  for first, second, dtype, lr, _ in whole:
+    a = runs[first, dtype].seeded(lr, "best.test_error")
+    b = runs[second, dtype].seeded(lr, "best.test_error")
+    f = np.asarray([a[s] - b[s] for s in sorted(set(a) & set(b))])
+    i = np.asarray([round(a[s] * 10_000) - round(b[s] * 10_000) for s in sorted(set(a) & set(b))])
+    total += len(i)
+    at_margin += int(((np.abs(i) == 20) & (np.abs(f) != 0.002)).sum())
+    zeros += int(((i == 0) & (f != 0)).sum())
+    broken += sum(1 for k in range(len(i)) if ((i == i[k]) & (f != f[k])).any())
+  said = (
+    f"Of the {total} paired test-error differences, {broken} are tied in whole images with "
+    f"another of their comparison but not as floats, {zeros} are 0 in whole images but not as "
+    f"floats, and {at_margin} lie exactly on the margin in whole images but not as floats. "
+    f"Compared in whole images, the p a verdict rests on would change in {len(changed)} of the "
+    f"{len(whole)} test-error comparisons (by at most {max(changed):.2g}), and the verdict in "
+    f"{verdicts}."
+  )
+  assert said in section, said
+  for lr in lrs:
+    sds = [
+      100 * np.std(differences(folder, k), ddof=1)
+      for k in floats
+      if k[3] == lr and "relu" not in k[:2]
+    ]
+    assert f"{min(sds):.2f}–{max(sds):.2f} points at lr {lr:g}" in section, lr
+
+
+def differences(folder, key):
+  """A comparison's paired differences (first minus second), from the runs' metrics.jsonl."""
+  first, second, dtype, lr, metric = key
+  a = Run(folder / "runs" / f"{first}_{dtype}").seeded(lr, metric)
+  b = Run(folder / "runs" / f"{second}_{dtype}").seeded(lr, metric)
+  return [a[s] - b[s] for s in sorted(set(a) & set(b))]
+
+
+def check_falling(folder, arms, lrs, dtypes, metrics):
+  """A final metric still falling at the end of the runs is flagged with the range of its
+  median fall over the last fifth of training (per grid and lr, from metrics.jsonl) and its
+  margin in epochs of that fall (the margin over the mean fall of the logs per epoch)."""
+  readme = (folder / "README.md").read_text()
+  for key, (margin, log) in metrics.items():
+    if not key.startswith("final.") or not log:  # The design's final metric is a ratio.
+      continue
+    metric = key.split(".")[1]
+    medians, epochs = [], []
+    for dtype in dtypes:
+      for arm in arms:
+        workdir = folder / "runs" / f"{arm}_{dtype}"
+        if not (workdir / "summary.json").exists():
+          continue
+        run = Run(workdir)
+        for lr in lrs:
+          lr = next(x for x in run.lrs if math.isclose(x, lr))
+          shares = []
+          for seed in run.kept(lr):
+            records = run.members[(lr, seed)]
+            before = [r for r in records if r["epoch"] <= 0.8 * run.last]
+            start, end = before[-1][metric], records[-1][metric]
+            shares.append((start - end) / start)
+          medians.append(float(np.median(shares)))
+          span = run.last - before[-1]["epoch"]
+          epochs.append(margin / (-math.log(1 - medians[-1]) / span))
+    if max(medians) < 0.01:
+      assert "still falls at the last epoch" not in readme
+      continue
+    said = (
+      f"is {100 * min(medians):.1f}% to {100 * max(medians):.1f}% across the {len(medians)} "
+      f"grids and lrs, so its margin ±{100 * math.expm1(margin):.3g}% is {min(epochs):.1f} to "
+      f"{max(epochs):.1f} epochs of that fall"
+    )
+    assert said in readme, said
 
 
 def check_swaps(folder, dtypes):
@@ -238,11 +320,37 @@ def test_a_forms_study_is_committed():
 
 
 @pytest.mark.parametrize("folder", STUDIES, ids=[p.name for p in STUDIES])
-def test_the_readme_overview_states_the_studys_own_lines(folder):
-  from tests.test_results import overview_blocks
+def test_the_studys_rows_of_results_readme_count_its_families(folder):
+  """results/README.md gives the study a row per pre-registered family (forms or control,
+  dtype, metric), each with its comparisons' verdicts counted, the † among the forms'
+  equivalents (the control not found different there), and their shifts; the top-level
+  README's summary line counts the equivalents that survive the control."""
+  from tests.test_results import headline_rows
 
-  summary = json.loads((folder / "summary.json").read_text())
-  blocks = overview_blocks((ROOT / "README.md").read_text())
-  assert blocks[folder.relative_to(ROOT).as_posix()] == [f"  - {x}" for x in summary["overview"]]
-  findings = (folder / "README.md").read_text().split("## Findings\n\n", 1)[1].split("\n\n")[0]
-  assert all(f"- {x}" in findings.splitlines() for x in summary["overview"])
+  expected = expected_outcomes(folder, ARMS, LRS, DTYPES, METRICS)
+  link = f"{folder.relative_to(ROOT / 'results').as_posix()}/README.md"
+  rows = {row[0]: row for row in headline_rows() if row[1] == link}
+  gaps = {(k[2], k[3], k[4]) for k, e in expected.items()
+          if e["family"][0] == "control" and e["verdict"] != "different"}  # fmt: skip
+  families = {}
+  for k, e in expected.items():
+    families.setdefault(e["family"], []).append(k)
+  assert len(rows) == len(families)
+  survive, equivalent = 0, 0
+  for (kind, dtype, key), keys in families.items():
+    *_, ours, verdict, caveats = rows[f"gelu_forms, {kind}: {key}, {dtype}"]
+    daggers = [k for k in keys if expected[k]["verdict"] == "equivalent" and kind == "forms"
+               and (k[2], k[3], k[4]) in gaps]  # fmt: skip
+    counts = ", ".join(
+      f"{sum(expected[k]['verdict'] == v for k in keys)} {v}"
+      + (f" ({len(daggers)} †)" if v == "equivalent" and daggers else "")
+      for v in ("equivalent", "different", "inconclusive")
+    )
+    assert verdict == counts, (kind, dtype, key)
+    assert ours.count("<br>") == len(keys) - 1 and ours.count("†") == len(daggers)
+    assert (f"{len(daggers)} †" in caveats) == bool(daggers)
+    if kind == "forms":
+      equivalent += sum(expected[k]["verdict"] == "equivalent" for k in keys)
+      survive += sum(expected[k]["verdict"] == "equivalent" for k in keys) - len(daggers)
+  summary = (ROOT / "README.md").read_text()
+  assert f"{survive} of the {equivalent} *equivalent* survive the control" in summary

@@ -5,7 +5,7 @@ tests/test_results.py)."""
 import pytest
 
 from gelujax.paper import PAPER, Design
-from gelujax.study import analysis, findings, verdicts, wording
+from gelujax.study import analysis, findings, tables, verdicts, wording
 from gelujax.study.verdicts import Evidence
 
 
@@ -52,6 +52,38 @@ def test_an_equivalence_verdict_line_gives_the_verdicts_p_not_its_shifts():
     "noise, dropout 0, a = 1: refuted (gelu_tanh 0.52 vs relu 0.42, s; shift 0.1 [0.07, 0.13], "
     "p = 0.016, Holm 0.016)."
   )
+
+
+def test_the_exploratory_lines_of_an_equivalence_claim_give_the_verdicts_p():
+  """Fig. 3's equivalence claims: the Paired and Sensitivity lines print the p a verdict rests
+  on (the equivalence test's; paired, the paired one), and the p of a zero shift only as such."""
+  from gelujax.study import stats
+
+  h = next(h for h in PAPER["mnist_noise"].hypotheses if h.direction == "equivalent")
+  gelu, relu = (0.50, 0.51, 0.52, 0.53, 0.54, 0.55), (0.40, 0.415, 0.42, 0.43, 0.44, 0.45)
+  seeds = tuple(range(100, 106))
+  e = Evidence(gelu, relu, "s", (1e-4, 1e-3), seeds, seeds)
+  (v,) = verdicts.judge([h], lambda _: e)
+  zero, verdict_p = v.comparison.p, v.p
+  assert f"{zero:.2g}" != f"{verdict_p:.2g}"
+  found = analysis.Analysis("mnist_noise", Design(()), [v], [])
+  (line,) = findings.paired_lines(found)
+  paired = stats.paired_equivalence_test(v.single.paired.differences, h.margin).p
+  assert line.endswith(
+    f"paired equivalence p = {paired:.2g} (within or beyond ±0.02), signed-rank p of a zero "
+    f"shift = {v.single.paired.p:.2g}; unpaired: shift {wording.format_shift(v.comparison)}, "
+    f"equivalence p = {verdict_p:.2g} (the verdict's), rank-sum p of a zero shift = {zero:.2g}."
+  )
+  other = verdicts.Comparison.of(relu, gelu)
+  s = analysis.Sensitivity(h, (v.comparison, "evaluation seeds"), (1e-4, 1e-3), {1e-3: other})
+  line = findings.sensitivity_line(3, s)
+  assert (
+    f"evaluation seeds: shift {wording.format_shift(v.comparison)}, equivalence p = "
+    f"{verdict_p:.2g} (within or beyond ±0.02), rank-sum p of a zero shift = {zero:.2g}; "
+  ) in line
+  other_p = stats.equivalence_test(relu, gelu, h.margin).p
+  assert f"equivalence p = {other_p:.2g} (within or beyond ±0.02)" in line.split("at lr 0.001")[1]
+  assert f", p = {zero:.2g}" not in line
 
 
 def test_curve_lines():
@@ -144,6 +176,47 @@ def test_the_words_of_a_hypothesis_tested_at_several_pairs_of_candidate_lrs():
   ]
   agree = candidate_verdict(h, [((1e-4, 1e-3), low, high), ((1e-3, 1e-3), low, high)])
   assert wording.verdict_words(agree) == "confirmed at every pair of candidate lrs (2)"
+
+
+def test_a_verdict_over_several_pairs_carries_every_pairs_caveats():
+  """Fig. 2, primary 3: the verdict line and its table row carry what the Candidate lines do:
+  the metric still falling at every pair (each run's fall as a range over the pairs) and the
+  baseline not learning, at each of its lrs; each once."""
+  h = PAPER["mnist"].hypotheses[2]
+
+  def caveats(gelu, relu, lr):
+    return (
+      ("falling", {"metric": "train_loss", "start": 40.0, "epoch": 50.0, "gelu": gelu,
+                   "baseline": relu}),
+      ("not_learning", {"run": "relu_dropout0.5", "learning_rate": lr, "median": 0.4906,
+                        "chance": 0.9, "classes": 10}),
+    )  # fmt: skip
+
+  low, high = (1, 2, 3, 4, 5), (6, 7, 8, 9, 10)
+  pairs = [
+    verdicts.Candidate((1e-3, 1e-3), Evidence(low, high, "s", (1e-3, 1e-3),
+                                              caveats=caveats(0.048, 0.033, 1e-3))),
+    verdicts.Candidate((1e-4, 1e-3), Evidence(low, high, "s", (1e-4, 1e-3),
+                                              caveats=caveats(0.088, 0.033, 1e-3))),
+    verdicts.Candidate((1e-4, 1e-4), Evidence(low, high, "s", (1e-4, 1e-4),
+                                              caveats=caveats(0.088, 0.035, 1e-4)[1:])),
+  ]  # fmt: skip
+  (v,) = verdicts.judge([h], lambda _: pairs)
+  said = (
+    "caveats: the tested metric, final train_loss, still falls at the last epoch at 2 of the 3 "
+    "pairs of candidate lrs (median fall over the last fifth of training, epochs 40–50: "
+    "gelu_tanh 4.8–8.8%, relu 3.3%); relu_dropout0.5 does not learn at lr 0.001 (median test "
+    "error 49.06%, above 50% of the chance error 90%); relu_dropout0.5 does not learn at lr "
+    "0.0001 (median test error 49.06%, above 50% of the chance error 90%)"
+  )
+  assert wording.verdict_caveat_words(v) == said
+  line = findings.hypothesis_line("mnist", 3, v)
+  assert line.startswith("- Hypothesis [Fig. 2, primary 3]: ") and line.endswith(f"; {said}.")
+  row = tables.format_hypotheses([v], 3).splitlines()[2]
+  assert row.startswith("| 3 | ") and row.endswith(f"; {said} |")
+  # One pair: its own caveats, as before.
+  (single,) = verdicts.judge([h], lambda _: pairs[0].evidence)
+  assert wording.verdict_caveat_words(single) == wording.caveat_words(single.single, h)
 
 
 def test_a_pending_verdict_names_the_runs_to_train_and_the_command():

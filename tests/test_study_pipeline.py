@@ -129,12 +129,29 @@ def test_render_judges_the_hypotheses_on_the_evaluation_seeds(mnist):
   table_md = (out / "table.md").read_text()
   assert "| gelu_tanh_eval | 0.001 | 100–104 | 0/5 | 0/5 | 0.008 | 0.012 |" in table_md
   assert "| relu | 0.001 | 0–4 | 0/5 | 0/5 | 0.007 | 0.06 |" in table_md
-  # The top-level overview leads each result with its verdicts.
+  # The top-level summary counts the verdicts; results/README.md has a row per hypothesis.
   top = (root / "README.md").read_text().splitlines()
   begin = top.index(readme.OVERVIEW_BEGIN)
-  assert top[begin + 1].startswith("- [`results/fashion_mnist/mnist/`]")
-  assert top[begin + 2].startswith("  - Hypothesis [Fig. 2, primary 1]: gelu_tanh below relu")
+  assert top[begin + 1] == (
+    "- Confirmed: 1 of the paper's 8 pre-registered hypotheses, Fig. 2 primary 1*."
+  )
+  assert top[begin + 2].startswith("- Inconclusive: 1 of the paper's 8 pre-registered hypothe")
+  assert top[begin + 3] == (
+    "- Pending: 6 of the paper's 8 pre-registered hypotheses, Fig. 2 primary 2, 3, 4, secondary "
+    "2, 3, 4."
+  )
   assert top[-2:] == [readme.OVERVIEW_END, "end"]
+  rows = (root / "results" / "README.md").read_text().split("|---|---|---|---|---|---|\n")[1]
+  assert rows.splitlines()[0].startswith(
+    "| [Fig. 2 primary 1](fashion_mnist/mnist/README.md) | gelu_tanh below relu: final train "
+    "log loss (nats), dropout 0 | gelu_tanh 0.008 vs relu 0.007 | gelu_tanh 0.012 vs relu 0.022; "
+    "shift -0.01 ["
+  )
+  assert rows.splitlines()[0].endswith(
+    "| confirmed | the tested metric, final train_loss, still falls at the last epoch (median "
+    "fall over the last fifth of training, epochs 2–3: gelu_tanh 97.6%, relu 95.6%); judged at "
+    "epoch 3 of the paper's 50 |"
+  )
   # Rendered again: the same summary.
   pipeline.render("mnist", out=out, root=root)
   assert json.loads((out / "summary.json").read_text()) == summary
@@ -285,7 +302,7 @@ def test_candidate_lrs_are_pending_until_their_evaluation_seeds_are_trained(tmp_
     "--activations=gelu_tanh,relu --seeds=3 --learning_rates=0.001,0.0001 --dropout_rates=0` "
     "trains them); "
     "tested at 4 pairs of candidate lrs (gelu_tanh 0.001, 0.0001 × relu 0.001, 0.0001), each a "
-    "Candidate line." in readme_text
+    "Candidate line; caveats: " in readme_text
   )
   # The earlier design: the selected lrs alone, Holm over the family's 4 hypotheses.
   (earlier,) = [

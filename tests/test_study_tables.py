@@ -122,8 +122,8 @@ def test_a_hypothesis_at_several_pairs_of_candidate_lrs_has_a_row_per_pair():
   assert lines[2] == (
     "| 1 | gelu_tanh below relu: final train log loss (nats), dropout 0.5 | 0.044 vs 0.35 | 2 "
     "pairs of candidate lrs | – | – | – | – | pending: evaluation seeds not trained at candidate "
-    "lr x |"
-  )
+    "lr x; caveats: judged at epoch 2 of the paper's 50 |"
+  )  # The verdict's row carries the caveats of every pair judged.
   # Holm over the 2 pairs: 2 x 2/252 = 0.016.
   assert lines[3] == (
     "| 1a | | | 0.001 vs 0.001 | 3 vs 8 (s; 5 vs 5) | -5 [-8, -2] | 0.0079 | 0.016 | confirmed; "

@@ -15,7 +15,8 @@
   line, with :mod:`~gelujax.study.wording` (the words of a verdict, an outcome, a number) and
   :mod:`~gelujax.study.method` (how the verdicts are reached; the design changes).
 - :mod:`~gelujax.study.tables`, :mod:`~gelujax.study.plots`, :mod:`~gelujax.study.readme`:
-  Markdown tables, figures, READMEs.
+  Markdown tables, figures, READMEs; :mod:`~gelujax.study.overview`: ``results/README.md``, every
+  verdict in one table, and the top-level README's summary of it.
 - :mod:`~gelujax.study.noise`: Fig. 3's noise evaluation.
 - :mod:`~gelujax.study.grids`: the runs to train (selection grids, evaluation runs), training.
 - :mod:`~gelujax.study.stages`: a result's stages read from the runs' files (the selection

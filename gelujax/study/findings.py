@@ -44,9 +44,9 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from gelujax.paper import LOWER, Hypothesis, figure
+from gelujax.paper import EQUIVALENT, LOWER, Hypothesis, figure
 from gelujax.study import baselines as lookups
-from gelujax.study import curves
+from gelujax.study import curves, stats
 from gelujax.study.analysis import Analysis, Sensitivity
 from gelujax.study.evidence import describe_seeds
 from gelujax.study.verdicts import Outcome, PairedComparison, Verdict
@@ -59,6 +59,8 @@ from gelujax.study.wording import (
   outcome_tail,
   outcome_words,
   pair_letter,
+  verdict_caveat_words,
+  verdict_effect,
   verdict_words,
 )
 
@@ -74,7 +76,8 @@ def hypothesis_line(
   vs relu 0.11, ...; shift ..., p = ..., Holm ...).``, with the verdict's own p (an equivalence
   claim's TOST or beyond-the-margin p, not the rank-sum p of the shift), the p its table row
   shows, and its caveats. A hypothesis tested at several pairs of candidate lrs names them;
-  each pair's own line is :func:`candidate_line`."""
+  each pair's own line is :func:`candidate_line`, and the hypothesis' line carries the caveats of
+  every pair (:func:`gelujax.study.wording.verdict_caveat_words`)."""
   h = verdict.hypothesis
   head = f"- {kind} [{figure(task)}, {h.family} {index}]: {h.describe()}"
   words = verdict_words(verdict, analysis)
@@ -84,9 +87,12 @@ def hypothesis_line(
     return f"{head}: {words}."
   lrs = [list(dict.fromkeys(o.learning_rates[i] for o in verdict.outcomes)) for i in (0, 1)]
   gelu, baseline = (", ".join("–" if lr is None else f"{lr:g}" for lr in x) for x in lrs)
+  caveat = verdict_caveat_words(verdict)
   return (
     f"{head}: {words}; tested at {len(verdict.outcomes)} pairs of candidate lrs ({h.gelu} "
-    f"{gelu} × {h.baseline} {baseline}), each a Candidate line."
+    f"{gelu} × {h.baseline} {baseline}), each a Candidate line"
+    + (f"; {caveat}" if caveat else "")
+    + "."
   )
 
 
@@ -123,12 +129,23 @@ def paired_line(task: str, label: str, h: Hypothesis, outcome: Outcome) -> str:
   correlation = "–" if math.isnan(d.correlation) else f"{d.correlation:.2f}"
   zeros = f", {d.zeros} zero difference{'s' if d.zeros > 1 else ''} dropped" if d.zeros else ""
   low, high, shift = (format_number(v, h.scale, 3) for v in (d.low, d.high, d.shift))
+  if h.direction == EQUIVALENT:  # The verdict's p first: its equivalence test's, paired too.
+    margin = f"±{format_number(h.margin, h.scale)}"
+    paired = stats.paired_equivalence_test(d.differences, h.margin).p
+    tests = (
+      f"paired equivalence p = {paired:.2g} (within or beyond {margin}), signed-rank p of a "
+      f"zero shift = {d.p:.2g}"
+    )
+    unpaired = (
+      f"equivalence p = {outcome.p:.2g} (the verdict's), rank-sum p of a zero shift = {c.p:.2g}"
+    )
+  else:
+    tests, unpaired = f"signed-rank p = {d.p:.2g}", f"rank-sum p = {c.p:.2g}"
   return (
     f"- Paired [{figure(task)}, {h.family} {label}: "
     f"{lr_pair(h, outcome.learning_rates)}]: {len(d.seeds)} pairs (seeds "
     f"{describe_seeds(d.seeds)}{zeros}), correlation {correlation}; paired shift {shift} "
-    f"[{low}, {high}], signed-rank p = {d.p:.2g}; unpaired: shift {format_shift(c, h.scale)}, "
-    f"rank-sum p = {c.p:.2g}."
+    f"[{low}, {high}], {tests}; unpaired: shift {format_shift(c, h.scale)}, {unpaired}."
   )
 
 
@@ -256,7 +273,7 @@ def sensitivity_line(index: int, s: Sensitivity) -> str:
   lr_gelu, lr_base = (f"{lr:g}" if lr is not None else "–" for lr in s.selected_lrs)
   parts = [
     f"at the selected lrs ({h.gelu} {lr_gelu}, {h.baseline} {lr_base}), {source}: "
-    f"{effect(reference, h.scale)}"
+    f"{verdict_effect(reference, h)}"
   ]
   for lr, c in s.at_lr.items():
     if c is None:
@@ -264,7 +281,7 @@ def sensitivity_line(index: int, s: Sensitivity) -> str:
       continue
     agrees = s.agrees(lr)
     word = {True: "agrees", False: "disagrees", None: "no sign to compare"}[agrees]
-    parts.append(f"at lr {lr:g}, selection seeds: {effect(c, h.scale)}: {word}")
+    parts.append(f"at lr {lr:g}, selection seeds: {verdict_effect(c, h)}: {word}")
   return f"{head}: " + "; ".join(parts) + "."
 
 
@@ -428,16 +445,3 @@ def baseline_lines(
       f"{describe_seeds(c['seeds'])}); " + "; ".join(parts) + "."
     )
   return lines
-
-
-def overview_findings(findings: Mapping[str, Sequence[str]]) -> list[str]:
-  """The findings the top-level README repeats: every verdict, the data's baselines without
-  training (the out-of-vocabulary tokens, the lookup and how the runs compare with it), then
-  the earlier design's verdicts where a design change altered them, the paper values that
-  contradict their claim, the runs that do not learn and the final values taken on a spike
-  (each pair of candidate lrs, and each run against the lookup, has its own line in the
-  result's README only)."""
-  keep = ("- Hypothesis [", "- Out of vocabulary [", "- Lookup baseline [")
-  keep += ("- Earlier design [", "- Paper values [")
-  keep += ("- Does not learn [", "- Final value on a spike [")
-  return [line for lines in findings.values() for line in lines if line.startswith(keep)]

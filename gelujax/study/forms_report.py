@@ -56,10 +56,21 @@ def verdict_words(o: Outcome) -> str:
   if o.verdict == DIFFERENT:
     return f"**different**: {o.comparison.first} {o.direction}"
   lean = f"leans {o.direction}" if o.direction else "no lean"
-  needed = (
-    f"~{o.pairs_needed} pairs would decide" if o.pairs_needed else "no number of pairs decides"
-  )
-  return f"inconclusive ({lean}; {needed})"
+  return f"inconclusive ({lean}; {pairs_words(o)})"
+
+
+def pairs_words(o: Outcome) -> str:
+  """What would decide an inconclusive comparison: ``"~44 pairs would decide"``; ``"more than
+  1000 pairs would decide"`` where :func:`gelujax.study.stats.pairs_for_power` gives up at
+  :data:`gelujax.study.stats.MAX_SEEDS`; no number where the shift lies exactly on the margin,
+  or too few pairs to tell."""
+  if o.pairs_needed:
+    return f"~{o.pairs_needed} pairs would decide"
+  if len(o.seeds) < 3:
+    return "too few pairs to estimate the pairs that would decide"
+  if abs(o.shift) == o.comparison.metric.margin:
+    return "no number of pairs decides a shift exactly at the margin"
+  return f"more than {stats.MAX_SEEDS} pairs would decide"
 
 
 def control_gaps(outcomes: Sequence[Outcome]) -> set[tuple[str, float, str]]:
@@ -93,11 +104,7 @@ def verdict_table(design: Design, outcomes: Sequence[Outcome], metric: forms.Met
       if o is None:
         cells.append("pending")
         continue
-      mark = (
-        " †" if o.verdict == EQUIVALENT and not o.comparison.control
-        and (d, lr, metric.key) in gaps
-        else ""
-      )  # fmt: skip
+      mark = " †" if daggered(o, gaps) else ""
       cells.append(f"{verdict_words(o)}{mark}<br>{shift_words(o)}")
     lines.append(f"| {pair} | " + " | ".join(cells) + " |")
   return lines
@@ -278,12 +285,92 @@ def tally(outcomes: Sequence[Outcome], control: bool) -> dict[str, int]:
   return {v: sum(o.verdict == v for o in chosen) for v in (EQUIVALENT, DIFFERENT, INCONCLUSIVE)}
 
 
-def count_words(counts: dict[str, int]) -> str:
-  return ", ".join(f"{n} {verdict}" for verdict, n in counts.items())
+def count_words(counts: dict[str, int], daggers: int = 0) -> str:
+  """``"22 equivalent (10 †), 0 different, 32 inconclusive"``: ``daggers`` of the equivalent
+  are marked † (the control was not found different there)."""
+  return ", ".join(
+    f"{n} {verdict}" + (f" ({daggers} †)" if verdict == EQUIVALENT and daggers else "")
+    for verdict, n in counts.items()
+  )
 
 
-def findings(design: Design, outcomes: Sequence[Outcome], missing: Sequence[str]) -> list[str]:
-  """The result in sentences, every count and direction derived from the outcomes."""
+def daggered(o: Outcome, gaps: set[tuple[str, float, str]]) -> bool:
+  """Whether a forms comparison's *equivalent* is marked †: the control was not found
+  different from gelu in its dtype, lr and metric (``gaps``: :func:`control_gaps`)."""
+  c = o.comparison
+  return (
+    o.verdict == EQUIVALENT and not c.control and (c.dtype, c.learning_rate, c.metric.key) in gaps
+  )
+
+
+def survive_word(n: int) -> str:
+  return "survives" if n == 1 else "survive"
+
+
+def equivalents_line(
+  design: Design, outcomes: Sequence[Outcome], falling: dict[str, dict] | None = None
+) -> str:
+  """Which of the forms' *equivalent* verdicts survive the control (it was found different from
+  gelu in their dtype, lr and metric), and which are † (it was not), per metric; a metric still
+  falling at the end of the runs (``falling``: :func:`forms.still_falling`) says so."""
+  falling = falling or {}
+  gaps = control_gaps(outcomes)
+  found = [o for o in outcomes if not o.comparison.control and o.verdict == EQUIVALENT]
+  if not found:
+    return "No comparison of the forms is *equivalent*."
+  parts = []
+  for metric in design.metrics:
+    chosen = [o for o in found if o.comparison.metric.key == metric.key]
+    if chosen:
+      marked = sum(daggered(o, gaps) for o in chosen)
+      part = f"{metric.label}: {len(chosen) - marked} {survive_word(len(chosen) - marked)}, "
+      part += f"{marked} †"
+      if metric.key in falling:
+        fact = falling[metric.key]
+        part += (
+          f", on a loss still falling {100 * fact['low']:.1f}% to {100 * fact['high']:.1f}% "
+          f"over the last fifth of training"
+        )
+      parts.append(part)
+  survive = sum(not daggered(o, gaps) for o in found)
+  marked = len(found) - survive
+  head = (
+    f"Of the {len(found)} *equivalent*, {survive} {survive_word(survive)} the control "
+    f"({design.control} was found different from gelu in their dtype, lr and metric) and "
+    f"{marked} {'is' if marked == 1 else 'are'} † (it was not: there the design could not tell "
+    "the control from gelu either)"
+  )
+  return f"{head}; by metric: {'; '.join(parts)}."
+
+
+def falling_words(metric: forms.Metric, fact: dict) -> str:
+  """A final metric still falling at the end of the runs (:func:`forms.still_falling`), and what
+  its margin is in epochs of that fall."""
+  words = (
+    f"{metric.label} still falls at the last epoch: its median fall over the last fifth of "
+    f"training (epochs {fact['start']:g}–{fact['epoch']:g}) is {100 * fact['low']:.1f}% to "
+    f"{100 * fact['high']:.1f}% across the {fact['cells']} grids and lrs"
+  )
+  if math.isfinite(fact["epochs_low"]):
+    margin = metric.amount(f"±{metric.shown(metric.margin):.3g}")
+    words += (
+      f", so its margin {margin} is {fact['epochs_low']:.1f} to {fact['epochs_high']:.1f} "
+      "epochs of that fall: an *equivalent* on it says the arms lie within that much training "
+      "of each other, on a loss that has not settled"
+    )
+  return words
+
+
+def findings(
+  design: Design,
+  outcomes: Sequence[Outcome],
+  missing: Sequence[str],
+  falling: dict[str, dict] | None = None,
+) -> list[str]:
+  """The result in sentences, every count and direction derived from the outcomes; ``falling``:
+  the final metrics still falling at the end of the runs (:func:`forms.still_falling`), each
+  flagged after its tallies."""
+  falling = falling or {}
   if missing:
     return [
       f"Pending: {len(missing)} of {len(design.arms) * len(design.dtypes)} grids are not "
@@ -291,9 +378,13 @@ def findings(design: Design, outcomes: Sequence[Outcome], missing: Sequence[str]
       "Holm's correction over the tests that can be made so far."
     ]
   lines = []
+  gaps = control_gaps(outcomes)
   form_outcomes = [o for o in outcomes if not o.comparison.control]
-  counts = count_words(tally(outcomes, False))
-  lines.append(f"The forms, {len(form_outcomes)} pre-registered comparisons: {counts}.")
+  counts = count_words(tally(outcomes, False), sum(daggered(o, gaps) for o in form_outcomes))
+  lines.append(
+    f"The forms, {len(form_outcomes)} pre-registered comparisons: {counts}. "
+    + equivalents_line(design, outcomes, falling)
+  )
   lines.append(
     f"The control ({design.control} − gelu), {sum(tally(outcomes, True).values())} comparisons: "
     f"{count_words(tally(outcomes, True))}."
@@ -305,7 +396,7 @@ def findings(design: Design, outcomes: Sequence[Outcome], missing: Sequence[str]
         if o.comparison.metric.key == metric.key and o.comparison.dtype == dtype
       ]  # fmt: skip
       different = [o for o in chosen if o.verdict == DIFFERENT]
-      counts = count_words(tally(chosen, False))
+      counts = count_words(tally(chosen, False), sum(daggered(o, gaps) for o in chosen))
       line = f"{metric.label}, {dtype}: {counts}"
       if different:
         line += "; different: " + "; ".join(
@@ -314,7 +405,8 @@ def findings(design: Design, outcomes: Sequence[Outcome], missing: Sequence[str]
           for o in different
         )
       lines.append(line + ".")
-  gaps = control_gaps(outcomes)
+    if metric.key in falling:
+      lines.append(falling_words(metric, falling[metric.key]) + ".")
   if gaps:
     lines.append(
       f"Where the control was not found different from gelu ({len(gaps)} of "
@@ -326,26 +418,269 @@ def findings(design: Design, outcomes: Sequence[Outcome], missing: Sequence[str]
   return lines
 
 
-def swap_findings(swaps: Sequence[Swap]) -> list[str]:
-  """The largest change a swap made, per kind of swap and metric."""
+def swap_groups(swaps: Sequence[Swap]) -> dict[str, list[Swap]]:
+  """The swaps by direction: one group per (trained with, evaluated with) pair of forms, each
+  network in its own dtype (``"gelu → gelu_sigmoid"``), then one per arm and change of dtype
+  (``"relu, float32 → bfloat16"``), so that no group pools a swap with its opposite."""
+  forms_first = sorted(swaps, key=lambda s: s.dtype != s.to_dtype)  # stable: the design's order
+  groups: dict[str, list[Swap]] = {}
+  for s in forms_first:
+    if s.dtype == s.to_dtype:
+      label = f"{s.arm} → {s.activation}, each network in its own dtype"
+    else:
+      label = f"{s.arm}, {s.dtype} → {s.to_dtype}"
+    groups.setdefault(label, []).append(s)
+  return groups
+
+
+def swap_findings(design: Design, swaps: Sequence[Swap]) -> list[str]:
+  """What each direction of swap changed (:func:`swap_groups`), per metric: the median change
+  over its networks (every lr and dtype), how many went up and down, the range, and whether the
+  largest change lies beyond the study's margin for that metric."""
+  margins = {m.key: m for m in design.metrics}
   lines = []
-  for key, label, scale in SWAP_KEYS:
-    for kind, chosen in (
-      ("another form, same dtype", [s for s in swaps if s.key == key and s.dtype == s.to_dtype]),
-      ("float32 → bfloat16", [s for s in swaps if s.key == key and s.dtype != s.to_dtype]),
-    ):
-      changes = [c for s in chosen for c in s.changes]
-      if not changes:
+  for label, chosen in swap_groups(swaps).items():
+    parts, networks = [], 0
+    for key, words, scale in SWAP_KEYS:
+      changes = np.asarray([c for s in chosen if s.key == key for c in s.changes])
+      if not len(changes):
         continue
-      worst = max(chosen, key=lambda s: max(map(abs, s.changes), default=0.0))
-      largest = max(map(abs, worst.changes)) * scale
-      lines.append(
-        f"Swap ({kind}), {label}: median change over all {len(changes)} network evaluations "
-        f"{signed(float(np.median(changes)) * scale)}; the largest |change| {largest:.3g}, "
-        f"{worst.arm} ({worst.dtype}) evaluated with {worst.activation} ({worst.to_dtype}) at lr "
-        f"{worst.learning_rate:g}."
+      networks = max(networks, len(changes))
+      low, high = changes.min() * scale, changes.max() * scale
+      part = (
+        f"{words} median {signed(float(np.median(changes)) * scale)}, "
+        f"{int((changes > 0).sum())} up and {int((changes < 0).sum())} down, from "
+        f"{signed(low)} to {signed(high)}"
       )
+      metric = margins.get(f"best.test_{key}")
+      if metric is not None and not metric.log:
+        margin = metric.shown(metric.margin)
+        beyond = int((np.abs(changes) * scale > margin * (1 + 1e-9)).sum())
+        if beyond:
+          part += f", {beyond} beyond the study's margin ±{margin:.3g}"
+      parts.append(part)
+    scope = (
+      "every lr, seed and dtype" if len({s.dtype for s in chosen}) > 1 else "every lr and seed"
+    )
+    if parts:
+      lines.append(f"Swap {label} ({networks} networks: {scope}): " + "; ".join(parts) + ".")
   return lines
+
+
+def paper_gaps_words(metric: forms.Metric) -> str:
+  """The gaps between GELU's test error and a baseline's that the paper reports (its
+  hypotheses' values), against ``metric``'s margin."""
+  from gelujax.paper import PAPER, figure  # Here: only the corrections read the paper's values.
+
+  gaps = []  # (gap in points, where, baseline)
+  for task, record in PAPER.items():
+    for h in record.hypotheses:
+      if h.metric.endswith("test_error") and None not in h.paper:
+        gaps.append((abs(h.paper[0] - h.paper[1]) * h.scale, f"{figure(task)} {task}", h.baseline))
+  if not gaps:
+    return ""
+  by_place: dict[str, list[str]] = {}
+  for gap, place, baseline in gaps:
+    by_place.setdefault(place, []).append(f"{baseline} {gap:.2f}")
+  smallest, place, baseline = min(gaps)
+  margin = metric.shown(metric.margin)
+  said = (
+    "the test-error gaps the paper reports between gelu_tanh and a baseline are, in points, "
+    + "; ".join(f"{place}: {', '.join(found)}" for place, found in by_place.items())
+    + f". The smallest, {smallest:.2f} points ({place}, {baseline}), is "
+  )
+  if margin > smallest:
+    said += (
+      f"below the margin ±{margin:.3g} (which is {margin / smallest:.3g} times it): an "
+      "*equivalent* here does not rule out a gap of that size"
+    )
+  else:
+    said += f"at least the margin ±{margin:.3g}"
+  return said
+
+
+def fig2_ratios_words() -> str:
+  """Fig. 2's final train losses, each baseline's as a multiple of gelu_tanh's, by dropout."""
+  from gelujax.paper import PAPER  # Here: only the corrections read the paper's values.
+
+  ratios = [
+    (h.dropout, h.baseline, h.paper[1] / h.paper[0])
+    for h in PAPER["mnist"].hypotheses
+    if h.metric == "final.train_loss" and None not in h.paper and h.paper[0]
+  ]
+  by_dropout: dict[float, list[str]] = {}
+  for dropout, baseline, ratio in ratios:
+    by_dropout.setdefault(dropout, []).append(f"{baseline} {ratio:.3g}x")
+  apart = [dropout for dropout, _, ratio in ratios if max(ratio, 1 / ratio) >= 2]
+  return (
+    "Fig. 2's final train losses, each baseline's as a multiple of gelu_tanh's: "
+    + "; ".join(f"dropout {d:g}: {', '.join(found)}" for d, found in by_dropout.items())
+    + f". A factor of 2 or more in {len(apart)} of {len(ratios)}, "
+    + (f"all with dropout {apart[0]:g}" if len(set(apart)) == 1 else "")
+  ).rstrip(", ")
+
+
+def paired_sd_words(design: Design, outcomes: Sequence[Outcome]) -> str:
+  """What the design's pairs could resolve on test error (:func:`forms.paired_spread`)."""
+  spread = forms.paired_spread(design, outcomes)
+  if not spread:
+    return ""
+  metric = next(m for m in design.metrics if m.key == "best.test_error")
+  margin = metric.amount(f"±{metric.shown(metric.margin):.3g}")
+
+  def pairs(found: list[int | None]) -> str:
+    known = [n for n in found if n is not None]
+    words = f"{min(known)}–{max(known)}" if known else ""
+    if len(known) < len(found):
+      words += (" or " if known else "") + f"more than {stats.MAX_SEEDS}"
+    return words
+
+  seeds = max(v["seeds"] for v in spread.values())
+  enough = sum(n is not None and n <= seeds for v in spread.values() for n in v["pairs"])
+  cells = sum(len(v["pairs"]) for v in spread.values())
+  return (
+    f"With {seeds} pairs the margin could resolve little: the SD of the forms' paired test-error "
+    "differences is "
+    + ", ".join(
+      f"{v['sd_low']:.2f}–{v['sd_high']:.2f} points at lr {lr:g}" for lr, v in spread.items()
+    )
+    + f"; were the true shift 0, calling it *equivalent* within {margin} with 80% power at the "
+    "family's strictest level would take "
+    + ", ".join(f"{pairs(v['pairs'])} pairs at lr {lr:g}" for lr, v in spread.items())
+    + f" (`stats.pairs_for_power`); {seeds} pairs suffice in {enough} of the {cells} "
+    "comparisons"
+  )
+
+
+def whole_images_words(design: Design, finished: dict[str, runs.Run]) -> str:
+  """What comparing the test errors in whole images would change (:func:`forms.whole_images`)."""
+  found = forms.whole_images(design, finished)
+  if found is None:
+    return ""
+  return (
+    f"Of the {found['differences']} paired test-error differences, {found['broken_ties']} are "
+    "tied in whole images with another of their comparison but not as floats, "
+    f"{found['zeros']} are 0 in whole images but not as floats, and {found['at_margin']} lie "
+    "exactly on the margin in whole images but not as floats. Compared in whole images, the p "
+    f"a verdict rests on would change in {found['p_changed']} of the {found['tests']} test-error "
+    f"comparisons (by at most {found['p_largest']:.2g}), and the verdict in "
+    f"{found['verdicts_changed']}"
+  )
+
+
+def correction_lines(
+  design: Design, outcomes: Sequence[Outcome], finished: dict[str, runs.Run]
+) -> list[str]:
+  """The design's corrections (:data:`forms.CORRECTIONS`), each with the facts that show it,
+  derived here from the paper's record and the runs."""
+  found = forms.CORRECTIONS.get(design.name, ())
+  if not found:
+    return []
+  error = next((m for m in design.metrics if m.key == "best.test_error"), None)
+  facts = {
+    "paper_gaps": lambda: paper_gaps_words(error) if error else "",
+    "fig2_ratios": fig2_ratios_words,
+    "paired_sd": lambda: paired_sd_words(design, outcomes),
+    "whole_images": lambda: whole_images_words(design, finished),
+  }
+  lines = [
+    "Statements of the design found wrong after its runs, corrected here rather than in the "
+    f"design, which stays as it was fixed on {design.date} (`gelujax.study.forms.CORRECTIONS`): "
+    "the verdicts below are those it reached.",
+    "",
+  ]
+  for c in found:
+    shown = [words for name in c.facts if (words := facts[name]())]
+    lines.append(
+      f"- {c.date}, {c.where}: {c.wrong}; in fact, {c.true}."
+      + "".join(f" {words[0].upper()}{words[1:]}." for words in shown)
+    )
+  return lines
+
+
+def headline_rows(
+  design: Design, outcomes: Sequence[Outcome], falling: dict[str, dict] | None = None
+) -> list[dict]:
+  """The study's rows of ``results/README.md`` (:mod:`gelujax.study.overview`): one per
+  pre-registered family (forms or control, dtype, metric), with each comparison's paired shift
+  [interval], the family's tally (the † among its equivalents) and its caveats: where the
+  control was not found different from gelu, and a final metric still falling."""
+  falling = falling or {}
+  gaps = control_gaps(outcomes)
+  families: dict[tuple[str, str, str], list[Outcome]] = {}
+  for o in outcomes:
+    families.setdefault(o.comparison.family, []).append(o)
+  rows = []
+  for (kind, dtype, key), chosen in families.items():
+    metric = chosen[0].comparison.metric
+    margin = metric.amount(f"±{metric.shown(metric.margin):.3g}")
+    control = kind == forms.CONTROL_FAMILY
+    claim = (
+      f"{design.control} − gelu (the positive control) beyond {margin}"
+      if control
+      else f"the forms ({', '.join(design.forms)}) pairwise within {margin}"
+    )
+    marked = sum(daggered(o, gaps) for o in chosen)
+    caveats = []
+    if marked:
+      lrs = sorted({o.comparison.learning_rate for o in chosen if daggered(o, gaps)})
+      caveats.append(
+        f"{marked} † (at lr {', '.join(f'{lr:g}' for lr in lrs)} the control was not found "
+        f"different from gelu: the design could not tell {design.control} from gelu there)"
+      )
+    if key in falling:
+      fact = falling[key]
+      caveats.append(
+        f"the loss still falls {100 * fact['low']:.1f}% to {100 * fact['high']:.1f}% over the "
+        f"last fifth of training: the margin is {fact['epochs_low']:.1f} to "
+        f"{fact['epochs_high']:.1f} epochs of that fall"
+      )
+    corrected = forms.CORRECTIONS.get(design.name, ())
+    if corrected and not control:
+      caveats.append(
+        f"the design's stated reasons and rules have {len(corrected)} corrections, in its README"
+      )
+    rows.append(
+      {
+        "kind": "family",
+        "where": f"{design.name}, {kind}: {key}, {dtype}",
+        "claim": f"{claim}: {metric.label}, {dtype}, lrs {lrs_words(design)}",
+        "paper": "–",
+        "ours": "<br>".join(
+          f"{pair_words(o)}, lr {o.comparison.learning_rate:g}: {shift_words(o)} ({o.verdict}"
+          + (" †)" if daggered(o, gaps) else ")")
+          for o in chosen
+        ),
+        "verdict": count_words(tally(chosen, control), marked),
+        "caveats": "; ".join(caveats),
+      }
+    )
+  return rows
+
+
+def headline_summary(
+  design: Design, outcomes: Sequence[Outcome], falling: dict[str, dict] | None = None
+) -> str:
+  """The study in one line of the top-level README: its forms comparisons' tally, and how many
+  of its *equivalent* survive the control, on which metrics."""
+  falling = falling or {}
+  gaps = control_gaps(outcomes)
+  chosen = [o for o in outcomes if not o.comparison.control]
+  found = [o for o in chosen if o.verdict == EQUIVALENT]
+  survivors = [o for o in found if not daggered(o, gaps)]
+  on = {o.comparison.metric.key: o.comparison.metric for o in survivors}
+  where = "; ".join(
+    f"{sum(o.comparison.metric.key == key for o in survivors)} on {m.label}"
+    + (", a loss still falling at the last epoch" if key in falling else "")
+    for key, m in on.items()
+  )
+  return (
+    f"gelujax's own study of the GELU forms (`{design.name}`): {len(chosen)} pre-registered "
+    f"comparisons of the forms, {count_words(tally(chosen, False), len(found) - len(survivors))}; "
+    f"{len(survivors)} of the {len(found)} *equivalent* survive the control"
+    + (f": {where}" if where else "")
+    + "."
+  )
 
 
 def design_lines(design: Design) -> list[str]:
@@ -476,8 +811,10 @@ def write_result(design: Design, *, out: Path, root: Path) -> Path:
   finished = forms.finished_runs(design, out)  # Each grid read once, for every table.
   outcomes, missing = forms.analyse(design, finished)
   swaps = read_swaps(design, out)
-  judged, swapped = findings(design, outcomes, missing), swap_findings(swaps)
+  falling = forms.still_falling(design, finished)
+  judged, swapped = findings(design, outcomes, missing, falling), swap_findings(design, swaps)
   found = judged + swapped
+  corrections = correction_lines(design, outcomes, finished) if not missing else []
   if outcomes:
     draw_figure(design, outcomes, out / FIGURE)
   table = ["# Every comparison", "", *full_table(outcomes), "", "# Each arm", ""]
@@ -498,6 +835,7 @@ def write_result(design: Design, *, out: Path, root: Path) -> Path:
     "",
     limits(design),
     "",
+    *(["## Corrections", "", *corrections, ""] if corrections else []),
     "## Design",
     "",
     *design_lines(design),
@@ -524,8 +862,11 @@ def write_result(design: Design, *, out: Path, root: Path) -> Path:
       "study": design.name,
       "title": title(design),
       "missing": list(missing),
-      # The overview: the tallies (or what is pending), then what a swap does.
-      "overview": judged[: 1 if missing else 2] + swapped,
+      # The rows of results/README.md and the line of the top-level README's summary.
+      "headline": headline_rows(design, outcomes, falling),
+      "headline_summary": (
+        f"{title(design)}: {judged[0]}" if missing else headline_summary(design, outcomes, falling)
+      ),
       "outcomes": [dataclasses.asdict(o) for o in outcomes],
     },
   )

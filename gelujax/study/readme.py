@@ -18,20 +18,19 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from gelujax import host, tasks
+from gelujax import host
 from gelujax import workdir as workdirs
 from gelujax.paper import (
   NOISE_LEVELS,
   NOISE_SUFFIX,
   PAPER,
   PAPER_ACTIVATIONS,
-  PAPER_TASKS,
   Report,
   defaults,
   design,
   figure,
 )
-from gelujax.study import findings, grids, method, tables
+from gelujax.study import findings, grids, method, overview, tables
 from gelujax.study.analysis import Analysis
 
 # The top-level README's generated part of its "Results" section lies between these lines.
@@ -376,41 +375,25 @@ def describe_result(settings: Mapping[str, Any], paper: Any) -> str:
 
 
 def results_overview(root: Path) -> str:
-  """The generated part of the top-level README's "Results" section: per committed result,
-  what it ran, then its verdicts and the other findings :func:`findings.overview_findings`
-  picks, copied from its summary.json."""
-  order = {task: i for i, task in enumerate(PAPER_TASKS)}
-  summaries = sorted(
-    ((path, workdirs.read_json(path)) for path in (root / "results").glob("*/*/summary.json")),
-    # A study of gelujax's own (its summary names it) leads; then the paper's, in its order.
-    key=lambda found: (
-      "study" not in found[1],
-      found[0].parent.parent.name,
-      order.get(found[0].parent.name, len(order)),
-      found[0].parent.name,
-    ),
-  )
-  lines = [OVERVIEW_BEGIN]
-  for path, summary in summaries:
-    where = grids.repo_relative(path.parent, root)
-    if "study" in summary:  # Its own findings, already worded (gelujax.study.forms_report).
-      lines.append(f"- [`{where}/`]({where}/README.md): {summary['title']}.")
-      lines += [f"  - {line}" for line in summary["overview"]]
-      continue
-    if "verdicts" not in summary:  # Written before verdicts were generated.
-      lines.append(f"- [`{where}/`]({where}/README.md): no generated verdicts; re-render it.")
-      continue
-    settings = summary["settings"]
-    paper = tasks.get(settings["task"].removesuffix(NOISE_SUFFIX))
-    lines.append(f"- [`{where}/`]({where}/README.md): {describe_result(settings, paper)}.")
-    lines += [f"  {line}" for line in findings.overview_findings(summary["findings"])]
-  lines.append(OVERVIEW_END)
+  """The generated part of the top-level README's "Results" section: a few lines counting the
+  committed results' verdicts (:func:`gelujax.study.overview.summary_lines`), and the link to
+  ``results/README.md``, where each has its row."""
+  lines = [OVERVIEW_BEGIN, *[f"- {line}" for line in overview.summary_lines(root)]]
+  lines += [
+    "",
+    "Every verdict with the paper's numbers, ours, and its caveats (`*` above: a verdict that "
+    f"carries caveats), one row each: [results/{overview.RESULTS_README}]"
+    f"(results/{overview.RESULTS_README}).",
+    OVERVIEW_END,
+  ]
   return "\n".join(lines)
 
 
 def write_results_overview(root: Path) -> bool:
-  """Rewrites the generated part of ``root/README.md`` (between ``OVERVIEW_BEGIN`` and
-  ``OVERVIEW_END``) from the committed results; False where the README has no such part."""
+  """Rewrites ``root/results/README.md`` (:func:`gelujax.study.overview.results_readme`) and the
+  generated part of ``root/README.md`` (between ``OVERVIEW_BEGIN`` and ``OVERVIEW_END``) from the
+  committed results; False where the README has no such part."""
+  (root / "results" / overview.RESULTS_README).write_text(overview.results_readme(root))
   readme = root / "README.md"
   text = readme.read_text() if readme.exists() else ""
   pattern = re.compile(re.escape(OVERVIEW_BEGIN) + r".*?" + re.escape(OVERVIEW_END), re.DOTALL)

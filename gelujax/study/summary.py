@@ -11,7 +11,7 @@ from typing import Any
 from gelujax.paper import (
   Report,
 )
-from gelujax.study import analysis, curves, tables, wording
+from gelujax.study import analysis, curves, overview, tables, wording
 from gelujax.study.analysis import Analysis
 from gelujax.study.runs import EVAL_SUFFIX, LrRow, Run, RunRow
 from gelujax.study.stages import Evaluations
@@ -107,6 +107,8 @@ def write_summary(
         for e in result.exploratory
       ],
       "findings": sections,
+      # The rows of results/README.md (gelujax.study.overview).
+      "headline": overview.hypothesis_rows(task, result),
     },
   )
 

@@ -208,6 +208,8 @@ def format_hypotheses(
       )
       continue
     pairs = f"{len(v.outcomes)} pairs of candidate lrs" if v.outcomes else "–"
+    caveat = wording.verdict_caveat_words(v)  # every pair's, on the verdict's row too
+    words += f"; {caveat}" if caveat else ""
     lines.append(f"| {i} | {h.describe()} | {paper} | {pairs} | – | – | – | – | {words} |")
     for k, o in enumerate(v.outcomes):
       words = _with_caveats(wording.outcome_words(o, h), v, o)

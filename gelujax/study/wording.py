@@ -50,6 +50,21 @@ def effect(comparison: Comparison, scale: float = 1.0, p: float | None = None) -
   return f"shift {format_shift(comparison, scale)}, p = {p:.2g}"
 
 
+def verdict_effect(comparison: Comparison, h: Hypothesis) -> str:
+  """:func:`effect` with the p a verdict on ``h`` would rest on: for an equivalence claim, its
+  equivalence p (:func:`gelujax.study.stats.equivalence_test`: twice the smaller of the TOST
+  and beyond-the-margin p), the rank-sum p of a zero shift beside it, labelled as such; for a
+  claim of a direction, the rank-sum p itself."""
+  if h.direction != EQUIVALENT:
+    return effect(comparison, h.scale)
+  found = stats.equivalence_test(comparison.a, comparison.b, h.margin)
+  return (
+    f"shift {format_shift(comparison, h.scale)}, equivalence p = {found.p:.2g} (within or "
+    f"beyond ±{format_number(h.margin, h.scale)}), rank-sum p of a zero shift = "
+    f"{comparison.p:.2g}"
+  )
+
+
 def seeds_needed_words(outcome: Outcome | Verdict, h: Hypothesis | None = None) -> str:
   """``"23 seeds a side for 80% power if the observed effect were the true one"``, or why
   there is no such number."""
@@ -135,30 +150,72 @@ def verdict_words(verdict: Verdict, analysis: Analysis | None = None) -> str:
   return f"{verdict.verdict} at every pair of candidate lrs ({len(verdict.outcomes)})"
 
 
+def _share(low: float, high: float) -> str:
+  """``"4.8%"``, or ``"4.8–8.8%"`` for a range."""
+  if f"{low:.1%}" == f"{high:.1%}":
+    return f"{low:.1%}"
+  return f"{100 * low:.1f}–{100 * high:.1f}%"
+
+
+def _caveat_phrase(kind: str, fact: dict, h: Hypothesis, where: str = "") -> str:
+  """One caveat in words; ``where``: at which pairs of candidate lrs (a merged ``falling``)."""
+  if kind == "falling":
+    shares = ", ".join(
+      f"{run} {_share(*share) if isinstance(share, tuple) else f'{share:.1%}'}"
+      for run, share in ((h.gelu, fact["gelu"]), (h.baseline, fact["baseline"]))
+      if share is not None
+    )
+    return (
+      f"the tested metric, final {fact['metric']}, still falls at the last epoch{where} (median "
+      f"fall over the last fifth of training, epochs {fact['start']:g}–{fact['epoch']:g}: "
+      f"{shares})"
+    )
+  if kind == "not_learning":
+    return (
+      f"{fact['run']} does not learn at lr {fact['learning_rate']:g} (median test error "
+      f"{number(fact['median'], 100)}%, above {curves.NOT_LEARNING_SHARE:.0%} of the chance "
+      f"error {number(fact['chance'], 100)}%)"
+    )
+  if kind == "epochs":
+    return f"judged at epoch {fact['epochs']} of the paper's {fact['paper']}"
+  raise ValueError(f"No wording rule for a caveat of kind {kind!r}.")
+
+
 def caveat_words(outcome: Outcome, h: Hypothesis) -> str:
   """``"caveats: the tested metric ... still falls at the last epoch (...); ..."``, or ``""``."""
+  words = [_caveat_phrase(kind, fact, h) for kind, fact in outcome.caveats]
+  return "caveats: " + "; ".join(words) if words else ""
+
+
+def verdict_caveat_words(verdict: Verdict) -> str:
+  """Every caveat of a hypothesis' verdict, for each line that states it: a verdict with one pair
+  of lrs carries that pair's (:func:`caveat_words`); one tested at several pairs carries the
+  caveats of all of them, merged: the tested metric still falling at every pair (or at k of n),
+  each run's median fall as a range over the pairs; each run that does not learn, at each lr;
+  fewer epochs than the paper's. ``""`` where there are none."""
+  h = verdict.hypothesis
+  if verdict.single is not None:
+    return caveat_words(verdict.single, h)
+  judged = [o for o in verdict.outcomes if o.comparison is not None]
   words = []
-  for kind, fact in outcome.caveats:
-    if kind == "falling":
-      shares = ", ".join(
-        f"{run} {share:.1%}"
-        for run, share in ((h.gelu, fact["gelu"]), (h.baseline, fact["baseline"]))
-        if share is not None
-      )
-      words.append(
-        f"the tested metric, final {fact['metric']}, still falls at the last epoch (median fall "
-        f"over the last fifth of training, epochs {fact['start']:g}–{fact['epoch']:g}: {shares})"
-      )
-    elif kind == "not_learning":
-      words.append(
-        f"{fact['run']} does not learn at lr {fact['learning_rate']:g} (median test error "
-        f"{number(fact['median'], 100)}%, above {curves.NOT_LEARNING_SHARE:.0%} of the chance "
-        f"error {number(fact['chance'], 100)}%)"
-      )
-    elif kind == "epochs":
-      words.append(f"judged at epoch {fact['epochs']} of the paper's {fact['paper']}")
-    else:
-      raise ValueError(f"No wording rule for a caveat of kind {kind!r}.")
+  falling = [fact for o in judged for kind, fact in o.caveats if kind == "falling"]
+  if falling:
+    ranges = {}
+    for side in ("gelu", "baseline"):
+      shares = [f[side] for f in falling if f[side] is not None]
+      ranges[side] = (min(shares), max(shares)) if shares else None
+    where = (
+      " at every pair of candidate lrs"
+      if len(falling) == len(verdict.outcomes)
+      else f" at {len(falling)} of the {len(verdict.outcomes)} pairs of candidate lrs"
+    )
+    words.append(_caveat_phrase("falling", {**falling[0], **ranges}, h, where))
+  for kind in ("not_learning", "epochs"):
+    for o in judged:
+      for found, fact in o.caveats:
+        phrase = _caveat_phrase(found, fact, h) if found == kind else ""
+        if phrase and phrase not in words:
+          words.append(phrase)
   return "caveats: " + "; ".join(words) if words else ""
 
 
