@@ -672,13 +672,18 @@ def test_a_data_dir_without_the_data_set_is_an_error_naming_the_argument(tmp_pat
   assert f"python -m gelujax.data download fashion_mnist --data_dir {tmp_path}" in message
 
 
-def test_train_py_with_a_mistyped_data_dir_fails_in_one_line(tmp_path):
-  missing = tmp_path / "nonexistent"
-  result = subprocess.run(
-    [sys.executable, str(ROOT / "experiments" / "train.py"), "--task=tiny_mnist",
-     "--dataset=fashion_mnist", f"--data_dir={missing}", f"--workdir={tmp_path / 'run'}"],
+def train_tiny_mnist(tmp_path, *flags):
+  """train.py's tiny_mnist in a fresh process, its workdir ``tmp_path/run``."""
+  return subprocess.run(
+    [sys.executable, str(ROOT / "experiments" / "train.py"), "--task=tiny_mnist", *flags,
+     f"--workdir={tmp_path / 'run'}"],
     env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True, text=True, timeout=300,
   )  # fmt: skip
+
+
+def test_train_py_with_a_mistyped_data_dir_fails_in_one_line(tmp_path):
+  missing = tmp_path / "nonexistent"
+  result = train_tiny_mnist(tmp_path, "--dataset=fashion_mnist", f"--data_dir={missing}")
   assert result.returncode == 1
   last = result.stderr.strip().splitlines()[-1]
   assert last.startswith(f"train.py: error: --data_dir {missing} does not exist")
@@ -688,11 +693,7 @@ def test_train_py_with_a_mistyped_data_dir_fails_in_one_line(tmp_path):
 def test_train_py_offline_without_its_data_set_starts_with_the_task_s_set_here(tmp_path):
   write_mnist_files(str(tmp_path / "data" / "fashion_mnist"), num_train=5064, num_test=32)
   folder = tmp_path / "data"
-  result = subprocess.run(
-    [sys.executable, str(ROOT / "experiments" / "train.py"), "--task=tiny_mnist",
-     "--activation=gelu", f"--data_dir={folder}", f"--workdir={tmp_path / 'run'}"],
-    env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True, text=True, timeout=300,
-  )  # fmt: skip
+  result = train_tiny_mnist(tmp_path, "--activation=gelu", f"--data_dir={folder}")
   assert result.returncode == 1
   last = result.stderr.strip().splitlines()[-1]
   assert last.startswith(
