@@ -411,7 +411,7 @@ def train_worker(settings: dict) -> None:
   program = engine.make_program(spec, mesh, train, num)
   if "train_loss" in settings:  # A profile: the same step, its training loss logged otherwise.
     config = dataclasses.replace(program.config, train_loss=settings["train_loss"])
-    program = meshes.jit_program(config, mesh, num)
+    program = meshes.jit_program(config, mesh, num, program.strategy, program.strategy_reason)
   seeds_M, lrs_M = program.put_members(members)
   data = program.put_data(train)
   state = program.init(seeds_M, lrs_M)

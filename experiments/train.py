@@ -68,6 +68,11 @@ _MEMBERS_AXIS = flags.DEFINE_integer(
   "members_axis", None, "Devices along the mesh's members axis (a divisor of the device count; "
   "the rest split each batch); default: every device when the grid has as many members."
 )  # fmt: skip
+_MEMBER_STRATEGY = flags.DEFINE_enum(
+  "member_strategy", "auto", ["auto", "vmap", "map"], "How a device takes the members it holds: "
+  "vmap (batched into one computation), map (one after another in the same program), or auto "
+  "(the measured rule, gelujax.engine.mesh.RULE: map for convolutional models on a GPU)."
+)  # fmt: skip
 _COMPILATION_CACHE = flags.DEFINE_string(
   "compilation_cache", host.DEFAULT_CACHE, "Folder that keeps compiled programs between runs "
   "(a re-run or resume does not compile again); 'none' disables it."
@@ -121,6 +126,7 @@ def main(argv: list[str]) -> None:
         data_dir=_DATA_DIR.value,
         checkpoint_every=_CHECKPOINT_EVERY.value,
         members_axis=_MEMBERS_AXIS.value,
+        member_strategy=_MEMBER_STRATEGY.value,
       )
   except (KeyboardInterrupt, Exception) as e:  # Ctrl-C or kill, a refused value, a damaged cache.
     _flags.exit_stopped("train.py", e, refused=(ValueError, engine.DivergedError))

@@ -338,3 +338,33 @@ def test_accelerator_benchmark_counts_a_convolution_nets_products_as_xla_does():
   run, operands = accelerator.products_program(products, mesh, 1, 1)
   xla = accelerator.cost_flops(run.lower(operands).compile())
   assert xla / sum(p["flops"] for p in products) == pytest.approx(1, abs=0.01)
+
+
+def test_members_benchmark_times_both_strategies_side_by_side_without_the_devices_missing_modules(
+  tmp_path,
+):
+  """The member-strategy benchmark's smoke run, as the GPU image would run it: a one-member grid
+  timed once, a two-member grid with both strategies, whose members' losses agree to float32
+  rounding (two programs from the same draw and batches); --render rewrites the same report."""
+  done = subprocess.run(
+    [sys.executable, "-c", RUN_WITHOUT.format(absent=set(ABSENT_ON_THE_DEVICE)),
+     str(ROOT / "benchmarks" / "members.py"), "--quick", "--out", str(tmp_path), "--name", "q"],
+    capture_output=True, text=True, timeout=300, cwd=tmp_path,
+  )  # fmt: skip
+  assert done.returncode == 0, done.stderr[-3000:]
+  result = json.loads((tmp_path / "q.json").read_text())
+  one, two = result["configs"]
+  assert one["status"] == two["status"] == "done"
+  assert list(one["strategies"]) == ["vmap"] and list(two["strategies"]) == ["vmap", "map"]
+  for name, row in two["strategies"].items():
+    assert row["strategy"] == name and row["steps"] == 3 and len(row["seconds"]) == 3
+    assert row["step_ms"] == pytest.approx(1e3 * np.median(row["seconds"]) / 3)
+  assert 0 <= two["loss_max_rel_diff"] < 1e-5
+  report = (tmp_path / "q.md").read_text()
+  assert "| tiny_mnist, 2 members, float32 (3 steps) |" in report
+  (tmp_path / "q.md").unlink()
+  subprocess.run(
+    [sys.executable, str(ROOT / "benchmarks" / "members.py"), "--render", "--out", str(tmp_path),
+     "--name", "q"], check=True, capture_output=True, timeout=120,
+  )  # fmt: skip
+  assert (tmp_path / "q.md").read_text() == report

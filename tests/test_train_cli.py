@@ -77,7 +77,8 @@ def test_help_lists_every_flag_with_its_default():
   for flag in (
     "task", "activation", "dataset", "data_dir", "workdir", "epochs", "batch_size",
     "learning_rates", "seeds", "dropout", "checkpoint_every", "coordinator_address",
-    "num_processes", "process_id", "cpu_devices", "members_axis", "compilation_cache",
+    "num_processes", "process_id", "cpu_devices", "members_axis", "member_strategy",
+    "compilation_cache",
   ):  # fmt: skip
     assert f"--{flag}" in result.stdout, flag
   assert "(default: '1')" in result.stdout  # --num_processes

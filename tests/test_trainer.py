@@ -965,3 +965,98 @@ def test_an_activation_is_parsed_once_where_the_task_is_checked_and_never_in_the
   )  # fmt: skip
   assert np.isfinite(np.asarray(loss)).all()
   assert resolve_activation.cache_info() == called  # neither parsed nor looked up in the step
+
+
+# ------------------------------------------------------------------------ member strategies
+
+
+@pytest.fixture(scope="module")
+def looped(tmp_path_factory) -> str:
+  """The reference grid trained with its members one after another on the device (``map``)."""
+  workdir = str(tmp_path_factory.mktemp("looped") / "run")
+  engine.fit(REFERENCE_SPEC, workdir, REFERENCE_MEMBERS, progress=False, member_strategy="map")
+  return workdir
+
+
+def test_members_trained_one_after_another_train_as_vmapped_to_float32_rounding(looped, reference):
+  """``map`` is another program than the reference's ``vmap`` (this CPU's rule): each member's
+  every record agrees to float32 rounding, not bit for bit, and the run's identity is the
+  same (config.json differs only in the strategy it records)."""
+  assert_close_metrics(looped, reference)
+  config = workdirs.read_json(os.path.join(looped, "config.json"))
+  expected = workdirs.read_json(os.path.join(reference, "config.json"))
+  assert (config.pop("member_strategy"), expected.pop("member_strategy")) == ("map", "vmap")
+  assert config == expected
+  _, _, state = engine.restore(looped, spec=REFERENCE_SPEC)
+  _, _, want = engine.restore(reference, spec=REFERENCE_SPEC)
+  for leaf, want_leaf in zip(
+    jax.tree.leaves(state.params), jax.tree.leaves(want.params), strict=True
+  ):
+    np.testing.assert_allclose(leaf, want_leaf, rtol=1e-4, atol=1e-6)
+
+
+def test_a_killed_looped_run_resumes_bitwise_and_may_resume_vmapped(tmp_path, monkeypatch, looped):
+  """A run of ``map`` killed after its checkpoint of epoch 2 resumes with ``map`` to the
+  uninterrupted run's files and state bit for bit (the same program); resumed with ``vmap``
+  instead (allowed: the strategy is not the run's identity) its last epoch agrees to float32
+  rounding, and config.json records the strategy it finished with."""
+  workdir, other = str(tmp_path / "run"), str(tmp_path / "other")
+  kill_at_save(monkeypatch, 2, after_saving=True)
+  with pytest.raises(Killed):
+    engine.fit(REFERENCE_SPEC, workdir, REFERENCE_MEMBERS, progress=False, member_strategy="map")
+  monkeypatch.undo()
+  shutil.copytree(workdir, other)
+  engine.fit(REFERENCE_SPEC, workdir, REFERENCE_MEMBERS, progress=False, member_strategy="map")
+  assert_same_run(workdir, looped)
+  engine.fit(REFERENCE_SPEC, other, REFERENCE_MEMBERS, progress=False, member_strategy="vmap")
+  assert_close_metrics(other, looped)
+  assert workdirs.read_json(os.path.join(other, "config.json"))["member_strategy"] == "vmap"
+
+
+def test_a_diverging_member_of_a_looped_grid_freezes_alone(tmp_path, looped):
+  """With ``map`` too, members 2 and 3 diverging beside members 0 and 1 leave those bitwise as
+  in the looped reference grid (one compiled program), and stay frozen."""
+  workdir = str(tmp_path / "run")
+  grid = Members([1e-2, 1e30], [0, 1])
+  summary = engine.fit(REFERENCE_SPEC, workdir, grid, progress=False, member_strategy="map")
+  records = workdirs.read_metrics(workdir)
+  expected = [r for r in workdirs.read_metrics(looped) if r["member"] < 2]
+  assert [r for r in records if r["member"] < 2] == expected
+  assert [m["diverged_epoch"] for m in summary["members"]] == [None, None, 1, 1]
+  frozen = [r for r in records if r["member"] == 3]
+  assert len({r["validation_loss"] for r in frozen}) == 1
+
+
+def test_the_layout_line_says_how_a_device_takes_its_members(tmp_path, capfd):
+  engine.fit(
+    REFERENCE_SPEC.replace(epochs=1), str(tmp_path / "run"), REFERENCE_MEMBERS,
+    member_strategy="map",
+  )  # fmt: skip
+  assert (
+    "gelujax: 4 members on a mesh of 1 (members) x 1 (data) cpu devices; members one after "
+    "another (lax.map) on each device (as asked).\n"
+  ) in capfd.readouterr().err
+
+
+def test_a_bad_member_strategy_is_refused_before_anything_is_written(tmp_path):
+  workdir = tmp_path / "run"
+  with pytest.raises(ValueError) as error:
+    engine.fit(REFERENCE_SPEC, str(workdir), REFERENCE_MEMBERS, member_strategy="pmap")
+  assert str(error.value) == "`member_strategy` 'pmap' is not one of auto, vmap, map."
+  assert not workdir.exists()
+
+
+@pytest.mark.parametrize(("task", "expected"), [("tiny_mnist", False), ("tiny_cifar", True)])
+def test_the_rule_reads_whether_the_model_convolves(task, expected):
+  """`choose_strategy`'s rule keys on the platform and on a convolution in the model's forward
+  pass (found in its jaxpr, nested calls included): the MLP has none, the small convnet does;
+  on this CPU a device of several members takes `RULE`'s entry, one member is vmapped."""
+  spec = tasks.get(task)
+  train = {
+    "inputs": np.zeros((64, *((28, 28, 1) if task == "tiny_mnist" else (32, 32, 3))), np.uint8),
+    "targets": np.zeros(64, np.int32),
+  }
+  program = engine.make_program(spec, engine.make_mesh(2), train, 2)
+  assert engine.step.holds_convolution(program.config) is expected
+  assert program.strategy == engine.mesh.RULE["cpu", expected]
+  assert engine.mesh.choose_strategy(program.config, engine.make_mesh(1), 1)[0] == "vmap"

@@ -25,7 +25,15 @@ from jax.sharding import Mesh
 from gelujax import checkpoints, data, host, objectives, optimizers, writers
 from gelujax import workdir as workdirs
 from gelujax.engine import step
-from gelujax.engine.mesh import Program, describe_layout, jit_program, make_mesh, to_host
+from gelujax.engine.mesh import (
+  STRATEGIES,
+  Program,
+  choose_strategy,
+  describe_layout,
+  jit_program,
+  make_mesh,
+  to_host,
+)
 from gelujax.engine.step import TrainState
 from gelujax.members import Members
 
@@ -49,21 +57,25 @@ _KEPT_PROGRAMS = 8
 _GRID_FIELDS = ("learning_rates", "seeds")
 
 
-def _program_key(task, mesh, train, num_members) -> tuple:
+def _program_key(task, mesh, train, num_members, strategy) -> tuple:
   """Everything a program depends on: the task's values (their repr: a TaskSpec holds plain
-  values) but its default grid, the mesh, the grid's size, the training split's shapes and
-  dtypes, and its groups (their boundaries shape the batches); the split's other values, the
-  members' learning rates and seeds are arguments."""
+  values) but its default grid, the mesh, the grid's size, the member strategy asked for, the
+  training split's shapes and dtypes, and its groups (their boundaries shape the batches); the
+  split's other values, the members' learning rates and seeds are arguments."""
   values = [(f.name, getattr(task, f.name)) for f in dataclasses.fields(task)]
   values = [(name, value) for name, value in values if name not in _GRID_FIELDS]
   shapes = tuple((k, np.shape(v), np.asarray(v[:1]).dtype.str) for k, v in sorted(train.items()))
   groups = train.get("groups") if task.group_batches else None
   digest = None if groups is None else hashlib.sha256(np.ascontiguousarray(groups)).hexdigest()
-  return (f"{type(task).__name__}{values!r}", mesh, shapes, digest, num_members)
+  return (f"{type(task).__name__}{values!r}", mesh, shapes, digest, num_members, strategy)
 
 
 def make_program(
-  task: Any, mesh: Any, train: Mapping[str, np.ndarray], num_members: int
+  task: Any,
+  mesh: Any,
+  train: Mapping[str, np.ndarray],
+  num_members: int,
+  member_strategy: str = "auto",
 ) -> Program:
   """The jitted programs of ``num_members`` members of ``task`` on ``mesh``: the task's values
   made into the model (its activation resolved, `TaskSpec.build_model`), the optimizer and the
@@ -74,11 +86,13 @@ def make_program(
     mesh: a ``("members", "data")`` mesh (`gelujax.engine.mesh.make_mesh`).
     train: the training split (its shapes, sizes and groups; the arrays are placed separately).
     num_members: the grid's size; padded to a multiple of the ``members`` axis.
+    member_strategy: how each device takes its members: ``"auto"`` (the measured rule,
+      `gelujax.engine.mesh.choose_strategy`), ``"vmap"`` or ``"map"``.
 
   The process keeps the last programs it made: the same arguments again give the same
   `Program`, whose jitted functions have traced and compiled already.
   """
-  key = _program_key(task, mesh, train, num_members)
+  key = _program_key(task, mesh, train, num_members, member_strategy)
   if key in _PROGRAMS:
     _PROGRAMS.move_to_end(key)
     return _PROGRAMS[key]
@@ -99,7 +113,8 @@ def make_program(
     groups=groups,
     dropout_bits=task.dropout_bits,
   )
-  program = _PROGRAMS[key] = jit_program(config, mesh, num_members)
+  strategy, why = choose_strategy(config, mesh, num_members, member_strategy)
+  program = _PROGRAMS[key] = jit_program(config, mesh, num_members, strategy, why)
   while len(_PROGRAMS) > _KEPT_PROGRAMS:
     _PROGRAMS.popitem(last=False)
   return program
@@ -130,10 +145,12 @@ def _checked_mesh(task, num_members: int, members_axis: int | None) -> Mesh:
   return mesh
 
 
-def _place(task, members: Members, splits, mesh: Mesh) -> _Placed:
+def _place(task, members: Members, splits, mesh: Mesh, member_strategy: str) -> _Placed:
   """The run's program (`make_program`) on ``mesh``, its settings checked against the data and
   its inputs placed."""
-  program = make_program(task.for_data(splits), mesh, splits["train"], len(members))
+  program = make_program(
+    task.for_data(splits), mesh, splits["train"], len(members), member_strategy
+  )
   steps, items = program.steps_per_epoch, program.config.num_items
   if items < task.batch_size:
     raise ValueError(
@@ -179,6 +196,7 @@ def fit(
   checkpoint_every: int = 1,
   keep_checkpoints: int = 2,
   members_axis: int | None = None,
+  member_strategy: str = "auto",
 ) -> dict[str, Any]:
   """Trains the grid ``members`` of ``task`` into ``workdir``.
 
@@ -197,6 +215,9 @@ def fit(
       last: a workdir with records past epoch 1 and no checkpoint lost its checkpoints).
     keep_checkpoints: how many of the newest checkpoints to keep (>= 2).
     members_axis: devices along the mesh's ``members`` axis (default: `choose_layout`).
+    member_strategy: how each device takes its members, ``"auto"`` (the measured rule,
+      `gelujax.engine.mesh.choose_strategy`), ``"vmap"`` or ``"map"``; recorded in config.json
+      and the run's layout line, not part of the run's identity (a run may resume with another).
 
   Returns:
     The summary.json object.
@@ -209,6 +230,10 @@ def fit(
   checked = workdirs.check_run(task, workdir, members)
   if checkpoint_every < 1:
     raise ValueError(f"checkpoint_every is {checkpoint_every}; it must be at least 1.")
+  if member_strategy not in ("auto", *STRATEGIES):
+    raise ValueError(
+      f"`member_strategy` {member_strategy!r} is not one of auto, {', '.join(STRATEGIES)}."
+    )
   mesh = _checked_mesh(task, len(members), members_axis)
   config = workdirs.make_config(task, members)
   splits = task.load_data(data_dir) if splits is None else splits
@@ -220,10 +245,13 @@ def fit(
     config["data"] = record
     if progress and lead:
       print(f"gelujax: {data.describe_record(record)}", file=sys.stderr, flush=True)
-  placed = _place(task, members, splits, mesh)
+  placed = _place(task, members, splits, mesh, member_strategy)
   program, num = placed.program, len(members)
-  if progress and lead and program.mesh.size > 1:  # Where the grid lies, and any padding.
-    print(f"gelujax: {describe_layout(num, program.mesh)}.", file=sys.stderr, flush=True)
+  config["member_strategy"] = program.strategy  # Recorded; not part of the run's identity.
+  # Where the grid lies, any padding, and how a device takes its members (where it has several).
+  if progress and lead and (program.mesh.size > 1 or program.padded_members > 1):
+    layout = describe_layout(num, program.mesh, program.strategy, program.strategy_reason)
+    print(f"gelujax: {layout}.", file=sys.stderr, flush=True)
   bounds = [0, *evaluation_steps(program.steps_per_epoch, task.evals_per_epoch)]
   # One writer, holding the workdir as checked; a full disk is one line naming the file.
   with workdirs.writing(workdir, lead, checked):

@@ -73,8 +73,11 @@ def padded_size(num_members: int, mesh: Mesh) -> int:
   return -(-num_members // devices) * devices
 
 
-def describe_layout(num_members: int, mesh: Mesh) -> str:
-  """One line on how the grid lies on the mesh, padding included."""
+def describe_layout(
+  num_members: int, mesh: Mesh, strategy: str | None = None, why: str = ""
+) -> str:
+  """One line on how the grid lies on the mesh, padding included, and (given ``strategy``) how
+  each device takes its members and ``why``."""
   text = (
     f"{num_members} member{'s' * (num_members != 1)} on a mesh of {mesh.shape['members']} "
     f"(members) x {mesh.shape['data']} (data) {mesh.devices.flat[0].platform} devices"
@@ -82,24 +85,51 @@ def describe_layout(num_members: int, mesh: Mesh) -> str:
   pad = padded_size(num_members, mesh) - num_members
   if pad:
     text += f", padded with {pad} cop{'ies' if pad > 1 else 'y'} of the last member (discarded)"
+  if strategy is not None:
+    how = "vmapped" if strategy == "vmap" else "one after another (lax.map)"
+    text += f"; members {how} on each device ({why})" if why else f"; members {how} on each device"
   return text
 
 
 # ------------------------------------------------------------------- mapped over members
 
 
-def map_members(mesh: Mesh, fn: Callable[..., Any], members: tuple, shared: tuple = ()) -> Any:
+# How a device trains the members it holds (`map_members`): "vmap" batches them into one
+# computation (each product gains a members dimension); "map" takes them one after another in a
+# loop inside the same compiled program (`jax.lax.map`), each product at one member's shape.
+# `choose_strategy` picks one per program.
+STRATEGIES = ("vmap", "map")
+
+
+def map_members(
+  mesh: Mesh,
+  fn: Callable[..., Any],
+  members: tuple,
+  shared: tuple = (),
+  strategy: str = "vmap",
+) -> Any:
   """``fn(*member, *shared)`` for every member of the leading axis of the ``members`` arrays: a
-  ``shard_map`` of a ``vmap``.
+  ``shard_map`` of a ``vmap`` or of a ``lax.map`` (``strategy``, one of `STRATEGIES`).
 
   The mesh's ``members`` axis is manual here: a device sees only its members, and vmaps ``fn``
-  over them; no member's arithmetic reads another's values (how many share its device may
-  change how XLA blocks its sums: another program, the same numbers to float32 rounding). The
-  ``shared`` arguments are the same for every member; the ``data`` axis stays automatic, so
-  arrays sharded over it (a batch) are split by XLA, which inserts the reductions across it.
+  over them or loops over them; no member's arithmetic reads another's values (how many share
+  its device, and the strategy, may change how XLA blocks its sums: another program, the same
+  numbers to float32 rounding). The ``shared`` arguments are the same for every member; the
+  ``data`` axis stays automatic, so arrays sharded over it (a batch) are split by XLA, which
+  inserts the reductions across it.
   """
+  if strategy == "vmap":
+    local = jax.vmap(fn, in_axes=(0,) * len(members) + (None,) * len(shared))
+  elif strategy == "map":
+
+    def local(*args):
+      own, common = args[: len(members)], args[len(members) :]
+      return jax.lax.map(lambda member: fn(*member, *common), own)
+
+  else:
+    raise ValueError(f"member strategy {strategy!r}; valid: {', '.join(STRATEGIES)}.")
   return jax.shard_map(
-    jax.vmap(fn, in_axes=(0,) * len(members) + (None,) * len(shared)),
+    local,
     mesh=mesh,
     in_specs=(P("members"),) * len(members) + (P(),) * len(shared),
     out_specs=P("members"),
@@ -110,7 +140,8 @@ def map_members(mesh: Mesh, fn: Callable[..., Any], members: tuple, shared: tupl
 def init_members(
   config: StepConfig, mesh: Mesh, seeds: jax.Array, learning_rates: jax.Array
 ) -> TrainState:
-  """`gelujax.engine.step.init_member` of every member, [M, ...]."""
+  """`gelujax.engine.step.init_member` of every member, [M, ...]: vmapped whatever the program's
+  strategy (it runs once a run, and every strategy starts from the same draw)."""
   return map_members(mesh, functools.partial(step.init_member, config), (seeds, learning_rates))
 
 
@@ -132,11 +163,12 @@ def train_segment(
   first: jax.Array,
   *,
   num_steps: int,
+  strategy: str = "vmap",
 ) -> tuple[TrainState, jax.Array]:
   """Trains every member on ``num_steps`` of the epoch's ``batches`` from step ``first``: each
-  device its own members, vmapped (`map_members`), each through the whole segment
-  (`gelujax.engine.step.train_steps`). Batches stay sharded over ``data`` (automatic: XLA
-  inserts the gradient all-reduce).
+  device its own members, vmapped or one after another (``strategy``, `map_members`), each
+  through the whole segment (`gelujax.engine.step.train_steps`). Batches stay sharded over
+  ``data`` (automatic: XLA inserts the gradient all-reduce).
 
   Args:
     config: the run's `StepConfig`.
@@ -149,6 +181,7 @@ def train_segment(
     epoch: the epoch, from 1.
     first: the epoch's step to start at.
     num_steps: steps to take (static).
+    strategy: how a device takes its members, one of `STRATEGIES`.
 
   Returns:
     The next state and each member's mean training loss over these steps, [M].
@@ -160,22 +193,64 @@ def train_segment(
     functools.partial(step.train_steps, config),
     (state, learning_rates, seeds, items_MxSxB),
     (data, epoch, steps),
+    strategy,
   )
 
 
 def evaluate(
-  config: StepConfig, mesh: Mesh, state: TrainState, split: dict[str, jax.Array]
+  config: StepConfig,
+  mesh: Mesh,
+  state: TrainState,
+  split: dict[str, jax.Array],
+  *,
+  strategy: str = "vmap",
 ) -> dict[str, jax.Array]:
   """Per-member metric sums over a split from `Program.put_eval_split`, each [M].
 
   Every member sees every example: the split's batches are shared, sharded over ``data``.
+  ``strategy``: how a device takes its members (`map_members`).
   """
   return map_members(
     mesh,
     functools.partial(step.evaluate_member, config),
     (state.params, state.batch_stats),
     (split,),
+    strategy,
   )
+
+
+# The measured rule (`choose_strategy`): by platform and by whether the model's forward pass
+# holds a convolution, the strategy a device with several members takes. Measured side by side
+# on the trainer's own programs by benchmarks/members.py: benchmarks/results/members_cpu.md
+# (2 AMD EPYC cores) and benchmarks/results/members_gpu.md (one NVIDIA H200).
+RULE = {
+  ("cpu", False): "vmap",
+  ("cpu", True): "vmap",
+  ("gpu", False): "vmap",
+  ("gpu", True): "map",
+}
+
+
+def choose_strategy(
+  config: StepConfig, mesh: Mesh, num_members: int, strategy: str = "auto"
+) -> tuple[str, str]:
+  """``(strategy, why)``: how each device of ``mesh`` takes its members, ``strategy`` unless it
+  is ``"auto"``, else by `RULE`: one member a device is vmapped (there is nothing to loop
+  over); otherwise the rule's entry for the platform and whether the model holds a convolution
+  (a platform it does not name vmaps)."""
+  if strategy != "auto":
+    if strategy not in STRATEGIES:
+      raise ValueError(
+        f"`member_strategy` {strategy!r} is not one of auto, {', '.join(STRATEGIES)}."
+      )
+    return strategy, "as asked"
+  per_device = padded_size(num_members, mesh) // mesh.shape["members"]
+  if per_device == 1:
+    return "vmap", "one member a device"
+  platform = mesh.devices.flat[0].platform
+  convolution = step.holds_convolution(config)
+  found = RULE.get((platform, convolution), "vmap")
+  return found, f"the rule for {'a convolutional' if convolution else 'this'} model on {platform}"
 
 
 # ------------------------------------------------------------------------------ the program
@@ -192,20 +267,24 @@ class Program:
     config: the static part of the step functions.
     mesh: the ``("members", "data")`` mesh.
     num_members: the grid's size M (before padding).
+    strategy: how each device takes its members in training and evaluation (`STRATEGIES`).
     init: ``(seeds, learning_rates) -> TrainState``.
     shuffle: ``(seeds, epoch) -> batches [steps, M, B]``.
     train_segment: ``(state, data, batches, seeds, learning_rates, epoch, first, *, num_steps)
       -> (state, mean training loss [M])``; donates ``state``.
     evaluate: ``(state, split) -> {metric: sums [M]}``.
+    strategy_reason: why ``strategy`` (`choose_strategy`).
   """
 
   config: StepConfig
   mesh: Mesh
   num_members: int
+  strategy: str
   init: Callable[..., TrainState]
   shuffle: Callable[..., jax.Array]
   train_segment: Callable[..., tuple[TrainState, jax.Array]]
   evaluate: Callable[..., dict[str, jax.Array]]
+  strategy_reason: str = ""
 
   @property
   def steps_per_epoch(self) -> int:
@@ -322,7 +401,9 @@ def _on_cpu(mesh: Mesh) -> bool:
   return mesh.devices.flat[0].platform == "cpu"
 
 
-def jit_program(config: StepConfig, mesh: Mesh, num_members: int) -> Program:
+def jit_program(
+  config: StepConfig, mesh: Mesh, num_members: int, strategy: str, strategy_reason: str = ""
+) -> Program:
   """The jitted step functions of ``num_members`` members on ``mesh``: the one place the
   engine jits them, each a module-level function with its config and mesh bound.
 
@@ -330,7 +411,11 @@ def jit_program(config: StepConfig, mesh: Mesh, num_members: int) -> Program:
     config: the members' `StepConfig` (`gelujax.engine.step.make_config`).
     mesh: a ``("members", "data")`` mesh (`make_mesh`).
     num_members: the grid's size; padded to a multiple of the ``members`` axis.
+    strategy: how each device takes its members, one of `STRATEGIES` (`choose_strategy`).
+    strategy_reason: why (recorded on the `Program`).
   """
+  if strategy not in STRATEGIES:
+    raise ValueError(f"member strategy {strategy!r}; valid: {', '.join(STRATEGIES)}.")
   members = NamedSharding(mesh, P("members"))
   replicated = NamedSharding(mesh, P())
   # init runs once a run, and on CPU most of its compile time is LLVM optimizing the unrolled
@@ -342,6 +427,8 @@ def jit_program(config: StepConfig, mesh: Mesh, num_members: int) -> Program:
     config=config,
     mesh=mesh,
     num_members=num_members,
+    strategy=strategy,
+    strategy_reason=strategy_reason,
     init=jax.jit(
       functools.partial(init_members, config, mesh),
       out_shardings=members,
@@ -352,10 +439,12 @@ def jit_program(config: StepConfig, mesh: Mesh, num_members: int) -> Program:
       out_shardings=NamedSharding(mesh, P(None, "members", "data")),
     ),
     train_segment=jax.jit(
-      functools.partial(train_segment, config, mesh),
+      functools.partial(train_segment, config, mesh, strategy=strategy),
       static_argnames="num_steps",
       donate_argnums=0,
       out_shardings=(members, replicated),
     ),
-    evaluate=jax.jit(functools.partial(evaluate, config, mesh), out_shardings=replicated),
+    evaluate=jax.jit(
+      functools.partial(evaluate, config, mesh, strategy=strategy), out_shardings=replicated
+    ),
   )

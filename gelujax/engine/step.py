@@ -23,6 +23,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
+from jax.extend import core as jax_core
 
 from gelujax import prng
 from gelujax.objectives import Objective
@@ -188,6 +189,26 @@ def _draws_randomness(config: StepConfig) -> bool:
   except flax.errors.FlaxError:
     return True
   return False
+
+
+def holds_convolution(config: StepConfig) -> bool:
+  """Whether the model's forward pass computes a convolution (``conv_general_dilated`` in its
+  jaxpr, nested calls included)."""
+  inputs, _ = config.objective.prepare_batch(config.sample, False, jax.random.key(0))
+  variables = jax.eval_shape(
+    functools.partial(config.model.init, train=False), jax.random.key(0), inputs
+  )
+  jaxpr = jax.make_jaxpr(lambda v: config.model.apply(v, inputs, train=False))(variables)
+  return "conv_general_dilated" in _primitives(jaxpr.jaxpr)
+
+
+def _primitives(jaxpr) -> set[str]:
+  found = set()
+  for equation in jaxpr.eqns:
+    found.add(equation.primitive.name)
+    for sub in jax_core.jaxprs_in_params(equation.params):
+      found |= _primitives(sub.jaxpr if isinstance(sub, jax_core.ClosedJaxpr) else sub)
+  return found
 
 
 def apply_model(config: StepConfig, params, batch_stats, inputs, *, train: bool, rng=None):
