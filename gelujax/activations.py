@@ -20,7 +20,9 @@ formula and deviation from exact GELU.
 
 The gated linear units of Shazeer (2020), :func:`geglu`, :func:`swiglu`, :func:`reglu` and
 :func:`gated` with any activation, split the input's last axis into a value and a gate; they
-are functions, not registry entries. The Flax Linen modules (:class:`gelujax.linen.Activation`,
+halve it, so they are not in :data:`ACTIVATIONS` but in a registry of their own,
+:data:`GATED_UNITS`, by which a transformer's feed-forward block takes them by name
+(:func:`gelujax.specs.gated_unit`). The Flax Linen modules (:class:`gelujax.linen.Activation`,
 :class:`gelujax.linen.LearnableGELU`, registered here as ``learnable_gelu``, and
 :class:`gelujax.linen.GatedMLP`, the gated units' feed-forward block) are in :mod:`gelujax.linen`;
 their NNX twins in :mod:`gelujax.nnx`. Both apply an activation through
@@ -680,6 +682,25 @@ def reglu(x: ArrayLike) -> Array:
     Array([ 6. , -0.5], dtype=float32)
   """
   return _gated(x, relu, "reglu")
+
+
+def _gate_problem(arguments: dict[str, Any]) -> str | None:
+  """What is wrong with ``gated``'s ``activation`` in a spec, which must be an activation spec."""
+  value = arguments["activation"]
+  if isinstance(value, str):
+    return None
+  return f"activation must be the gate's activation spec, such as 'silu', not {value!r}"
+
+
+# The gated linear units by name, as a transformer's `activation` takes them
+# (`gelujax.specs.gated_unit`, which also knows these functions given themselves). A spec of
+# `gated` names its gate's activation, "gated(activation='gelu_tanh')", which the resolver
+# resolves, since a spec's literals cannot be functions.
+GATED_UNITS: Registry[Callable[..., Array]] = Registry("gated linear unit")
+GATED_UNITS.register("geglu", geglu, check=lambda a: bool_problem(a, "approximate"))
+GATED_UNITS.register("swiglu", swiglu)
+GATED_UNITS.register("reglu", reglu)
+GATED_UNITS.register("gated", gated, check=_gate_problem)
 
 
 # Other frameworks' GELUs by the names their users meet, each mapped to the gelujax function

@@ -3,8 +3,9 @@ keyword literals (``"gaussian_gelu(sigma=0.5)"``, :func:`activation_names`), ano
 framework's alias (``"jax:gelu"``, :func:`activation_aliases`), or a function of the user's own
 (``"my_pkg.acts:squareplus(b=4.0)"``, :func:`user_activation`; or one registered by a script,
 :func:`register_activation`). :func:`resolve_activation` is the one place a spec becomes a
-function, for the Linen and NNX modules; :func:`activation_source` is a user's function's
-record in a run's config.json.
+function, for the Linen and NNX modules; :func:`gated_unit` the one place an activation is found
+to be a gated linear unit (``"geglu"``, :func:`gelujax.swiglu`), which halves its input's last
+axis; :func:`activation_source` is a user's function's record in a run's config.json.
 """
 
 from __future__ import annotations
@@ -28,8 +29,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
-from gelujax.activations import ACTIVATIONS
-from gelujax.registry import close_names, parse_name, sentences
+from gelujax.activations import ACTIVATIONS, GATED_UNITS, gated
+from gelujax.registry import ParseError, close_names, parse_name, sentences
 
 
 def get_activation(spec: str) -> Callable[..., Array]:
@@ -172,6 +173,11 @@ def register_activation(name: str, fn: Callable[..., Array]) -> None:
     raise ValueError(f"register_activation: name {name!r} is not an identifier.")
   if name in ACTIVATIONS:
     raise ValueError(f"register_activation: activation {name!r} is already registered.")
+  if name in GATED_UNITS:
+    raise ValueError(
+      f"register_activation: {name!r} is the name of a gated linear unit (gelujax.{name}), "
+      "which a transformer's feed-forward block takes by that name; choose another."
+    )
   if not callable(fn):
     raise ValueError(f"register_activation: {name!r} is a {type(fn).__name__}, not a function.")
   check_elementwise(fn, f"activation {name!r}")
@@ -333,6 +339,69 @@ def resolve_activation(spec: str) -> tuple[str, dict[str, Any], Callable[..., Ar
   canonical = ACTIVATIONS.resolve(spec)
   name, kwargs = parse_name(canonical)
   return name, kwargs, ACTIVATIONS.get(canonical)
+
+
+def gated_unit(activation: Any) -> Callable[[Array], Array] | None:
+  """The gated linear unit ``activation`` is, as a function of an array that maps ``2 n``
+  features of its last axis to ``n``; None for any other activation (element-wise, or a module).
+
+  The one test of whether an activation is a gated linear unit, so that a feed-forward block
+  sizes its first layer for the unit's value and gate (:class:`gelujax.linen.FeedForward`).
+  A unit is one of :data:`gelujax.activations.GATED_UNITS`: by its spec (``"geglu"``,
+  ``"geglu(approximate=True)"``, ``"swiglu"``, ``"reglu"``, ``"gated(activation='gelu_tanh')"``,
+  whose gate is any element-wise activation spec) or as the function itself, under
+  ``functools.partial`` too (``gelujax.geglu``,
+  ``functools.partial(gelujax.gated, activation=jax.nn.sigmoid)``). Membership in that registry
+  decides, not the shapes a function maps, so an element-wise activation is never taken for a
+  unit; a unit of one's own is ``gated`` with its gate.
+
+  Raises:
+    ValueError: for a unit's spec with arguments it does not take, ``gated`` without its gate,
+      or a gate that is no element-wise function (``learnable_gelu`` and ``soi_map`` need a
+      module: :class:`gelujax.linen.GatedMLP` takes them as its gate).
+  """
+  if isinstance(activation, str):
+    return _gated_unit_spec(activation)
+  entry = activation
+  while isinstance(entry, functools.partial):
+    entry = entry.func
+  if not any(entry is GATED_UNITS.lookup(name) for name in GATED_UNITS):
+    return None
+  bound = activation.keywords if isinstance(activation, functools.partial) else {}
+  if entry is gated and "activation" not in bound:
+    raise ValueError(
+      f"gated_unit got {activation!r}: gelujax.gated needs its gate's activation bound, as in "
+      "functools.partial(gelujax.gated, activation=gelujax.silu)."
+    )
+  return activation
+
+
+@functools.cache
+def _gated_unit_spec(spec: str) -> Callable[[Array], Array] | None:
+  """:func:`gated_unit` of a spec: the unit it names, with its arguments (and gate) bound."""
+  try:
+    name = parse_name(spec)[0]
+  except ParseError:  # A user's "module:function", an alias or no spec: not a unit's.
+    return None
+  if name not in GATED_UNITS:
+    return None
+  unit = GATED_UNITS.get(spec)  # Checks the arguments.
+  if name != "gated":
+    return unit
+  if not isinstance(unit, functools.partial):
+    raise ValueError(
+      f"Gated linear unit {spec!r} needs its gate's activation, as in \"gated(activation='silu')\"."
+    )
+  gate_name, _, gate = resolve_activation(unit.keywords["activation"])
+  if gate_name == "soi_map" or isinstance(
+    gate.func if isinstance(gate, functools.partial) else gate, type
+  ):
+    raise ValueError(
+      f"Gated linear unit {spec!r}: its gate must be an element-wise function, and "
+      f"{gate_name!r} needs a module (its parameters or random masks); use GatedMLP, whose "
+      "gate is an Activation module."
+    )
+  return functools.partial(gated, activation=gate)
 
 
 def module_activation(
