@@ -23,21 +23,33 @@ from gelujax.activations import (
   soi_map,
   swiglu,
 )
-from gelujax.linen import Activation, GatedMLP, LearnableGELU
+from gelujax.linen import (
+  Activation,
+  Encoder,
+  FeedForward,
+  GatedMLP,
+  LearnableGELU,
+  TransformerBlock,
+  gated_hidden_features,
+)
 from gelujax.registry import Registry
 from gelujax.specs import activation_aliases, activation_names, get_activation, register_activation
 
 __all__ = [
   "ACTIVATIONS",
   "Activation",
+  "Encoder",
+  "FeedForward",
   "GatedMLP",
   "LearnableGELU",
   "Registry",
+  "TransformerBlock",
   "activation_aliases",
   "activation_names",
   "clipped_gelu",
   "elu",
   "gated",
+  "gated_hidden_features",
   "gaussian_gelu",
   "geglu",
   "gelu",

@@ -7,16 +7,21 @@
   models apply theirs. :class:`SOIMap` is ``soi_map`` as a layer.
 - :class:`LearnableGELU`: GELU with a learned gate, registered as ``learnable_gelu``.
 - :class:`GatedMLP`: the gated linear units' feed-forward block (Shazeer 2020).
+- :class:`TransformerBlock` and :class:`Encoder`: a pre-LayerNorm transformer encoder whose
+  feed-forward block (:class:`FeedForward`) takes any activation or a gated linear unit
+  (``"geglu"``), the unit at the plain block's parameter count (:func:`gated_hidden_features`).
 """
 
 from __future__ import annotations
 
 import functools
 import inspect
+import numbers
 import re
 from collections.abc import Callable
 from typing import Any
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 from flax import linen as nn
@@ -31,7 +36,7 @@ from gelujax.activations import (
   number_problem,
   soi_map,
 )
-from gelujax.specs import module_activation, resolve_activation
+from gelujax.specs import gated_unit, module_activation, resolve_activation
 
 # What modules a Linen module's `activation` may be, as its refusal says.
 _MODULES = "a Linen module class (gelujax.LearnableGELU)"
@@ -236,3 +241,263 @@ class GatedMLP(nn.Module):
     y = gated(h, functools.partial(act, deterministic=deterministic))
     out_features = x.shape[-1] if self.out_features is None else self.out_features
     return dense(out_features, name="out")(y)
+
+
+# --- The transformer: a pre-LayerNorm encoder whose feed-forward block takes any activation,
+# a gated linear unit included.
+
+
+def gated_hidden_features(features: int, hidden_features: int) -> int:
+  r"""The width ``g`` of a gated feed-forward block with the parameters of a plain one.
+
+  A plain feed-forward block of width ``h`` between ``d`` features (dense ``d -> h``,
+  activation, dense ``h -> d``, with biases) has :math:`2dh + h + d` parameters; a gated one of
+  width ``g`` (dense ``d -> 2g``, value and gate, dense ``g -> d``) has
+  :math:`d \cdot 2g + 2g + g d + d = (3d + 2) g + d`. ``g`` is the integer whose count is
+  nearest the plain one's (the smaller on a tie), which is
+  :math:`\mathrm{round}(h (2d + 1) / (3d + 2))`: Shazeer's rule, 2/3 of ``h``, with the biases
+  counted, so the two counts differ by at most :math:`(3d + 2) / 2`. With ``d = 64, h = 256``
+  the plain block has 33,088 parameters; 2/3 of 256 is 170.67, and ``g = 170`` has 33,044
+  (171 would have 33,238).
+
+  Args:
+    features: ``d``, the block's input and output width.
+    hidden_features: ``h``, the plain block's hidden width.
+
+  Raises:
+    ValueError: a width that is no integer >= 1.
+  """
+  for name, value in (("features", features), ("hidden_features", hidden_features)):
+    positive_int_problem("gated_hidden_features", name, value)
+  plain = hidden_features * (2 * features + 1)  # Both counts less d: the output bias.
+  step = 3 * features + 2  # What one more gated feature adds.
+  g = max(1, plain // step)
+  return min((g, g + 1), key=lambda w: abs(w * step - plain))
+
+
+def positive_int_problem(owner: str, name: str, value: Any) -> None:
+  """Refuses ``value`` for the size ``name`` of ``owner`` unless it is an integer >= 1."""
+  if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+    raise ValueError(f"{owner}({name}={value!r}): {name} must be an integer >= 1.")
+
+
+def transformer_problems(
+  owner: str, features: int, num_heads: int, hidden_features: int, dropout: float
+) -> None:
+  """Refuses a transformer's sizes and dropout rate, each in one sentence naming the argument,
+  the value and what would be valid: the Linen and NNX modules' one check."""
+  for name, value in (
+    ("features", features),
+    ("num_heads", num_heads),
+    ("hidden_features", hidden_features),
+  ):
+    positive_int_problem(owner, name, value)
+  if features % num_heads:
+    divisors = [k for k in range(1, features + 1) if features % k == 0]
+    raise ValueError(
+      f"{owner}(num_heads={num_heads!r}): num_heads must divide the {features} features, each "
+      f"head taking features / num_heads of them; one of {', '.join(map(str, divisors))}."
+    )
+  if isinstance(dropout, bool) or not isinstance(dropout, numbers.Real) or not 0 <= dropout < 1:
+    raise ValueError(
+      f"{owner}(dropout={dropout!r}): dropout is the residual branches' drop rate, a number in "
+      "[0, 1)."
+    )
+
+
+def keeps_width(owner: str, activation: Any, module_class: type) -> None:
+  """Refuses a function ``activation`` that changes the width of its input's last axis, as a
+  gated linear unit that is not one of :func:`gelujax.specs.gated_unit`'s does: the block
+  would size its layers for an element-wise activation. Specs (checked when resolved) and
+  modules (``module_class`` instances and classes) are left to their own checks, as is a
+  function that cannot be traced on a float32 ``[1, 6]`` input."""
+  made = activation.func if isinstance(activation, functools.partial) else activation
+  if isinstance(activation, str | module_class) or isinstance(made, type):
+    return
+  probe = jax.ShapeDtypeStruct((1, 6), jnp.float32)
+  try:
+    shape = jax.eval_shape(activation, probe).shape
+  except Exception:  # Not a function of one array: the call says why.
+    return
+  if shape != probe.shape:
+    raise ValueError(
+      f"{owner} got activation={activation!r}, which maps an input of shape {probe.shape} to "
+      f"{shape}; an activation keeps its input's shape, and a gated linear unit of one's own is "
+      "functools.partial(gelujax.gated, activation=<the gate's activation>)."
+    )
+
+
+def padding_mask(owner: str, x: Array, mask: ArrayLike | None) -> Array | None:
+  """The attention mask of a padding mask: query and key both real tokens
+  (``nn.make_attention_mask(mask, mask)``, ``[batch, 1, length, length]``), so a padded position
+  never reaches a real one; None without one. Refuses an input that is no
+  ``[batch, length, features]`` and a mask that is no boolean ``[batch, length]``."""
+  if x.ndim != 3:
+    raise ValueError(
+      f"{owner} got an input of shape {x.shape}; it takes [batch, length, features]."
+    )
+  if mask is None:
+    return None
+  mask = jnp.asarray(mask)
+  if mask.shape != x.shape[:2] or mask.dtype != jnp.bool_:
+    raise ValueError(
+      f"{owner} got a mask of shape {mask.shape} and dtype {mask.dtype} for an input of shape "
+      f"{x.shape}; the mask must be boolean [batch, length] = {x.shape[:2]}, True for a real "
+      "token."
+    )
+  return nn.make_attention_mask(mask, mask)
+
+
+class FeedForward(nn.Module):
+  """A transformer's feed-forward block: dense ``hidden``, the activation, dense ``out``.
+
+  For an element-wise activation (a function, a Linen module class or a spec, as
+  :class:`Activation` takes it, applied by the :class:`Activation` ``act``), ``hidden`` has
+  ``hidden_features`` outputs. For a gated linear unit (:func:`gelujax.specs.gated_unit`:
+  ``"geglu"``, ``"swiglu"``, ``"reglu"``, ``"gated(activation=...)"`` or the functions) it has
+  ``2 * g`` outputs, the value then the gate (:func:`gelujax.gated`'s convention), which the unit
+  maps to ``g``, with ``g = gated_hidden_features(d, hidden_features)``: the plain block's
+  parameter count, to within the rounding of ``g`` (:func:`gated_hidden_features`), so that
+  activations are compared at equal size. ``out`` maps back to the input's width ``d``. The
+  parameters are :class:`GatedMLP`'s (``hidden``, ``out``) for a unit. Its Flax NNX twin is
+  :class:`gelujax.nnx.FeedForward`.
+
+  Attributes:
+    hidden_features: the plain block's hidden width ``h``.
+    activation: an element-wise activation or a gated linear unit.
+    dtype: the dtype of the computation; None (default) infers it, as ``flax.linen.Dense``.
+    param_dtype: the dtype of the dense layers' parameters (default float32).
+  """
+
+  hidden_features: int
+  activation: str | Callable[..., Any] = "gelu"
+  dtype: Any = None
+  param_dtype: Any = jnp.float32
+
+  @nn.compact
+  def __call__(self, x: ArrayLike, *, deterministic: bool = True) -> Array:
+    x = jnp.asarray(x)
+    unit = gated_unit(self.activation)
+    dense = functools.partial(nn.Dense, dtype=self.dtype, param_dtype=self.param_dtype)
+    if unit is None:
+      module_activation(self.activation, "FeedForward", modules=_MODULES, module_class=nn.Module)
+      keeps_width("FeedForward", self.activation, nn.Module)
+      h = dense(self.hidden_features, name="hidden")(x)
+      h = Activation(self.activation, name="act")(h, deterministic=deterministic)
+    else:
+      width = gated_hidden_features(x.shape[-1], self.hidden_features)
+      h = unit(dense(2 * width, name="hidden")(x))
+    return dense(x.shape[-1], name="out")(h)
+
+
+class TransformerBlock(nn.Module):
+  """A pre-LayerNorm transformer encoder block, with any activation in its feed-forward block.
+
+  Computes, on ``x`` of shape ``[batch, length, features]``,
+
+  - ``x = x + Dropout(Attention(LayerNorm(x), mask))``: ``attention_norm``, then ``attention``,
+    Flax's ``MultiHeadDotProductAttention`` (self-attention, ``num_heads`` heads of
+    ``features / num_heads``, no dropout on the attention weights);
+  - ``x = x + Dropout(FeedForward(LayerNorm(x)))``: ``mlp_norm``, then ``mlp``, a
+    :class:`FeedForward` of ``hidden_features`` for an element-wise activation, or, for a gated
+    linear unit (``"geglu"``, ``"swiglu"``), of the width with the same parameter count
+    (:func:`gated_hidden_features`: Shazeer's 2/3 rule with the biases counted).
+
+  The norms come first (pre-LN, as in GPT-2 and ViT), so the residual stream is a sum of the
+  branches and trains without warmup tricks. ``mask``, ``[batch, length]`` booleans (True: a
+  real token), masks attention to and from padded positions (:func:`padding_mask`), so their
+  values never change a real position's output. Dropout (rate ``dropout``, rng stream
+  ``'dropout'``) on both branches is active only when ``deterministic=False``. With a ``dtype``
+  the input is cast to it, and the block computes and returns it (bfloat16 for mixed
+  precision); parameters stay ``param_dtype``. The parameters are those of its Flax NNX twin,
+  :class:`gelujax.nnx.TransformerBlock`.
+
+  Attributes:
+    num_heads: the attention heads; they must divide the features.
+    hidden_features: the plain feed-forward block's hidden width ``h`` (``4 * features`` is
+      usual).
+    activation: the feed-forward block's: an element-wise activation as :class:`Activation`
+      takes it (``"gelu"``, ``"gelu_tanh"``, ``"gelu(approximate=True)"``, a user's
+      ``"module:function"``, a function, a Linen module class) or a gated linear unit
+      (:func:`gelujax.specs.gated_unit`).
+    dropout: the drop rate of both residual branches, in [0, 1).
+    dtype: the dtype of the computation; None (default) infers it from the input and the
+      parameters, as Flax's modules do.
+    param_dtype: the dtype of the parameters (default float32).
+  """
+
+  num_heads: int
+  hidden_features: int
+  activation: str | Callable[..., Any] = "gelu"
+  dropout: float = 0.0
+  dtype: Any = None
+  param_dtype: Any = jnp.float32
+
+  @nn.compact
+  def __call__(
+    self, x: ArrayLike, mask: ArrayLike | None = None, *, deterministic: bool = True
+  ) -> Array:
+    x = jnp.asarray(x, self.dtype)
+    attention_mask = padding_mask("TransformerBlock", x, mask)
+    transformer_problems(
+      "TransformerBlock", x.shape[-1], self.num_heads, self.hidden_features, self.dropout
+    )
+    typed = {"dtype": self.dtype, "param_dtype": self.param_dtype}
+    y = nn.LayerNorm(**typed, name="attention_norm")(x)
+    y = nn.MultiHeadDotProductAttention(self.num_heads, **typed, name="attention")(
+      y, mask=attention_mask
+    )
+    x = x + nn.Dropout(self.dropout)(y, deterministic=deterministic)
+    y = nn.LayerNorm(**typed, name="mlp_norm")(x)
+    y = FeedForward(self.hidden_features, self.activation, **typed, name="mlp")(
+      y, deterministic=deterministic
+    )
+    return x + nn.Dropout(self.dropout)(y, deterministic=deterministic)
+
+
+class Encoder(nn.Module):
+  """A pre-LayerNorm transformer encoder: ``num_layers`` :class:`TransformerBlock` s
+  (``block_0``, ``block_1``, ...), then a LayerNorm, ``final_norm`` (a pre-LN stack's residual
+  stream is never normalised otherwise).
+
+  ``x`` is ``[batch, length, features]`` (already embedded: the encoder is the blocks, not
+  the embedding or the output head); ``mask``, ``[batch, length]`` booleans (True: a real
+  token), keeps padded positions from changing the real ones'. Dropout, dtype and parameters
+  as in :class:`TransformerBlock`. Its Flax NNX twin is :class:`gelujax.nnx.Encoder`, with the
+  same parameters.
+
+  Attributes:
+    num_layers: the blocks, >= 1.
+    num_heads: each block's attention heads; they must divide the features.
+    hidden_features: the plain feed-forward blocks' hidden width.
+    activation: the feed-forward blocks' activation or gated linear unit.
+    dropout: the drop rate of every residual branch, in [0, 1).
+    dtype: the dtype of the computation; None (default) infers it.
+    param_dtype: the dtype of the parameters (default float32).
+  """
+
+  num_layers: int
+  num_heads: int
+  hidden_features: int
+  activation: str | Callable[..., Any] = "gelu"
+  dropout: float = 0.0
+  dtype: Any = None
+  param_dtype: Any = jnp.float32
+
+  @nn.compact
+  def __call__(
+    self, x: ArrayLike, mask: ArrayLike | None = None, *, deterministic: bool = True
+  ) -> Array:
+    positive_int_problem("Encoder", "num_layers", self.num_layers)
+    x = jnp.asarray(x, self.dtype)
+    padding_mask("Encoder", x, mask)  # Refused here, naming the encoder.
+    transformer_problems("Encoder", x.shape[-1], self.num_heads, self.hidden_features,
+                         self.dropout)  # fmt: skip
+    typed = {"dtype": self.dtype, "param_dtype": self.param_dtype}
+    for i in range(self.num_layers):
+      block = TransformerBlock(
+        self.num_heads, self.hidden_features, self.activation, self.dropout, **typed,
+        name=f"block_{i}",
+      )  # fmt: skip
+      x = block(x, mask, deterministic=deterministic)
+    return nn.LayerNorm(**typed, name="final_norm")(x)

@@ -1,8 +1,11 @@
-"""Flax NNX modules: :class:`Activation`, :class:`LearnableGELU` and :class:`GatedMLP`.
+"""Flax NNX modules: :class:`Activation`, :class:`LearnableGELU`, :class:`GatedMLP`, and a
+pre-LayerNorm transformer encoder, :class:`TransformerBlock` and :class:`Encoder`, whose
+feed-forward block (:class:`FeedForward`) takes any activation or a gated linear unit.
 
-The same modules as the Flax Linen ones in :mod:`gelujax.activations`, written the way Flax now
+The same modules as the Flax Linen ones in :mod:`gelujax.linen`, written the way Flax now
 teaches (``nnx.Module``: parameters are created when the module is, and held by it), for models
-written in NNX. Parameter names, shapes and initial values are the Linen modules', so
+written in NNX. Parameter names and shapes are the Linen modules', and so are the initial values
+of those that are constants (drawn ones come from other streams), so
 ``nnx.bridge.ToNNX`` and ``nnx.bridge.ToLinen`` map one to the other one to one
 (``ToLinen(LearnableGELU, ..., skip_rng=True)``: its initial values are constants, it draws no
 random numbers). The training engine's own models stay Linen: they are applied as pure
@@ -40,8 +43,15 @@ from jax import Array
 from jax.typing import ArrayLike, DTypeLike
 
 from gelujax.activations import gated, gaussian_gelu
-from gelujax.linen import _snake_case
-from gelujax.specs import module_activation
+from gelujax.linen import (
+  _snake_case,
+  gated_hidden_features,
+  keeps_width,
+  padding_mask,
+  positive_int_problem,
+  transformer_problems,
+)
+from gelujax.specs import gated_unit, module_activation
 
 # What modules an NNX module's `activation` may be, as its refusal says.
 _MODULES = "an nnx.Module instance (gelujax.nnx.LearnableGELU(4))"
@@ -305,3 +315,218 @@ class GatedMLP(nnx.Module):
   ) -> Array:
     gate = functools.partial(self.gate, deterministic=deterministic, rngs=rngs)
     return self.out(gated(self.hidden(x), gate))
+
+
+class FeedForward(nnx.Module):
+  """A transformer's feed-forward block: ``nnx.Linear`` ``hidden``, the activation, ``out``.
+
+  The Linen :class:`gelujax.linen.FeedForward`'s parameters and numbers: for an element-wise
+  activation (applied by the :class:`Activation` ``act``), ``hidden`` has ``hidden_features``
+  outputs; for a gated linear unit (:func:`gelujax.specs.gated_unit`: ``"geglu"``,
+  ``"swiglu"``, ``"reglu"``, ``"gated(activation=...)"`` or the functions), ``2 * g``, value
+  then gate, with ``g = gated_hidden_features(in_features, hidden_features)``, the width at the
+  plain block's parameter count (:func:`gelujax.linen.gated_hidden_features`). ``out`` maps
+  back to ``in_features``.
+
+  Args:
+    in_features: the input's and the output's width ``d``.
+    hidden_features: the plain block's hidden width ``h``.
+    activation: an element-wise activation, as :class:`Activation` takes it, or a gated linear
+      unit.
+    dtype: the dtype of the computation; None (default) infers it, as ``nnx.Linear`` does.
+    param_dtype: the dtype of the linear layers' parameters (default float32).
+    deterministic: the activation's, for ``soi_map``.
+    rngs: the random streams: the parameters' initial values, and ``soi_map``'s masks.
+  """
+
+  def __init__(
+    self,
+    in_features: int,
+    hidden_features: int,
+    *,
+    activation: str | Callable[..., Any] = "gelu",
+    dtype: DTypeLike | None = None,
+    param_dtype: DTypeLike = jnp.float32,
+    deterministic: bool | None = False,
+    rngs: nnx.Rngs,
+  ):
+    for name, value in (("in_features", in_features), ("hidden_features", hidden_features)):
+      positive_int_problem("FeedForward", name, value)
+    self.unit = gated_unit(activation)
+    if self.unit is None:
+      keeps_width("FeedForward", activation, nnx.Module)
+    linear = functools.partial(nnx.Linear, dtype=dtype, param_dtype=param_dtype, rngs=rngs)
+    if self.unit is None:
+      width = hidden_features
+      self.act = Activation(activation, num_features=width, deterministic=deterministic, rngs=rngs)
+      self.hidden = linear(in_features, width)
+    else:
+      width = gated_hidden_features(in_features, hidden_features)
+      self.act = None
+      self.hidden = linear(in_features, 2 * width)
+    self.out = linear(width, in_features)
+
+  def __call__(
+    self,
+    x: ArrayLike,
+    *,
+    deterministic: bool | None = None,
+    rngs: nnx.Rngs | nnx.RngStream | Array | None = None,
+  ) -> Array:
+    h = self.hidden(x)
+    if self.unit is not None:
+      return self.out(self.unit(h))
+    return self.out(self.act(h, deterministic=deterministic, rngs=rngs))
+
+
+class TransformerBlock(nnx.Module):
+  """A pre-LayerNorm transformer encoder block, with any activation in its feed-forward block.
+
+  The Linen :class:`gelujax.linen.TransformerBlock` in NNX, with its parameters (names and
+  shapes) and numbers: on ``x`` of shape ``[batch, length, in_features]``,
+  ``x = x + Dropout(attention(attention_norm(x), mask))``, then
+  ``x = x + Dropout(mlp(mlp_norm(x)))``, with ``nnx.LayerNorm`` s, ``nnx.MultiHeadAttention``
+  (self-attention, ``num_heads`` heads, no dropout on the attention weights, no decoding cache)
+  and a :class:`FeedForward` ``mlp`` (for a gated linear unit, of the width with the plain
+  block's parameter count). ``mask``, ``[batch, length]`` booleans (True: a real token), keeps
+  padded positions from changing the real ones'. The two ``nnx.Dropout`` s (rate ``dropout``)
+  follow its conventions: ``deterministic`` set at construction, by ``model.train()`` /
+  ``model.eval()`` or per call, their masks drawn from ``rngs``' ``'dropout'`` stream (or
+  ``'default'``). With a ``dtype`` the input is cast to it, and the block computes and returns
+  it; parameters stay ``param_dtype``.
+
+  Args:
+    in_features: the input's and the output's width; ``num_heads`` must divide it.
+    num_heads: the attention heads.
+    hidden_features: the plain feed-forward block's hidden width ``h``.
+    activation: the feed-forward block's: an element-wise activation as :class:`Activation`
+      takes it or a gated linear unit (:func:`gelujax.specs.gated_unit`).
+    dropout: the drop rate of both residual branches, in [0, 1).
+    dtype: the dtype of the computation; None (default) infers it, as Flax's modules do.
+    param_dtype: the dtype of the parameters (default float32).
+    deterministic: whether dropout (and ``soi_map``) is off, as for ``nnx.Dropout``.
+    rngs: the random streams: the parameters' initial values and the dropout masks.
+
+  Examples:
+    >>> from flax import nnx
+    >>> block = TransformerBlock(8, 2, 32, activation="geglu", rngs=nnx.Rngs(0))
+    >>> block(jnp.ones((1, 5, 8)), jnp.array([[True] * 3 + [False] * 2])).shape
+    (1, 5, 8)
+    >>> block.mlp.hidden.kernel.shape  # 21 gated features: 2 x 21 columns
+    (8, 42)
+  """
+
+  def __init__(
+    self,
+    in_features: int,
+    num_heads: int,
+    hidden_features: int,
+    *,
+    activation: str | Callable[..., Any] = "gelu",
+    dropout: float = 0.0,
+    dtype: DTypeLike | None = None,
+    param_dtype: DTypeLike = jnp.float32,
+    deterministic: bool | None = False,
+    rngs: nnx.Rngs,
+  ):
+    transformer_problems("TransformerBlock", in_features, num_heads, hidden_features, dropout)
+    self.in_features, self.dtype = in_features, dtype
+    typed = {"dtype": dtype, "param_dtype": param_dtype, "rngs": rngs}
+    self.attention_norm = nnx.LayerNorm(in_features, **typed)
+    self.attention = nnx.MultiHeadAttention(
+      num_heads, in_features, decode=False, keep_rngs=False, **typed
+    )
+    self.attention_dropout = nnx.Dropout(dropout, deterministic=deterministic, rngs=rngs)
+    self.mlp_norm = nnx.LayerNorm(in_features, **typed)
+    self.mlp = FeedForward(
+      in_features, hidden_features, activation=activation, deterministic=deterministic, **typed
+    )
+    self.mlp_dropout = nnx.Dropout(dropout, deterministic=deterministic, rngs=rngs)
+
+  def __call__(
+    self,
+    x: ArrayLike,
+    mask: ArrayLike | None = None,
+    *,
+    deterministic: bool | None = None,
+    rngs: nnx.Rngs | nnx.RngStream | Array | None = None,
+  ) -> Array:
+    x = _features(self, "TransformerBlock", x)
+    attention_mask = padding_mask("TransformerBlock", x, mask)
+    y = self.attention(self.attention_norm(x), mask=attention_mask, deterministic=True)
+    x = x + self.attention_dropout(y, deterministic=deterministic, rngs=rngs)
+    y = self.mlp(self.mlp_norm(x), deterministic=deterministic, rngs=rngs)
+    return x + self.mlp_dropout(y, deterministic=deterministic, rngs=rngs)
+
+
+class Encoder(nnx.Module):
+  """A pre-LayerNorm transformer encoder: ``num_layers`` :class:`TransformerBlock` s
+  (``block_0``, ``block_1``, ...), then the ``nnx.LayerNorm`` ``final_norm``.
+
+  The Linen :class:`gelujax.linen.Encoder` in NNX, with its parameters (the blocks are
+  attributes ``block_<i>``, not a list, so that their names are the Linen module's) and
+  numbers. ``x`` is ``[batch, length, in_features]``; ``mask``, ``[batch, length]`` booleans
+  (True: a real token). Dropout, dtype and parameters as in :class:`TransformerBlock`.
+
+  Args:
+    in_features: the input's and the output's width; ``num_heads`` must divide it.
+    num_layers: the blocks, >= 1.
+    num_heads: each block's attention heads.
+    hidden_features: the plain feed-forward blocks' hidden width.
+    activation: the feed-forward blocks' activation or gated linear unit.
+    dropout: the drop rate of every residual branch, in [0, 1).
+    dtype: the dtype of the computation; None (default) infers it.
+    param_dtype: the dtype of the parameters (default float32).
+    deterministic: whether dropout (and ``soi_map``) is off, as for ``nnx.Dropout``.
+    rngs: the random streams: the parameters' initial values and the dropout masks.
+  """
+
+  def __init__(
+    self,
+    in_features: int,
+    num_layers: int,
+    num_heads: int,
+    hidden_features: int,
+    *,
+    activation: str | Callable[..., Any] = "gelu",
+    dropout: float = 0.0,
+    dtype: DTypeLike | None = None,
+    param_dtype: DTypeLike = jnp.float32,
+    deterministic: bool | None = False,
+    rngs: nnx.Rngs,
+  ):
+    positive_int_problem("Encoder", "num_layers", num_layers)
+    transformer_problems("Encoder", in_features, num_heads, hidden_features, dropout)
+    self.in_features, self.num_layers, self.dtype = in_features, num_layers, dtype
+    for i in range(num_layers):
+      block = TransformerBlock(
+        in_features, num_heads, hidden_features, activation=activation, dropout=dropout,
+        dtype=dtype, param_dtype=param_dtype, deterministic=deterministic, rngs=rngs,
+      )  # fmt: skip
+      setattr(self, f"block_{i}", block)
+    self.final_norm = nnx.LayerNorm(in_features, dtype=dtype, param_dtype=param_dtype, rngs=rngs)
+
+  def __call__(
+    self,
+    x: ArrayLike,
+    mask: ArrayLike | None = None,
+    *,
+    deterministic: bool | None = None,
+    rngs: nnx.Rngs | nnx.RngStream | Array | None = None,
+  ) -> Array:
+    x = _features(self, "Encoder", x)
+    padding_mask("Encoder", x, mask)  # Refused here, naming the encoder.
+    for i in range(self.num_layers):
+      x = getattr(self, f"block_{i}")(x, mask, deterministic=deterministic, rngs=rngs)
+    return self.final_norm(x)
+
+
+def _features(module: Any, owner: str, x: ArrayLike) -> Array:
+  """``x`` in the module's dtype, refused unless its last axis has ``in_features``."""
+  x = jnp.asarray(x, module.dtype)
+  if x.shape[-1:] != (module.in_features,):
+    raise ValueError(
+      f"{owner}(in_features={module.in_features}) got an input of shape {x.shape}; it takes "
+      f"[batch, length, {module.in_features}]."
+    )
+  return x

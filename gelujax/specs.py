@@ -351,9 +351,10 @@ def gated_unit(activation: Any) -> Callable[[Array], Array] | None:
   ``"geglu(approximate=True)"``, ``"swiglu"``, ``"reglu"``, ``"gated(activation='gelu_tanh')"``,
   whose gate is any element-wise activation spec) or as the function itself, under
   ``functools.partial`` too (``gelujax.geglu``,
-  ``functools.partial(gelujax.gated, activation=jax.nn.sigmoid)``). Membership in that registry
-  decides, not the shapes a function maps, so an element-wise activation is never taken for a
-  unit; a unit of one's own is ``gated`` with its gate.
+  ``functools.partial(gelujax.gated, activation=jax.nn.sigmoid)``), and ``jax.nn.glu`` (Flax's
+  ``glu``), which is ``gated(x, jax.nn.sigmoid)``. Membership decides, not the shapes a
+  function maps, so an element-wise activation is never taken for a unit; a unit of one's own
+  is ``gated`` with its gate.
 
   Raises:
     ValueError: for a unit's spec with arguments it does not take, ``gated`` without its gate,
@@ -365,7 +366,7 @@ def gated_unit(activation: Any) -> Callable[[Array], Array] | None:
   entry = activation
   while isinstance(entry, functools.partial):
     entry = entry.func
-  if not any(entry is GATED_UNITS.lookup(name) for name in GATED_UNITS):
+  if entry is not jax.nn.glu and not any(entry is GATED_UNITS.lookup(n) for n in GATED_UNITS):
     return None
   bound = activation.keywords if isinstance(activation, functools.partial) else {}
   if entry is gated and "activation" not in bound:
