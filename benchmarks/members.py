@@ -79,6 +79,7 @@ GPU_CONFIGS = (
   *(Config("cifar10", m, "bfloat16", _GELU) for m in (1, 3, 8)),
   *(Config("cifar100", m, "float32", _GELU) for m in (1, 3, 8)),
   *(Config("cifar100", m, "bfloat16", _GELU) for m in (1, 3, 8)),
+  *(Config("vit_fashion_mnist", m, "float32") for m in (1, 10)),
   Config("mnist", 1, "float32", _MNIST),
   Config("mnist", 15, "bfloat16", _MNIST),
 )
@@ -91,6 +92,8 @@ CPU_CONFIGS = (
   Config("tiny_cifar", 8, "float32", _GELU),
   Config("cifar10", 1, "float32", _GELU, steps=2),
   Config("cifar10", 4, "float32", _GELU, steps=2),
+  Config("vit_fashion_mnist", 1, "float32"),
+  Config("vit_fashion_mnist", 10, "float32"),
 )
 
 # --quick: the small convnet and the MLP on a few steps (tests/test_benchmarks.py runs it).

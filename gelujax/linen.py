@@ -110,9 +110,16 @@ def make_activation(spec: str) -> Callable[..., Any]:
   with parameters or randomness (``"learnable_gelu(per_feature=True)"``, ``"soi_map"``:
   :class:`SOIMap`). Resolved once a process (:func:`gelujax.specs.resolve_activation`).
 
+  A gated linear unit's spec (``"geglu"``, ``"swiglu"``, ...: :func:`gelujax.specs.gated_unit`)
+  gives the unit, a function mapping ``2 n`` features to ``n``, which only a model that takes
+  units (a transformer's feed-forward: ``takes_gated_units``) accepts.
+
   Raises:
     ValueError: for a spec that names no activation (saying why).
   """
+  unit = gated_unit(spec)
+  if unit is not None:
+    return unit
   name, _, fn = resolve_activation(spec)
   return SOIMap if name == "soi_map" else fn
 

@@ -28,7 +28,10 @@ presets for tests:
 - ``mlp_timit``: 286 -> 5x2048 -> 39 (TIMIT frames; the paper's intended 39-way output).
 - ``autoencoder_mnist``: 784 -> 1000 -> 500 -> 250 -> 30 -> 250 -> 500 -> 1000 -> 784 (Fig. 4).
 - ``cifar_cnn``: the 9-conv CIFAR-10 network. ``wrn_40_4``: Wide ResNet 40-4 for CIFAR-100.
-- ``mlp_tiny``, ``mlp_tiny_gated``, ``embedding_mlp_tiny``, ``autoencoder_tiny``,
+- ``vit_fashion_mnist``: a small Vision Transformer (:class:`ViT`: 4x4 patches, 4 pre-LN blocks
+  of width 64) on 28x28 images; ``--activation=geglu`` gives its blocks gated feed-forwards at
+  the same parameter count.
+- ``mlp_tiny``, ``mlp_tiny_gated``, ``vit_tiny``, ``embedding_mlp_tiny``, ``autoencoder_tiny``,
   ``cifar_cnn_tiny``, ``wrn_tiny``: small versions, for tests.
 
 Every convolution is :data:`gelujax.conv.Conv`: ``nn.Conv`` through a convolution whose kernel
@@ -40,7 +43,7 @@ from __future__ import annotations
 import functools
 import itertools
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import flax.linen as nn
 import jax
@@ -49,7 +52,7 @@ import jax.numpy as jnp
 from gelujax import spelling
 from gelujax.activations import gated, gelu_tanh
 from gelujax.conv import Conv
-from gelujax.linen import Activation
+from gelujax.linen import Activation, Encoder
 from gelujax.registry import Registry
 
 MODELS: Registry = Registry("model")
@@ -441,6 +444,70 @@ class WideResNet(nn.Module):
     return nn.Dense(self.num_classes, kernel_init=_he_normal, dtype=self.dtype)(x)
 
 
+class ViT(nn.Module):
+  """A small Vision Transformer (Dosovitskiy et al., 2021) for 28x28 or 32x32 images.
+
+  The image is cut into ``patch_size`` x ``patch_size`` patches, each flattened and mapped by
+  one dense layer to ``width`` features (a reshape and a matrix product, no convolution, so the
+  engine's member rule treats it as the dense model it is), plus a learned position embedding
+  per patch; then :class:`gelujax.linen.Encoder` (``depth`` pre-LayerNorm blocks, ``num_heads``
+  heads, a feed-forward of ``hidden_features``, gated at the same parameter count when the
+  activation is a gated linear unit such as ``geglu``), the mean over patches, and a linear
+  classifier. *(choice)* Mean pooling rather than a class token, as in Beyer et al. (2022,
+  *Better plain ViT baselines*); no dropout on the attention weights.
+
+  Attributes:
+    num_classes: logits.
+    patch_size: a patch's side in pixels; it must divide the image's sides.
+    width: features of a token.
+    depth: encoder blocks.
+    num_heads: attention heads (dividing ``width``).
+    hidden_features: the plain feed-forward's hidden width.
+    activation: the feed-forward's activation.
+    dropout: drop rate on both residual branches of every block.
+    dtype: the type the layers compute in (parameters stay float32).
+  """
+
+  num_classes: int = 10
+  patch_size: int = 4
+  width: int = 64
+  depth: int = 4
+  num_heads: int = 4
+  hidden_features: int = 256
+  activation: Callable[..., Any] = gelu_tanh
+  dropout: float = 0.0
+  dtype: Any = jnp.float32
+  # Its feed-forward takes a gated linear unit (`TaskSpec` refuses one for other models).
+  takes_gated_units: ClassVar[bool] = True
+
+  @nn.compact
+  def __call__(self, x: jax.Array, train: bool) -> jax.Array:
+    batch, height, width, channels = x.shape
+    p = self.patch_size
+    if height % p or width % p:
+      raise ValueError(
+        f"ViT patch_size={p} does not divide the {height}x{width} images; pick a divisor of both."
+      )
+    rows, cols = height // p, width // p
+    x = x.reshape(batch, rows, p, cols, p, channels).transpose(0, 1, 3, 2, 4, 5)
+    x = x.reshape(batch, rows * cols, p * p * channels)
+    x = nn.Dense(self.width, dtype=self.dtype, name="embed")(x)
+    position = self.param(
+      "position", nn.initializers.normal(0.02), (1, rows * cols, self.width), jnp.float32
+    )
+    x = x + position.astype(x.dtype)
+    x = Encoder(
+      num_layers=self.depth,
+      num_heads=self.num_heads,
+      hidden_features=self.hidden_features,
+      activation=self.activation,
+      dropout=self.dropout,
+      dtype=self.dtype,
+      name="encoder",
+    )(x, deterministic=not train)
+    return nn.Dense(self.num_classes, dtype=self.dtype, name="head")(x.mean(axis=1))
+
+
 MODELS.register("mlp_mnist", functools.partial(MLP, features=(128,) * 8, num_outputs=10))
 MODELS.register(
   "mlp_mnist_gated", functools.partial(MLP, features=(128,) * 8, num_outputs=10, gated=True)
@@ -471,3 +538,9 @@ MODELS.register("cifar_cnn", functools.partial(CifarCNN, num_classes=10))
 MODELS.register("cifar_cnn_tiny", functools.partial(CifarCNN, num_classes=10, widths=(4, 8)))
 MODELS.register("wrn_40_4", functools.partial(WideResNet, depth=40, width=4, num_classes=100))
 MODELS.register("wrn_tiny", functools.partial(WideResNet, depth=10, width=1, num_classes=10))
+MODELS.register("vit_fashion_mnist", functools.partial(ViT, num_classes=10))
+MODELS.register(
+  "vit_tiny",
+  functools.partial(ViT, num_classes=10, patch_size=7, width=16, depth=1, num_heads=2,
+                    hidden_features=32),
+)  # fmt: skip

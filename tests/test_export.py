@@ -10,9 +10,10 @@ CPU-only operation and no callback to the host in its hot path. What lowering do
 The programs are those a run trains with, made by `gelujax.engine.make_program` from each task's
 real data loaders, models and optimizers (on fixture files in the real formats), for one member
 (a 1 x 4 mesh: each batch split over 4 devices, the gradients all-reduced) and for a grid (6
-members on a 4 x 1 mesh, padded to 8): `init`, `shuffle`, `train_segment` (the loop over steps,
-which holds `gelujax.engine.train_step`) and `evaluate`. They are lowered in a subprocess with 4
-CPU devices (this process has one), which prints what each export found.
+members on a 4 x 1 mesh, padded to 8; vmapped, and looped, on each device): `init`, `shuffle`,
+`train_segment` (the loop over steps, which holds `gelujax.engine.train_step`) and `evaluate`.
+They are lowered in a subprocess with 4 CPU devices (this process has one), which prints what
+each export found.
 """
 
 from __future__ import annotations
@@ -45,14 +46,21 @@ TASKS = {
   "timit": "timit",
   "cifar10": "cifar10(preprocessing=(), data_options={'validation_size': 5})",
   "cifar100": "cifar100(model_options={'depth': 10})",
+  "vit_fashion_mnist": "vit_fashion_mnist(data_options={'validation_size': 32})",
 }
-LAYOUTS = {"one member": 1, "grid": 6}
+LAYOUTS = {"one member": 1, "grid": 6, "looped grid": 6}
+# Each layout's member strategy (`gelujax.engine.mesh.STRATEGIES`): the looped grid is the grid
+# with its members one after another on each device, as the rule trains a convolutional model
+# on a GPU (this CPU's rule vmaps every model).
+STRATEGY = {"one member": "auto", "grid": "vmap", "looped grid": "map"}
 # The programs of each layout: a grid runs all four; one member's layout differs from a grid's
 # in how a batch is split (over 4 devices, the gradients and metrics summed across them), which
-# init and shuffle do not do.
+# init and shuffle do not do; a looped grid differs in training and evaluation only (its init
+# is vmapped too).
 PROGRAMS = {
   "grid": ("init", "shuffle", "train_segment", "evaluate"),
   "one member": ("train_segment", "evaluate"),
+  "looped grid": ("train_segment", "evaluate"),
 }
 
 
@@ -77,7 +85,7 @@ def write_fixtures(folder: Path) -> dict[str, Path]:
     dirs[name].mkdir()
     write(dirs[name])
   write_mnist_files(str(folder / "mnist"), num_train=256, num_test=64)
-  for name in ("mnist", "mnist_threefry", "mnist_ae"):
+  for name in ("mnist", "mnist_threefry", "mnist_ae", "vit_fashion_mnist"):
     dirs[name] = folder / "mnist"
   return dirs
 
@@ -102,7 +110,7 @@ def export_programs(task_name: str, data_dir: Path) -> dict[str, dict[str, objec
   splits = task.load_data(str(data_dir))
   found = {}
   for layout, num_members in LAYOUTS.items():
-    calls = program_calls(task, splits, num_members)
+    calls = program_calls(task, splits, num_members, STRATEGY[layout])
     for name in PROGRAMS[layout]:
       jitted, args, kwargs = calls[name]
       # One export lowered for every platform (traced once) does what one export a platform
@@ -125,16 +133,17 @@ def export_programs(task_name: str, data_dir: Path) -> dict[str, dict[str, objec
   return found
 
 
-def program_calls(task, splits, num_members: int) -> dict[str, tuple]:
-  """Each jitted program of a run of ``num_members`` and abstract arguments laid out as a run
-  lays them out: ``name -> (jitted, args, kwargs)``."""
+def program_calls(task, splits, num_members: int, strategy: str = "auto") -> dict[str, tuple]:
+  """Each jitted program of a run of ``num_members`` (with the member ``strategy``) and abstract
+  arguments laid out as a run lays them out: ``name -> (jitted, args, kwargs)``."""
   from jax.sharding import NamedSharding
   from jax.sharding import PartitionSpec as P
 
   from gelujax import engine
 
   mesh = engine.make_mesh(num_members)
-  program = engine.make_program(task, mesh, splits["train"], num_members)
+  program = engine.make_program(task, mesh, splits["train"], num_members, strategy)
+  assert strategy == "auto" or program.strategy == strategy
   config, padded = program.config, program.padded_members
   over_members, replicated = NamedSharding(mesh, P("members")), NamedSharding(mesh, P())
 

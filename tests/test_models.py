@@ -13,7 +13,8 @@ import pytest
 from flax.errors import InvalidRngError
 from jitted import init, jit
 
-from gelujax import tasks
+import gelujax
+from gelujax import models, tasks
 from gelujax.conv import conv_general_dilated
 from gelujax.models import (
   MLP,
@@ -605,3 +606,53 @@ def test_conv_other_forms_go_to_lax():
     lambda k: jnp.sum(jax.lax.conv_general_dilated(x, k, (1, 1), "SAME", **options) ** 2)
   )
   np.testing.assert_array_equal(got(kernel), want(kernel))
+
+
+def test_the_vit_is_its_patches_through_the_encoder_computed_another_way():
+  """`ViT` against the same computation assembled by hand from its parameters: the patches cut
+  with NumPy (row-major patches, each flattened row by row), the embedding and position added,
+  `gelujax.linen.Encoder` applied on its own (tested against float64 in test_transformer.py),
+  the mean over patches and the head. A patch order or flattening of its own would differ."""
+  from gelujax.linen import Encoder
+
+  model = models.MODELS.get("vit_tiny")(activation=gelujax.gelu, dropout=0.0, dtype=jnp.float32)
+  images = np.random.default_rng(0).random((3, 28, 28, 1)).astype(np.float32)
+  variables = model.init(jax.random.key(0), images, train=False)
+  params = variables["params"]
+  patches = np.stack(
+    [
+      images[:, r : r + 7, c : c + 7, :].reshape(3, 49)
+      for r in range(0, 28, 7)
+      for c in range(0, 28, 7)
+    ],
+    axis=1,
+  )
+  tokens = patches @ params["embed"]["kernel"] + params["embed"]["bias"] + params["position"]
+  encoder = Encoder(num_layers=1, num_heads=2, hidden_features=32, activation=gelujax.gelu)
+  encoded = encoder.apply({"params": params["encoder"]}, tokens)
+  expected = np.asarray(encoded).mean(axis=1) @ params["head"]["kernel"] + params["head"]["bias"]
+  np.testing.assert_allclose(
+    model.apply(variables, images, train=False), expected, rtol=1e-5, atol=1e-6
+  )
+
+
+def test_a_gated_unit_builds_the_vits_gated_feed_forward_and_is_refused_by_an_mlp():
+  """`--activation=geglu` gives the ViT's blocks the gated feed-forward (a hidden layer of
+  2 x 21 for the plain 32: `gelujax.gated_hidden_features`), within the rule's rounding of the
+  plain block's parameters; the paper's MLP applies its activation element-wise and refuses
+  a unit, naming the model that takes one."""
+  from gelujax import tasks
+
+  spec = tasks.get("vit_fashion_mnist(model='vit_tiny')")
+  counts = {}
+  for activation in ("gelu", "geglu"):
+    model = spec.replace(activation=activation).build_model()
+    params = model.init(jax.random.key(0), jnp.zeros((1, 28, 28, 1)), train=False)["params"]
+    hidden = params["encoder"]["block_0"]["mlp"]["hidden"]["kernel"]
+    counts[activation] = (hidden.shape, sum(x.size for x in jax.tree.leaves(params)))
+  assert counts["gelu"][0] == (16, 32)
+  assert counts["geglu"][0] == (16, 2 * gelujax.gated_hidden_features(16, 32))
+  assert abs(counts["geglu"][1] - counts["gelu"][1]) <= (3 * 16 + 2) / 2
+  with pytest.raises(ValueError, match="is a gated linear unit") as error:
+    tasks.get("mnist(activation='geglu')")
+  assert "models vit_fashion_mnist, vit_tiny" in str(error.value)
