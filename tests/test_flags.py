@@ -1,10 +1,10 @@
-"""Tests for experiments/_flags.py, the flag handling shared by train.py and reproduce.py."""
+"""Tests for gelujax/cli/_flags.py, the flag handling shared by the commands train and reproduce."""
 
-import _flags
 import pytest
 
 from gelujax import tasks
 from gelujax import workdir as workdirs
+from gelujax.cli import _flags
 
 
 @pytest.mark.parametrize(
