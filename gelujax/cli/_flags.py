@@ -21,11 +21,13 @@ import re
 import signal
 import sys
 from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 from types import ModuleType
 from typing import Any, NoReturn
 
 from absl import app, flags
 
+import gelujax
 from gelujax import host, tasks
 from gelujax.registry import ParseError, parse_name, sentences
 from gelujax.tasks import SpecError, TaskSpec
@@ -67,6 +69,18 @@ def _freeze_at_exit() -> None:
   # cores (benchmarks/startup.py). Frozen, they are skipped; the process ends after its files
   # are closed. Once a process: a test calls a command's main many times.
   atexit.register(gc.freeze)
+
+
+def working_folder() -> tuple[Path, bool]:
+  """``(root, project)``: the folder the command runs in, under which its result goes by default
+  (``results/<dataset>/<task>/``) and from which its README's commands run; and whether that is
+  the root of the checkout this code runs from, whose ``results/`` and README overview are the
+  project's own record (DESIGN.md decision 17). Anywhere else the result is the user's: the
+  checkout, and its README, are left as they are."""
+  here = Path.cwd()
+  code = Path(gelujax.__file__).resolve().parent.parent
+  project = (code / "experiments" / "reproduce.py").is_file() and here.resolve() == code
+  return here, project
 
 
 def name_flags(message: str, names: Iterable[str]) -> str:

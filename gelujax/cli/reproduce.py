@@ -20,7 +20,6 @@ from pathlib import Path
 
 from absl import app, flags, logging
 
-import gelujax
 from gelujax import host, study
 from gelujax.cli import _flags
 from gelujax.paper import (
@@ -31,7 +30,7 @@ from gelujax.paper import (
   defaults,
 )
 from gelujax.registry import parse_name
-from gelujax.study import forms
+from gelujax.study import forms, readme
 
 _TASK = flags.DEFINE_string(
   "task",
@@ -86,8 +85,6 @@ _COMPILATION_CACHE = flags.DEFINE_string(
 _RENDER = flags.DEFINE_bool(
   "render", False, "Train nothing: rebuild tables, figures and README from the runs in --out."
 )
-# The checkout this code runs from.
-ROOT = Path(gelujax.__file__).resolve().parent.parent
 # The flags that set what is trained: --render reads all of it from the runs' files.
 _SETTINGS = (
   _ACTIVATIONS, _SEEDS, _EVALUATION_SEEDS, _LEARNING_RATES, _DROPOUT_RATES, _EPOCHS, _EMBEDDINGS
@@ -106,8 +103,9 @@ def run() -> Path:
   )  # fmt: skip
   _flags.check_utf8(**{flag.name: flag.value for flag in text_flags})
   host.enable_compilation_cache(_COMPILATION_CACHE.value)
+  root, project = _flags.working_folder()
   if task in forms.DESIGNS:
-    return run_forms(forms.DESIGNS[task])
+    return run_forms(forms.DESIGNS[task], root, project)
   noise = task.endswith(NOISE_SUFFIX)
   base = task.removesuffix(NOISE_SUFFIX)
   # The flags that set a field of each run's spec: the task's overrides may not set it too.
@@ -124,7 +122,7 @@ def run() -> Path:
   # overrides in --task (``twitter_pos(model=...)``) are the spec's, recorded in every run.
   name = parse_name(base)[0]
   task = name + (NOISE_SUFFIX if noise else "")
-  out = Path(_OUT.value or ROOT / "results" / spec.dataset / task)
+  out = Path(_OUT.value or root / "results" / spec.dataset / task)
   if _RENDER.value:
     given = [f"--{flag.name}" for flag in _SETTINGS if flag.value is not None]
     if given:
@@ -132,7 +130,7 @@ def run() -> Path:
         f"--render reads every setting from the runs' files in {out}; leave out "
         f"{', '.join(given)} (or --render, to train with them)."
       )
-    return study.render(task, out=out, root=ROOT)
+    return study.render(task, out=out, root=root, project=project)
   seeds = _flags.parse_seeds(_SEEDS.value, spec.seeds)
   default = defaults(task, spec, len(seeds))  # The one place the defaults are written.
   evaluation_seeds = _flags.parse_seeds(
@@ -167,7 +165,8 @@ def run() -> Path:
     task,
     spec,
     out=out,
-    root=ROOT,
+    root=root,
+    project=project,
     activations=activations,
     dropout_rates=dropout_rates,
     learning_rates=learning_rates,
@@ -177,9 +176,9 @@ def run() -> Path:
   )
 
 
-def run_forms(design: forms.Design) -> Path:
+def run_forms(design: forms.Design, root: Path, project: bool) -> Path:
   """A study of the GELU forms: its design is fixed in code, so only where it runs can be
-  chosen."""
+  chosen (``root`` and ``project``: `gelujax.cli._flags.working_folder`)."""
   given = [f"--{flag.name}" for flag in (*_SETTINGS, _DATASET) if flag.value is not None]
   if given:
     lrs = ", ".join(f"{lr:g}" for lr in design.learning_rates)
@@ -189,16 +188,17 @@ def run_forms(design: forms.Design) -> Path:
       f"runs (arms {', '.join(design.arms)}, lrs {lrs}, {len(design.seeds)} seeds, "
       f"{design.epochs} epochs, {design.dataset}); leave out {', '.join(given)}."
     )
-  out = Path(_OUT.value or ROOT / "results" / design.dataset / design.name)
+  out = Path(_OUT.value or root / "results" / design.dataset / design.name)
   if not _RENDER.value:
     host.configure_cpu(_CPU_DEVICES.value, len(design.learning_rates) * len(design.seeds))
   return forms.reproduce(
     design,
     out=out,
-    root=ROOT,
+    root=root,
     data_dir=_DATA_DIR.value,
     train=not _RENDER.value,
-    command=" ".join(["python experiments/reproduce.py", *sys.argv[1:]]),
+    command=" ".join([readme.command_name(project), *sys.argv[1:]]),
+    project=project,
   )
 
 
