@@ -19,7 +19,7 @@ from typing import NamedTuple
 _CHILD = """
 import base64, contextlib, importlib.util, io, json, os, sys
 from absl import flags
-sys.path.insert(0, os.path.dirname(sys.argv[1]))  # as `python script.py` does: its _flags beside it
+sys.path.insert(0, os.path.dirname(sys.argv[1]))  # as `python script.py` does
 spec = importlib.util.spec_from_file_location("script", sys.argv[1])
 script = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(script)

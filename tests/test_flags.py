@@ -1,10 +1,12 @@
-"""Tests for experiments/_flags.py, the flag handling shared by train.py and reproduce.py."""
+"""Tests for gelujax/cli/_flags.py, the flag handling shared by the commands train and reproduce."""
 
-import _flags
+from pathlib import Path
+
 import pytest
 
 from gelujax import tasks
 from gelujax import workdir as workdirs
+from gelujax.cli import _flags
 
 
 @pytest.mark.parametrize(
@@ -259,3 +261,17 @@ def test_name_flags_leaves_other_backticked_words_and_commands_alone():
     "`evals_per_epoch` 9 does not fit; leave --data_dir out, or run "
     "`python -m gelujax.data download mnist --data_dir DIR` first; or fewer --seeds."
   )
+
+
+def test_only_the_root_of_the_checkout_the_code_runs_from_is_the_projects_folder(
+  tmp_path, monkeypatch
+):
+  """A command's results go under the folder it runs in; they are the project's record (its
+  results/ and README overview) only where that folder is this checkout's root (DESIGN.md
+  decision 17)."""
+  checkout = Path(__file__).resolve().parent.parent
+  monkeypatch.chdir(checkout)
+  assert _flags.working_folder() == (checkout, True)
+  for elsewhere in (tmp_path, checkout / "results", checkout / "experiments"):
+    monkeypatch.chdir(elsewhere)
+    assert _flags.working_folder() == (elsewhere.resolve(), False)

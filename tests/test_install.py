@@ -8,6 +8,7 @@ among them the editable install's import finder, which would serve any module th
 from the checkout (a wheel missing ``gelujax.engine`` passed a test run beside it).
 """
 
+import configparser
 import json
 import os
 import shutil
@@ -16,6 +17,7 @@ import subprocess
 import sys
 import zipfile
 
+import pytest
 from tiny_task import write_mnist_files
 
 import gelujax
@@ -67,10 +69,27 @@ files = {name: importlib.import_module(name).__file__ for name in names}
 import gelujax
 print(json.dumps({"files": files, "version": gelujax.__version__}))
 """
+# A command's module defines its absl flags when imported, and absl keeps one set of flags a
+# process: the two commands, whose flags share names, are imported in processes of their own.
+APART = "gelujax.cli.reproduce"
 
 
-def test_a_wheel_installed_elsewhere_holds_every_module_and_trains(tmp_path):
+@pytest.fixture(scope="module")
+def wheel_install(tmp_path_factory):
+  """``(wheel, installed)``: the checkout's wheel, and the folder it is installed into."""
+  tmp_path = tmp_path_factory.mktemp("wheel")
   wheel = build_wheel(tmp_path)
+  installed = tmp_path / "installed"
+  subprocess.run(
+    [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index",
+     "--target", str(installed), wheel],
+    check=True, capture_output=True, text=True, timeout=300,
+  )  # fmt: skip
+  return wheel, installed
+
+
+def test_a_wheel_installed_elsewhere_holds_every_module_and_trains(wheel_install, tmp_path):
+  wheel, installed = wheel_install
   with zipfile.ZipFile(wheel) as archive:
     listed = set(archive.namelist())
     metadata = archive.read(f"gelujax-{gelujax.__version__}.dist-info/METADATA").decode()
@@ -78,24 +97,22 @@ def test_a_wheel_installed_elsewhere_holds_every_module_and_trains(tmp_path):
   assert f"gelujax-{gelujax.__version__}.dist-info/licenses/LICENSE" in listed
   assert f"\nVersion: {gelujax.__version__}\n" in metadata
   assert "\nLicense-Expression: Apache-2.0\n" in metadata
-  installed = tmp_path / "installed"
-  subprocess.run(
-    [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index",
-     "--target", str(installed), wheel],
-    check=True, capture_output=True, text=True, timeout=300,
-  )  # fmt: skip
   elsewhere = tmp_path / "elsewhere"
   elsewhere.mkdir()
   env = isolated_env(str(installed))
   names = checkout_modules()
-  assert {"gelujax.engine.fit", "gelujax.study.pipeline", "gelujax.registry"} <= set(names)
-  result = subprocess.run(
-    [sys.executable, "-S", "-c", IMPORT_ALL, json.dumps(names)],
-    cwd=elsewhere, env=env, capture_output=True, text=True, timeout=300,
-  )  # fmt: skip
-  assert result.returncode == 0, result.stderr
-  imported = json.loads(result.stdout.splitlines()[-1])
+  assert {"gelujax.engine.fit", "gelujax.study.pipeline", "gelujax.registry", APART} <= set(names)
+  imported = {"files": {}}
+  for group in ([n for n in names if n != APART], [APART]):
+    result = subprocess.run(
+      [sys.executable, "-S", "-c", IMPORT_ALL, json.dumps(group)],
+      cwd=elsewhere, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    found = json.loads(result.stdout.splitlines()[-1])
+    imported = {"files": {**imported["files"], **found["files"]}, "version": found["version"]}
   assert imported["version"] == gelujax.__version__
+  assert set(imported["files"]) == set(names)
   for name, file in imported["files"].items():
     assert file.startswith(str(installed) + os.sep), (name, file)
   # experiments/train.py run from another directory trains through the installed package.
@@ -111,3 +128,48 @@ def test_a_wheel_installed_elsewhere_holds_every_module_and_trains(tmp_path):
   summary = json.loads((workdir / "summary.json").read_text())
   assert summary["epochs"] == 1 and len(summary["members"]) == 1
   assert not os.listdir(elsewhere)  # nothing written where it ran
+
+
+def test_the_wheels_gelujax_command_trains_from_a_folder_outside_any_checkout(
+  wheel_install, tmp_path
+):
+  """The issue's user: the wheel alone, a folder of their own, and the command line. The
+  console script is run as pip generated it from the wheel's entry point (with ``python -S``,
+  as every process here), and ``python -m gelujax.train`` is the same command."""
+  wheel, installed = wheel_install
+  with zipfile.ZipFile(wheel) as archive:
+    entry_points = archive.read(f"gelujax-{gelujax.__version__}.dist-info/entry_points.txt")
+  declared = configparser.ConfigParser()
+  declared.read_string(entry_points.decode())
+  assert dict(declared["console_scripts"]) == {"gelujax": "gelujax.cli:main"}
+  script = installed / "bin" / "gelujax"
+  assert "from gelujax.cli import main" in script.read_text()
+  env = isolated_env(str(installed))
+  data = tmp_path / "fashion"
+  write_mnist_files(str(data), num_train=5_256)  # tiny_mnist keeps 5,000 for validation
+  listed = subprocess.run(
+    [sys.executable, "-S", str(script), "--help"],
+    cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
+  )  # fmt: skip
+  assert listed.returncode == 0, listed.stderr
+  commands = listed.stdout.split("commands:\n", 1)[1].split("\n\n", 1)[0]
+  assert [line.split()[0] for line in commands.splitlines()] == ["train", "reproduce", "data"]
+  for name, command in (("console", [str(script), "train"]), ("module", ["-m", "gelujax.train"])):
+    mine = tmp_path / name  # the user's folder, outside any checkout
+    mine.mkdir()
+    result = subprocess.run(
+      [sys.executable, "-S", *command, "--task=tiny_mnist", "--dataset=fashion_mnist",
+       "--epochs=1", f"--data_dir={data}", "--compilation_cache=none"],
+      cwd=mine, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert result.returncode == 0, (name, result.stderr[-3000:])
+    assert os.listdir(mine) == ["workdirs"], name
+    workdir = mine / "workdirs" / "tiny_mnist_fashion_mnist_gelu_tanh"
+    summary = json.loads((workdir / "summary.json").read_text())
+    assert summary["epochs"] == 1 and len(summary["members"]) == 2, name
+  refused = subprocess.run(
+    [sys.executable, "-S", "-m", "gelujax.train", "--task=tiny_mnist", "--epochs=0"],
+    cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
+  )  # fmt: skip
+  assert refused.returncode == 1
+  assert refused.stderr.startswith("python -m gelujax.train: error: --epochs 0 is not valid")

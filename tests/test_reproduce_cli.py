@@ -1,8 +1,12 @@
-"""Tests for experiments/reproduce.py: its flags, and a reproduction end to end with the real
-trainer on MNIST-format files (selection grid -> evaluation seeds -> noise evaluation)."""
+"""Tests for experiments/reproduce.py (``gelujax reproduce``): its flags, a reproduction end to
+end with the real trainer on MNIST-format files (selection grid -> evaluation seeds -> noise
+evaluation), and one run from a user's folder."""
 
 import json
 import os
+import shlex
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -254,3 +258,84 @@ def test_tiny_mnist_end_to_end_evaluation_seeds_and_noise(tmp_path):
   assert (noise_out / "noise_robustness.png").stat().st_size > 10_000
   # Re-rendered from noise/*.json and the classifiers' files alone.
   assert noise_render.files[noise_out / "table.md"].decode() == noise_table
+
+
+MYACTS = """
+import jax.numpy as jnp
+
+
+def squareplus(x, b=4.0):
+  return 0.5 * (x + jnp.sqrt(x * x + b))
+"""
+
+
+def checkout_state():
+  """What a run must leave as it found it in the checkout: ``git status`` (which may list other
+  changes; the same after as before), and the README the project's results rewrite."""
+  status = subprocess.run(
+    ["git", "-C", str(REPO), "status", "--porcelain", "--untracked-files=all"],
+    capture_output=True, text=True, check=True,
+  )  # fmt: skip
+  return status.stdout, (REPO / "README.md").read_bytes()
+
+
+@pytest.mark.slow
+def test_run_from_a_users_folder_it_writes_there_alone_and_says_how_to_run_it_again(tmp_path):
+  """From a folder of the user's own, reproduce.py wrote into the checkout's results/ and
+  rewrote the checkout's README (issue 41). Its result goes under the folder it runs in; it names
+  the user's activation by its file and the folder it was imported from; and the commands its
+  README gives run from that folder (``gelujax reproduce``, here as ``python -m gelujax``)."""
+  mine, data = tmp_path / "mine", tmp_path / "data"
+  mine.mkdir()
+  data.mkdir()
+  (mine / "myacts.py").write_text(MYACTS)
+  write_tiny_mnist(data, n_train=5_064, n_test=100)
+  env = {**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONPATH": str(REPO)}
+  before = checkout_state()
+  flags = ["--task=tiny_mnist", "--dataset=fashion_mnist", "--activations=gelu,myacts:squareplus",
+           "--epochs=1", f"--data_dir={data}", "--compilation_cache=none"]  # fmt: skip
+  result = subprocess.run(
+    [sys.executable, str(REPO / "experiments" / "reproduce.py"), *flags],
+    cwd=mine, env=env, capture_output=True, text=True, timeout=600,
+  )  # fmt: skip
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert checkout_state() == before
+  assert sorted(os.listdir(tmp_path)) == ["data", "mine"]
+  assert set(os.listdir(mine)) <= {"myacts.py", "__pycache__", "results"}
+  out = mine / "results" / "fashion_mnist" / "tiny_mnist"
+  assert result.stdout.splitlines()[-1].startswith(f"Wrote {out}/README.md")
+  summary = json.loads((out / "summary.json").read_text())
+  assert summary["settings"]["activation_sources"] == {
+    "myacts:squareplus": {
+      "module": "myacts", "function": "squareplus", "file": str(mine / "myacts.py"),
+      "folder": str(mine),
+    }
+  }  # fmt: skip
+  readme = (out / "README.md").read_text()
+  assert f"From scratch (from `{mine}`, the folder it was run in; finished runs" in readme
+  assert (
+    f"- Activation myacts:squareplus: `squareplus` of `{mine / 'myacts.py'}`, imported from the "
+    f"folder `{mine}` (the commands above import it from there" in readme
+  )
+  commands = [line for line in readme.splitlines() if line.startswith("gelujax reproduce ")]
+  assert commands == [
+    "gelujax reproduce --task=tiny_mnist --dataset=fashion_mnist --epochs=1 "
+    "--activations=gelu,myacts:squareplus",
+    "gelujax reproduce --task=tiny_mnist --dataset=fashion_mnist --render",
+  ]
+  # Each runs from the folder (the data folder is this machine's: not in the command), finds
+  # everything finished or rendered there, and imports the user's module from it.
+  machine = [f"--data_dir={data}", "--compilation_cache=none"]
+  stdouts = []
+  for command, more in zip(commands, (machine, []), strict=True):
+    again = subprocess.run(
+      [sys.executable, "-m", "gelujax", *shlex.split(command)[1:], *more],
+      cwd=mine, env=env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert again.returncode == 0, (command, again.stderr[-3000:])
+    assert "trained in" not in again.stdout
+    assert again.stdout.splitlines()[-1].startswith(f"Wrote {out}/README.md")
+    stdouts.append(again.stdout)
+  assert "[2/2] myacts_squareplus: finished earlier: skipped" in stdouts[0]
+  assert checkout_state() == before
+  assert json.loads((out / "summary.json").read_text()) == summary

@@ -157,6 +157,24 @@ def test_render_judges_the_hypotheses_on_the_evaluation_seeds(mnist):
   assert json.loads((out / "summary.json").read_text()) == summary
 
 
+def test_a_users_result_leaves_the_overview_alone_and_runs_again_from_its_folder(mnist):
+  """A result in a user's folder (``project=False``) is not the project's record: the overview
+  in that folder's README.md is not the user's to have rewritten, nor results/README.md
+  written; the commands its README gives are the installed ones, run from that folder."""
+  root, out = mnist
+  top = (root / "README.md").read_text()
+  pipeline.render("mnist", out=out, root=root, project=False)
+  assert (root / "README.md").read_text() == top
+  assert not (root / "results" / "README.md").exists()
+  text = (out / "README.md").read_text()
+  assert f"From scratch (from `{root}`, the folder it was run in; finished runs" in text
+  assert "\ngelujax reproduce --task=mnist --dataset=fashion_mnist --render\n" in text
+  assert "experiments/reproduce.py" not in text
+  pipeline.render("mnist", out=out, root=root)  # the project's own: the overview follows
+  assert (root / "README.md").read_text() != top
+  assert "\npython experiments/reproduce.py --task=mnist" in (out / "README.md").read_text()
+
+
 def test_unfinished_or_mismatched_evaluation_runs_are_pending(mnist):
   root, out = mnist
   # relu's evaluation run has not finished: no summary.json yet.

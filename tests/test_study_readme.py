@@ -93,7 +93,7 @@ def test_reproduce_command_leaves_defaults_out(tmp_path):
 def test_reproduce_command_names_spec_overrides_no_flag_sets(tmp_path):
   # Twitter POS with trainable embeddings: the runs' spec differs from the paper's in two fields
   # that only the task's name can set; the command must train that spec again.
-  import _flags
+  from gelujax.cli import _flags
 
   paper = tasks.get("twitter_pos")
   ours = paper.replace(model="embedding_mlp_twitter_pos", preprocessing=())

@@ -17,10 +17,11 @@ from gelujax import data
 from gelujax.data import checksums, download, published
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-  """``python -m gelujax.data download NAME... [--data_dir DIR]`` or ``... list``."""
+def main(argv: Sequence[str] | None = None, prog: str = "python -m gelujax.data") -> int:
+  """``python -m gelujax.data download NAME... [--data_dir DIR]`` or ``... list``; ``prog`` is
+  how its help and errors name it (``gelujax data``, from the ``gelujax`` command)."""
   parser = argparse.ArgumentParser(
-    prog="python -m gelujax.data",
+    prog=prog,
     description="Fetch gelujax's data sets ahead of time, or list what the cache holds.",
   )
   commands = parser.add_subparsers(dest="command", required=True)
@@ -69,13 +70,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         ) from None
       print(f"{name}: {entry.folder}: {entry.record['verified']}.", flush=True)
   except ValueError as e:
-    print(
-      f"python -m gelujax.data: error: {_as_options(' '.join(str(e).split()))}", file=sys.stderr
-    )
+    print(f"{prog}: error: {_as_options(' '.join(str(e).split()))}", file=sys.stderr)
     return 1
   except KeyboardInterrupt:
     print(
-      "python -m gelujax.data: interrupted; a partial file is kept as <file>.part and the same "
+      f"{prog}: interrupted; a partial file is kept as <file>.part and the same "
       "command resumes it.",
       file=sys.stderr,
     )

@@ -767,11 +767,14 @@ def reproduce(
   data_dir: str | None = None,
   train: bool = True,
   command: str = f"python experiments/reproduce.py --task={TASK}",
+  project: bool = True,
 ) -> Path:
   """Trains every grid of the design that is not finished (resuming partial ones), evaluates
   each finished grid's swaps, and writes the result into ``out``; ``train=False`` trains and
   evaluates nothing and renders from the files already there. Training records ``command``
-  and the code's revision (:func:`record_provenance`)."""
+  and the code's revision (:func:`record_provenance`). ``root`` and ``project`` as
+  :func:`gelujax.study.reproduce` takes them: a user's study (``project=False``) leaves the
+  project's overview alone."""
   if train:
     record_provenance(out, root, command)
     grids.train_grids(
@@ -785,4 +788,4 @@ def reproduce(
     )
   from gelujax.study import forms_report  # Here: tables and figures need matplotlib.
 
-  return forms_report.write_result(design, out=out, root=root)
+  return forms_report.write_result(design, out=out, root=root, project=project)

@@ -756,7 +756,7 @@ def design_lines(design: Design) -> list[str]:
   return lines
 
 
-def training_lines(design: Design, out: Path, root: Path) -> list[str]:
+def training_lines(design: Design, out: Path, root: Path, project: bool = True) -> list[str]:
   timings = grids.read_timings(out)
   path = out / forms.PROVENANCE_FILE
   provenance = workdirs.read_json(path) if path.exists() else {}
@@ -771,7 +771,7 @@ def training_lines(design: Design, out: Path, root: Path) -> list[str]:
     lines.append(f"- `{name}`: {t['seconds'] / 60:.1f} min on {machines}")
   lines.append("")
   lines.append(
-    f"Re-render from these files alone: `python experiments/reproduce.py --task={design.name} "
+    f"Re-render from these files alone: `{readme.command_name(project)} --task={design.name} "
     f"--out={grids.repo_relative(out, root)} --render`."
   )
   return lines
@@ -806,8 +806,9 @@ def title(design: Design) -> str:
   )
 
 
-def write_result(design: Design, *, out: Path, root: Path) -> Path:
-  """Writes ``out``'s README.md, table.md, figure and summary.json; returns ``out``."""
+def write_result(design: Design, *, out: Path, root: Path, project: bool = True) -> Path:
+  """Writes ``out``'s README.md, table.md, figure and summary.json; returns ``out``; and the
+  project's overview where ``out`` is under its results/ (`gelujax.study.forms.reproduce`)."""
   finished = forms.finished_runs(design, out)  # Each grid read once, for every table.
   outcomes, missing = forms.analyse(design, finished)
   swaps = read_swaps(design, out)
@@ -854,7 +855,8 @@ def write_result(design: Design, *, out: Path, root: Path) -> Path:
     lines += ["## Swapped at inference", ""]
     for key, label, scale in SWAP_KEYS:
       lines += [f"### Change in {label}", "", *swap_table(design, swaps, key, scale), ""]
-  lines += ["## Training", "", *training_lines(design, out, root), "", "All numbers: `table.md`."]
+  lines += ["## Training", "", *training_lines(design, out, root, project), ""]
+  lines += ["All numbers: `table.md`."]
   (out / "README.md").write_text("\n".join(lines) + "\n")
   workdirs.write_json(
     out / "summary.json",
@@ -870,6 +872,6 @@ def write_result(design: Design, *, out: Path, root: Path) -> Path:
       "outcomes": [dataclasses.asdict(o) for o in outcomes],
     },
   )
-  if out.resolve().is_relative_to((root / "results").resolve()):
+  if project and out.resolve().is_relative_to((root / "results").resolve()):
     readme.write_results_overview(root)
   return out

@@ -87,7 +87,9 @@ def evaluate_noise(stages: Stages, out: Path, *, root: Path, data_dir: str | Non
     noise.cached_noise(found.workdir, found.learning_rates()[0], **options)
 
 
-def write_noise(task: str, stages: Stages, out: Path, *, root: Path) -> Result:
+def write_noise(
+  task: str, stages: Stages, out: Path, *, root: Path, project: bool = True
+) -> Result:
   """Fig. 3: the classifier task's no-dropout runs (the selection grids and their evaluation
   runs) under test-time noise, from the evaluations kept in ``out/noise/``."""
   selection, rows, plan = stages.selection, stages.rows, stages.plan
@@ -136,7 +138,9 @@ def write_noise(task: str, stages: Stages, out: Path, *, root: Path) -> Result:
     metrics=analysis.noise_metrics(),
     curves=curve_facts([*rows, *evaluation_rows.values()]),
     epochs=(settings["epochs"], tasks.get(task).epochs),
-    command=readme.reproduce_command(settings, tasks.get(task), out=out, root=root),
+    command=readme.reproduce_command(
+      settings, tasks.get(task), out=out, root=root, project=project
+    ),
   )
   table = write_noise_table(task + NOISE_SUFFIX, shown, result, out)
   labels = {

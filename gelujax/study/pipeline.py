@@ -48,7 +48,7 @@ from gelujax.study.stages import (
 from gelujax.study.summary import default_report, loss_curves, write_summary, write_table
 
 
-def write_runs(task: str, stages: Stages, out: Path, root: Path) -> Result:
+def write_runs(task: str, stages: Stages, out: Path, root: Path, project: bool = True) -> Result:
   """table.md, summary.json and the figure of a trained task, from its runs' files."""
   selection, rows, plan, evaluated = stages.selection, stages.rows, stages.plan, stages.evaluated
   evaluation_runs = stages.evaluation_runs()
@@ -83,7 +83,9 @@ def write_runs(task: str, stages: Stages, out: Path, root: Path) -> Result:
     metrics=metrics,
     curves=curve_facts([*rows, *evaluation_rows.values()]),
     epochs=(settings["epochs"], tasks.get(task).epochs),
-    command=readme.reproduce_command(settings, tasks.get(task), out=out, root=root),
+    command=readme.reproduce_command(
+      settings, tasks.get(task), out=out, root=root, project=project
+    ),
   )
   table = write_table(task, rows, list(evaluation_rows.values()), report, result, metrics, out)
   if task == "mnist_ae":
@@ -149,6 +151,7 @@ def reproduce(
   seeds: Sequence[int],
   evaluation_seeds: Sequence[int] | None = None,
   data_dir: str | None = None,
+  project: bool = True,
 ) -> Path:
   """The whole reproduction of ``task``: trains what is missing, then writes the result.
 
@@ -157,8 +160,12 @@ def reproduce(
     spec: the task's spec with the reproduction's settings (dataset, epochs, data options);
       the activation and dropout of each run replace its own.
     out: the output directory.
-    root: the repository: paths inside it are written relative to it, and a result written
-      under ``root/results/`` updates the overview in ``root/README.md``.
+    root: the folder the result's commands run from (the repository's root for the project's
+      own): paths inside it are written relative to it.
+    project: whether ``root`` is the project's own checkout (DESIGN.md decision 17): a result
+      written under ``root/results/`` updates the overview in ``root/README.md``, and its
+      README names the design card's script; False for a user's folder, whose README names the
+      installed command (`gelujax.study.readme.command_name`) and which has no overview.
     activations, dropout_rates, learning_rates: one run per activation and dropout rate, each a
       grid of the learning rates.
     seeds: the selection seeds of every grid.
@@ -199,17 +206,20 @@ def reproduce(
     evaluate_noise(stages, out, root=root, data_dir=data_dir)
   # The result is every run under out, not only this invocation's (`activations` may be a
   # subset of what an earlier one trained): the same files `render` reads.
-  return write(task, find_stages(task, out, root), out=out, root=root, trained=True)
+  stages = find_stages(task, out, root)
+  return write(task, stages, out=out, root=root, trained=True, project=project)
 
 
-def render(task: str, *, out: Path, root: Path) -> Path:
+def render(task: str, *, out: Path, root: Path, project: bool = True) -> Path:
   """Rebuilds a result's tables, figures, findings, summary.json and README from the files
-  under ``out``, training and evaluating nothing (every setting is read from the runs' files).
+  under ``out``, training and evaluating nothing (every setting is read from the runs' files);
+  ``root`` and ``project`` as :func:`reproduce` takes them.
 
   Raises:
     ValueError: ``out`` holds no runs (or, for a noise task, no noise evaluations) to render.
   """
-  return write(task, find_stages(task, out, root), out=out, root=root, trained=False)
+  stages = find_stages(task, out, root)
+  return write(task, stages, out=out, root=root, trained=False, project=project)
 
 
 def find_stages(task: str, out: Path, root: Path) -> Stages:
@@ -223,21 +233,26 @@ def find_stages(task: str, out: Path, root: Path) -> Stages:
   return run_stages(base, found, out, **options)
 
 
-def write(task: str, stages: Stages, *, out: Path, root: Path, trained: bool) -> Path:
+def write(
+  task: str, stages: Stages, *, out: Path, root: Path, trained: bool, project: bool = True
+) -> Path:
   """Writes the result of ``stages`` under ``out`` from the runs' files (and, for a noise task,
   the evaluations kept in ``out/noise/``), then its README; returns ``out``. ``trained`` says
   whether this invocation trained (the README says which)."""
   base = task.removesuffix(NOISE_SUFFIX)
   if task.endswith(NOISE_SUFFIX):
-    result = write_noise(base, stages, out, root=root)
+    result = write_noise(base, stages, out, root=root, project=project)
   else:
-    result = write_runs(base, stages, out, root)
-  write_result(task, result, out=out, root=root, trained=trained)
+    result = write_runs(base, stages, out, root, project)
+  write_result(task, result, out=out, root=root, trained=trained, project=project)
   return out
 
 
-def write_result(task: str, result: Result, *, out: Path, root: Path, trained: bool) -> None:
-  """The result's README, and the top-level README's overview when it lies under results/."""
+def write_result(
+  task: str, result: Result, *, out: Path, root: Path, trained: bool, project: bool = True
+) -> None:
+  """The result's README, and the top-level README's overview when it lies under the project's
+  own results/ (`reproduce`'s ``project``): never a user's folder's."""
   noise_task = task.endswith(NOISE_SUFFIX)
   base = task.removesuffix(NOISE_SUFFIX)
   paper = tasks.get(base)
@@ -246,7 +261,8 @@ def write_result(task: str, result: Result, *, out: Path, root: Path, trained: b
     out,
     title=f"GELU paper reproduction: {task} on {settings['dataset']}",
     opening=readme.hypotheses_part(task, result.analysis),
-    command=readme.reproduce_command(settings, paper, out=out, root=root),
+    command=readme.reproduce_command(settings, paper, out=out, root=root, project=project),
+    run_from=readme.where_to_run(root, project),
     settings=readme.describe_settings(settings, result.report),
     trained=trained,
     deviations=readme.list_deviations(
@@ -263,5 +279,5 @@ def write_result(task: str, result: Result, *, out: Path, root: Path, trained: b
     sections=result.findings,
     table=result.table,
   )
-  if out.resolve().is_relative_to((root / "results").resolve()):
+  if project and out.resolve().is_relative_to((root / "results").resolve()):
     readme.write_results_overview(root)

@@ -10,6 +10,7 @@ tables.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import re
 import shlex
@@ -40,6 +41,25 @@ OVERVIEW_BEGIN = (
 OVERVIEW_END = "<!-- end of the results overview -->"
 
 
+# How a result's README runs it again. The project's own results (``project``: under the
+# checkout's results/, run from its root) name the design card's script; a user's result, in a
+# folder of their own (DESIGN.md decision 17), names the installed command, which runs there.
+PROJECT_COMMAND = "python experiments/reproduce.py"
+USER_COMMAND = "gelujax reproduce"
+
+
+def command_name(project: bool) -> str:
+  """The command a result's README names: :data:`PROJECT_COMMAND` or :data:`USER_COMMAND`."""
+  return PROJECT_COMMAND if project else USER_COMMAND
+
+
+def where_to_run(root: Path, project: bool) -> str:
+  """Where a result's README says its commands run: the repository's root for the project's
+  own, else the folder it was run in (``root``), where the paths they name are relative to and a
+  user's activation module imports from."""
+  return "the repository root" if project else f"`{root}`, the folder it was run in"
+
+
 # TaskSpec fields that reproduce.py's own flags set (or that each run varies).
 _FLAG_FIELDS = frozenset(
   {"name", "dataset", "epochs", "activation", "dropout", "learning_rates", "seeds", "data_options"}
@@ -57,9 +77,12 @@ def _literal(value: Any) -> str:
   return repr(value)
 
 
-def reproduce_command(settings: Mapping[str, Any], paper: Any, *, out: Path, root: Path) -> str:
+def reproduce_command(
+  settings: Mapping[str, Any], paper: Any, *, out: Path, root: Path, project: bool = True
+) -> str:
   """The command that reproduces a result from scratch, from its settings (flags left at their
-  defaults are left out). Re-running it skips what is finished."""
+  defaults are left out), run from ``root`` (`command_name`: the project's or a user's).
+  Re-running it skips what is finished."""
   task, noise = settings["task"], settings["task"].endswith(NOISE_SUFFIX)
   base = task.removesuffix(NOISE_SUFFIX)
   # Spec fields no flag of reproduce.py sets go into the task's name as field overrides.
@@ -97,15 +120,15 @@ def reproduce_command(settings: Mapping[str, Any], paper: Any, *, out: Path, roo
     flags.append(f"--embeddings={embeddings}")
   if out.resolve() != (root / "results" / settings["dataset"] / task).resolve():
     flags.append(f"--out={grids.repo_relative(out, root)}")
-  return "python experiments/reproduce.py " + shlex.join(flags)
+  return f"{command_name(project)} " + shlex.join(flags)
 
 
 def render_command(command: str) -> str:
-  """The command that re-renders a result without training: its task, dataset and out."""
-  kept = [
-    f for f in shlex.split(command)[2:] if f.split("=")[0] in ("--task", "--dataset", "--out")
-  ]
-  return "python experiments/reproduce.py " + shlex.join([*kept, "--render"])
+  """The command that re-renders a result without training: its program, task, dataset and out."""
+  words = shlex.split(command)
+  program = list(itertools.takewhile(lambda word: not word.startswith("--"), words))
+  kept = [w for w in words if w.split("=")[0] in ("--task", "--dataset", "--out")]
+  return shlex.join([*program, *kept, "--render"])
 
 
 def list_deviations(
@@ -193,6 +216,7 @@ def describe_settings(settings: Mapping[str, Any], report: Report | None) -> lis
     f"Evaluations: the {splits} {'once' if evals == 1 else f'{evals} times'} per epoch"
     + (f" (the authors' script: {authors} times per epoch)" if authors else ""),
     f"Activations: {', '.join(settings['activations'])}",
+    *[describe_source(*source) for source in settings.get("activation_sources", {}).items()],
     f"Dropout rates: {', '.join(f'{r:g}' for r in settings['dropout_rates'])}",
     f"Learning rates: {', '.join(f'{lr:g}' for lr in settings['learning_rates'])} "
     f"({describe_selection(report, settings)})",
@@ -212,6 +236,17 @@ def describe_settings(settings: Mapping[str, Any], report: Report | None) -> lis
       f"{settings['epochs']}), not at their best-validation epoch"
     )
   return lines
+
+
+def describe_source(name: str, source: Mapping[str, Any]) -> str:
+  """A user's activation as the README names it: the function, its module's file and the folder
+  that module was imported from (`gelujax.study.stages.activation_sources`), where the commands
+  above import it again."""
+  return (
+    f"Activation {name}: `{source['function']}` of `{source['file']}`, imported from the folder "
+    f"`{source['folder']}` (the commands above import it from there: run them in that folder, or "
+    "with it on PYTHONPATH)"
+  )
 
 
 def describe_selection(report: Report | None, settings: Mapping[str, Any]) -> str:
@@ -301,16 +336,18 @@ def write_readme(
   files: Sequence[str],
   sections: Mapping[str, Sequence[str]],
   table: str,
+  run_from: str = "the repository root",
 ) -> None:
-  """README.md of a reproduction, written from its files."""
+  """README.md of a reproduction, written from its files; its commands run from ``run_from``
+  (`where_to_run`)."""
   lines = [
     f"# {title}",
     "",
     *opening,
     "## Reproduce",
     "",
-    "From scratch (from the repository root; finished runs are skipped, so with the runs in "
-    "place this only trains what is missing):",
+    f"From scratch (from {run_from}; finished runs are skipped, so with the runs in place this "
+    "only trains what is missing):",
     "",
     "```bash",
     command,

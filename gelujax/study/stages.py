@@ -21,6 +21,7 @@ from gelujax.study.analysis import Analysis
 from gelujax.study.grids import Grid
 from gelujax.study.runs import Run, RunRow
 from gelujax.workdir import SUMMARY_FILE
+from gelujax.workdir.config import ACTIVATION_SOURCE
 
 
 @dataclasses.dataclass
@@ -56,6 +57,7 @@ def read_settings(task: str, selection: Sequence[Run], evaluation: Sequence[Run]
         "one result must share their grid. Retrain one of them, or move it to another `out`."
       )
   spec = first.config["spec"]
+  sources = activation_sources(selection)
   return {
     "task": task,
     "dataset": first.config["dataset"],
@@ -66,7 +68,30 @@ def read_settings(task: str, selection: Sequence[Run], evaluation: Sequence[Run]
     "learning_rates": first.learning_rates(),
     "seeds": first.seeds(),
     "evaluation_seeds": list(dict.fromkeys(s for run in evaluation for s in run.seeds())),
+    **({"activation_sources": sources} if sources else {}),
   }
+
+
+def activation_sources(selection: Sequence[Run]) -> dict[str, dict[str, str]]:
+  """Where each of the runs' own activations came from (a user's ``module:function``, or one
+  registered by a script), as their config.json records it: ``{activation: {"module",
+  "function", "file", "folder"}}``, ``folder`` the one the module was imported from (the folder
+  holding its top-level package), which its result's commands must import it from again."""
+  sources = {}
+  for run in selection:
+    source = run.config.get(ACTIVATION_SOURCE)
+    if not source or not source.get("file"):
+      continue
+    file = Path(source["file"])
+    # A module a.b is a/b.py or a/b/__init__.py below the folder it was imported from.
+    depth = source["module"].count(".") + (file.name == "__init__.py")
+    sources[run.activation] = {
+      "module": source["module"],
+      "function": source["function"],
+      "file": str(file),
+      "folder": str(file.parents[depth]) if depth < len(file.parents) else str(file.parent),
+    }
+  return sources
 
 
 def reported_lrs(row: RunRow, plan: Design) -> list[float]:

@@ -1,48 +1,93 @@
-"""The flag handling shared by the scripts in experiments/ (imported as ``_flags``: a script's
-own folder is first on its path, and pytest puts experiments/ there too).
+"""The flag handling shared by the commands ``gelujax train`` and ``gelujax reproduce``
+(:mod:`gelujax.cli.train`, :mod:`gelujax.cli.reproduce`; ``experiments/train.py`` and
+``experiments/reproduce.py`` run the same two).
 
-The scripts own their absl flags; these functions apply them to a task's spec
-(:func:`make_spec`, the one way both scripts override a task's fields) and turn the raw values
+The commands own their absl flags; these functions apply them to a task's spec
+(:func:`make_spec`, the one way both commands override a task's fields) and turn the raw values
 of ``flags.DEFINE_list`` into the values ``gelujax`` takes, with one-line errors that name the
-flag; `exit_stopped` is how both end when their run is stopped. Nothing in ``gelujax`` parses a
-flag, nor names one: its messages name the argument or field in backticks (`` `workdir` ``),
-and `name_flags` turns those into the script's flags (``--workdir``) where a script prints them.
+flag; :func:`run` is how both start, `begin` what both do first, and `exit_stopped` how both end
+when their run is stopped. Nothing else in ``gelujax`` parses a flag, nor names one: its
+messages name the argument or field in backticks (`` `workdir` ``), and `name_flags` turns those
+into the command's flags (``--workdir``) where a command prints them.
 """
 
 from __future__ import annotations
 
 import atexit
+import functools
 import gc
 import os
 import re
 import signal
 import sys
 from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from types import ModuleType
 from typing import Any, NoReturn
 
-from absl import flags
+from absl import app, flags
 
+import gelujax
 from gelujax import host, tasks
 from gelujax.registry import ParseError, parse_name, sentences
 from gelujax.tasks import SpecError, TaskSpec
 
-# A user's `--activation=module:function` is imported from the folder the command runs in, as
-# `python -m` would find it: the scripts put that folder on the path, after the rest (the
-# library itself leaves sys.path as it found it).
-if os.getcwd() not in sys.path:
-  sys.path.append(os.getcwd())
 
-# At exit, Python's last garbage collections walk every object a script made, JAX's, Flax's and
-# the traced programs' included: a third of a second of a one-epoch train.py run on 2 CPU cores
-# (benchmarks/startup.py). Frozen, they are skipped; the process ends after its files are closed.
-atexit.register(gc.freeze)
+def run(module: ModuleType, program: str | None = None) -> NoReturn:
+  """Runs the command ``module`` (its ``main``) under absl, as ``program`` names it in its help
+  and errors (None: as ``sys.argv[0]`` does, the path of a script run as ``python script.py``).
+
+  Its ``--help`` is the one its script always printed: absl shows the docstring of the
+  ``__main__`` module and the flags defined there, under ``sys.argv[0]``'s name; the flags are
+  defined in ``module`` (one definition for every way in: a script, ``python -m``, the console
+  script), so its docstring and flags are made the main module's.
+  """
+  if program is not None:
+    sys.argv[0] = program
+  sys.modules["__main__"].__doc__ = module.__doc__
+  for flag in flags.FLAGS.get_key_flags_for_module(module.__name__):
+    flags.FLAGS.register_key_flag_for_module(sys.argv[0], flag)
+  app.run(module.main)
+
+
+def begin() -> None:
+  """What a command's ``main`` does first.
+
+  A user's ``--activation=module:function`` is imported from the folder the command runs in, as
+  ``python -m`` would find it: the commands put that folder on the path, after the rest (the
+  library itself leaves sys.path as it found it; a console script's path holds its own folder).
+  """
+  if os.getcwd() not in sys.path:
+    sys.path.append(os.getcwd())
+  _freeze_at_exit()
+
+
+@functools.cache
+def _freeze_at_exit() -> None:
+  # At exit, Python's last garbage collections walk every object a command made, JAX's, Flax's
+  # and the traced programs' included: a third of a second of a one-epoch train.py run on 2 CPU
+  # cores (benchmarks/startup.py). Frozen, they are skipped; the process ends after its files
+  # are closed. Once a process: a test calls a command's main many times.
+  atexit.register(gc.freeze)
+
+
+def working_folder() -> tuple[Path, bool]:
+  """``(root, project)``: the folder the command runs in, under which its result goes by default
+  (``results/<dataset>/<task>/``) and from which its README's commands run; and whether that is
+  the root of the checkout this code runs from, whose ``results/`` and README overview are the
+  project's own record (DESIGN.md decision 17). Anywhere else the result is the user's: the
+  checkout, and its README, are left as they are."""
+  here = Path.cwd()
+  code = Path(gelujax.__file__).resolve().parent.parent
+  project = (code / "experiments" / "reproduce.py").is_file() and here.resolve() == code
+  return here, project
 
 
 def name_flags(message: str, names: Iterable[str]) -> str:
-  """A library's ``message`` in a script's words: each backticked word that is one of the
-  script's flags ``names`` (absl's ``flags.FLAGS`` iterates over them) becomes that flag,
+  """A library's ``message`` in a command's words: each backticked word that is one of the
+  command's flags ``names`` (absl's ``flags.FLAGS`` iterates over them) becomes that flag,
   `` `workdir` `` -> ``--workdir``; everything else is left as it is (a backticked field the
-  script has no flag for, a command to run)."""
+  command has no flag for, a command to run)."""
   known = set(names)
   return re.sub(r"`(\w+)`", lambda m: f"--{m[1]}" if m[1] in known else m[0], message)
 
@@ -57,7 +102,7 @@ def make_spec(
   ``epochs``, ``batch_size``, ``dropout``), or ``embeddings``, twitter_pos's pretrained vectors
   file (a ``data_options`` entry). None leaves a field as the task has it. ``paper`` is the
   task as registered (the paper's settings), for listing how ``ours`` deviates from it.
-  ``set_elsewhere``: ``{field: (flag, value)}`` of the script's other flags that set a field,
+  ``set_elsewhere``: ``{field: (flag, value)}`` of the command's other flags that set a field,
   which it applies itself (train.py's ``learning_rates`` and ``seeds`` make the grid). A field
   that ``task``'s overrides set and a flag sets again is refused (`check_set_once`).
 
@@ -233,21 +278,29 @@ def describe_interrupt(error: KeyboardInterrupt) -> tuple[str, int]:
   return str(error) or f"interrupted by {signal.Signals(signum).name}", 128 + signum
 
 
+def program_name(argv: Sequence[str]) -> str:
+  """How a command's one-line errors name it, from the ``argv`` its ``main`` gets (absl's: the
+  program as `run` named it first): the file name of a script's path (``train.py``, as
+  ``python experiments/train.py`` always printed), else the name it was given (``gelujax
+  train``, ``python -m gelujax.train``)."""
+  return os.path.basename(argv[0])
+
+
 def exit_stopped(
-  script: str, error: BaseException, refused: tuple[type[BaseException], ...] = (ValueError,)
+  program: str, error: BaseException, refused: tuple[type[BaseException], ...] = (ValueError,)
 ) -> NoReturn:
-  """Ends ``script`` with one line on stderr for what stopped its run: Ctrl-C or ``kill``
-  (`describe_interrupt`; exit 128 + the signal's number; no checkpoint is left half-written), a
-  failure of programs loaded from the compilation cache (`gelujax.host.cache_failure`; exit 1),
-  or a value the library refused (an error of a ``refused`` type; exit 1). Any other error is
-  raised again, with its traceback: it is a bug."""
+  """Ends the command ``program`` (`program_name`) with one line on stderr for what stopped its
+  run: Ctrl-C or ``kill`` (`describe_interrupt`; exit 128 + the signal's number; no checkpoint is
+  left half-written), a failure of programs loaded from the compilation cache
+  (`gelujax.host.cache_failure`; exit 1), or a value the library refused (an error of a
+  ``refused`` type; exit 1). Any other error is raised again, with its traceback: it is a bug."""
   if isinstance(error, KeyboardInterrupt):
     what, status = describe_interrupt(error)
-    print(f"{script}: {what}; re-run the same command to resume.", file=sys.stderr)
+    print(f"{program}: {what}; re-run the same command to resume.", file=sys.stderr)
     sys.exit(status)
   line = host.cache_failure(error)
   if line is None and isinstance(error, refused):
     line = str(error)
   if line is None:
     raise error
-  sys.exit(f"{script}: error: {name_flags(' '.join(line.split()), flags.FLAGS)}")
+  sys.exit(f"{program}: error: {name_flags(' '.join(line.split()), flags.FLAGS)}")
