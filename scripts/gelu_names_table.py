@@ -1,13 +1,13 @@
-"""Writes the README's table of every GELU name: formula, deviation from exact GELU, function.
+"""Writes the table of every GELU name in docs/activations.md: formula, deviation, function.
 
 Each row is a gelujax GELU-family name or an alias from gelujax.activations (another
 framework's name, ``framework:name``). The deviation is computed from the gelujax function the
 name resolves to, evaluated in float64, against x * Phi(x) from SciPy on a grid of step 1e-4
 over -20 <= x <= 20; nothing in the table is typed by hand. tests/test_activations.py checks
-that the README holds exactly what this script writes.
+that the page holds exactly what this script writes.
 
-Run: python scripts/gelu_names_table.py           (rewrites the table in README.md)
-     python scripts/gelu_names_table.py --check   (exit status 1 if README.md is stale)
+Run: python scripts/gelu_names_table.py           (rewrites the table in docs/activations.md)
+     python scripts/gelu_names_table.py --check   (exit status 1 if the page is stale)
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from gelujax import specs
 from gelujax.registry import parse_name
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+PAGE = Path(__file__).resolve().parents[1] / "docs" / "activations.md"
 BEGIN = "<!-- gelu-names-table: begin (written by python scripts/gelu_names_table.py) -->"
 END = "<!-- gelu-names-table: end -->"
 X_MAX = 20
@@ -90,26 +90,26 @@ def render() -> str:
   return "\n".join([*lines, "", END])
 
 
-def readme_table(text: str) -> str:
-  """The table as it stands in the README text, markers included."""
+def page_table(text: str) -> str:
+  """The table as it stands in the page's text, markers included."""
   begin, end = text.find(BEGIN), text.find(END)
   if begin < 0 or end < begin:
-    raise ValueError(f"{README} has no table between {BEGIN!r} and {END!r}.")
+    raise ValueError(f"{PAGE} has no table between {BEGIN!r} and {END!r}.")
   return text[begin : end + len(END)]
 
 
 def main(argv: list[str] | None = None) -> int:
   parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-  parser.add_argument("--check", action="store_true", help="only check that README.md is current")
+  parser.add_argument("--check", action="store_true", help="only check that the page is current")
   args = parser.parse_args(argv)
-  text = README.read_text()
-  current, table = readme_table(text), render()
+  text = PAGE.read_text()
+  current, table = page_table(text), render()
   if args.check:
     if current != table:
-      print(f"{README} is stale: run python scripts/gelu_names_table.py", file=sys.stderr)
+      print(f"{PAGE} is stale: run python scripts/gelu_names_table.py", file=sys.stderr)
       return 1
     return 0
-  README.write_text(text.replace(current, table))
+  PAGE.write_text(text.replace(current, table))
   print(table)
   return 0
 

@@ -1,4 +1,4 @@
-"""Writes trainer workdirs in the file formats documented in WORKSPACE.md, from chosen curves."""
+"""Writes trainer workdirs in the file formats documented in docs/workdir.md, from chosen curves."""
 
 from __future__ import annotations
 

@@ -988,18 +988,18 @@ def test_arguments_an_activation_takes_are_bound():
     assert isinstance(get_activation(spec), functools.partial), spec
 
 
-def test_readme_names_table_is_what_the_code_computes():
+def test_the_names_table_is_what_the_code_computes():
   path = Path(__file__).resolve().parents[1] / "scripts" / "gelu_names_table.py"
   spec = importlib.util.spec_from_file_location("gelu_names_table", path)
   table = importlib.util.module_from_spec(spec)
   spec.loader.exec_module(table)
-  readme = table.README.read_text()
-  assert table.readme_table(readme) == table.render(), (
-    "README.md's GELU names table is stale: run python scripts/gelu_names_table.py"
+  page = table.PAGE.read_text()
+  assert table.page_table(page) == table.render(), (
+    "docs/activations.md's GELU names table is stale: run python scripts/gelu_names_table.py"
   )
   # Independent spot checks of the computed numbers: the tanh form's largest deviation from
   # x Phi(x) is 4.73e-4 and the sigmoid form's 2.03e-2 (float64 SciPy, step 1e-4).
   x = np.linspace(-20, 20, 400001)
   exact = x * special.ndtr(x)
-  assert f"| {np.abs(tanh_form(x) - exact).max():.2e} |" in readme
-  assert f"| {np.abs(quick_gelu(x) - exact).max():.2e} |" in readme
+  assert f"| {np.abs(tanh_form(x) - exact).max():.2e} |" in page
+  assert f"| {np.abs(quick_gelu(x) - exact).max():.2e} |" in page

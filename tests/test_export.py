@@ -5,7 +5,7 @@ No GPU or TPU is attached here, but JAX lowers a program for a platform it does 
 would, and refuses any custom call without a stable lowering there, such as a host callback
 (``jax.pure_callback``, ``jax.debug.print``). So a program that exports for both holds no
 CPU-only operation and no callback to the host in its hot path. What lowering does not show
-(compiling, running, speed, numerics on those chips) is not verified here; see the README.
+(compiling, running, speed, numerics on those chips) is not verified here; see docs/training.md.
 
 The programs are those a run trains with, made by `gelujax.engine.make_program` from each task's
 real data loaders, models and optimizers (on fixture files in the real formats), for one member

@@ -171,8 +171,8 @@ def test_train_py_trains_the_spelled_model_one_epoch(tmp_path):
   assert record["validation_error"] < 0.5  # learnable: each word has one tag
 
 
-def test_workspace_states_the_features_as_built():
-  text = " ".join((ROOT_PATH / "WORKSPACE.md").read_text().split())
+def test_the_data_page_states_the_features_as_built():
+  text = " ".join((ROOT_PATH / "docs" / "data.md").read_text().split())
   kept, rows = spelling.MAX_NGRAMS, spelling.BUCKETS
   assert f"(prefixes and suffixes first, at most {kept}, hashed by CRC-32 into {rows} rows)" in text
   assert f"and {len(spelling.FLAGS)} yes/no shape flags" in text

@@ -942,9 +942,10 @@ def test_bfloat16_programs_compute_products_and_activations_in_bfloat16(tmp_path
 
 
 def test_an_activation_is_parsed_once_where_the_task_is_checked_and_never_in_the_step():
-  """The walk of ``--activation`` (README): the spec is resolved once, when the TaskSpec checks
-  it; the model the program builds holds the resolved function, and tracing and running the
-  step resolves nothing (`specs.resolve_activation` is the one place a spec is parsed)."""
+  """The walk of ``--activation`` (docs/extending.md): the spec is resolved once, when the
+  TaskSpec checks it; the model the program builds holds the resolved function, and tracing and
+  running the step resolves nothing (`specs.resolve_activation` is the one place a spec is
+  parsed)."""
   resolve_activation.cache_clear()
   spec = tasks.get("tiny_mnist").replace(activation="gaussian_gelu(mu=0.25, sigma=0.75)")
   assert resolve_activation.cache_info().misses == 1
