@@ -28,9 +28,9 @@ presets for tests:
 - ``mlp_timit``: 286 -> 5x2048 -> 39 (TIMIT frames; the paper's intended 39-way output).
 - ``autoencoder_mnist``: 784 -> 1000 -> 500 -> 250 -> 30 -> 250 -> 500 -> 1000 -> 784 (Fig. 4).
 - ``cifar_cnn``: the 9-conv CIFAR-10 network. ``wrn_40_4``: Wide ResNet 40-4 for CIFAR-100.
-- ``vit_fashion_mnist``: a small Vision Transformer (:class:`ViT`: 4x4 patches, 4 pre-LN blocks
-  of width 64) on 28x28 images; ``--activation=geglu`` gives its blocks gated feed-forwards at
-  the same parameter count.
+- ``vit_fashion_mnist``: a small Vision Transformer (:class:`ViT`: 16 patches of 7x7 pixels, 2
+  pre-LN blocks of width 48, 4 heads, a feed-forward of 192) on 28x28 images;
+  ``--activation=geglu`` gives its blocks gated feed-forwards at the same parameter count.
 - ``mlp_tiny``, ``mlp_tiny_gated``, ``vit_tiny``, ``embedding_mlp_tiny``, ``autoencoder_tiny``,
   ``cifar_cnn_tiny``, ``wrn_tiny``: small versions, for tests.
 
@@ -538,7 +538,11 @@ MODELS.register("cifar_cnn", functools.partial(CifarCNN, num_classes=10))
 MODELS.register("cifar_cnn_tiny", functools.partial(CifarCNN, num_classes=10, widths=(4, 8)))
 MODELS.register("wrn_40_4", functools.partial(WideResNet, depth=40, width=4, num_classes=100))
 MODELS.register("wrn_tiny", functools.partial(WideResNet, depth=10, width=1, num_classes=10))
-MODELS.register("vit_fashion_mnist", functools.partial(ViT, num_classes=10))
+MODELS.register(
+  "vit_fashion_mnist",
+  functools.partial(ViT, num_classes=10, patch_size=7, width=48, depth=2, num_heads=4,
+                    hidden_features=192),
+)  # fmt: skip
 MODELS.register(
   "vit_tiny",
   functools.partial(ViT, num_classes=10, patch_size=7, width=16, depth=1, num_heads=2,

@@ -577,7 +577,12 @@ def test_each_members_results_do_not_depend_on_the_layout(layouts, reference):
   another order. The run's config is the same, so a run can resume on another layout."""
   for name in ("2x1", "1x2", "4x1", "2x2"):
     assert_close_metrics(layouts[name], reference)
-    assert read_text(layouts[name], "config.json") == read_text(reference, "config.json")
+    config = workdirs.read_json(os.path.join(layouts[name], "config.json"))
+    expected = workdirs.read_json(os.path.join(reference, "config.json"))
+    # The same run; the strategy a device takes its members with follows its share of them.
+    assert config.pop("member_strategy") in engine.mesh.STRATEGIES
+    expected.pop("member_strategy")
+    assert config == expected
 
 
 def checkpoint_shapes(workdir: str, epoch: int) -> dict[str, tuple[int, ...]]:
@@ -970,58 +975,86 @@ def test_an_activation_is_parsed_once_where_the_task_is_checked_and_never_in_the
 
 # ------------------------------------------------------------------------ member strategies
 
+# The reference runs take this CPU's rule (`gelujax.engine.mesh.RULE`); the tests below train
+# the other strategy beside it, whichever the rule picks.
+RULED = engine.mesh.RULE["cpu", False]
+OTHER = "vmap" if RULED == "map" else "map"
+
 
 @pytest.fixture(scope="module")
-def looped(tmp_path_factory) -> str:
-  """The reference grid trained with its members one after another on the device (``map``)."""
-  workdir = str(tmp_path_factory.mktemp("looped") / "run")
-  engine.fit(REFERENCE_SPEC, workdir, REFERENCE_MEMBERS, progress=False, member_strategy="map")
+def other(tmp_path_factory) -> str:
+  """The reference grid trained with the strategy this CPU's rule does not pick."""
+  workdir = str(tmp_path_factory.mktemp("other") / "run")
+  engine.fit(REFERENCE_SPEC, workdir, REFERENCE_MEMBERS, progress=False, member_strategy=OTHER)
   return workdir
 
 
-def test_members_trained_one_after_another_train_as_vmapped_to_float32_rounding(looped, reference):
-  """``map`` is another program than the reference's ``vmap`` (this CPU's rule): each member's
-  every record agrees to float32 rounding, not bit for bit, and the run's identity is the
-  same (config.json differs only in the strategy it records)."""
-  assert_close_metrics(looped, reference)
-  config = workdirs.read_json(os.path.join(looped, "config.json"))
+def test_the_two_strategies_train_each_member_alike_to_float32_rounding(other, reference):
+  """The other strategy is another program than the reference's: each member's every record
+  agrees to float32 rounding, not bit for bit, and the run's identity is the same (config.json
+  differs only in the strategy it records)."""
+  assert_close_metrics(other, reference)
+  config = workdirs.read_json(os.path.join(other, "config.json"))
   expected = workdirs.read_json(os.path.join(reference, "config.json"))
-  assert (config.pop("member_strategy"), expected.pop("member_strategy")) == ("map", "vmap")
+  assert (config.pop("member_strategy"), expected.pop("member_strategy")) == (OTHER, RULED)
   assert config == expected
-  _, _, state = engine.restore(looped, spec=REFERENCE_SPEC)
+  _, _, state = engine.restore(other, spec=REFERENCE_SPEC)
   _, _, want = engine.restore(reference, spec=REFERENCE_SPEC)
-  for leaf, want_leaf in zip(
-    jax.tree.leaves(state.params), jax.tree.leaves(want.params), strict=True
-  ):
+  pairs = zip(jax.tree.leaves(state.params), jax.tree.leaves(want.params), strict=True)
+  for leaf, want_leaf in pairs:
     np.testing.assert_allclose(leaf, want_leaf, rtol=1e-4, atol=1e-6)
 
 
-def test_a_killed_looped_run_resumes_bitwise_and_may_resume_vmapped(tmp_path, monkeypatch, looped):
-  """A run of ``map`` killed after its checkpoint of epoch 2 resumes with ``map`` to the
-  uninterrupted run's files and state bit for bit (the same program); resumed with ``vmap``
-  instead (allowed: the strategy is not the run's identity) its last epoch agrees to float32
-  rounding, and config.json records the strategy it finished with."""
-  workdir, other = str(tmp_path / "run"), str(tmp_path / "other")
+def test_a_killed_run_resumes_bitwise_in_its_strategy_and_on_request_in_the_other(
+  tmp_path, monkeypatch, other
+):
+  """A run of the other strategy killed after its checkpoint of epoch 2 resumes under "auto"
+  with the strategy it recorded, not the rule's, to the uninterrupted run's files and state bit
+  for bit (the same program). Resumed with the rule's strategy asked for instead (allowed: the
+  strategy is not the run's identity), its last epoch agrees to float32 rounding, and
+  config.json records the strategy it finished with."""
+  workdir, switched = str(tmp_path / "run"), str(tmp_path / "switched")
   kill_at_save(monkeypatch, 2, after_saving=True)
   with pytest.raises(Killed):
-    engine.fit(REFERENCE_SPEC, workdir, REFERENCE_MEMBERS, progress=False, member_strategy="map")
+    engine.fit(REFERENCE_SPEC, workdir, REFERENCE_MEMBERS, progress=False, member_strategy=OTHER)
   monkeypatch.undo()
-  shutil.copytree(workdir, other)
-  engine.fit(REFERENCE_SPEC, workdir, REFERENCE_MEMBERS, progress=False, member_strategy="map")
-  assert_same_run(workdir, looped)
-  engine.fit(REFERENCE_SPEC, other, REFERENCE_MEMBERS, progress=False, member_strategy="vmap")
-  assert_close_metrics(other, looped)
-  assert workdirs.read_json(os.path.join(other, "config.json"))["member_strategy"] == "vmap"
+  shutil.copytree(workdir, switched)
+  engine.fit(REFERENCE_SPEC, workdir, REFERENCE_MEMBERS, progress=False)  # auto
+  assert_same_run(workdir, other)
+  assert workdirs.read_json(os.path.join(workdir, "config.json"))["member_strategy"] == OTHER
+  engine.fit(REFERENCE_SPEC, switched, REFERENCE_MEMBERS, progress=False, member_strategy=RULED)
+  assert_close_metrics(switched, other)
+  assert workdirs.read_json(os.path.join(switched, "config.json"))["member_strategy"] == RULED
 
 
-def test_a_diverging_member_of_a_looped_grid_freezes_alone(tmp_path, looped):
-  """With ``map`` too, members 2 and 3 diverging beside members 0 and 1 leave those bitwise as
-  in the looped reference grid (one compiled program), and stay frozen."""
+def test_a_run_recorded_before_strategies_resumes_vmapped(tmp_path, monkeypatch, capfd):
+  """A run whose config.json records no strategy trained vmapped (the one strategy then):
+  resumed under "auto" it stays vmapped, and its layout line says why."""
+  workdir = str(tmp_path / "run")
+  kill_at_save(monkeypatch, 1, after_saving=True)
+  with pytest.raises(Killed):
+    engine.fit(REFERENCE_SPEC, workdir, REFERENCE_MEMBERS, progress=False, member_strategy="vmap")
+  monkeypatch.undo()
+  path = os.path.join(workdir, "config.json")
+  config = workdirs.read_json(path)
+  del config["member_strategy"]
+  workdirs.write_json(path, config)
+  capfd.readouterr()
+  engine.fit(REFERENCE_SPEC.replace(epochs=2), workdir, REFERENCE_MEMBERS)
+  assert workdirs.read_json(path)["member_strategy"] == "vmap"
+  assert (
+    "members vmapped on each device (as the run began: a resume stays one program)."
+  ) in capfd.readouterr().err
+
+
+def test_a_diverging_member_of_the_other_strategy_freezes_alone(tmp_path, other):
+  """With the other strategy too, members 2 and 3 diverging beside members 0 and 1 leave those
+  bitwise as in its reference grid (one compiled program), and stay frozen."""
   workdir = str(tmp_path / "run")
   grid = Members([1e-2, 1e30], [0, 1])
-  summary = engine.fit(REFERENCE_SPEC, workdir, grid, progress=False, member_strategy="map")
+  summary = engine.fit(REFERENCE_SPEC, workdir, grid, progress=False, member_strategy=OTHER)
   records = workdirs.read_metrics(workdir)
-  expected = [r for r in workdirs.read_metrics(looped) if r["member"] < 2]
+  expected = [r for r in workdirs.read_metrics(other) if r["member"] < 2]
   assert [r for r in records if r["member"] < 2] == expected
   assert [m["diverged_epoch"] for m in summary["members"]] == [None, None, 1, 1]
   frozen = [r for r in records if r["member"] == 3]

@@ -216,8 +216,9 @@ def fit(
     keep_checkpoints: how many of the newest checkpoints to keep (>= 2).
     members_axis: devices along the mesh's ``members`` axis (default: `choose_layout`).
     member_strategy: how each device takes its members, ``"auto"`` (the measured rule,
-      `gelujax.engine.mesh.choose_strategy`), ``"vmap"`` or ``"map"``; recorded in config.json
-      and the run's layout line, not part of the run's identity (a run may resume with another).
+      `gelujax.engine.mesh.choose_strategy`; a resume keeps the strategy its run recorded),
+      ``"vmap"`` or ``"map"``; recorded in config.json and the run's layout line, not part of
+      the run's identity (a run may resume with another, asked for: then to float32 rounding).
 
   Returns:
     The summary.json object.
@@ -245,12 +246,19 @@ def fit(
     config["data"] = record
     if progress and lead:
       print(f"gelujax: {data.describe_record(record)}", file=sys.stderr, flush=True)
+  # A resume under "auto" keeps the strategy the run recorded (vmap, the one strategy before
+  # strategies were recorded), so that it goes on as one program, bitwise, whatever the rule
+  # says today; a strategy asked for is taken.
+  kept = member_strategy == "auto" and checked is not None
+  if kept:
+    member_strategy = checked.get("member_strategy", "vmap")
   placed = _place(task, members, splits, mesh, member_strategy)
   program, num = placed.program, len(members)
   config["member_strategy"] = program.strategy  # Recorded; not part of the run's identity.
   # Where the grid lies, any padding, and how a device takes its members (where it has several).
   if progress and lead and (program.mesh.size > 1 or program.padded_members > 1):
-    layout = describe_layout(num, program.mesh, program.strategy, program.strategy_reason)
+    why = "as the run began: a resume stays one program" if kept else program.strategy_reason
+    layout = describe_layout(num, program.mesh, program.strategy, why)
     print(f"gelujax: {layout}.", file=sys.stderr, flush=True)
   bounds = [0, *evaluation_steps(program.steps_per_epoch, task.evals_per_epoch)]
   # One writer, holding the workdir as checked; a full disk is one line naming the file.

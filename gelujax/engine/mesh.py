@@ -221,11 +221,16 @@ def evaluate(
 
 # The measured rule (`choose_strategy`): by platform and by whether the model's forward pass
 # holds a convolution, the strategy a device with several members takes. Measured side by side
-# on the trainer's own programs by benchmarks/members.py: benchmarks/results/members_cpu.md
-# (2 AMD EPYC cores) and benchmarks/results/members_gpu.md (one NVIDIA H200).
+# on the trainer's own programs by benchmarks/members.py (map's ms/step over vmap's):
+# - cpu (2 AMD EPYC cores, benchmarks/results/members_cpu.md and members_cpu_vit.md): the loop
+#   was faster for every model measured (the MLP grid, the small Wide ResNet, the paper's
+#   CIFAR-10 net, the ViT), by the least for the MLP;
+# - gpu (one NVIDIA H200, benchmarks/results/members_gpu*.md): the loop for convolutions (the
+#   CIFAR-10 net and the Wide ResNet), vmap for the MLP grid (many times slower looped).
+# A platform it does not name (tpu) vmaps: not measured.
 RULE = {
-  ("cpu", False): "vmap",
-  ("cpu", True): "vmap",
+  ("cpu", False): "map",
+  ("cpu", True): "map",
   ("gpu", False): "vmap",
   ("gpu", True): "map",
 }
