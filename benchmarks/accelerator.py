@@ -511,6 +511,7 @@ class TimedProgram:
       traceback.print_exc()
       error = f"{type(e).__name__}: {str(e)[:500]}"
     xla_flops = cost_flops(self.compiled)
+    counted = 1 if program.strategy == "map" else program.padded_members
     self.row = {
       "status": "done",
       "data": source,
@@ -518,7 +519,8 @@ class TimedProgram:
       "examples_per_epoch": program.steps_per_epoch * spec.batch_size,
       "batch_size": spec.batch_size,
       "steps_per_epoch": program.steps_per_epoch,
-      "layout": engine.describe_layout(num, mesh),
+      "layout": engine.describe_layout(num, mesh, program.strategy),
+      "strategy": program.strategy,
       "steps_timed": steps,
       "data_s": data_s,
       "init_s": init_s,
@@ -527,8 +529,9 @@ class TimedProgram:
       "warmup_s": warmup_s,
       "flops_per_member_step": flops,
       "xla_cost_flops": xla_flops,
+      # XLA counts a loop's body once: the members looped over (`map`) count as one.
       "xla_cost_over_step_products": (
-        xla_flops / (program.padded_members * flops) if xla_flops and flops else None
+        xla_flops / (counted * flops) if xla_flops and flops else None
       ),
       "products": describe_products(products) if flops else f"not counted ({error})",
     }
@@ -756,7 +759,8 @@ def render(result: dict) -> str:
     f"jitted {s['steps']}-step `lax.scan`, each step after the one before, timed in turn with "
     "the program's segments (other load on the machine falls on both alike). *XLA cost / "
     "products*: XLA's cost analysis of the compiled segment (every operation, a loop's body "
-    "counted once) over one step's products of all members.",
+    "counted once) over one step's products of all members (of one member where the program "
+    "loops over its members, `map`: that loop's body is counted once too).",
     "",
   ]
   load = result.get("load_average")

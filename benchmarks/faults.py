@@ -53,8 +53,9 @@ RESULTS = Path(__file__).parent / "results"
 
 
 _PROGRESS = re.compile(r"^\s*\d+%\|")  # tqdm's lines: " 50%|#####     | 1/2 [...]"
-# The line every run starts with, naming its data's source: the same whatever the fault.
-_DATA_SOURCE = re.compile(r"^gelujax: data ")
+# The lines every run starts with, naming its data's source, and where its members lie and how a
+# device takes them: the same whatever the fault.
+_DATA_SOURCE = re.compile(r"^gelujax: data |^gelujax: \d+ members? on a mesh of ")
 
 
 @dataclasses.dataclass
@@ -68,7 +69,8 @@ class Run:
 
   @property
   def seen(self) -> list[str]:
-    """The stderr lines a user reads, less the progress bar's and the data source's."""
+    """The stderr lines a user reads, less the progress bar's, the data source's and the
+    layout's."""
     return [
       line
       for line in self.stderr.splitlines()

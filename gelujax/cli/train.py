@@ -72,7 +72,8 @@ _MEMBERS_AXIS = flags.DEFINE_integer(
 _MEMBER_STRATEGY = flags.DEFINE_enum(
   "member_strategy", "auto", ["auto", "vmap", "map"], "How a device takes the members it holds: "
   "vmap (batched into one computation), map (one after another in the same program), or auto "
-  "(the measured rule, gelujax.engine.mesh.RULE: map for convolutional models on a GPU)."
+  "(the measured rule, gelujax.engine.mesh.RULE: on a GPU map for convolutional models and vmap "
+  "for others, on a CPU map; a resume keeps the strategy its run began with)."
 )  # fmt: skip
 _COMPILATION_CACHE = flags.DEFINE_string(
   "compilation_cache", host.DEFAULT_CACHE, "Folder that keeps compiled programs between runs "
