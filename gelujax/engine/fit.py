@@ -26,8 +26,8 @@ from gelujax import checkpoints, data, host, objectives, optimizers, writers
 from gelujax import workdir as workdirs
 from gelujax.engine import step
 from gelujax.engine.mesh import (
-  STRATEGIES,
   Program,
+  check_strategy,
   choose_strategy,
   describe_layout,
   jit_program,
@@ -231,10 +231,7 @@ def fit(
   checked = workdirs.check_run(task, workdir, members)
   if checkpoint_every < 1:
     raise ValueError(f"checkpoint_every is {checkpoint_every}; it must be at least 1.")
-  if member_strategy not in ("auto", *STRATEGIES):
-    raise ValueError(
-      f"`member_strategy` {member_strategy!r} is not one of auto, {', '.join(STRATEGIES)}."
-    )
+  check_strategy(member_strategy)  # Before any data is read.
   mesh = _checked_mesh(task, len(members), members_axis)
   config = workdirs.make_config(task, members)
   splits = task.load_data(data_dir) if splits is None else splits

@@ -236,6 +236,12 @@ RULE = {
 }
 
 
+def check_strategy(strategy: str) -> None:
+  """Refuses a ``member_strategy`` that is neither ``"auto"`` nor one of `STRATEGIES`."""
+  if strategy != "auto" and strategy not in STRATEGIES:
+    raise ValueError(f"`member_strategy` {strategy!r} is not one of auto, {', '.join(STRATEGIES)}.")
+
+
 def choose_strategy(
   config: StepConfig, mesh: Mesh, num_members: int, strategy: str = "auto"
 ) -> tuple[str, str]:
@@ -243,11 +249,8 @@ def choose_strategy(
   is ``"auto"``, else by `RULE`: one member a device is vmapped (there is nothing to loop
   over); otherwise the rule's entry for the platform and whether the model holds a convolution
   (a platform it does not name vmaps)."""
+  check_strategy(strategy)
   if strategy != "auto":
-    if strategy not in STRATEGIES:
-      raise ValueError(
-        f"`member_strategy` {strategy!r} is not one of auto, {', '.join(STRATEGIES)}."
-      )
     return strategy, "as asked"
   per_device = padded_size(num_members, mesh) // mesh.shape["members"]
   if per_device == 1:
