@@ -376,8 +376,9 @@ class DataCache:
     self.loaded: dict[str, tuple[Any, str]] = {}
 
   def train(self, spec, examples: int) -> tuple[Any, dict[str, np.ndarray], str]:
-    """``(spec for its data, training split, where it came from)``."""
-    from gelujax import data
+    """``(the parts of spec on its data, training split, where it came from)``: the parts'
+    training split is the first ``examples`` of the data's (all for 0)."""
+    from gelujax import data, tasks
 
     key = json.dumps([spec.dataset, spec.data_options, spec.preprocessing], sort_keys=True)
     if key not in self.loaded:
@@ -396,7 +397,7 @@ class DataCache:
       source = f"{spec.dataset}: {source}"
     elif source != RANDOM_DATA:
       source = f"Fashion-MNIST, {source}"
-    return (spec.for_data(splits) if source != RANDOM_DATA else spec), train, source
+    return tasks.build(spec, data.Splits({"train": train}, splits.info)), train, source
 
 
 # ------------------------------------------------------------------------------ measuring
@@ -472,12 +473,12 @@ class TimedProgram:
 
     spec = tasks.get(config.task).replace(**config.spec, dtype=dtype)
     started = time.perf_counter()
-    spec, train, source = cache.train(spec, config.examples)
+    parts, train, source = cache.train(spec, config.examples)
     data_s = time.perf_counter() - started
     members = Members(config.learning_rates, tuple(range(config.seeds)))
     num = len(members)
     self.mesh = mesh = engine.make_mesh(num)
-    self.program = program = engine.make_program(spec, mesh, train, num)
+    self.program = program = engine.make_program(parts, mesh, num)
     steps = min(steps, program.steps_per_epoch)
     self.seeds, self.lrs = program.put_members(members)
     self.data = program.put_data(train)
@@ -614,14 +615,14 @@ def train_steps(cache: DataCache, devices: list, steps: int) -> dict[str, Any]:
   from gelujax.members import Members
 
   spec = tasks.get(CHECK_TASK.task).replace(**CHECK_TASK.spec)
-  spec, train, source = cache.train(spec, CHECK_TASK.examples)
+  parts, train, source = cache.train(spec, CHECK_TASK.examples)
   members = Members(CHECK_TASK.learning_rates, tuple(range(CHECK_TASK.seeds)))
   mesh = Mesh(
     np.array(devices).reshape(len(devices), 1),
     ("members", "data"),
     axis_types=(jax.sharding.AxisType.Auto,) * 2,
   )
-  program = engine.make_program(spec, mesh, train, len(members))
+  program = engine.make_program(parts, mesh, len(members))
   seeds_M, lrs_M = program.put_members(members)
   data = program.put_data(train)
   state = program.init(seeds_M, lrs_M)

@@ -62,7 +62,7 @@ def compile_both(task: str) -> dict:
 
   spec = tasks.get(task)
   mesh = engine.make_mesh(MEMBERS)
-  program = engine.make_program(spec, mesh, split(task), MEMBERS)
+  program = engine.make_program(tasks.build(spec, {"train": split(task)}), mesh, MEMBERS)
   seeds, learning_rates = program.put_members(Members([1e-3, 1e-4][:MEMBERS], [0]))
   ways = {
     "level 1": program.init,

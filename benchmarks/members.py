@@ -116,7 +116,7 @@ def make_timed(config: Config, strategy: str, steps: int):
   train = random_train(spec, 0)
   members = Members((1e-3,), tuple(range(config.members)))
   mesh = engine.make_mesh(config.members)
-  program = engine.make_program(spec, mesh, train, config.members, strategy)
+  program = engine.make_program(tasks.build(spec, {"train": train}), mesh, config.members, strategy)
   steps = min(steps, program.steps_per_epoch)
   seeds, lrs = program.put_members(members)
   data = program.put_data(train)

@@ -17,8 +17,8 @@ With ``--parts``, each round also times the epoch's compiled parts in one proces
 the median of `PART_REPEATS` calls after a warm-up: the training segment of a whole epoch, the
 evaluation of the validation and test splits, and the shuffle, on random arrays of
 Fashion-MNIST's shapes (timing only). That needs the revision's public engine API
-(`engine.make_program(spec, mesh, train, members)` and its `Program`), which every revision since
-the engine's redesign has.
+(`engine.make_program` of `tasks.build`'s parts, or before them of the spec and the training
+split, and its `Program`), which every revision since the engine's redesign has.
 """
 
 from __future__ import annotations
@@ -55,7 +55,10 @@ def split(n):
 train, evals = split(55000), [split(5000), split(10000)]
 members = Members(spec.learning_rates, range(5))
 mesh = engine.make_mesh(len(members))
-program = engine.make_program(spec, mesh, train, len(members))
+if hasattr(tasks, "build"):  # the engine takes built parts
+  program = engine.make_program(tasks.build(spec, {"train": train}), mesh, len(members))
+else:  # a revision whose engine took the spec and the split
+  program = engine.make_program(spec, mesh, train, len(members))
 seeds, lrs = program.put_members(members)
 data = program.put_data(train)
 state = program.init(seeds, lrs)

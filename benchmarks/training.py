@@ -392,6 +392,7 @@ def train_worker(settings: dict) -> None:
   import jax
 
   from gelujax import engine, tasks
+  from gelujax.data import Splits
   from gelujax.engine import mesh as meshes
   from gelujax.members import Members
 
@@ -408,7 +409,8 @@ def train_worker(settings: dict) -> None:
   members = Members(lrs, range(-(-settings["members"] // len(lrs))))
   num = len(members)
   mesh = engine.make_mesh(num, settings.get("members_axis"))
-  program = engine.make_program(spec, mesh, train, num)
+  parts = tasks.build(spec, Splits({**splits, "train": train}, splits.info))
+  program = engine.make_program(parts, mesh, num)
   if "train_loss" in settings:  # A profile: the same step, its training loss logged otherwise.
     config = dataclasses.replace(program.config, train_loss=settings["train_loss"])
     program = meshes.jit_program(config, mesh, num, program.strategy, program.strategy_reason)

@@ -75,11 +75,6 @@ class Members:
       raise ValueError(f"`learning_rates` {problem}.")
 
   @classmethod
-  def of_task(cls, task: Any) -> Members:
-    """The task's own grid: its learning rates x seeds ``0 .. task.seeds - 1``."""
-    return cls(task.learning_rates, tuple(range(task.seeds)))
-
-  @classmethod
   def from_json(cls, members: Sequence[Mapping[str, Any]]) -> Members:
     """The grid of config.json's ``members`` list (which must be a whole lr-major grid)."""
     lrs = tuple(dict.fromkeys(float(m["learning_rate"]) for m in members))

@@ -14,6 +14,7 @@ or, for a typo, the closest known names.
 from __future__ import annotations
 
 import ast
+import copy
 import difflib
 import functools
 import inspect
@@ -34,10 +35,19 @@ class ParseError(ValueError):
 def parse_name(spec: str) -> tuple[str, dict[str, Any]]:
   """Splits ``"name(k=v, ...)"`` into ``("name", {"k": v, ...})``.
 
+  The one parser of specs, and a spec is parsed once a process: the result is kept (a copy is
+  returned, so that no caller changes another's values).
+
   Raises:
     ParseError: if ``spec`` is not an identifier optionally followed by keyword arguments whose
       values are Python literals, each keyword given once (as a call takes them).
   """
+  name, kwargs = _parse_name(spec)
+  return name, copy.deepcopy(kwargs)
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_name(spec: str) -> tuple[str, dict[str, Any]]:
   try:
     node = ast.parse(spec.strip(), mode="eval").body
   except SyntaxError:

@@ -1,13 +1,13 @@
 """The GELU paper's experiments as task specifications: data, model, loss, optimizer, schedule.
 
 A :class:`TaskSpec` is a frozen dataclass of plain values (it is written to ``config.json``),
-each checked once, when the spec is made. Its few methods turn values into what they name: the
-data with host-side preprocessing done (:meth:`TaskSpec.load_data`), the model options those
-data decide (:meth:`TaskSpec.for_data`) and the model (:meth:`TaskSpec.build_model`). The
-optimizer (`gelujax.optimizers.build`) and the objective, i.e. batch preparation, loss,
-metrics, regularizer (`gelujax.objectives.make`), are built by the engine from the values
-named here. ``TASKS`` holds one spec per experiment; ``get("mnist(dropout=0.5)")`` returns a
-spec with fields overridden.
+each checked once, when the spec is made. :func:`build` turns a spec and its data
+(:meth:`TaskSpec.load_data`: the data with host-side preprocessing done) into what the engine
+trains, `gelujax.parts.Parts`: the model (its activation resolved), the optimizer
+(`gelujax.optimizers.build`), the objective, i.e. batch preparation, loss, metrics, regularizer
+(`gelujax.objectives.make`), and the run's record; every string of the spec is parsed there,
+once a process. ``TASKS`` holds one spec per experiment; ``get("mnist(dropout=0.5)")`` returns
+a spec with fields overridden.
 
 - ``mnist``: 784 -> 8x128 -> 10 MLP, Adam, batch 128, 50 epochs (Fig. 2).
 - ``mnist_ae``: the 784-1000-500-250-30-... autoencoder, MSE, batch 64, 250 epochs (Fig. 4).
@@ -26,7 +26,9 @@ the docstring of the function that builds it.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
+import functools
 import json
 import math
 from collections.abc import Callable, Mapping
@@ -36,16 +38,18 @@ import flax.linen as nn
 import jax.numpy as jnp
 import numpy as np
 
+from gelujax import objectives, optimizers
 from gelujax.activations import ACTIVATIONS
 from gelujax.linen import make_activation
-from gelujax.members import learning_rates_problem
+from gelujax.members import Members, learning_rates_problem
 from gelujax.models import MODELS
 from gelujax.objectives import OBJECTIVES
 from gelujax.optimizers import OPTIMIZERS
+from gelujax.parts import Parts
 from gelujax.preprocessing import PREPROCESSING
 from gelujax.prng import DROPOUT_BITS
 from gelujax.registry import Registry, close_names, did_you_mean, parse_name, sentences
-from gelujax.specs import activation_names, gated_unit
+from gelujax.specs import activation_names, activation_source, gated_unit
 
 TASKS: Registry = Registry("task")
 
@@ -228,7 +232,7 @@ class TaskSpec:
         an id outside the vocabulary; a pretrained embeddings file, whose vectors a trainable
         table would ignore; a ``vocab_size`` in ``model_options`` other than the data's.
     """
-    vocab = splits.info.get("vocab")
+    vocab = getattr(splits, "info", {}).get("vocab")
     word_ids = vocab is not None and all(
       np.issubdtype(split["inputs"].dtype, np.integer) for split in splits.values()
     )
@@ -247,7 +251,7 @@ class TaskSpec:
         "gives it no integer word ids and vocabulary; leave out the host-side 'embed_words' "
         "step (preprocessing=())."
       )
-    if splits.info.get("embeddings") is not None:
+    if getattr(splits, "info", {}).get("embeddings") is not None:
       raise ValueError(
         f"{where} from an N(0, 1) table, so the vectors of data_options embeddings="
         f"{self.data_options.get('embeddings')!r} would be ignored; leave out embeddings= "
@@ -633,6 +637,93 @@ def vit_fashion_mnist_task() -> TaskSpec:
     batch_size=128,
     epochs=EPOCHS_VIT,
   )
+
+
+# The fields of a spec its built model, optimizer and objective read (`_built`).
+_BUILT_FROM = (
+  "model", "model_options", "activation", "dropout", "dtype", "optimizer", "epochs", "objective",
+  "weight_decay", "input_noise", "crop_padding",
+)  # fmt: skip
+# The model, optimizer and objective built for each set of those fields, newest last: the same
+# settings give the same objects, whose programs the engine then reuses (`engine.make_program`
+# keys its programs by these objects). Bounded: a long study builds many arms.
+_BUILT: collections.OrderedDict[str, tuple[Any, Any, Any]] = collections.OrderedDict()
+_KEPT_BUILT = 32
+
+
+def build(spec: TaskSpec, splits: Mapping[str, Any]) -> Parts:
+  """What the engine trains for ``spec`` on ``splits`` (:meth:`TaskSpec.load_data`).
+
+  The one place a spec's values become objects: the model (its activation resolved, and the
+  options the data decide, :meth:`TaskSpec.for_data`), the optimizer for a learning rate, the
+  objective, the default grid, and the run's record (config.json's ``task``, ``dataset``,
+  ``activation``, ``spec`` as given, and a user's activation's ``activation_source``). Specs
+  that differ only in their grid, batches or evaluations get the same model, optimizer and
+  objective objects, so the engine compiles their programs once.
+
+  Raises:
+    ValueError: data the model cannot take (:meth:`TaskSpec.for_data`).
+  """
+  made = spec.for_data(splits)
+  key = json.dumps({f: getattr(made, f) for f in _BUILT_FROM}, sort_keys=True, default=repr)
+  if key not in _BUILT:
+    _BUILT[key] = (
+      made.build_model(),
+      functools.partial(optimizers.build, made.optimizer, epochs=made.epochs),
+      objectives.make(
+        made.objective,
+        weight_decay=made.weight_decay,
+        input_noise=made.input_noise,
+        crop_padding=made.crop_padding,
+      ),
+    )
+    while len(_BUILT) > _KEPT_BUILT:
+      _BUILT.popitem(last=False)
+  _BUILT.move_to_end(key)
+  model, optimizer, objective = _BUILT[key]
+  return Parts(
+    name=spec.name,
+    model=model,
+    optimizer=optimizer,
+    objective=objective,
+    splits=splits,
+    batch_size=spec.batch_size,
+    epochs=spec.epochs,
+    evals_per_epoch=spec.evals_per_epoch,
+    group_batches=spec.group_batches,
+    dropout_bits=spec.dropout_bits,
+    select_metric=spec.select_metric,
+    grid=Members(spec.learning_rates, tuple(range(spec.seeds))),
+    record=record(spec),
+  )
+
+
+def record(spec: TaskSpec) -> dict[str, Any]:
+  """The run of ``spec`` as config.json records it (`gelujax.parts.Parts.record`): ``task``,
+  ``dataset``, ``activation``, ``spec`` as given (the data's own facts, such as a vocabulary
+  size, are not settings), and where a user's activation comes from (``activation_source``,
+  `gelujax.specs.activation_source`; None for gelujax's own)."""
+  return {
+    "task": spec.name,
+    "dataset": spec.dataset,
+    "activation": spec.activation,
+    "spec": json.loads(json.dumps(dataclasses.asdict(spec))),
+    "activation_source": activation_source(spec.activation),
+  }
+
+
+def read_task(workdir: str) -> TaskSpec:
+  """The task a run's config.json in ``workdir`` records (:func:`from_config`).
+
+  Raises:
+    ValueError: the workdir holds no run.
+  """
+  from gelujax import workdir as workdirs  # Here: a spec needs no workdir.
+
+  config = workdirs.read_config(workdir)
+  if config is None:
+    raise ValueError(f"Workdir {workdir} holds no run: it has no config.json and no checkpoint.")
+  return from_config(config)
 
 
 def get(name: str) -> TaskSpec:

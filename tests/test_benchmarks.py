@@ -320,7 +320,7 @@ def test_accelerator_benchmark_counts_a_convolution_nets_products_as_xla_does():
   # A dense step: the products training.py lists.
   spec = tasks.get("tiny_mnist").replace(dropout=0.5)
   train = accelerator.random_train(spec, 64)
-  program = engine.make_program(spec, engine.make_mesh(1), train, 1)
+  program = engine.make_program(tasks.build(spec, {"train": train}), engine.make_mesh(1), 1)
   mine = accelerator.step_kernels(program.config, 32)
   theirs = training.step_products(program.config, 32)
   assert [(p["lhs"], p["rhs"], p["flops"]) for p in mine] == [
@@ -331,7 +331,7 @@ def test_accelerator_benchmark_counts_a_convolution_nets_products_as_xla_does():
   spec = tasks.get("tiny_cifar")
   train = accelerator.random_train(spec, 64)
   mesh = engine.make_mesh(1)
-  program = engine.make_program(spec, mesh, train, 1)
+  program = engine.make_program(tasks.build(spec, {"train": train}), mesh, 1)
   products = accelerator.step_kernels(program.config, spec.batch_size)
   kinds = [p["kind"] for p in products]
   assert kinds.count("conv") == 39 and kinds.count("dot") == 4

@@ -69,7 +69,8 @@ gelujax.register_activation("sq", functools.partial(squareplus, b=float(sys.argv
 spec = tasks.get("tiny_mnist").replace(
   activation="sq", epochs=1, data_options={"validation_size": 32}
 )
-engine.fit(spec, sys.argv[2], Members((1e-2,), (0,)), data_dir=sys.argv[4])
+parts = tasks.build(spec, spec.load_data(sys.argv[4]))
+engine.fit(parts, sys.argv[2], Members((1e-2,), (0,)))
 """
 
 

@@ -794,7 +794,8 @@ def test_a_run_records_its_data_source_and_an_old_config_without_it_resumes(tmp_
   spec = tasks.get("tiny_mnist(data_options={'validation_size': 32}, epochs=1)")
   members = Members((1e-3,), (0,))
   workdir = str(tmp_path / "run")
-  engine.fit(spec, workdir, members, data_dir=str(tmp_path / "mnist"))
+  splits = spec.load_data(str(tmp_path / "mnist"))
+  engine.fit(tasks.build(spec, splits), workdir, members)
   first_line = capfd.readouterr().err.splitlines()[0]
   assert first_line.startswith(f"gelujax: data mnist: IDX files in {tmp_path / 'mnist'}; ")
   config = workdirs.read_json(os.path.join(workdir, "config.json"))
@@ -811,7 +812,8 @@ def test_a_run_records_its_data_source_and_an_old_config_without_it_resumes(tmp_
   del config["data"]
   workdirs.write_json(os.path.join(workdir, "config.json"), config)
   identity = workdirs.identity(config)
-  engine.fit(spec.replace(epochs=2), workdir, members, data_dir=str(tmp_path / "mnist"))
+  splits = spec.load_data(str(tmp_path / "mnist"))  # a fresh read, as a resuming run's
+  engine.fit(tasks.build(spec.replace(epochs=2), splits), workdir, members)
   records = workdirs.read_metrics(workdir)
   assert [r["epoch"] for r in records] == [1.0, 2.0]
   resumed = workdirs.read_json(os.path.join(workdir, "config.json"))

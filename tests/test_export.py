@@ -139,10 +139,10 @@ def program_calls(task, splits, num_members: int, strategy: str = "auto") -> dic
   from jax.sharding import NamedSharding
   from jax.sharding import PartitionSpec as P
 
-  from gelujax import engine
+  from gelujax import engine, tasks
 
   mesh = engine.make_mesh(num_members)
-  program = engine.make_program(task, mesh, splits["train"], num_members, strategy)
+  program = engine.make_program(tasks.build(task, splits), mesh, num_members, strategy)
   assert strategy == "auto" or program.strategy == strategy
   config, padded = program.config, program.padded_members
   over_members, replicated = NamedSharding(mesh, P("members")), NamedSharding(mesh, P())

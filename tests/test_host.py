@@ -141,15 +141,15 @@ HOOKS_PROBE = """
 import sys, threading, warnings
 hooks = lambda: (warnings.showwarning, sys.excepthook, sys.unraisablehook, threading.excepthook)
 before, path = hooks(), list(sys.path)
-from tiny_task import REFERENCE_MEMBERS, REFERENCE_SPEC
+from tiny_task import REFERENCE, REFERENCE_MEMBERS, tiny_like
 import gelujax
 from gelujax import engine, host
 gelujax.get_activation("acts:halved")(1.0)  # the user's module, in the folder it runs in
 host.enable_compilation_cache(sys.argv[1])
-engine.fit(REFERENCE_SPEC.replace(epochs=1), sys.argv[2], REFERENCE_MEMBERS, progress=False)
+engine.fit(tiny_like(REFERENCE, epochs=1), sys.argv[2], REFERENCE_MEMBERS, progress=False)
 with host.repairing_compilation_cache():
   assert warnings.showwarning is not before[0]
-  engine.fit(REFERENCE_SPEC.replace(epochs=2), sys.argv[2], REFERENCE_MEMBERS, progress=False)
+  engine.fit(tiny_like(REFERENCE, epochs=2), sys.argv[2], REFERENCE_MEMBERS, progress=False)
 print([a is b for a, b in zip(before, hooks())], sys.path == path)
 """
 

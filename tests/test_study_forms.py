@@ -173,7 +173,7 @@ def test_the_study_end_to_end_writes_every_verdict_and_swap(tiny_study):
 def test_swaps_match_a_numpy_forward_pass_in_float64(tiny_study):
   """A float32 gelu network evaluated with each other form: the losses the swap file keeps are
   those of the restored parameters run through the MLP in NumPy with that form."""
-  from gelujax import engine, preprocessing
+  from gelujax import engine, preprocessing, tasks
 
   _, out, _, data_dir = tiny_study
   workdir = out / "runs" / "gelu_float32"
@@ -182,8 +182,10 @@ def test_swaps_match_a_numpy_forward_pass_in_float64(tiny_study):
     ("gelu", "float32"), ("gelu_tanh", "float32"), ("gelu_sigmoid", "float32"),
     ("gelu", "bfloat16"),
   ]  # fmt: skip
-  spec, _, state = engine.restore(str(workdir), data_dir=str(data_dir))
-  test = spec.load_data(str(data_dir))["test"]
+  spec = tasks.read_task(str(workdir))
+  parts = tasks.build(spec, spec.load_data(str(data_dir)))
+  _, state = engine.restore(parts, str(workdir))
+  test = parts.splits["test"]
   x0 = np.asarray(preprocessing.scale_pixels(test["inputs"]), np.float64).reshape(
     len(test["targets"]), -1
   )

@@ -13,7 +13,7 @@ import types
 from pathlib import Path
 
 import pytest
-from tiny_task import TinySpec
+from tiny_task import write_mnist_files
 
 from gelujax import host, tasks
 from gelujax import workdir as workdirs
@@ -59,7 +59,9 @@ def test_evaluation_grids_train_fresh_seeds_at_the_selected_lr():
     "gelu_tanh_eval", Path("/o/runs/gelu_tanh_eval"), (1e-4,)
   )  # fmt: skip
   # Its config.json: the selection grid's spec, one lr, the design's 10 evaluation seeds.
-  config = workdirs.make_config(grid.spec, Members(grid.learning_rates, plan.evaluation_seeds))
+  config = workdirs.make_config(
+    tasks.record(grid.spec), Members(grid.learning_rates, plan.evaluation_seeds)
+  )
   assert (
     config["spec"]["activation"] == "gelu_tanh" and config["spec"]["dataset"] == "fashion_mnist"
   )
@@ -136,18 +138,31 @@ def test_finished_summary_and_grid_checks(tmp_path):
     grids.finished_summary(done, Members(lrs, [0, 1, 2]), 2)
 
 
-def test_run_grid_trains_then_skips_and_keeps_an_all_diverged_result(tmp_path):
-  spec = TinySpec(epochs=1)
+# tiny_mnist on a small MNIST in IDX files (tests/tiny_task.py): 224 train, 32 validation and
+# 64 test images.
+TINY_MNIST = "tiny_mnist(activation='relu', epochs=1, data_options={'validation_size': 32})"
+
+
+@pytest.fixture(scope="module")
+def mnist_dir(tmp_path_factory) -> str:
+  folder = str(tmp_path_factory.mktemp("data") / "mnist")
+  write_mnist_files(folder)
+  return folder
+
+
+def test_run_grid_trains_then_skips_and_keeps_an_all_diverged_result(tmp_path, mnist_dir):
+  spec = tasks.get(TINY_MNIST)
   workdir = tmp_path / "relu"
   # An lr of 1e30 sends every weight past float32's range within a step: all members diverge,
   # which the trainer reports by raising after writing the summary.
-  summary, trained = grids.run_grid(spec, workdir, Members([1e30], [0, 1]), progress=False)
+  members = Members([1e30], [0, 1])
+  summary, trained = grids.run_grid(spec, workdir, members, data_dir=mnist_dir, progress=False)
   assert trained
   assert [m["diverged"] for m in summary["members"]] == [True, True]
   assert json.loads((workdir / "summary.json").read_text()) == summary
   metrics = (workdir / "metrics.jsonl").read_text()
   # Finished now, so a second call does not train (the metrics are not touched).
-  again, trained = grids.run_grid(spec, workdir, Members([1e30], [0, 1]), progress=False)
+  again, trained = grids.run_grid(spec, workdir, members, data_dir=mnist_dir, progress=False)
   assert not trained and again == summary
   assert (workdir / "metrics.jsonl").read_text() == metrics
   row = runs.summarize_run(runs.load_run(workdir))
@@ -155,29 +170,31 @@ def test_run_grid_trains_then_skips_and_keeps_an_all_diverged_result(tmp_path):
 
 
 _READS: list[str] = []
+FIELDS = dataclasses.fields(tasks.TaskSpec)
 
 
 @dataclasses.dataclass(frozen=True)
-class CountedSpec(TinySpec):
-  """The tiny task, counting its reads of the data."""
+class CountedSpec(tasks.TaskSpec):
+  """A task counting its reads of the data."""
 
   def load_data(self, data_dir=None):
     _READS.append(self.activation)
     return super().load_data(data_dir)
 
 
-def test_one_invocation_reads_each_data_set_once(tmp_path):
-  """A study's grids share one read of their data: the relu and gelu grids of the tiny task
-  read it once, and train as a grid reading its own would (the same records)."""
+def test_one_invocation_reads_each_data_set_once(tmp_path, mnist_dir):
+  """A study's grids share one read of their data: the relu and gelu grids of tiny_mnist read
+  it once, and train as a grid reading its own would (the same records)."""
   _READS.clear()
-  spec = CountedSpec(epochs=1)
+  spec = CountedSpec(**{f.name: getattr(tasks.get(TINY_MNIST), f.name) for f in FIELDS})
   made = [
     grids.Grid(a, spec.replace(activation=a), tmp_path / a, (1e-2,)) for a in ("relu", "gelu")
   ]
-  grids.train_grids(made, seeds=[0], data_dir=None, out=tmp_path)
+  grids.train_grids(made, seeds=[0], data_dir=mnist_dir, out=tmp_path)
   assert _READS == ["relu"]
   alone = tmp_path / "gelu_alone"
-  grids.run_grid(spec.replace(activation="gelu"), alone, Members([1e-2], [0]), progress=False)
+  gelu = spec.replace(activation="gelu")
+  grids.run_grid(gelu, alone, Members([1e-2], [0]), data_dir=mnist_dir, progress=False)
   assert _READS == ["relu", "gelu"]
   assert (alone / "metrics.jsonl").read_text() == (tmp_path / "gelu" / "metrics.jsonl").read_text()
 
@@ -186,20 +203,22 @@ SCRIPT = """
 import sys
 sys.path[:0] = [{tests!r}, {repo!r}]
 from pathlib import Path
-from tiny_task import TinySpec
+from gelujax import tasks
 from gelujax.study import grids
-grid = grids.Grid("gelu", TinySpec(epochs=100000), Path({workdir!r}), (1e-2,))
-grids.train_grids([grid], seeds=[0], data_dir=None, out=Path({out!r}))
+spec = tasks.get({task!r}).replace(activation="gelu", epochs=100000)
+grid = grids.Grid("gelu", spec, Path({workdir!r}), (1e-2,))
+grids.train_grids([grid], seeds=[0], data_dir={data_dir!r}, out=Path({out!r}))
 """
 
 
-def test_a_grid_stopped_by_sigint_keeps_its_training_time(tmp_path):
+def test_a_grid_stopped_by_sigint_keeps_its_training_time(tmp_path, mnist_dir):
   (tmp_path / "timings.json").write_text(json.dumps({"gelu": 65.0}))
   workdir = tmp_path / "runs" / "gelu"
   cache = shutil.copytree(os.environ["JAX_COMPILATION_CACHE_DIR"], tmp_path / "cache")
   code = SCRIPT.format(
-    tests=str(REPO / "tests"), repo=str(REPO), workdir=str(workdir), out=str(tmp_path)
-  )
+    tests=str(REPO / "tests"), repo=str(REPO), workdir=str(workdir), out=str(tmp_path),
+    task=TINY_MNIST, data_dir=mnist_dir,
+  )  # fmt: skip
   process = subprocess.Popen(
     [sys.executable, "-c", code], text=True,
     # A copy of the compilation cache (the signal may land while JAX writes an entry), which

@@ -18,7 +18,7 @@ from scipy import special
 from tiny_task import hash_tree, write_mnist_files
 
 from benchmarks import faults
-from gelujax import engine, host
+from gelujax import engine, host, tasks
 from gelujax import workdir as workdirs
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -173,7 +173,8 @@ def test_a_run_writes_its_files_and_learns(finished_run):
   data_dir = os.path.join(os.path.dirname(finished_run), "mnist")
   images = read_idx(os.path.join(data_dir, "t10k-images-idx3-ubyte.gz"))
   labels = read_idx(os.path.join(data_dir, "t10k-labels-idx1-ubyte.gz")).astype(np.int64)
-  _, _, state = engine.restore(finished_run, data_dir=data_dir)
+  spec = tasks.read_task(finished_run)
+  _, state = engine.restore(tasks.build(spec, spec.load_data(data_dir)), finished_run)
   for member in range(2):
     params = jax.tree.map(lambda leaf, m=member: np.float64(leaf[m]), state.params)
     logits = numpy_tiny_mnist(params, images)
@@ -397,6 +398,38 @@ def test_more_epochs_continue_a_finished_run(tmp_path, finished_run):
   assert records[:4] == workdirs.read_metrics(finished_run)  # epochs 1-2 kept, not re-run
   assert [r["epoch"] for r in records] == [1.0, 1.0, 2.0, 2.0, 3.0, 3.0]
   assert workdirs.read_json(os.path.join(workdir, "summary.json"))["epochs"] == 3
+
+
+# Runs a script with ``ast.parse`` counting the parses of one string (the first argument):
+# the parses of an activation spec over a whole run, as the process makes them.
+PARSE_COUNTER = """
+import ast, atexit, runpy, sys
+counted, parse, parses = sys.argv.pop(1), ast.parse, []
+def counting(source, *args, **kwargs):
+  if isinstance(source, str) and source.strip() == counted:
+    parses.append(source)
+  return parse(source, *args, **kwargs)
+ast.parse = counting
+atexit.register(lambda: print(f"parses: {len(parses)}", file=sys.stderr))
+sys.argv = sys.argv[1:]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+
+
+def test_an_activation_spec_is_parsed_once_in_a_run_and_once_in_its_resume(tmp_path, finished_run):
+  """The walk of ``--activation`` (docs/extending.md): the spec's string goes through
+  ``ast.parse`` once in a run, however many places read it (the spec's check, the gated-unit
+  test, the model's activation, the run's record), and once in the process that resumes it."""
+  activation = "gaussian_gelu(mu=0.25, sigma=0.75)"
+  args = grid_args(finished_run, str(tmp_path / "run"), f"--activation={activation}")
+  for epochs in (1, 2):  # a run, then its resume
+    result = subprocess.run(
+      [sys.executable, "-c", PARSE_COUNTER, activation, SCRIPT, *args, f"--epochs={epochs}"],
+      env=command_env(), cwd=ROOT, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.strip().endswith("parses: 1"), result.stderr[-2000:]
+  assert [r["epoch"] for r in workdirs.read_metrics(tmp_path / "run")] == [1.0, 1.0, 2.0, 2.0]
 
 
 # ---------------------------------------------------------------------------- workdir faults

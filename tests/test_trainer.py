@@ -3,6 +3,7 @@
 import functools
 import itertools
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -16,13 +17,14 @@ import orbax.checkpoint as ocp
 import pytest
 from tiny_task import (
   GRIDS,
+  REFERENCE,
   REFERENCE_MEMBERS,
-  REFERENCE_SPEC,
   TinyMLP,
-  TinySpec,
   hash_tree,
   make_splits,
   shuffled_batches,
+  tiny,
+  tiny_like,
 )
 
 from gelujax import checkpoints, engine, models, prng, tasks
@@ -41,7 +43,7 @@ class Killed(Exception):
 def reference(tmp_path_factory) -> str:
   """The workdir of the uninterrupted reference run."""
   workdir = str(tmp_path_factory.mktemp("reference") / "run")
-  engine.fit(REFERENCE_SPEC, workdir, REFERENCE_MEMBERS, progress=False)
+  engine.fit(REFERENCE, workdir, REFERENCE_MEMBERS, progress=False)
   return workdir
 
 
@@ -56,12 +58,12 @@ def derived_summary(workdir: str) -> dict:
   return workdirs.derive_summary(workdir, config, workdirs.read_metrics(workdir))
 
 
-def assert_same_run(workdir: str, reference: str, spec=REFERENCE_SPEC) -> None:
+def assert_same_run(workdir: str, reference: str, parts=REFERENCE) -> None:
   """Bitwise equal final states and identical metrics.jsonl and summary.json."""
   assert read_text(workdir, "metrics.jsonl") == read_text(reference, "metrics.jsonl")
   assert read_text(workdir, "summary.json") == read_text(reference, "summary.json")
-  _, _, state = engine.restore(workdir, spec=spec)
-  _, _, expected = engine.restore(reference, spec=spec)
+  _, state = engine.restore(parts, workdir)
+  _, expected = engine.restore(parts, reference)
   for leaf, expected_leaf in zip(jax.tree.leaves(state), jax.tree.leaves(expected), strict=True):
     np.testing.assert_array_equal(np.asarray(leaf), np.asarray(expected_leaf))
 
@@ -173,10 +175,10 @@ def assert_params_close(state_params, i: int, expected) -> None:
     np.testing.assert_allclose(leaf, want, rtol=1e-4, atol=1e-5, err_msg=str(path))
 
 
-def initial_state_and_batches(spec, members, train, epochs=(1,)):
+def initial_state_and_batches(parts, members, epochs=(1,)):
   """The run's initial state (unpadded, on the host) and each member's batches of ``epochs``,
   [epochs, steps, M, B], as the trainer draws them on a one-device mesh."""
-  program = engine.make_program(spec, engine.make_mesh(len(members)), train, len(members))
+  program = engine.make_program(parts, engine.make_mesh(len(members)), len(members))
   seeds_M, learning_rates_M = program.put_members(members)
   initial = jax.tree.map(np.asarray, program.unpad(program.init(seeds_M, learning_rates_M)))
   batches = [np.asarray(program.shuffle(seeds_M, np.int32(e)))[:, : len(members)] for e in epochs]
@@ -188,13 +190,13 @@ def test_training_lowers_the_loss_and_metrics_match_numpy(reference):
   first = [r["train_loss"] for r in records if r["epoch"] == 1.0]
   last = [r["train_loss"] for r in records if r["epoch"] == 3.0]
   assert all(b < 0.8 * a for a, b in zip(first, last, strict=True))
-  spec, members, state = engine.restore(reference, spec=REFERENCE_SPEC)
+  members, state = engine.restore(REFERENCE, reference)
   assert list(members) == [(1e-2, 0), (1e-2, 1), (3e-3, 0), (3e-3, 1)]
   params = jax.tree.map(np.asarray, state.params)
   for name in ("validation", "test"):
     split = make_splits()[name]
     loss, error = numpy_metrics(params, split)
-    evaluated = engine.evaluate_members(spec, state, split)
+    evaluated = engine.evaluate_members(REFERENCE, state, split)
     np.testing.assert_allclose(evaluated["loss"], loss, rtol=1e-5)
     np.testing.assert_allclose(evaluated["error"], error)
     logged = [r for r in records if r["epoch"] == 3.0]
@@ -206,15 +208,15 @@ def test_training_lowers_the_loss_and_metrics_match_numpy(reference):
 def test_training_follows_a_numpy_adam_on_the_trainers_batches(tmp_path):
   """The whole loop (batch gathering, loss, gradients, Adam, each member's own lr, the logged
   training loss) against float64 NumPy replaying the same initial weights and batch order."""
-  spec = TinySpec(epochs=2)
+  parts = tiny(epochs=2)
   members = Members([1e-2, 3e-3], [0, 1])
-  engine.fit(spec, str(tmp_path), members, progress=False)
-  _, _, state = engine.restore(str(tmp_path), spec=spec)
+  engine.fit(parts, str(tmp_path), members, progress=False)
+  _, state = engine.restore(parts, str(tmp_path))
   train = make_splits()["train"]
-  initial, batches_ExSxMxB = initial_state_and_batches(spec, members, train, epochs=(1, 2))
+  initial, batches_ExSxMxB = initial_state_and_batches(parts, members, epochs=(1, 2))
   records = workdirs.read_metrics(str(tmp_path))
   for i, (learning_rate, _) in enumerate(members):
-    batches = batches_ExSxMxB[:, :, i].reshape(-1, spec.batch_size)
+    batches = batches_ExSxMxB[:, :, i].reshape(-1, parts.batch_size)
     after, losses = numpy_adam(member_params(initial.params, i), train, batches, learning_rate)
     assert_params_close(state.params, i, after[-1])
     logged = [r["train_loss"] for r in records if r["member"] == i]
@@ -225,14 +227,14 @@ def test_logged_training_loss_is_the_dropout_off_loss_before_each_step(tmp_path)
   """At dropout 0.5 the logged training loss is each step's loss on its batch with dropout off,
   with the parameters before the step's update (as the paper logged it): one record per step,
   against float64 NumPy Adam trained with the same batches and dropout masks."""
-  spec = TinySpec(dropout=0.5, epochs=1, evals_per_epoch=12)
+  parts = tiny(dropout=0.5, epochs=1, evals_per_epoch=12)
   members = Members([1e-2, 3e-3], [0])
-  engine.fit(spec, str(tmp_path), members, progress=False)
+  engine.fit(parts, str(tmp_path), members, progress=False)
   records = workdirs.read_metrics(str(tmp_path))
   train = make_splits()["train"]
-  initial, batches_ExSxMxB = initial_state_and_batches(spec, members, train)
+  initial, batches_ExSxMxB = initial_state_and_batches(parts, members)
   assert batches_ExSxMxB.shape[1] == 12
-  masks = dropout_masks(spec, 0, 1, 12, "hash")  # both members have seed 0
+  masks = dropout_masks(parts, 0, 1, 12, "hash")  # both members have seed 0
   for i, (learning_rate, _) in enumerate(members):
     batches = batches_ExSxMxB[0, :, i]
     _, losses = numpy_adam(member_params(initial.params, i), train, batches, learning_rate, masks)
@@ -242,9 +244,9 @@ def test_logged_training_loss_is_the_dropout_off_loss_before_each_step(tmp_path)
 
 
 def test_batch_norm_statistics_are_kept_and_used_in_evaluation(tmp_path):
-  spec = TinySpec(model_options={"batch_norm": True}, epochs=2)
-  engine.fit(spec, str(tmp_path), Members([1e-2], [0, 1]), progress=False)
-  _, _, state = engine.restore(str(tmp_path), spec=spec)
+  parts = tiny(model_options={"batch_norm": True}, epochs=2)
+  engine.fit(parts, str(tmp_path), Members([1e-2], [0, 1]), progress=False)
+  _, state = engine.restore(parts, str(tmp_path))
   stats = jax.tree.map(np.float64, state.batch_stats["BatchNorm_0"])
   assert np.all(stats["var"] != 1) and np.all(stats["mean"] != 0)  # updated by training
   # Evaluation normalises with the running statistics: fold them into the first layer.
@@ -295,19 +297,19 @@ def test_grouped_batches_and_several_evaluations_per_epoch(tmp_path):
   """Batches of whole groups (utterances), evaluated twice an epoch: each half-epoch's logged
   training loss, its evaluations and the final parameters against float64 NumPy training on the
   frames of the same groups."""
-  spec = TinySpec(
+  parts = tiny(
     group_batches=True, data_options={"grouped": True}, batch_size=4, epochs=1,
     evals_per_epoch=2,
   )  # fmt: skip
   members = Members([1e-2], [3])
-  summary = engine.fit(spec, str(tmp_path), members, progress=False)
+  summary = engine.fit(parts, str(tmp_path), members, progress=False)
   assert derived_summary(str(tmp_path)) == summary  # evaluations at epochs 0.5 and 1
   splits = make_splits(grouped=True)
   train, groups = splits["train"], splits["train"]["groups"]
   # The groups in order of appearance, and the frames of each.
   order = groups[np.sort(np.unique(groups, return_index=True)[1])]
   steps, half = len(order) // 4, round(len(order) // 4 / 2)
-  initial, batches_ExSxMxB = initial_state_and_batches(spec, members, train)
+  initial, batches_ExSxMxB = initial_state_and_batches(parts, members)
   batch_groups_SxB = batches_ExSxMxB[0, :, 0]
   assert sorted(batch_groups_SxB.ravel()) == sorted(set(batch_groups_SxB.ravel()))
   frames = [
@@ -322,7 +324,7 @@ def test_grouped_batches_and_several_evaluations_per_epoch(tmp_path):
       loss, error = numpy_loss_and_error(after[last - 1], splits[name])
       np.testing.assert_allclose(record[f"{name}_loss"], loss, rtol=1e-5)
       np.testing.assert_allclose(record[f"{name}_error"], error)
-  _, _, state = engine.restore(str(tmp_path), spec=spec)
+  _, state = engine.restore(parts, str(tmp_path))
   assert_params_close(state.params, 0, after[-1])
 
 
@@ -342,12 +344,12 @@ def test_killed_run_resumes_to_the_same_result(tmp_path, monkeypatch, reference,
   workdir = str(tmp_path / "run")
   kill_at_save(monkeypatch, 2, after_saving=after_saving)
   with pytest.raises(Killed):
-    engine.fit(REFERENCE_SPEC, workdir, REFERENCE_MEMBERS, progress=False)
+    engine.fit(REFERENCE, workdir, REFERENCE_MEMBERS, progress=False)
   # Killed before saving epoch 2, the log already holds epoch 2; resuming from epoch 1 must
   # not write it twice.
   assert max(r["epoch"] for r in workdirs.read_metrics(workdir)) == 2.0
   monkeypatch.undo()
-  engine.fit(REFERENCE_SPEC, workdir, REFERENCE_MEMBERS, progress=False)
+  engine.fit(REFERENCE, workdir, REFERENCE_MEMBERS, progress=False)
   assert_same_run(workdir, reference)
 
 
@@ -361,32 +363,32 @@ def test_damaged_newest_checkpoint_falls_back_to_the_one_before(tmp_path, refere
     with open(os.path.join(data, name), "wb") as f:
       f.write(b"not an array")
   os.remove(os.path.join(workdir, "summary.json"))
-  engine.fit(REFERENCE_SPEC, workdir, REFERENCE_MEMBERS, progress=False)
+  engine.fit(REFERENCE, workdir, REFERENCE_MEMBERS, progress=False)
   assert "Skipping checkpoint" in caplog.text
   assert_same_run(workdir, reference)
 
 
 def test_more_epochs_continue_the_run(tmp_path, reference):
   workdir = str(tmp_path / "run")
-  engine.fit(REFERENCE_SPEC.replace(epochs=2), workdir, REFERENCE_MEMBERS, progress=False)
+  engine.fit(tiny_like(REFERENCE, epochs=2), workdir, REFERENCE_MEMBERS, progress=False)
   assert workdirs.read_json(os.path.join(workdir, "summary.json"))["epochs"] == 2
-  engine.fit(REFERENCE_SPEC, workdir, REFERENCE_MEMBERS, progress=False)
+  engine.fit(REFERENCE, workdir, REFERENCE_MEMBERS, progress=False)
   assert_same_run(workdir, reference)
 
 
 @pytest.mark.parametrize(
   ("change", "grid", "message"),
   [
-    ({"activation": "gelu"}, REFERENCE_MEMBERS, "activation 'relu'"),
-    ({"model": "other"}, REFERENCE_MEMBERS, "model 'tiny_mlp'"),
-    ({"name": "other"}, REFERENCE_MEMBERS, "name 'tiny'"),
+    ({"dropout": 0.5}, REFERENCE_MEMBERS, "dropout 0.25 (now 0.5)"),
+    ({"model_options": {"hidden": 8}}, REFERENCE_MEMBERS, "model_options {} (now {'hidden': 8})"),
+    ({"batch_size": 4}, REFERENCE_MEMBERS, "batch_size 8 (now 4)"),
     ({}, Members([1e-2], [0, 1]), "members lrs=[0.01, 0.003]"),
   ],
 )
 def test_incompatible_resume_is_refused_untouched(reference, change, grid, message):
   before = hash_tree(reference)
-  with pytest.raises(ValueError, match=message.replace("[", r"\[")) as error:
-    engine.fit(REFERENCE_SPEC.replace(**change), reference, grid, progress=False)
+  with pytest.raises(ValueError, match=re.escape(message)) as error:
+    engine.fit(tiny_like(REFERENCE, **change), reference, grid, progress=False)
   assert "another `workdir`" in str(error.value)
   assert hash_tree(reference) == before
 
@@ -398,15 +400,15 @@ def test_a_diverging_member_leaves_the_others_unchanged(tmp_path, reference):
   may round otherwise: on an AVX-512 Intel Xeon the evaluation's sums differ in the 8th digit),
   they agree to float32 rounding."""
   workdir, without = str(tmp_path / "run"), str(tmp_path / "without")
-  grid, two = Members([1e-2, 1e30], [0, 1]), REFERENCE_SPEC.replace(epochs=2)
+  grid, two = Members([1e-2, 1e30], [0, 1]), tiny_like(REFERENCE, epochs=2)
   assert list(grid)[:2] == list(REFERENCE_MEMBERS)[:2]
   engine.fit(two, workdir, grid, progress=False)  # Members 2 and 3 diverge in epoch 1.
-  _, _, after_two = engine.restore(workdir, spec=two)
-  summary = engine.fit(REFERENCE_SPEC, workdir, grid, progress=False)  # Resumed: more epochs.
+  _, after_two = engine.restore(two, workdir)
+  summary = engine.fit(REFERENCE, workdir, grid, progress=False)  # Resumed: more epochs.
   records = workdirs.read_metrics(workdir)
   expected = [r for r in workdirs.read_metrics(reference) if r["member"] < 2]
   assert [r for r in records if r["member"] < 2] == expected
-  engine.fit(REFERENCE_SPEC, without, Members([1e-2], [0, 1]), progress=False)
+  engine.fit(REFERENCE, without, Members([1e-2], [0, 1]), progress=False)
   assert_close_records(workdirs.read_metrics(without), expected)
   assert [m["diverged"] for m in summary["members"]] == [False, False, True, True]
   assert [m["diverged_epoch"] for m in summary["members"]] == [None, None, 1, 1]
@@ -415,7 +417,7 @@ def test_a_diverging_member_leaves_the_others_unchanged(tmp_path, reference):
   assert all(r["diverged"] for r in diverged)
   # Frozen before the non-finite step: its parameters stay finite, and the epochs after leave
   # them bitwise as they were, while the others train on.
-  _, _, state = engine.restore(workdir, spec=REFERENCE_SPEC)
+  _, state = engine.restore(REFERENCE, workdir)
   assert all(np.isfinite(leaf).all() for leaf in jax.tree.leaves(state.params))
   pairs = zip(jax.tree.leaves(after_two.params), jax.tree.leaves(state.params), strict=True)
   for before, after in pairs:
@@ -431,11 +433,11 @@ def test_a_diverged_member_stays_frozen_when_its_loss_turns_finite_again(tmp_pat
   those of its last finite step to the end of the run (epoch 1's, bitwise: the same program,
   resumed), every record says it diverged in epoch 1, and its evaluations stay the same."""
   workdir = str(tmp_path / "run")
-  spec, grid = REFERENCE_SPEC.replace(model_options={"nan_above": 5.0}), Members([3e-3, 3e-1], [0])
-  engine.fit(spec.replace(epochs=1), workdir, grid, progress=False)
-  _, _, after_one = engine.restore(workdir, spec=spec.replace(epochs=1))
-  summary = engine.fit(spec, workdir, grid, progress=False)  # Resumed: epochs 2 and 3.
-  _, _, after_three = engine.restore(workdir, spec=spec)
+  parts, grid = tiny_like(REFERENCE, model_options={"nan_above": 5.0}), Members([3e-3, 3e-1], [0])
+  engine.fit(tiny_like(parts, epochs=1), workdir, grid, progress=False)
+  _, after_one = engine.restore(tiny_like(parts, epochs=1), workdir)
+  summary = engine.fit(parts, workdir, grid, progress=False)  # Resumed: epochs 2 and 3.
+  _, after_three = engine.restore(parts, workdir)
   pairs = zip(jax.tree.leaves(after_one.params), jax.tree.leaves(after_three.params), strict=True)
   for before, after in pairs:
     np.testing.assert_array_equal(after[1], before[1])
@@ -468,20 +470,20 @@ def test_a_second_fit_of_the_same_program_traces_and_compiles_nothing(tmp_path):
   of a reproduction) trains at once; a grid of another size is another program."""
   _listen_for_traces()
   engines = ("init_members", "shuffle", "train_segment", "evaluate")
-  engine.fit(REFERENCE_SPEC, str(tmp_path / "first"), Members((1e-2, 3e-3), (5, 6)), progress=False)
+  engine.fit(REFERENCE, str(tmp_path / "first"), Members((1e-2, 3e-3), (5, 6)), progress=False)
   _TRACED.clear()
   grid = Members((1e-2, 3e-3), (7, 8))  # the same size, other seeds
-  engine.fit(REFERENCE_SPEC, str(tmp_path / "same_size"), grid, progress=False)
+  engine.fit(REFERENCE, str(tmp_path / "same_size"), grid, progress=False)
   assert not [name for name in _TRACED if name in engines], _TRACED
   _TRACED.clear()
-  engine.fit(REFERENCE_SPEC, str(tmp_path / "other_size"), Members((1e-2,), (7,)), progress=False)
+  engine.fit(REFERENCE, str(tmp_path / "other_size"), Members((1e-2,), (7,)), progress=False)
   assert sorted(set(_TRACED) & set(engines)) == sorted(engines)
 
 
 def test_every_member_diverging_stops_with_an_error(tmp_path):
   workdir = str(tmp_path / "run")
   with pytest.raises(engine.DivergedError, match="All 2 members diverged"):
-    engine.fit(REFERENCE_SPEC, workdir, Members([1e30], [0, 1]), progress=False)
+    engine.fit(REFERENCE, workdir, Members([1e30], [0, 1]), progress=False)
   summary = workdirs.read_json(os.path.join(workdir, "summary.json"))
   assert [m["diverged"] for m in summary["members"]] == [True, True]
   assert {r["epoch"] for r in workdirs.read_metrics(workdir)} == {1.0}  # stopped at once
@@ -559,7 +561,7 @@ def layouts(tmp_path_factory) -> dict[str, str]:
     )
     for devices, runs in LAYOUT_RUNS.items()
   }  # fmt: skip
-  engine.fit(REFERENCE_SPEC, str(root / "three_1x1"), GRIDS["three"], progress=False)
+  engine.fit(REFERENCE, str(root / "three_1x1"), GRIDS["three"], progress=False)
   for devices, process in processes.items():
     output = process.communicate(timeout=600)[0]
     assert process.returncode == 0, output
@@ -601,7 +603,7 @@ def test_a_padded_grid_equals_its_members_unpadded_and_the_pad_is_dropped(layout
   expected_summary = workdirs.read_json(os.path.join(three_reference, "summary.json"))
   expected_shapes = checkpoint_shapes(three_reference, 3)
   assert {shape[0] for shape in expected_shapes.values()} == {3}
-  _, _, expected_state = engine.restore(three_reference, spec=REFERENCE_SPEC)
+  _, expected_state = engine.restore(REFERENCE, three_reference)
   for name in ("three_2x1", "three_2x2"):
     workdir = layouts[name]
     assert_close_metrics(workdir, three_reference)  # as many records, members 0-2
@@ -614,7 +616,7 @@ def test_a_padded_grid_equals_its_members_unpadded_and_the_pad_is_dropped(layout
         assert member[key] == pytest.approx(want[key], rel=1e-5, abs=1e-6)
     for epoch in (2, 3):
       assert checkpoint_shapes(workdir, epoch) == expected_shapes
-    _, _, state = engine.restore(workdir, spec=REFERENCE_SPEC)
+    _, state = engine.restore(REFERENCE, workdir)
     for leaf, want in zip(jax.tree.leaves(state), jax.tree.leaves(expected_state), strict=True):
       np.testing.assert_allclose(np.asarray(leaf), np.asarray(want), rtol=1e-4, atol=1e-5)
     assert sorted(os.listdir(os.path.join(workdir, "tensorboard"))) == sorted(
@@ -626,9 +628,9 @@ def test_each_epochs_batches_are_a_permutation_drawn_from_seed_and_epoch():
   """Each epoch, a member's batches hold every training example once, but for the remainder
   of an epoch that is no whole batch (100 examples, batches of 8: 4 left out); the order comes
   from the member's seed and the epoch only, not from its learning rate or place in the grid."""
-  spec = TinySpec(data_options={"num_train": 100})
+  parts = tiny(data_options={"num_train": 100})
   members = Members([1e-2, 3e-3], [0, 1])  # members 0 and 2 have seed 0, 1 and 3 seed 1
-  program = engine.make_program(spec, engine.make_mesh(4), make_splits(100)["train"], 4)
+  program = engine.make_program(parts, engine.make_mesh(4), 4)
   batches_ExSxMxB = shuffled_batches(program, members)
   assert batches_ExSxMxB.shape == (3, 12, 4, 8)
   orders = np.moveaxis(batches_ExSxMxB, 2, 0).reshape(4, 3, 96)  # [members, epochs, items]
@@ -649,9 +651,8 @@ def test_each_epochs_batches_are_a_permutation_drawn_from_seed_and_epoch():
 def test_batches_do_not_depend_on_the_layout(layouts, reference):
   """The batches each run of `LAYOUT_RUNS` drew (saved beside its workdir) are the ones drawn
   on one device."""
-  train = make_splits()["train"]
   for grid in ("reference", "three"):
-    program = engine.make_program(REFERENCE_SPEC, engine.make_mesh(1), train, len(GRIDS[grid]))
+    program = engine.make_program(REFERENCE, engine.make_mesh(1), len(GRIDS[grid]))
     expected = shuffled_batches(program, GRIDS[grid])
     for name, run_grid, *_ in (run for runs in LAYOUT_RUNS.values() for run in runs):
       if run_grid == grid:
@@ -688,7 +689,7 @@ def test_init_compiled_at_level_1_draws_the_bits_of_the_default_level():
   every task's model at full size.)"""
   num = len(REFERENCE_MEMBERS)
   mesh = engine.make_mesh(num)
-  program = engine.make_program(REFERENCE_SPEC, mesh, make_splits()["train"], num)
+  program = engine.make_program(REFERENCE, mesh, num)
   seeds, learning_rates = program.put_members(REFERENCE_MEMBERS)
   default = jax.jit(functools.partial(engine.mesh.init_members, program.config, mesh))
   for leaf, want in zip(
@@ -717,12 +718,12 @@ def assert_same_draw(got: np.ndarray, want: np.ndarray, err_msg: str = "") -> No
     np.testing.assert_array_equal(got, want, err_msg=err_msg)
 
 
-def dropout_masks(spec, seed: int, epoch: int, steps: int, bits: str) -> list[np.ndarray]:
+def dropout_masks(parts, seed: int, epoch: int, steps: int, bits: str) -> list[np.ndarray]:
   """The tiny MLP's dropout masks ([batch, hidden], scaled by 1 / (1 - rate)) at a member's
   ``steps`` first steps of ``epoch``, drawn by Flax's own Dropout from the keys the trainer
   documents: the step's threefry key (seed, step stream, epoch, step) is split, and the second
   half is the dropout key (``threefry``), or the hash key made from it (``hash``)."""
-  model = TinyMLP(dropout=spec.dropout)
+  model = TinyMLP(dropout=parts.model.dropout)
   # Hidden units all 1, so the Dropout's output is its scaled mask.
   params = {
     "Dense_0": {"kernel": np.zeros((6, 16), np.float32), "bias": np.ones(16, np.float32)},
@@ -733,7 +734,7 @@ def dropout_masks(spec, seed: int, epoch: int, steps: int, bits: str) -> list[np
     key = jax.random.split(prng.fold_key(seed, prng.STEP, epoch, step))[1]
     key = prng.make_dropout_key(key) if bits == "hash" else key
     _, captured = model.apply(
-      {"params": params}, np.zeros((spec.batch_size, 6), np.float32), train=True,
+      {"params": params}, np.zeros((parts.batch_size, 6), np.float32), train=True,
       rngs={"dropout": key}, capture_intermediates=True, mutable=["intermediates"],
     )  # fmt: skip
     masks.append(np.float64(captured["intermediates"]["Dropout_0"]["__call__"][0]))
@@ -743,24 +744,24 @@ def dropout_masks(spec, seed: int, epoch: int, steps: int, bits: str) -> list[np
 def test_threefry_dropout_bits_train_other_masks_and_are_recorded_as_another_run(tmp_path):
   """Each setting trains with its own masks: the run's parameters and logged loss against
   float64 NumPy Adam with the masks Flax draws from that setting's keys."""
-  spec = REFERENCE_SPEC.replace(epochs=1)
+  parts = tiny_like(REFERENCE, epochs=1)
   members = Members([1e-2], [0])
   train = make_splits()["train"]
-  initial, batches_ExSxMxB = initial_state_and_batches(spec, members, train)
+  initial, batches_ExSxMxB = initial_state_and_batches(parts, members)
   steps = batches_ExSxMxB.shape[1]
   for bits in prng.DROPOUT_BITS:
     workdir = str(tmp_path / bits)
-    engine.fit(spec.replace(dropout_bits=bits), workdir, members, progress=False)
-    masks = dropout_masks(spec, 0, 1, steps, bits)
+    engine.fit(tiny_like(parts, dropout_bits=bits), workdir, members, progress=False)
+    masks = dropout_masks(parts, 0, 1, steps, bits)
     assert 0.6 < np.mean([m > 0 for m in masks]) < 0.9  # a quarter dropped
     after, losses = numpy_adam(
       member_params(initial.params, 0), train, batches_ExSxMxB[0, :, 0], 1e-2, masks
     )
-    _, _, state = engine.restore(workdir, spec=spec.replace(dropout_bits=bits))
+    _, state = engine.restore(tiny_like(parts, dropout_bits=bits), workdir)
     assert_params_close(state.params, 0, after[-1])
     [record] = workdirs.read_metrics(workdir)
     np.testing.assert_allclose(record["train_loss"], np.mean(losses), rtol=1e-5)
-  hashed, threefry = (dropout_masks(spec, 0, 1, 1, bits)[0] for bits in ("hash", "threefry"))
+  hashed, threefry = (dropout_masks(parts, 0, 1, 1, bits)[0] for bits in ("hash", "threefry"))
   assert np.mean(hashed != threefry) > 0.2  # other masks
   # The default is left out of config.json, so configs written before the field still match.
   hashed, threefry = str(tmp_path / "hash"), str(tmp_path / "threefry")
@@ -768,7 +769,7 @@ def test_threefry_dropout_bits_train_other_masks_and_are_recorded_as_another_run
   config = workdirs.read_json(os.path.join(threefry, "config.json"))
   assert config["spec"]["dropout_bits"] == "threefry"
   with pytest.raises(ValueError, match=r"differs in: dropout_bits 'threefry' \(now 'hash'\)"):
-    engine.fit(spec.replace(epochs=2), threefry, members, progress=False)
+    engine.fit(tiny_like(parts, epochs=2), threefry, members, progress=False)
 
 
 def test_members_hold_what_int32_seeds_and_float32_rates_hold():
@@ -800,12 +801,12 @@ def test_the_library_names_its_arguments_not_the_scripts_flags(tmp_path):
   path = tmp_path / "results.txt"
   path.write_text("precious\n")
   with pytest.raises(workdirs.WorkdirError) as error:
-    engine.fit(REFERENCE_SPEC, str(path), REFERENCE_MEMBERS, progress=False)
+    engine.fit(REFERENCE, str(path), REFERENCE_MEMBERS, progress=False)
   assert str(error.value) == (
     f"`workdir` {path} is a file, not a folder; pass a new folder or this run's workdir."
   )
   with pytest.raises(ValueError) as error:
-    engine.fit(REFERENCE_SPEC, str(tmp_path / "run"), REFERENCE_MEMBERS, members_axis=0)
+    engine.fit(REFERENCE, str(tmp_path / "run"), REFERENCE_MEMBERS, members_axis=0)
   assert str(error.value).startswith("`members_axis` 0 does not divide the ")
   assert "--" not in str(error.value)
   assert path.read_text() == "precious\n" and not (tmp_path / "run").exists()
@@ -814,9 +815,9 @@ def test_the_library_names_its_arguments_not_the_scripts_flags(tmp_path):
 def test_more_steps_than_the_int32_step_counter_holds_are_refused_before_the_workdir(tmp_path):
   """A member's step counts on from epoch to epoch in int32 (its keys are drawn from it):
   100,000 epochs of 21,475 steps (batch 1) would wrap it. Refused before the workdir is made."""
-  spec = REFERENCE_SPEC.replace(epochs=100_000, batch_size=1, data_options={"num_train": 21_475})
+  parts = tiny_like(REFERENCE, epochs=100_000, batch_size=1, data_options={"num_train": 21_475})
   with pytest.raises(ValueError) as error:
-    engine.fit(spec, str(tmp_path / "run"), Members([1e-2], [0]), progress=False)
+    engine.fit(parts, str(tmp_path / "run"), Members([1e-2], [0]), progress=False)
   assert str(error.value) == (
     "`epochs` 100000 of 21,475 steps (`batch_size` 1, 21,475 items) make 2,147,500,000 steps, "
     "more than the int32 step counter holds (2,147,483,647); train fewer `epochs` or with a "
@@ -838,7 +839,7 @@ def test_members_round_trip_through_config_json_and_refuse_a_partial_grid():
 
 def test_config_json_names_one_grid(tmp_path):
   """The spec written to config.json holds the grid that trained, not the task's default."""
-  engine.fit(REFERENCE_SPEC.replace(epochs=1), str(tmp_path), Members([5e-3], [4]), progress=False)
+  engine.fit(tiny_like(REFERENCE, epochs=1), str(tmp_path), Members([5e-3], [4]), progress=False)
   config = workdirs.read_json(tmp_path / "config.json")
   assert config["spec"]["learning_rates"] == [5e-3] and config["spec"]["seeds"] == 1
   assert config["members"] == [{"seed": 4, "learning_rate": 5e-3}]
@@ -866,15 +867,15 @@ def tiny_mnist(tmp_path, dtype: str, epochs: int = 3):
   if not data_dir.exists():
     write_mnist_files(str(data_dir))
   spec = tasks.get("tiny_mnist(data_options={'validation_size': 32})")
-  return spec.replace(dtype=dtype, epochs=epochs), str(data_dir)
+  spec = spec.replace(dtype=dtype, epochs=epochs)
+  return tasks.build(spec, spec.load_data(str(data_dir)))
 
 
 def test_bfloat16_trains_close_to_float32_with_float32_state(tmp_path):
   members = Members((1e-3,), (0, 1))
   runs = {}
   for dtype in ("float32", "bfloat16"):
-    spec, data_dir = tiny_mnist(tmp_path, dtype)
-    engine.fit(spec, str(tmp_path / dtype), members, data_dir=data_dir, progress=False)
+    engine.fit(tiny_mnist(tmp_path, dtype), str(tmp_path / dtype), members, progress=False)
     runs[dtype] = workdirs.read_metrics(tmp_path / dtype)
   low, full = runs["bfloat16"], runs["float32"]
   first, last = low[:2], low[-2:]
@@ -886,8 +887,7 @@ def test_bfloat16_trains_close_to_float32_with_float32_state(tmp_path):
     assert abs(a["test_error"] - b["test_error"]) <= BF16_ERROR_ATOL, (a, b)
   assert low != full  # computed in another type: not the float32 numbers
   # Parameters, optimizer state and batch statistics are float32 in the checkpoint.
-  spec, data_dir = tiny_mnist(tmp_path, "bfloat16")
-  _, _, state = engine.restore(str(tmp_path / "bfloat16"), data_dir=data_dir)
+  _, state = engine.restore(tiny_mnist(tmp_path, "bfloat16"), str(tmp_path / "bfloat16"))
   assert {leaf.dtype for leaf in jax.tree.leaves(state.params)} == {np.dtype(np.float32)}
   floats = [leaf for leaf in jax.tree.leaves(state.opt_state) if leaf.dtype.kind == "f"]
   assert floats and {leaf.dtype for leaf in floats} == {np.dtype(np.float32)}
@@ -896,9 +896,9 @@ def test_bfloat16_trains_close_to_float32_with_float32_state(tmp_path):
   configs = {d: workdirs.read_json(tmp_path / d / "config.json")["spec"] for d in runs}
   assert configs["bfloat16"]["dtype"] == "bfloat16" and "dtype" not in configs["float32"]
   before = hash_tree(str(tmp_path / "bfloat16"))
-  other, _ = tiny_mnist(tmp_path, "float32", epochs=4)
+  other = tiny_mnist(tmp_path, "float32", epochs=4)
   with pytest.raises(ValueError, match=r"dtype 'bfloat16' \(now 'float32'\)"):
-    engine.fit(other, str(tmp_path / "bfloat16"), members, data_dir=data_dir, progress=False)
+    engine.fit(other, str(tmp_path / "bfloat16"), members, progress=False)
   assert hash_tree(str(tmp_path / "bfloat16")) == before
 
 
@@ -916,10 +916,10 @@ def jaxpr_equations(jaxpr):
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 def test_bfloat16_programs_compute_products_and_activations_in_bfloat16(tmp_path, dtype):
-  spec, data_dir = tiny_mnist(tmp_path, dtype)
-  splits = spec.load_data(data_dir)
+  parts = tiny_mnist(tmp_path, dtype)
+  splits = parts.splits
   members = Members((1e-3,), (0, 1))
-  program = engine.make_program(spec, engine.make_mesh(2), splits["train"], 2)
+  program = engine.make_program(parts, engine.make_mesh(2), 2)
   seeds, lrs = program.put_members(members)
   state = program.init(seeds, lrs)
   args = (state, program.put_data(splits["train"]), program.shuffle(seeds, np.int32(1)), seeds)
@@ -946,11 +946,11 @@ def test_bfloat16_programs_compute_products_and_activations_in_bfloat16(tmp_path
   assert train.jaxpr.outvars[-1].aval.dtype == np.float32  # the training loss
 
 
-def test_an_activation_is_parsed_once_where_the_task_is_checked_and_never_in_the_step():
+def test_an_activation_is_resolved_once_where_the_task_is_checked_and_never_in_the_step():
   """The walk of ``--activation`` (docs/extending.md): the spec is resolved once, when the
-  TaskSpec checks it; the model the program builds holds the resolved function, and tracing and
-  running the step resolves nothing (`specs.resolve_activation` is the one place a spec is
-  parsed)."""
+  TaskSpec checks it; `tasks.build` gives the model the resolved function, and tracing and
+  running the step resolves nothing (`specs.resolve_activation` is the one place a spec
+  becomes a function). tests/test_train_cli.py counts the parses of a whole run."""
   resolve_activation.cache_clear()
   spec = tasks.get("tiny_mnist").replace(activation="gaussian_gelu(mu=0.25, sigma=0.75)")
   assert resolve_activation.cache_info().misses == 1
@@ -959,7 +959,9 @@ def test_an_activation_is_parsed_once_where_the_task_is_checked_and_never_in_the
     "inputs": rng.integers(0, 256, (64, 28, 28, 1)).astype(np.uint8),
     "targets": rng.integers(0, 10, 64).astype(np.int32),
   }
-  program = engine.make_program(spec, engine.make_mesh(1), train, 1)
+  parts = tasks.build(spec, {"train": train})
+  assert resolve_activation.cache_info().misses == 1
+  program = engine.make_program(parts, engine.make_mesh(1), 1)
   assert not isinstance(program.config.model.activation, str)
   called = resolve_activation.cache_info()
   seeds, learning_rates = program.put_members(Members((1e-3,), (0,)))
@@ -985,7 +987,7 @@ OTHER = "vmap" if RULED == "map" else "map"
 def other(tmp_path_factory) -> str:
   """The reference grid trained with the strategy this CPU's rule does not pick."""
   workdir = str(tmp_path_factory.mktemp("other") / "run")
-  engine.fit(REFERENCE_SPEC, workdir, REFERENCE_MEMBERS, progress=False, member_strategy=OTHER)
+  engine.fit(REFERENCE, workdir, REFERENCE_MEMBERS, progress=False, member_strategy=OTHER)
   return workdir
 
 
@@ -998,8 +1000,8 @@ def test_the_two_strategies_train_each_member_alike_to_float32_rounding(other, r
   expected = workdirs.read_json(os.path.join(reference, "config.json"))
   assert (config.pop("member_strategy"), expected.pop("member_strategy")) == (OTHER, RULED)
   assert config == expected
-  _, _, state = engine.restore(other, spec=REFERENCE_SPEC)
-  _, _, want = engine.restore(reference, spec=REFERENCE_SPEC)
+  _, state = engine.restore(REFERENCE, other)
+  _, want = engine.restore(REFERENCE, reference)
   pairs = zip(jax.tree.leaves(state.params), jax.tree.leaves(want.params), strict=True)
   for leaf, want_leaf in pairs:
     np.testing.assert_allclose(leaf, want_leaf, rtol=1e-4, atol=1e-6)
@@ -1016,13 +1018,13 @@ def test_a_killed_run_resumes_bitwise_in_its_strategy_and_on_request_in_the_othe
   workdir, switched = str(tmp_path / "run"), str(tmp_path / "switched")
   kill_at_save(monkeypatch, 2, after_saving=True)
   with pytest.raises(Killed):
-    engine.fit(REFERENCE_SPEC, workdir, REFERENCE_MEMBERS, progress=False, member_strategy=OTHER)
+    engine.fit(REFERENCE, workdir, REFERENCE_MEMBERS, progress=False, member_strategy=OTHER)
   monkeypatch.undo()
   shutil.copytree(workdir, switched)
-  engine.fit(REFERENCE_SPEC, workdir, REFERENCE_MEMBERS, progress=False)  # auto
+  engine.fit(REFERENCE, workdir, REFERENCE_MEMBERS, progress=False)  # auto
   assert_same_run(workdir, other)
   assert workdirs.read_json(os.path.join(workdir, "config.json"))["member_strategy"] == OTHER
-  engine.fit(REFERENCE_SPEC, switched, REFERENCE_MEMBERS, progress=False, member_strategy=RULED)
+  engine.fit(REFERENCE, switched, REFERENCE_MEMBERS, progress=False, member_strategy=RULED)
   assert_close_metrics(switched, other)
   assert workdirs.read_json(os.path.join(switched, "config.json"))["member_strategy"] == RULED
 
@@ -1033,14 +1035,14 @@ def test_a_run_recorded_before_strategies_resumes_vmapped(tmp_path, monkeypatch,
   workdir = str(tmp_path / "run")
   kill_at_save(monkeypatch, 1, after_saving=True)
   with pytest.raises(Killed):
-    engine.fit(REFERENCE_SPEC, workdir, REFERENCE_MEMBERS, progress=False, member_strategy="vmap")
+    engine.fit(REFERENCE, workdir, REFERENCE_MEMBERS, progress=False, member_strategy="vmap")
   monkeypatch.undo()
   path = os.path.join(workdir, "config.json")
   config = workdirs.read_json(path)
   del config["member_strategy"]
   workdirs.write_json(path, config)
   capfd.readouterr()
-  engine.fit(REFERENCE_SPEC.replace(epochs=2), workdir, REFERENCE_MEMBERS)
+  engine.fit(tiny_like(REFERENCE, epochs=2), workdir, REFERENCE_MEMBERS)
   assert workdirs.read_json(path)["member_strategy"] == "vmap"
   assert (
     "members vmapped on each device (as the run began: a resume stays one program)."
@@ -1052,7 +1054,7 @@ def test_a_diverging_member_of_the_other_strategy_freezes_alone(tmp_path, other)
   bitwise as in its reference grid (one compiled program), and stay frozen."""
   workdir = str(tmp_path / "run")
   grid = Members([1e-2, 1e30], [0, 1])
-  summary = engine.fit(REFERENCE_SPEC, workdir, grid, progress=False, member_strategy=OTHER)
+  summary = engine.fit(REFERENCE, workdir, grid, progress=False, member_strategy=OTHER)
   records = workdirs.read_metrics(workdir)
   expected = [r for r in workdirs.read_metrics(other) if r["member"] < 2]
   assert [r for r in records if r["member"] < 2] == expected
@@ -1063,7 +1065,7 @@ def test_a_diverging_member_of_the_other_strategy_freezes_alone(tmp_path, other)
 
 def test_the_layout_line_says_how_a_device_takes_its_members(tmp_path, capfd):
   engine.fit(
-    REFERENCE_SPEC.replace(epochs=1), str(tmp_path / "run"), REFERENCE_MEMBERS,
+    tiny_like(REFERENCE, epochs=1), str(tmp_path / "run"), REFERENCE_MEMBERS,
     member_strategy="map",
   )  # fmt: skip
   assert (
@@ -1075,7 +1077,7 @@ def test_the_layout_line_says_how_a_device_takes_its_members(tmp_path, capfd):
 def test_a_bad_member_strategy_is_refused_before_anything_is_written(tmp_path):
   workdir = tmp_path / "run"
   with pytest.raises(ValueError) as error:
-    engine.fit(REFERENCE_SPEC, str(workdir), REFERENCE_MEMBERS, member_strategy="pmap")
+    engine.fit(REFERENCE, str(workdir), REFERENCE_MEMBERS, member_strategy="pmap")
   assert str(error.value) == "`member_strategy` 'pmap' is not one of auto, vmap, map."
   assert not workdir.exists()
 
@@ -1090,7 +1092,7 @@ def test_the_rule_reads_whether_the_model_convolves(task, expected):
     "inputs": np.zeros((64, *((28, 28, 1) if task == "tiny_mnist" else (32, 32, 3))), np.uint8),
     "targets": np.zeros(64, np.int32),
   }
-  program = engine.make_program(spec, engine.make_mesh(2), train, 2)
+  program = engine.make_program(tasks.build(spec, {"train": train}), engine.make_mesh(2), 2)
   assert engine.step.holds_convolution(program.config) is expected
   assert program.strategy == engine.mesh.RULE["cpu", expected]
   assert engine.mesh.choose_strategy(program.config, engine.make_mesh(1), 1)[0] == "vmap"

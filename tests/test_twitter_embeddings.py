@@ -265,13 +265,15 @@ def test_train_py_trains_the_embeddings_one_epoch(tmp_path):
   (line,) = (workdir / "metrics.jsonl").read_text().splitlines()
   assert all(math.isfinite(v) for k, v in json.loads(line).items() if k.endswith("_loss"))
 
-  spec, members, state = engine.restore(str(workdir), data_dir=str(data_dir))
+  spec = tasks.read_task(str(workdir))
+  splits = spec.load_data(str(data_dir))
+  parts = tasks.build(spec, splits)
+  members, state = engine.restore(parts, str(workdir))
   vocab_size = len(train_words) + 2  # </s> and UUUNKKK
-  assert spec.model_options == {"vocab_size": vocab_size}
+  assert parts.model.vocab_size == vocab_size
   table = np.asarray(state.params["embedding"][0])
   assert table.shape == (vocab_size, 50)
-  splits = spec.load_data(str(data_dir))
-  program = engine.make_program(spec, engine.make_mesh(1), splits["train"], 1)
+  program = engine.make_program(parts, engine.make_mesh(1), 1)
   initial = program.init(*program.put_members(members))
   before = np.asarray(initial.params["embedding"][0])
   # Every train word's vector moved; UUUNKKK (id 1) never occurs in train, so Adam left it.
@@ -280,6 +282,6 @@ def test_train_py_trains_the_embeddings_one_epoch(tmp_path):
   assert (np.abs(table - before)[in_train].max(axis=1) > 1e-3).all()
   np.testing.assert_array_equal(table[1], before[1])
   # And it learned: the train loss is lower than at initialisation.
-  loss_before = engine.evaluate_members(spec, initial, splits["train"])["loss"]
-  loss_after = engine.evaluate_members(spec, state, splits["train"])["loss"]
+  loss_before = engine.evaluate_members(parts, initial, splits["train"])["loss"]
+  loss_after = engine.evaluate_members(parts, state, splits["train"])["loss"]
   assert loss_after[0] < 0.5 * loss_before[0]

@@ -310,12 +310,12 @@ def as_written_before_records(workdir) -> None:
 
 @pytest.mark.slow
 def test_checkpoints_written_before_records_still_resume_to_the_uninterrupted_result(tmp_path):
-  from tiny_task import REFERENCE_MEMBERS, REFERENCE_SPEC
+  from tiny_task import REFERENCE, REFERENCE_MEMBERS, tiny_like
 
   from gelujax import engine
 
   def fit(path, epochs):
-    engine.fit(REFERENCE_SPEC.replace(epochs=epochs), str(path), REFERENCE_MEMBERS, progress=False)
+    engine.fit(tiny_like(REFERENCE, epochs=epochs), str(path), REFERENCE_MEMBERS, progress=False)
 
   fit(tmp_path / "uninterrupted", 3)
   fit(tmp_path / "old", 2)

@@ -1,5 +1,5 @@
-"""A test-only task with the TaskSpec fields (a small ReLU MLP on synthetic data), and
-helpers the trainer and command-line tests share.
+"""A test-only task's parts (a small ReLU MLP on synthetic data, `tiny`), and helpers the
+trainer and command-line tests share.
 
 Run as a script it trains grids one after the other in one fresh process, printing each one's
 layout; the tests use it to train with other device counts (one JAX start for several layouts)
@@ -15,8 +15,10 @@ batch]``.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import gzip
 import hashlib
+import json
 import os
 import struct
 import sys
@@ -28,8 +30,10 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from gelujax import optimizers
 from gelujax.members import Members
-from gelujax.objectives import OBJECTIVES, Objective
+from gelujax.objectives import Objective
+from gelujax.parts import Parts
 
 
 class TinyMLP(nn.Module):
@@ -77,43 +81,56 @@ def make_splits(
   return splits
 
 
-@dataclasses.dataclass(frozen=True)
-class TinySpec:
-  name: str = "tiny"
-  dataset: str = "blobs"
-  datasets: tuple[str, ...] = ("blobs",)
-  data_options: dict = dataclasses.field(default_factory=dict)
-  model: str = "tiny_mlp"
-  model_options: dict = dataclasses.field(default_factory=dict)
-  activation: str = "relu"
-  dropout: float = 0.0
-  dropout_bits: str = "hash"
-  learning_rates: tuple[float, ...] = (1e-2,)
-  seeds: int = 2
-  batch_size: int = 8
-  epochs: int = 3
-  evals_per_epoch: int = 1
-  group_batches: bool = False
-  select_metric: str = "validation_loss"
-  objective: str = "tiny"
-  optimizer: str = "adam"
-  weight_decay: float = 0.0
-  input_noise: float = 0.0
-  crop_padding: int = 0
+# The tiny task's settings, and their values unless `tiny` is given others.
+SETTINGS = {
+  "dropout": 0.0,
+  "dropout_bits": "hash",
+  "learning_rates": [1e-2],
+  "seeds": 2,
+  "batch_size": 8,
+  "epochs": 3,
+  "evals_per_epoch": 1,
+  "group_batches": False,
+  "select_metric": "validation_loss",
+  "model_options": {},
+  "data_options": {},
+}
 
-  def replace(self, **overrides: Any) -> TinySpec:
-    return dataclasses.replace(self, **overrides)
 
-  def load_data(self, data_dir: str | None = None) -> dict[str, dict[str, np.ndarray]]:
-    del data_dir
-    return make_splits(**self.data_options)
+def tiny(**settings: Any) -> Parts:
+  """The parts of a tiny task (a `TinyMLP` on `make_splits`'s blobs, `TinyObjective`, Adam),
+  built as a test builds parts of its own: ``settings`` override `SETTINGS`. The same settings
+  give the same parts (as `gelujax.tasks.build` gives the same model, optimizer and objective),
+  so that a test's second fit of them compiles nothing."""
+  unknown = sorted(set(settings) - set(SETTINGS))
+  if unknown:
+    raise TypeError(f"tiny() takes no settings {unknown}; its settings are {sorted(SETTINGS)}.")
+  return _tiny(json.dumps({**SETTINGS, **settings}, sort_keys=True))
 
-  def for_data(self, splits) -> TinySpec:
-    del splits
-    return self
 
-  def build_model(self) -> nn.Module:
-    return TinyMLP(dropout=self.dropout, **self.model_options)
+def tiny_like(parts: Parts, **settings: Any) -> Parts:
+  """`tiny` with the settings of ``parts`` (from `tiny`), and ``settings`` changed."""
+  return tiny(**{**parts.record["spec"], **settings})
+
+
+@functools.cache
+def _tiny(key: str) -> Parts:
+  settings = json.loads(key)
+  return Parts(
+    name="tiny",
+    model=TinyMLP(dropout=settings["dropout"], **settings["model_options"]),
+    optimizer=functools.partial(optimizers.build, "adam", epochs=settings["epochs"]),
+    objective=TinyObjective(),
+    splits=make_splits(**settings["data_options"]),
+    batch_size=settings["batch_size"],
+    epochs=settings["epochs"],
+    evals_per_epoch=settings["evals_per_epoch"],
+    group_batches=settings["group_batches"],
+    dropout_bits=settings["dropout_bits"],
+    select_metric=settings["select_metric"],
+    grid=Members(tuple(settings["learning_rates"]), tuple(range(settings["seeds"]))),
+    record={"task": "tiny", "dataset": "blobs", "activation": "relu", "spec": settings},
+  )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -138,10 +155,6 @@ class TinyObjective(Objective):
   def regularizer(self, params):
     del params
     return 0.0
-
-
-if "tiny" not in OBJECTIVES.names():  # Once, however this file is imported or run.
-  OBJECTIVES.register("tiny", TinyObjective)
 
 
 def write_mnist_files(folder: str, num_train: int = 256, num_test: int = 64) -> None:
@@ -171,7 +184,7 @@ def hash_tree(directory: str) -> dict[str, str]:
 
 
 # The run most tests compare against.
-REFERENCE_SPEC = TinySpec(dropout=0.25, epochs=3)
+REFERENCE = tiny(dropout=0.25, epochs=3)
 REFERENCE_MEMBERS = Members(learning_rates=(1e-2, 3e-3), seeds=(0, 1))
 # Grids the script trains by name: 3 members pad to 4 on a members axis of 2 or 4 devices.
 GRIDS = {
@@ -203,9 +216,8 @@ def main(argv: list[str]) -> None:
     members, members_axis = GRIDS[grid], int(axis[0]) if axis else None
     mesh = engine.make_mesh(len(members), members_axis)
     print(engine.describe_layout(len(members), mesh), flush=True)
-    engine.fit(REFERENCE_SPEC, workdir, members, progress=False, members_axis=members_axis)
-    train = REFERENCE_SPEC.load_data()["train"]
-    program = engine.make_program(REFERENCE_SPEC, mesh, train, len(members))
+    engine.fit(REFERENCE, workdir, members, progress=False, members_axis=members_axis)
+    program = engine.make_program(REFERENCE, mesh, len(members))
     if jax.process_count() == 1:  # Another process's batches are not addressable here.
       np.save(f"{workdir}.batches.npy", shuffled_batches(program, members))
 

@@ -15,7 +15,7 @@ import sys
 
 from absl import app, flags, logging
 
-from gelujax import engine, host
+from gelujax import engine, host, tasks
 from gelujax import workdir as workdirs
 from gelujax.cli import _flags
 from gelujax.members import Members
@@ -121,16 +121,18 @@ def main(argv: list[str]) -> None:
     default = f"{spec.name}_{spec.dataset}_{spec.activation}"
     default += f"_{spec.dtype}" if spec.dtype != "float32" else ""
     name = workdirs.folder_name(default)  # As reproduce.py names its run folders.
+    workdir = _WORKDIR.value or f"workdirs/{name}"
+    run = dict(
+      checkpoint_every=_CHECKPOINT_EVERY.value,
+      members_axis=_MEMBERS_AXIS.value,
+      member_strategy=_MEMBER_STRATEGY.value,
+    )
+    # Every refusal the settings alone decide comes before the data are read (or downloaded).
+    engine.check_fit(
+      tasks.record(spec), workdir, members, epochs=spec.epochs, batch_size=spec.batch_size, **run
+    )
     with host.repairing_compilation_cache():
-      engine.fit(
-        spec,
-        _WORKDIR.value or f"workdirs/{name}",
-        members,
-        data_dir=_DATA_DIR.value,
-        checkpoint_every=_CHECKPOINT_EVERY.value,
-        members_axis=_MEMBERS_AXIS.value,
-        member_strategy=_MEMBER_STRATEGY.value,
-      )
+      engine.fit(tasks.build(spec, spec.load_data(_DATA_DIR.value)), workdir, members, **run)
   except (KeyboardInterrupt, Exception) as e:  # Ctrl-C or kill, a refused value, a damaged cache.
     _flags.exit_stopped(_flags.program_name(argv), e, refused=(ValueError, engine.DivergedError))
 

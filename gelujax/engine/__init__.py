@@ -1,14 +1,15 @@
 """The training engine: a grid of members trained as one compiled program on a device mesh.
 
-Three modules, each one job, importing only downwards:
+Three modules, each one job, importing only downwards; what they train is `gelujax.parts.Parts`
+(a model, its optimizer and objective, the data and the run's record), which
+`gelujax.tasks.build` makes from a task spec and its data:
 
 - `gelujax.engine.step`: one member, pure functions of arrays (`init_member`, `train_step`, its
   scan over a segment, its evaluation, batch gathering incl. TIMIT's groups).
 - `gelujax.engine.mesh`: the ``("members", "data")`` mesh, everything mapped over members,
   placement and padding, and `jit_program`, the one place the programs are jitted.
-- `gelujax.engine.fit`: the loop (`fit`, `read_task`, `restore`, `evaluate_members`) and
-  `make_program`, where a task's values become the model, optimizer and objective the step
-  receives.
+- `gelujax.engine.fit`: the loop (`fit`, `restore`, `evaluate_members`) and `make_program`,
+  where the parts become the step's configuration and its jitted programs.
 
 Vocabulary (see DESIGN.md): a **member** is one (learning rate, seed) pair of a run's grid,
 `gelujax.members.Members`; the members' states are stacked on a leading axis and every step is
@@ -18,26 +19,28 @@ Vocabulary (see DESIGN.md): a **member** is one (learning rate, seed) pair of a 
 
 from gelujax.engine.fit import (
   DivergedError,
+  check_fit,
   evaluate_members,
   fit,
   make_program,
-  read_task,
   restore,
 )
 from gelujax.engine.mesh import Program, describe_layout, make_mesh
 from gelujax.engine.step import StepConfig, TrainState, step_keys, train_step
+from gelujax.parts import Parts
 
 __all__ = [
   "DivergedError",
+  "Parts",
   "Program",
   "StepConfig",
   "TrainState",
+  "check_fit",
   "describe_layout",
   "evaluate_members",
   "fit",
   "make_mesh",
   "make_program",
-  "read_task",
   "restore",
   "step_keys",
   "train_step",

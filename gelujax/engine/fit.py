@@ -1,16 +1,16 @@
-"""The training loop: `fit` trains a task's grid into a workdir, `restore` reads it back.
+"""The training loop: `fit` trains a grid of parts into a workdir, `restore` reads it back.
 
-`fit` takes plain values (a `gelujax.tasks.TaskSpec`, a workdir, `Members`), checks the workdir
-once (`gelujax.workdir.check_run`), turns the spec's values into the model, the optimizer and
-the objective (`make_program`), and runs the jitted programs of `gelujax.engine.mesh` epoch by
-epoch, writing records (`gelujax.writers`) and checkpoints (`gelujax.checkpoints`).
+`fit` takes built parts (`gelujax.parts.Parts`, from `gelujax.tasks.build`), a workdir
+and `Members`, checks the workdir once (`gelujax.workdir.check_run`), makes the parts' model,
+optimizer and objective into a program (`make_program`), and runs the jitted programs of
+`gelujax.engine.mesh` epoch by epoch, writing records (`gelujax.writers`) and checkpoints
+(`gelujax.checkpoints`).
 """
 
 from __future__ import annotations
 
 import collections
 import dataclasses
-import functools
 import hashlib
 import itertools
 import os
@@ -22,7 +22,7 @@ import jax
 import numpy as np
 from jax.sharding import Mesh
 
-from gelujax import checkpoints, data, host, objectives, optimizers, writers
+from gelujax import checkpoints, data, host, writers
 from gelujax import workdir as workdirs
 from gelujax.engine import step
 from gelujax.engine.mesh import (
@@ -36,6 +36,7 @@ from gelujax.engine.mesh import (
 )
 from gelujax.engine.step import TrainState
 from gelujax.members import Members
+from gelujax.parts import Parts
 
 _EVAL_SPLITS = ("validation", "test")
 
@@ -45,46 +46,38 @@ class DivergedError(RuntimeError):
 
 
 # The programs this process made, newest last, by what determines them (`_program_key`): a
-# second fit of the same configuration (another grid of the same size, the evaluation seeds,
-# a resume, the noise levels of Fig. 3) traces and compiles nothing. Bounded: each holds its
-# compiled executables.
+# second fit of the same parts (another grid of the same size, the evaluation seeds, a resume,
+# the noise levels of Fig. 3) traces and compiles nothing. Bounded: each holds its compiled
+# executables, and the model, optimizer and objective its key names by identity.
 _PROGRAMS: collections.OrderedDict[tuple, Program] = collections.OrderedDict()
 _KEPT_PROGRAMS = 8
 
 
-# The task's fields no program reads: its default grid (`Members.of_task`), which `fit` takes
-# as ``members``, the programs' arguments.
-_GRID_FIELDS = ("learning_rates", "seeds")
-
-
-def _program_key(task, mesh, train, num_members, strategy) -> tuple:
-  """Everything a program depends on: the task's values (their repr: a TaskSpec holds plain
-  values) but its default grid, the mesh, the grid's size, the member strategy asked for, the
-  training split's shapes and dtypes, and its groups (their boundaries shape the batches); the
-  split's other values, the members' learning rates and seeds are arguments."""
-  values = [(f.name, getattr(task, f.name)) for f in dataclasses.fields(task)]
-  values = [(name, value) for name, value in values if name not in _GRID_FIELDS]
+def _program_key(parts: Parts, mesh, num_members, strategy) -> tuple:
+  """Everything a program depends on: the parts' model, optimizer and objective (the objects
+  themselves, by identity: the cached program holds them, so no other object takes their
+  identity while it is kept), how batches are made, the mesh, the grid's size, the member
+  strategy asked for, the training split's shapes and dtypes, and its groups (their
+  boundaries shape the batches); the split's other values, the members' learning rates and
+  seeds are arguments."""
+  train = parts.train
   shapes = tuple((k, np.shape(v), np.asarray(v[:1]).dtype.str) for k, v in sorted(train.items()))
-  groups = train.get("groups") if task.group_batches else None
+  groups = train.get("groups") if parts.group_batches else None
   digest = None if groups is None else hashlib.sha256(np.ascontiguousarray(groups)).hexdigest()
-  return (f"{type(task).__name__}{values!r}", mesh, shapes, digest, num_members, strategy)
+  built = (id(parts.model), id(parts.optimizer), id(parts.objective))
+  batches = (parts.batch_size, parts.group_batches, parts.dropout_bits)
+  return (built, batches, mesh, shapes, digest, num_members, strategy)
 
 
 def make_program(
-  task: Any,
-  mesh: Any,
-  train: Mapping[str, np.ndarray],
-  num_members: int,
-  member_strategy: str = "auto",
+  parts: Parts, mesh: Mesh, num_members: int, member_strategy: str = "auto"
 ) -> Program:
-  """The jitted programs of ``num_members`` members of ``task`` on ``mesh``: the task's values
-  made into the model (its activation resolved, `TaskSpec.build_model`), the optimizer and the
-  objective the step receives.
+  """The jitted programs of ``num_members`` members of ``parts`` on ``mesh``: the parts'
+  model, optimizer and objective in the `StepConfig` the step receives.
 
   Args:
-    task: a `gelujax.tasks.TaskSpec` (after ``for_data``).
+    parts: what is trained (`gelujax.tasks.build`).
     mesh: a ``("members", "data")`` mesh (`gelujax.engine.mesh.make_mesh`).
-    train: the training split (its shapes, sizes and groups; the arrays are placed separately).
     num_members: the grid's size; padded to a multiple of the ``members`` axis.
     member_strategy: how each device takes its members: ``"auto"`` (the measured rule,
       `gelujax.engine.mesh.choose_strategy`), ``"vmap"`` or ``"map"``.
@@ -92,26 +85,21 @@ def make_program(
   The process keeps the last programs it made: the same arguments again give the same
   `Program`, whose jitted functions have traced and compiled already.
   """
-  key = _program_key(task, mesh, train, num_members, member_strategy)
+  key = _program_key(parts, mesh, num_members, member_strategy)
   if key in _PROGRAMS:
     _PROGRAMS.move_to_end(key)
     return _PROGRAMS[key]
   groups = None
-  if task.group_batches:
-    groups = step.find_groups(train["groups"], task.batch_size, mesh.shape["data"])
+  if parts.group_batches:
+    groups = step.find_groups(parts.train["groups"], parts.batch_size, mesh.shape["data"])
   config = step.make_config(
-    task.build_model(),
-    functools.partial(optimizers.build, task.optimizer, epochs=task.epochs),
-    objectives.make(
-      task.objective,
-      weight_decay=task.weight_decay,
-      input_noise=task.input_noise,
-      crop_padding=task.crop_padding,
-    ),
-    train,
-    batch_size=task.batch_size,
+    parts.model,
+    parts.optimizer,
+    parts.objective,
+    parts.train,
+    batch_size=parts.batch_size,
     groups=groups,
-    dropout_bits=task.dropout_bits,
+    dropout_bits=parts.dropout_bits,
   )
   strategy, why = choose_strategy(config, mesh, num_members, member_strategy)
   program = _PROGRAMS[key] = jit_program(config, mesh, num_members, strategy, why)
@@ -133,41 +121,63 @@ class _Placed:
   evals: dict[str, tuple[dict[str, jax.Array], int]]
 
 
-def _checked_mesh(task, num_members: int, members_axis: int | None) -> Mesh:
-  """The run's mesh (`make_mesh`), its batch checked to split evenly over the data axis:
-  before any data is read."""
-  mesh = make_mesh(num_members, members_axis)
-  if task.batch_size % mesh.shape["data"]:
+def check_fit(
+  record: Mapping[str, Any],
+  workdir: str,
+  members: Members,
+  *,
+  epochs: int,
+  batch_size: int,
+  checkpoint_every: int = 1,
+  members_axis: int | None = None,
+  member_strategy: str = "auto",
+) -> tuple[dict[str, Any] | None, Mesh]:
+  """What `fit` checks before anything else, from settings alone: the workdir can take the run
+  of ``record`` (`gelujax.workdir.check_run`), the checkpoint interval, the member strategy, and
+  the mesh, with the batch split evenly over its data axis. A command calls it before it reads
+  the data (or downloads them), so that a refusal costs nothing; `fit` calls it again.
+
+  Returns:
+    The config of the run the workdir holds (None for a new workdir) and the run's mesh.
+
+  Raises:
+    ValueError: naming the argument and what would be valid.
+  """
+  checked = workdirs.check_run(record, epochs, workdir, members)
+  if checkpoint_every < 1:
+    raise ValueError(f"checkpoint_every is {checkpoint_every}; it must be at least 1.")
+  check_strategy(member_strategy)
+  mesh = make_mesh(len(members), members_axis)
+  if batch_size % mesh.shape["data"]:
     raise ValueError(
-      f"`batch_size` is {task.batch_size}; it must be a multiple of the {mesh.shape['data']} "
+      f"`batch_size` is {batch_size}; it must be a multiple of the {mesh.shape['data']} "
       "devices of the mesh's data axis, since every batch is split evenly over them."
     )
-  return mesh
+  return checked, mesh
 
 
-def _place(task, members: Members, splits, mesh: Mesh, member_strategy: str) -> _Placed:
+def _place(parts: Parts, members: Members, mesh: Mesh, member_strategy: str) -> _Placed:
   """The run's program (`make_program`) on ``mesh``, its settings checked against the data and
   its inputs placed."""
-  program = make_program(
-    task.for_data(splits), mesh, splits["train"], len(members), member_strategy
-  )
+  program = make_program(parts, mesh, len(members), member_strategy)
+  splits = parts.splits
   steps, items = program.steps_per_epoch, program.config.num_items
-  if items < task.batch_size:
+  if items < parts.batch_size:
     raise ValueError(
-      f"`batch_size` {task.batch_size} is larger than the training split ({items} items); it "
+      f"`batch_size` {parts.batch_size} is larger than the training split ({items} items); it "
       f"must be at most {items}."
     )
-  total, most = task.epochs * steps, int(np.iinfo(np.int32).max)
+  total, most = parts.epochs * steps, int(np.iinfo(np.int32).max)
   if total > most:  # The program counts a member's steps, and draws its keys from them, in int32.
     raise ValueError(
-      f"`epochs` {task.epochs} of {steps:,} steps (`batch_size` {task.batch_size}, {items:,} "
+      f"`epochs` {parts.epochs} of {steps:,} steps (`batch_size` {parts.batch_size}, {items:,} "
       f"items) make {total:,} steps, more than the int32 step counter holds ({most:,}); train "
       "fewer `epochs` or with a larger `batch_size`."
     )
-  if not 1 <= task.evals_per_epoch <= steps:
+  if not 1 <= parts.evals_per_epoch <= steps:
     raise ValueError(
-      f"evals_per_epoch {task.evals_per_epoch} does not fit an epoch of {steps} "
-      f"step{'s' * (steps != 1)} (`batch_size` {task.batch_size}, {items} items); it must lie "
+      f"evals_per_epoch {parts.evals_per_epoch} does not fit an epoch of {steps} "
+      f"step{'s' * (steps != 1)} (`batch_size` {parts.batch_size}, {items} items); it must lie "
       f"in [1, {steps}]: use fewer evaluations per epoch or a smaller batch size."
     )
   member = jax.tree.map(
@@ -186,30 +196,25 @@ def _place(task, members: Members, splits, mesh: Mesh, member_strategy: str) -> 
 
 
 def fit(
-  task: Any,
+  parts: Parts,
   workdir: str,
   members: Members | None = None,
   *,
-  data_dir: str | None = None,
-  splits: Mapping[str, Any] | None = None,
   progress: bool = True,
   checkpoint_every: int = 1,
   keep_checkpoints: int = 2,
   members_axis: int | None = None,
   member_strategy: str = "auto",
 ) -> dict[str, Any]:
-  """Trains the grid ``members`` of ``task`` into ``workdir``.
+  """Trains the grid ``members`` of ``parts`` into ``workdir``.
 
   A workdir that holds a checkpoint of this run resumes from its newest readable checkpoint
-  (``task.epochs`` may have grown); results are bitwise equal to an uninterrupted run.
+  (``parts.epochs`` may have grown); results are bitwise equal to an uninterrupted run.
 
   Args:
-    task: a `gelujax.tasks.TaskSpec`.
+    parts: what is trained (`gelujax.tasks.build` of a task spec and its data).
     workdir: where config.json, metrics.jsonl, tensorboard/, checkpoints/ and summary.json go.
-    members: the grid; default: the task's own (`Members.of_task`).
-    data_dir: passed to ``task.load_data``.
-    splits: the data as ``task.load_data(data_dir)`` returns them, read once and shared by
-      several fits (a study's grids); None reads them here.
+    members: the grid; default: the parts' own (``parts.grid``).
     progress: show a progress bar.
     checkpoint_every: save a checkpoint every this many epochs (and after the first and the
       last: a workdir with records past epoch 1 and no checkpoint lost its checkpoints).
@@ -227,18 +232,22 @@ def fit(
     ValueError: bad settings, or a workdir that holds another run (nothing is written).
     DivergedError: every member diverged (summary.json is written first).
   """
-  members = members or Members.of_task(task)
-  checked = workdirs.check_run(task, workdir, members)
-  if checkpoint_every < 1:
-    raise ValueError(f"checkpoint_every is {checkpoint_every}; it must be at least 1.")
-  check_strategy(member_strategy)  # Before any data is read.
-  mesh = _checked_mesh(task, len(members), members_axis)
-  config = workdirs.make_config(task, members)
-  splits = task.load_data(data_dir) if splits is None else splits
+  members = members or parts.grid
+  checked, mesh = check_fit(
+    parts.record,
+    workdir,
+    members,
+    epochs=parts.epochs,
+    batch_size=parts.batch_size,
+    checkpoint_every=checkpoint_every,
+    members_axis=members_axis,
+    member_strategy=member_strategy,
+  )
+  config = workdirs.make_config(parts.record, members)
   lead = jax.process_index() == 0
   # Where the data came from and what was verified: recorded, never part of the run's identity
-  # (`workdir.identity` and `check_run` read task, spec and members only).
-  record = getattr(splits, "info", {}).get("record")
+  # (`workdir.identity` and `check_run` read the record and the members only).
+  record = getattr(parts.splits, "info", {}).get("record")
   if record is not None:
     config["data"] = record
     if progress and lead:
@@ -249,7 +258,7 @@ def fit(
   kept = member_strategy == "auto" and checked is not None
   if kept:
     member_strategy = checked.get("member_strategy", "vmap")
-  placed = _place(task, members, splits, mesh, member_strategy)
+  placed = _place(parts, members, mesh, member_strategy)
   program, num = placed.program, len(members)
   config["member_strategy"] = program.strategy  # Recorded; not part of the run's identity.
   # Where the grid lies, any padding, and how a device takes its members (where it has several).
@@ -257,7 +266,7 @@ def fit(
     why = "as the run began: a resume stays one program" if kept else program.strategy_reason
     layout = describe_layout(num, program.mesh, program.strategy, why)
     print(f"gelujax: {layout}.", file=sys.stderr, flush=True)
-  bounds = [0, *evaluation_steps(program.steps_per_epoch, task.evals_per_epoch)]
+  bounds = [0, *evaluation_steps(program.steps_per_epoch, parts.evals_per_epoch)]
   # One writer, holding the workdir as checked; a full disk is one line naming the file.
   with workdirs.writing(workdir, lead, checked):
     checkpointer = checkpoints.Checkpointer(workdir, keep_checkpoints, config)
@@ -265,12 +274,12 @@ def fit(
     writer = lead and writers.MetricsWriter(
       workdir, placed.members, purge_step=start * program.steps_per_epoch + 1
     )
-    bar = writers.progress_bar(task.epochs, start, progress and lead)
+    bar = writers.progress_bar(parts.epochs, start, progress and lead)
     diverged = program.diverged_steps(state) >= 0
     try:
-      for epoch in range(start + 1, task.epochs + 1):
+      for epoch in range(start + 1, parts.epochs + 1):
         state, metrics, diverged = _train_epoch(placed, state, epoch, bounds, records, writer)
-        if epoch in (1, task.epochs) or epoch % checkpoint_every == 0 or diverged.all():
+        if epoch in (1, parts.epochs) or epoch % checkpoint_every == 0 or diverged.all():
           checkpointer.save(epoch, program.unpad(state), records)
         bar.set_postfix(_describe_progress(metrics, diverged), refresh=False)  # update() draws.
         bar.update(1)
@@ -281,7 +290,7 @@ def fit(
       checkpointer.close()
       if writer:
         writer.close()
-    return _finish(workdir, config, task, program, state, diverged)
+    return _finish(workdir, config, parts, program, state, diverged)
 
 
 def _resume(workdir, config, placed: _Placed, checkpointer, bounds, lead) -> tuple[int, Any, list]:
@@ -355,7 +364,7 @@ def _describe_progress(metrics: dict[str, np.ndarray], diverged: np.ndarray) -> 
   return {k: f"{v[~diverged].min():.4g}" for k, v in metrics.items() if "loss" in k}
 
 
-def _finish(workdir, config, task, program, state, diverged) -> dict[str, Any]:
+def _finish(workdir, config, parts: Parts, program, state, diverged) -> dict[str, Any]:
   """Writes summary.json; raises DivergedError when no member is left."""
   if jax.process_count() > 1:
     from jax.experimental import multihost_utils
@@ -366,7 +375,7 @@ def _finish(workdir, config, task, program, state, diverged) -> dict[str, Any]:
     int(s) // steps_per_epoch + 1 if s >= 0 else None for s in program.diverged_steps(state)
   ]
   summary = workdirs.summarize(
-    config, workdirs.read_metrics(workdir), diverged_epochs, task.select_metric
+    config, workdirs.read_metrics(workdir), diverged_epochs, parts.select_metric
   )
   if jax.process_index() == 0:
     workdirs.write_json(os.path.join(workdir, workdirs.SUMMARY_FILE), summary)
@@ -378,69 +387,42 @@ def _finish(workdir, config, task, program, state, diverged) -> dict[str, Any]:
   return summary
 
 
-def read_task(workdir: str) -> Any:
-  """The task a run's config.json records (`gelujax.tasks.from_config`).
+def restore(parts: Parts, workdir: str) -> tuple[Members, TrainState]:
+  """The members and stacked state of the newest readable checkpoint of ``parts``' run in
+  ``workdir``.
+
+  Args:
+    parts: the run's parts (`gelujax.tasks.build` of the task its config.json records,
+      `gelujax.tasks.read_task`, and its data); the state's shapes come from them.
+    workdir: a run's directory.
+
+  Returns:
+    The members, and the state of the M members, replicated on every device.
 
   Raises:
-    ValueError: the workdir holds no run.
+    ValueError: the workdir holds no run, another run than ``parts`` describe (as `fit`
+      would refuse it), or no readable checkpoint.
   """
-  return _task_of(_run_config(workdir))
-
-
-def _run_config(workdir: str) -> dict[str, Any]:
   config = workdirs.read_config(workdir)
   if config is None:
     raise ValueError(f"Workdir {workdir} holds no run: it has no config.json and no checkpoint.")
-  return config
-
-
-def _task_of(config: Mapping[str, Any]) -> Any:
-  from gelujax import tasks  # Only here: tasks imports models and data.
-
-  return tasks.from_config(config)
-
-
-def restore(
-  workdir: str,
-  *,
-  spec: Any | None = None,
-  data_dir: str | None = None,
-  splits: Mapping[str, Any] | None = None,
-) -> tuple[Any, Members, TrainState]:
-  """The task, members and stacked state of the newest readable checkpoint in ``workdir``.
-
-  Args:
-    workdir: a run's directory.
-    spec: the run's task; by default the one its config.json records (`read_task`).
-    data_dir: passed to ``spec.load_data`` (the state's shapes depend on the inputs).
-    splits: the data as ``spec.load_data(data_dir)`` returns them, where the caller has read
-      them (to evaluate the restored members on them); None reads them here.
-
-  Returns:
-    The task (with the model options its data decide, ``for_data``), the members, and the
-    state of the M members, replicated on every device.
-  """
-  config = _run_config(workdir)
-  spec = _task_of(config) if spec is None else spec
   members = Members.from_json(config["members"])
-  mesh = make_mesh(len(members))
-  splits = spec.load_data(data_dir) if splits is None else splits
-  spec = spec.for_data(splits)
-  program = make_program(spec, mesh, splits["train"], len(members))
+  workdirs.check_same_run(config, workdirs.make_config(parts.record, members), workdir)
+  program = make_program(parts, make_mesh(len(members)), len(members))
   checkpointer = checkpoints.Checkpointer(workdir, config=config)
   restored = checkpointer.restore_latest(program.abstract_state())
   checkpointer.close()
   if restored is None:
     raise ValueError(f"Workdir {workdir} holds no readable checkpoint under checkpoints/.")
-  return spec, members, restored.state
+  return members, restored.state
 
 
 def evaluate_members(
-  task: Any, state: TrainState, split: Mapping[str, np.ndarray]
+  parts: Parts, state: TrainState, split: Mapping[str, np.ndarray]
 ) -> dict[str, np.ndarray]:
   """Each member's mean metrics over ``split`` (e.g. {"loss": [M], "error": [M]}) for a state of
-  M members such as `restore` returns."""
+  M members such as `restore` returns, computed by ``parts``' model and objective."""
   num = len(state.diverged_step)
-  program = make_program(task, make_mesh(num), split, num)
+  program = make_program(parts, make_mesh(num), num)
   device_split = program.put_eval_split(split)
   return program.mean_metrics(program.pad(state), device_split, len(split["targets"]))

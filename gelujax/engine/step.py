@@ -96,7 +96,8 @@ class StepConfig:
 
   Attributes:
     model: the Flax Linen model, called as ``model(x, train=...)``.
-    optimizer: a member's optimizer for its peak learning rate (a traced scalar).
+    optimizer: ``(learning_rate, *, steps_per_epoch) -> optax.GradientTransformation``, a
+      member's optimizer for its peak learning rate (a traced scalar); see `transformation`.
     objective: batch preparation, loss, metrics and regularizer.
     sample: one example of zeros per input key (for shapes at initialisation).
     num_items: examples (or groups) in the training split.
@@ -109,7 +110,7 @@ class StepConfig:
   """
 
   model: nn.Module
-  optimizer: Callable[[jax.Array], optax.GradientTransformation]
+  optimizer: Callable[..., optax.GradientTransformation]
   objective: Objective
   sample: dict[str, np.ndarray]
   num_items: int
@@ -119,6 +120,10 @@ class StepConfig:
   has_batch_stats: bool = False
   dropout_bits: str = "hash"
   train_loss: str = "dropout_off"
+
+  def transformation(self, learning_rate) -> optax.GradientTransformation:
+    """The optimizer of a member whose peak learning rate is ``learning_rate``."""
+    return self.optimizer(learning_rate, steps_per_epoch=self.steps_per_epoch)
 
 
 def make_config(
@@ -152,7 +157,7 @@ def make_config(
   steps_per_epoch = max(num_items // batch_size, 1)
   config = StepConfig(
     model=model,
-    optimizer=functools.partial(_optimizer_of, optimizer, steps_per_epoch),
+    optimizer=optimizer,
     objective=objective,
     # Zeros of one example's shape: the program depends on the split's shapes, not its values.
     sample={k: np.zeros_like(v[:1]) for k, v in train.items() if k != "groups"},
@@ -172,10 +177,6 @@ def make_config(
   deterministic = not has_batch_stats and not _draws_randomness(config)
   train_loss = "training_pass" if deterministic else "dropout_off"
   return dataclasses.replace(config, has_batch_stats=has_batch_stats, train_loss=train_loss)
-
-
-def _optimizer_of(optimizer, steps_per_epoch: int, learning_rate):
-  return optimizer(learning_rate, steps_per_epoch=steps_per_epoch)
 
 
 def _draws_randomness(config: StepConfig) -> bool:
@@ -237,7 +238,7 @@ def init_member(config: StepConfig, seed: jax.Array, learning_rate: jax.Array) -
   variables = config.model.init({"params": params_key, "dropout": other_key}, inputs, train=False)
   return TrainState(
     params=variables["params"],
-    opt_state=config.optimizer(learning_rate).init(variables["params"]),
+    opt_state=config.transformation(learning_rate).init(variables["params"]),
     batch_stats=variables.get("batch_stats", {}),
     diverged_step=jnp.int32(-1),
   )
@@ -324,7 +325,7 @@ def train_step(
   # the time of this guard with Adam on the autoencoder grid's parameters (`benchmarks/adam.py`).
   grads = jax.tree.map(lambda g: jnp.where(trains, g, jnp.zeros_like(g)), grads)
   rate = jnp.where(trains, learning_rate, jnp.zeros_like(learning_rate))
-  updates, opt_state = config.optimizer(rate).update(grads, state.opt_state, state.params)
+  updates, opt_state = config.transformation(rate).update(grads, state.opt_state, state.params)
   return TrainState(
     params=optax.apply_updates(state.params, updates),
     opt_state=opt_state,

@@ -628,19 +628,19 @@ def evaluate_swaps(
     return read_json(path)
   if not (grid.workdir / workdirs.CHECKPOINT_DIR).is_dir():
     return None
-  from gelujax import engine  # Here: reading results needs no accelerator stack.
+  from gelujax import engine, tasks  # Here: reading results needs no accelerator stack.
 
   start = time.time()
   members = runs.load_run(grid.workdir).members  # As its records give them.
-  spec = engine.read_task(str(grid.workdir))
+  spec = tasks.read_task(str(grid.workdir))
   splits = spec.load_data(data_dir)  # Read once: the restore's shapes and the swaps' test split.
-  spec, _, state = engine.restore(str(grid.workdir), spec=spec, splits=splits)
+  _, state = engine.restore(tasks.build(spec, splits), str(grid.workdir))
   test = splits["test"]
   arm, dtype = spec.activation, spec.dtype
   evaluations = []
   for activation, to_dtype in [(arm, dtype), *swap_targets(design, arm, dtype)]:
     swapped = spec.replace(activation=activation, dtype=to_dtype)
-    metrics = engine.evaluate_members(swapped, state, test)
+    metrics = engine.evaluate_members(tasks.build(swapped, splits), state, test)
     values = {
       key: [None if m["diverged"] else float(v) for m, v in zip(members, metrics[key], strict=True)]
       for key in ("loss", "error")

@@ -172,19 +172,18 @@ def run_grid(
   if summary is not None:
     return summary, False
   # Imported here so that reading results and drawing tables needs no accelerator stack.
-  from gelujax import engine
+  from gelujax import engine, tasks
 
-  splits = None
-  if loaded is not None:
-    key = (spec.dataset, repr(spec.data_options), getattr(spec, "preprocessing", ()), data_dir)
+  if loaded is None:
+    splits = spec.load_data(data_dir)
+  else:
+    key = (spec.dataset, repr(spec.data_options), spec.preprocessing, data_dir)
     if key not in loaded:
       loaded.clear()  # one data set held at a time
       loaded[key] = spec.load_data(data_dir)
     splits = loaded[key]
   try:
-    summary = engine.fit(
-      spec, str(workdir), members, data_dir=data_dir, splits=splits, progress=progress
-    )
+    summary = engine.fit(tasks.build(spec, splits), str(workdir), members, progress=progress)
   except engine.DivergedError:
     summary = read_json(Path(workdir) / SUMMARY_FILE)
   return summary, True

@@ -43,7 +43,7 @@ def evaluate_noise(
     "loss": [S][A]}`` over the S non-diverged members.
   """
   # Imported here so that reading results and drawing tables needs no accelerator stack.
-  from gelujax import engine, preprocessing
+  from gelujax import engine, preprocessing, tasks
 
   workdir = Path(workdir)
   members = runs.load_run(workdir).members  # As its records give them.
@@ -54,9 +54,10 @@ def evaluate_noise(
       f"are {sorted({m['learning_rate'] for m in members})}."
     )
   index = [i for i in at_lr if not members[i]["diverged"]]
-  spec = engine.read_task(str(workdir))
+  spec = tasks.read_task(str(workdir))
   splits = spec.load_data(data_dir)  # Read once: the restore's shapes and the noisy test split.
-  spec, _, state = engine.restore(str(workdir), spec=spec, splits=splits)
+  parts = tasks.build(spec, splits)
+  _, state = engine.restore(parts, str(workdir))
   test = splits["test"]
   if test["inputs"].dtype != np.uint8:
     raise ValueError(
@@ -68,7 +69,7 @@ def evaluate_noise(
   accuracy, loss = [], []
   for a in levels:
     metrics = engine.evaluate_members(
-      spec, state, {**test, "inputs": preprocessing.add_uniform_noise(clean, float(a), rng)}
+      parts, state, {**test, "inputs": preprocessing.add_uniform_noise(clean, float(a), rng)}
     )
     if "error" not in metrics:
       raise ValueError(

@@ -10,7 +10,6 @@ or, when that is missing or not a run's config, the config recorded in its newes
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import os
@@ -46,27 +45,25 @@ ACTIVATION_SOURCE = "activation_source"
 OMITTED_AT_DEFAULT = {"dropout_bits": "hash", "dtype": "float32"}
 
 
-def make_config(task: Any, members: Members) -> dict[str, Any]:
-  """The config.json object of a run of ``task`` (a `gelujax.tasks.TaskSpec`) over ``members``
-  (JSON types only); its spec holds the grid's learning rates and seed count, so config.json
-  names one grid only. A field of `OMITTED_AT_DEFAULT` is left out at its default."""
-  spec = dataclasses.asdict(task)
-  spec.update(learning_rates=members.learning_rates, seeds=len(members.seeds))
+def make_config(record: Mapping[str, Any], members: Members) -> dict[str, Any]:
+  """The config.json object of a run over ``members`` of the parts whose record is ``record``
+  (`gelujax.engine.parts.Parts.record`: ``task``, ``dataset``, ``activation``, ``spec`` and, for
+  a user's activation, ``activation_source``), JSON types only. Its spec holds the grid's
+  learning rates and seed count, so config.json names one grid only; a field of
+  `OMITTED_AT_DEFAULT` is left out at its default."""
+  spec = {**record["spec"], "learning_rates": members.learning_rates, "seeds": len(members.seeds)}
   spec = {
     k: v for k, v in spec.items() if k not in OMITTED_AT_DEFAULT or v != OMITTED_AT_DEFAULT[k]
   }
   config = {
-    "task": task.name,
-    "dataset": task.dataset,
-    "activation": task.activation,
+    "task": record["task"],
+    "dataset": record["dataset"],
+    "activation": record["activation"],
     "spec": spec,
     "members": members.to_json(),
   }
-  from gelujax.specs import activation_source  # here: reading runs needs no JAX
-
-  source = activation_source(task.activation)
-  if source is not None:  # the user's function: its module, name and file's sha256
-    config[ACTIVATION_SOURCE] = source
+  if record.get(ACTIVATION_SOURCE) is not None:  # the user's function: module, name, sha256
+    config[ACTIVATION_SOURCE] = record[ACTIVATION_SOURCE]
   return json.loads(json.dumps(config))
 
 
@@ -128,8 +125,11 @@ def _changed_imports(old: Any, new: list[dict[str, Any]]) -> list[str]:
   return differences
 
 
-def check_run(task: Any, workdir: str, members: Members) -> dict[str, Any] | None:
-  """Checks that ``workdir`` can take the run: free, or holding this same run to resume.
+def check_run(
+  record: Mapping[str, Any], epochs: int, workdir: str, members: Members
+) -> dict[str, Any] | None:
+  """Checks that ``workdir`` can take the run of ``record`` (`make_config`) over ``members``
+  for ``epochs``: free, or holding this same run to resume.
 
   Touches nothing. `gelujax.engine.fit` calls it once, before any work, and passes what it
   returns to `writing`, which refuses the workdir if another process changed it since.
@@ -144,7 +144,19 @@ def check_run(task: Any, workdir: str, members: Members) -> dict[str, Any] | Non
   old = read_config(workdir)
   if old is None:
     return None
-  new = make_config(task, members)
+  check_same_run(old, make_config(record, members), workdir)
+  check_epochs(workdir, epochs)
+  check_resumable(workdir)
+  return old
+
+
+def check_same_run(old: Mapping[str, Any], new: Mapping[str, Any], workdir: str) -> None:
+  """Refuses ``new`` (a `make_config`) unless it is the run of ``old``, the config ``workdir``
+  holds, but for `RESUMABLE_FIELDS`: the one comparison of a resume and of a restore.
+
+  Raises:
+    WorkdirError: naming each difference, and what to do.
+  """
   old_spec, new_spec = ({**OMITTED_AT_DEFAULT, **c["spec"]} for c in (old, new))
   differences = [
     f"{key} {old_spec.get(key)!r} (now {value!r})"
@@ -160,7 +172,7 @@ def check_run(task: Any, workdir: str, members: Members) -> dict[str, Any] | Non
   elif old_source is not None:
     differences += _changed_imports(old_source.get("imports"), new_source.get("imports"))
   if old["members"] != new["members"]:
-    old_members = Members.from_json(old["members"])
+    old_members, members = (Members.from_json(c["members"]) for c in (old, new))
     text = f"members {old_members.describe()} (now {members.describe()})"
     if sorted(old_members) == sorted(members):
       text += (
@@ -174,9 +186,6 @@ def check_run(task: Any, workdir: str, members: Members) -> dict[str, Any] | Non
       f"{'; '.join(differences)}. Pass another `workdir`, or the same settings to resume it "
       "(only `epochs` may change)."
     )
-  check_epochs(workdir, task.epochs)
-  check_resumable(workdir)
-  return old
 
 
 def check_epochs(workdir: str, epochs: int) -> None:

@@ -1,0 +1,70 @@
+"""`Parts`: what the engine trains, as built objects rather than settings.
+
+`gelujax.tasks.build` makes them from a task spec and its data, parsing every string of the
+spec there, once; the engine (`make_program`, `fit`, `restore`, `evaluate_members`) takes them
+and knows nothing of task specs. A test or a script of one's own may make its own parts, as
+flax's examples build a train state from a model and an optimizer.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import flax.linen as nn
+import numpy as np
+import optax
+
+from gelujax.members import Members
+from gelujax.objectives import Objective
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True, eq=False)
+class Parts:
+  """The model, its optimizer and objective, the data, and how the run goes through them.
+
+  Attributes:
+    name: the task's name, for messages.
+    model: the Linen model, its activation resolved.
+    optimizer: ``(learning_rate, *, steps_per_epoch) -> optax.GradientTransformation``: the
+      optimizer for one member's peak learning rate, its schedule bound to the run's epochs.
+    objective: the loss, metrics and batch preparation (`gelujax.objectives`).
+    splits: the data, ``{"train", "validation", "test"}`` -> arrays (``"inputs"``,
+      ``"targets"``, optionally ``"groups"``); the programs depend on the training split's
+      shapes, dtypes and groups.
+    batch_size: examples (or whole groups, with ``group_batches``) per step.
+    epochs: passes over the training split.
+    evals_per_epoch: evaluations per epoch.
+    group_batches: batches are ``batch_size`` whole groups of ``splits["train"]["groups"]``.
+    dropout_bits: ``"hash"`` or ``"threefry"`` (`gelujax.prng`).
+    select_metric: the metric whose lowest value picks a member's best evaluation.
+    grid: the members trained when `fit` is given none.
+    record: the run as config.json records it, JSON values only: ``task``, ``dataset``,
+      ``activation``, ``spec`` (every setting; `fit` fills in the grid it trains) and, for a
+      user's activation, ``activation_source``. A workdir's identity is a hash of it
+      (`gelujax.workdir.identity`), so it must name everything the parts were built from.
+
+  Two parts share compiled programs only where they hold the same model, optimizer and
+  objective objects (`gelujax.tasks.build` gives the same objects for the same settings):
+  a program is never reused for parts it was not built from.
+  """
+
+  name: str
+  model: nn.Module
+  optimizer: Callable[..., optax.GradientTransformation]
+  objective: Objective
+  splits: Mapping[str, Mapping[str, np.ndarray]]
+  batch_size: int
+  epochs: int
+  evals_per_epoch: int = 1
+  group_batches: bool = False
+  dropout_bits: str = "hash"
+  select_metric: str = "validation_loss"
+  grid: Members
+  record: Mapping[str, Any]
+
+  @property
+  def train(self) -> Mapping[str, np.ndarray]:
+    """The training split."""
+    return self.splits["train"]
