@@ -17,7 +17,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
 from gelujax import workdir as workdirs
-from gelujax.study import forms, grids, plots, readme, runs, stats
+from gelujax.study import forms, grids, overview, plots, readme, runs, stats
 from gelujax.study.forms import DIFFERENT, EQUIVALENT, INCONCLUSIVE, Design, Outcome
 
 FIGURE = "forms.png"
@@ -876,7 +876,7 @@ def write_result(design: Design, *, out: Path, root: Path, project: bool = True)
     },
   )
   if project and out.resolve().is_relative_to((root / "results").resolve()):
-    readme.write_results_overview(root)
+    overview.write_results_overview(root)
   return out
 
 
