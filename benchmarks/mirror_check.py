@@ -37,7 +37,7 @@ from pathlib import Path
 import reports
 
 from gelujax import data
-from gelujax.data import checksums, published
+from gelujax.data import checksums, mnist, published
 
 ROOT = Path(__file__).resolve().parent.parent
 # The split sizes shared/PAPER.md gives (train / validation / test examples; Twitter: tokens).
@@ -60,7 +60,7 @@ def real_copy(dataset: str, sources: Path | None, twpos: Path) -> dict[str, byte
   for folder in folders:
     if all((folder / f.name).is_file() for f in spec.files):
       return {f.name: (folder / f.name).read_bytes() for f in spec.files}
-  debian = data.DEBIAN_FASHION_MNIST
+  debian = mnist.DEBIAN_FASHION_MNIST
   if dataset == "fashion_mnist" and all((debian / f.name).is_file() for f in spec.files):
     return {
       f.name: checksums.published_gzip_header(f) + (debian / f.name).read_bytes()[10:]

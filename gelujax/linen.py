@@ -170,7 +170,7 @@ class Activation(nn.Module):
     cls = _module_class(fn)
     if cls is None:
       return fn(x)
-    layer = fn(name=_snake_case(cls.__name__))
+    layer = fn(name=snake_case(cls.__name__))
     if "deterministic" not in inspect.signature(cls.__call__).parameters:
       return layer(x)
     if deterministic is None:
@@ -181,8 +181,9 @@ class Activation(nn.Module):
     return layer(x, deterministic=deterministic)
 
 
-def _snake_case(name: str) -> str:
-  """``LearnableGELU`` -> ``learnable_gelu``, ``SOIMap`` -> ``soi_map``."""
+def snake_case(name: str) -> str:
+  """``LearnableGELU`` -> ``learnable_gelu``, ``SOIMap`` -> ``soi_map``: the name an activation
+  module's layer is kept under, in Linen's `Activation` and NNX's alike."""
   return re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", name).lower()
 
 

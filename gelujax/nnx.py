@@ -44,11 +44,11 @@ from jax.typing import ArrayLike, DTypeLike
 
 from gelujax.activations import gated, gaussian_gelu
 from gelujax.linen import (
-  _snake_case,
   gated_hidden_features,
   keeps_width,
   padding_mask,
   positive_int_problem,
+  snake_case,
   transformer_problems,
 )
 from gelujax.specs import gated_unit, module_activation
@@ -184,7 +184,7 @@ class Activation(nnx.Module):
         num_features if per_feature else None, **kwargs, dtype=dtype, param_dtype=param_dtype
       )
     if isinstance(entry, nnx.Module):
-      self.submodule, self.fn = _snake_case(type(entry).__name__), None
+      self.submodule, self.fn = snake_case(type(entry).__name__), None
       if hasattr(self, self.submodule):
         raise ValueError(
           f"Activation({activation!r}): a module is kept under its class's name, and "

@@ -116,7 +116,7 @@ def _spell_words(splits) -> None:
   ``[N, 3, 1 + n-grams + flags]`` (:func:`gelujax.spelling.spell_windows`), for
   ``spelling_mlp_twitter_pos``."""
   from gelujax import spelling
-  from gelujax.data import PAD_WORD
+  from gelujax.data.twitter import PAD_WORD
 
   vocab = splits.info["vocab"]
   pad_id = vocab.index(PAD_WORD)

@@ -25,8 +25,7 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
-from gelujax import data
-from gelujax.data import checksums, published
+from gelujax.data import checksums, mnist, published
 
 _UTC = datetime.UTC
 
@@ -56,7 +55,7 @@ def main() -> int:
       if found is None
       else sorted(range(found - 7200, found + 7200), key=lambda t: abs(t - found))
     )
-    mtime = find_mtime(data.DEBIAN_FASHION_MNIST / file.name, file, times)
+    mtime = find_mtime(mnist.DEBIAN_FASHION_MNIST / file.name, file, times)
     if mtime is None:
       print(f"{file.name}: no time in the range gives the published sha256", file=sys.stderr)
       return 1

@@ -14,7 +14,7 @@ import scipy.linalg
 import tensorflow_datasets as tfds
 
 from gelujax import data, preprocessing
-from gelujax.data import published
+from gelujax.data import mnist, published
 from gelujax.data.__main__ import main as data_main
 
 RNG = np.random.default_rng(0)
@@ -56,7 +56,7 @@ def no_tfds(monkeypatch):
 
 @pytest.fixture
 def no_debian(monkeypatch, tmp_path):
-  monkeypatch.setattr(data, "DEBIAN_FASHION_MNIST", tmp_path / "no-debian")
+  monkeypatch.setattr(mnist, "DEBIAN_FASHION_MNIST", tmp_path / "no-debian")
 
 
 # ------------------------------------------------------------------------ generic
@@ -135,7 +135,7 @@ def test_files_in_subfolder_named_after_dataset(tmp_path, no_tfds, no_debian):
 def test_data_dir_preferred_over_debian_copy(tmp_path, no_tfds, monkeypatch):
   write_mnist(tmp_path / "debian")
   arrays = write_mnist(tmp_path / "mine", n_train=8)
-  monkeypatch.setattr(data, "DEBIAN_FASHION_MNIST", tmp_path / "debian")
+  monkeypatch.setattr(mnist, "DEBIAN_FASHION_MNIST", tmp_path / "debian")
   splits = data.load("fashion_mnist", tmp_path / "mine", train_on_all=True)
   np.testing.assert_array_equal(
     splits["train"]["inputs"][..., 0], arrays["train-images-idx3-ubyte"]
@@ -149,7 +149,7 @@ def test_list_shows_where_load_reads_each_data_set(tmp_path, no_tfds, monkeypatc
   """`python -m gelujax.data list` once called Debian's Fashion-MNIST missing (it looked only in
   the cache) while `load` read it: the listing is the loader's search, in its order and words."""
   write_mnist(tmp_path / "debian", n_train=5001)  # the default split holds 5000 out
-  monkeypatch.setattr(data, "DEBIAN_FASHION_MNIST", tmp_path / "debian")
+  monkeypatch.setattr(mnist, "DEBIAN_FASHION_MNIST", tmp_path / "debian")
   cache = tmp_path / "cache"
   assert data_main(["list", "--data_dir", str(cache)]) == 0
   listing = {line[:14].strip(): line[14:] for line in capsys.readouterr().out.splitlines()[1:]}
@@ -715,7 +715,7 @@ def test_flip_double():
 
 
 def test_real_fashion_mnist_from_debian_package():
-  folder = data.DEBIAN_FASHION_MNIST
+  folder = mnist.DEBIAN_FASHION_MNIST
   assert folder.is_dir(), (
     f"{folder} is missing: install the Debian package dataset-fashion-mnist "
     "(scripts/install.sh does), which the paper's Fashion-MNIST results are trained on."

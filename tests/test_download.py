@@ -32,13 +32,13 @@ from tiny_task import write_mnist_files
 
 from gelujax import data, engine, tasks
 from gelujax import workdir as workdirs
-from gelujax.data import checksums, download, published
+from gelujax.data import checksums, download, mnist, published, sources, twitter
 from gelujax.data.__main__ import main as data_main
 from gelujax.members import Members
 
 ROOT = Path(__file__).resolve().parent.parent
-TAGS = data.TWITTER_TAGS
-DEBIAN = data.DEBIAN_FASHION_MNIST
+TAGS = twitter.TWITTER_TAGS
+DEBIAN = mnist.DEBIAN_FASHION_MNIST
 
 
 # ------------------------------------------------------------------------ the server
@@ -137,7 +137,7 @@ def cache(tmp_path, monkeypatch) -> Path:
 
 @pytest.fixture
 def no_debian(monkeypatch, tmp_path):
-  monkeypatch.setattr(data, "DEBIAN_FASHION_MNIST", tmp_path / "no-debian")
+  monkeypatch.setattr(mnist, "DEBIAN_FASHION_MNIST", tmp_path / "no-debian")
 
 
 def publish(monkeypatch, server: Server, dataset: str, files: dict[str, bytes], **options):
@@ -385,7 +385,7 @@ def test_a_cifar_tarball_is_extracted_verified_and_loaded(server, online, cache,
   tarball, images, labels = cifar10_tarball()
   publish(monkeypatch, server, "cifar10", {"cifar-10-python.tar.gz": tarball},
           extracts_to="cifar-10-batches-py")  # fmt: skip
-  monkeypatch.setattr(data, "_read_tfds", _no_tfds)
+  monkeypatch.setattr(sources, "_read_tfds", _no_tfds)
   splits = data.load("cifar10", validation_size=2)
   np.testing.assert_array_equal(splits["validation"]["inputs"], images[:2])
   np.testing.assert_array_equal(splits["train"]["inputs"], images[2:10])
@@ -411,7 +411,7 @@ def test_a_cifar_tarball_is_extracted_verified_and_loaded(server, online, cache,
 
 
 def _no_tfds(*args, **kwargs):
-  raise data._Missing("no prepared copy")
+  raise checksums.NotFound("no prepared copy")
 
 
 def symlink_member() -> tarfile.TarInfo:
@@ -449,7 +449,7 @@ def test_a_tarball_with_a_member_out_of_place_is_refused_and_nothing_extracted(
   tarball = tar_gz([*members[:2], member(), *members[2:]])
   publish(monkeypatch, server, "cifar10", {"cifar-10-python.tar.gz": tarball},
           extracts_to="cifar-10-batches-py")  # fmt: skip
-  monkeypatch.setattr(data, "_read_tfds", _no_tfds)
+  monkeypatch.setattr(sources, "_read_tfds", _no_tfds)
   before = set(cache.parent.rglob("*"))
   with pytest.raises(ValueError, match=rf"{message}.*nothing was extracted"):
     data.load("cifar10")
@@ -668,7 +668,7 @@ def test_a_data_dir_without_the_data_set_is_an_error_naming_the_argument(tmp_pat
   message = str(error.value)
   assert message.startswith(f"Cannot load dataset 'fashion_mnist': `data_dir` {tmp_path} does "
                             "not hold it. Looked in: ")  # fmt: skip
-  assert f"leave `data_dir` out to use Debian's copy in {data.DEBIAN_FASHION_MNIST}" in message
+  assert f"leave `data_dir` out to use Debian's copy in {mnist.DEBIAN_FASHION_MNIST}" in message
   assert f"python -m gelujax.data download fashion_mnist --data_dir {tmp_path}" in message
 
 
@@ -706,8 +706,8 @@ def test_train_py_offline_without_its_data_set_starts_with_the_task_s_set_here(t
 
 
 def test_a_missing_data_set_names_the_task_s_sets_found_here_first(tmp_path, monkeypatch):
-  monkeypatch.setattr(data, "_read_tfds", _no_tfds)
-  monkeypatch.setattr(data, "DEBIAN_FASHION_MNIST", tmp_path / "debian")
+  monkeypatch.setattr(sources, "_read_tfds", _no_tfds)
+  monkeypatch.setattr(mnist, "DEBIAN_FASHION_MNIST", tmp_path / "debian")
   spec = tasks.get("tiny_mnist")
   with pytest.raises(data.NoSource) as error:
     spec.load_data()  # None of the task's sets here: the message is the data set's own.
@@ -731,10 +731,10 @@ def test_a_missing_data_set_names_the_task_s_sets_found_here_first(tmp_path, mon
 def test_debian_fashion_mnist_is_verified_against_the_published_checksums():
   splits = data.load("fashion_mnist")
   record = splits.info["record"]
-  assert record["source"] == f"IDX files in {data.DEBIAN_FASHION_MNIST}"
+  assert record["source"] == f"IDX files in {mnist.DEBIAN_FASHION_MNIST}"
   assert record["verified"].startswith("each of the 4 files is the published file with its gzip")
   for name, digest in record["sha256"].items():
-    assert hashlib.sha256((data.DEBIAN_FASHION_MNIST / name).read_bytes()).hexdigest() == digest
+    assert hashlib.sha256((mnist.DEBIAN_FASHION_MNIST / name).read_bytes()).hexdigest() == digest
 
 
 def test_the_mnist_checksums_are_those_tfds_publishes():
@@ -775,7 +775,7 @@ def test_real_fashion_mnist_downloads_from_a_mirror_verified_with_the_paper_spli
                              if f.name == name)  # fmt: skip
     server.files[f"/mirror/fashion_mnist/{name}"] = body
   monkeypatch.setenv("GELUJAX_DATA_MIRROR", server.url("mirror"))
-  monkeypatch.setattr(data, "_read_tfds", _no_tfds)
+  monkeypatch.setattr(sources, "_read_tfds", _no_tfds)
   splits = data.load("fashion_mnist")  # The real table: the published checksums.
   assert server.gets(200) == [f"/mirror/fashion_mnist/{name}" for name in files]
   assert {k: len(v["targets"]) for k, v in splits.items()} == {

@@ -28,7 +28,7 @@ import numpy as np
 import pytest
 import scipy.stats
 
-from gelujax.study import readme
+from gelujax.study import overview
 from tests.fake_workdirs import constant, member, write_workdir
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -1692,10 +1692,8 @@ def test_results_readme_has_a_row_per_hypothesis_and_family_and_the_readme_count
   """results/README.md is generated from the committed results, one row per hypothesis (its
   README's table row's words and numbers: every caveat the verdict carries) and per study
   family; the top-level README's summary counts the hypotheses' verdicts and links to it."""
-  from gelujax.study import overview
-
   text = (ROOT / "README.md").read_text()
-  assert readme.results_overview(ROOT) in text, (
+  assert overview.results_overview(ROOT) in text, (
     "README.md's results summary differs from the committed results: run "
     "`python experiments/reproduce.py --task=<task> --dataset=<dataset> --render` on any result"
   )
@@ -1713,7 +1711,7 @@ def test_results_readme_has_a_row_per_hypothesis_and_family_and_the_readme_count
           if number.isdigit():
             word = next(v for v in VERDICT_WORDS if verdict.startswith(v))
             verdicts[word] += 1
-  summary = text.split(readme.OVERVIEW_BEGIN, 1)[1].split(readme.OVERVIEW_END, 1)[0]
+  summary = text.split(overview.OVERVIEW_BEGIN, 1)[1].split(overview.OVERVIEW_END, 1)[0]
   total = sum(verdicts.values())
   for word, n in verdicts.items():
     line = f"- {word.capitalize()}: {n} of the paper's {total} pre-registered hypotheses, "
@@ -1732,7 +1730,7 @@ def test_results_readme_has_a_row_per_hypothesis_and_family_and_the_readme_count
 def test_the_readme_results_prose_states_no_ranking_or_significance():
   text = (ROOT / "README.md").read_text()
   section = text.split("\n## Results\n", 1)[1].split("\n## ", 1)[0]
-  prose = section.replace(readme.results_overview(ROOT), "").lower()
+  prose = section.replace(overview.results_overview(ROOT), "").lower()
   phrases = ("beyond the", "within the seed", "significan", "outperform", "lowest", "highest")
   phrases += ("ranks first", "better than", "worse than", "p = ", "p < ")
   # The verdicts' names may be listed, never given to a claim by hand.

@@ -135,7 +135,7 @@ def tiny_study(tmp_path_factory):
     learning_rates=(1e-3, 3e-3),
   )  # fmt: skip
   out = root / "out"
-  forms.reproduce(design, out=out, root=root, data_dir=str(data), command="the test")
+  forms_report.reproduce(design, out=out, root=root, data_dir=str(data), command="the test")
   return design, out, root, data
 
 
@@ -166,7 +166,7 @@ def test_the_study_end_to_end_writes_every_verdict_and_swap(tiny_study):
       1.0 if not any(d) else min(1.0, 2 * min(one_sided_p(d, "greater"), one_sided_p(d, "less")))
     )
   # Re-rendering from the files alone gives the same README.
-  forms.reproduce(design, out=out, root=root, train=False)
+  forms_report.reproduce(design, out=out, root=root, train=False)
   assert (out / "README.md").read_text() == readme
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 from gelujax.paper import PAPER, Design
-from gelujax.study import analysis, overview, readme, verdicts
+from gelujax.study import analysis, overview, verdicts
 from gelujax.study.verdicts import Evidence
 
 
@@ -69,8 +69,10 @@ def test_one_table_and_a_summary_that_counts_it(tmp_path):
     "The forms: 1 equivalent.",
   ]
   # The top-level README keeps those lines and the link; results/README.md is written beside.
-  (tmp_path / "README.md").write_text(f"x\n{readme.OVERVIEW_BEGIN}\nold\n{readme.OVERVIEW_END}\n")
-  assert readme.write_results_overview(tmp_path)
+  (tmp_path / "README.md").write_text(
+    f"x\n{overview.OVERVIEW_BEGIN}\nold\n{overview.OVERVIEW_END}\n"
+  )
+  assert overview.write_results_overview(tmp_path)
   top = (tmp_path / "README.md").read_text()
   assert "- Confirmed: 2 of the paper's 3" in top and "(results/README.md)." in top
   assert (tmp_path / "results" / "README.md").read_text() == text

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import scipy.stats
 
-from gelujax.study import pipeline, readme
+from gelujax.study import overview, pipeline
 from tests.fake_workdirs import constant, member, write_workdir
 
 # 5 selection seeds tell the lrs apart (every seed's best validation loss is lower at 1e-3: the
@@ -73,7 +73,7 @@ def mnist(tmp_path):
   write_evaluation(out, "gelu_tanh", "gelu_tanh", [0.010, 0.011, 0.012, 0.013, 0.014])
   write_evaluation(out, "relu", "relu", [0.020, 0.021, 0.022, 0.023, 0.024])
   (tmp_path / "README.md").write_text(
-    f"# x\n\n## Results\n\n{readme.OVERVIEW_BEGIN}\nold\n{readme.OVERVIEW_END}\nend\n"
+    f"# x\n\n## Results\n\n{overview.OVERVIEW_BEGIN}\nold\n{overview.OVERVIEW_END}\nend\n"
   )
   return tmp_path, out
 
@@ -131,7 +131,7 @@ def test_render_judges_the_hypotheses_on_the_evaluation_seeds(mnist):
   assert "| relu | 0.001 | 0–4 | 0/5 | 0/5 | 0.007 | 0.06 |" in table_md
   # The top-level summary counts the verdicts; results/README.md has a row per hypothesis.
   top = (root / "README.md").read_text().splitlines()
-  begin = top.index(readme.OVERVIEW_BEGIN)
+  begin = top.index(overview.OVERVIEW_BEGIN)
   assert top[begin + 1] == (
     "- Confirmed: 1 of the paper's 8 pre-registered hypotheses, Fig. 2 primary 1*."
   )
@@ -140,7 +140,7 @@ def test_render_judges_the_hypotheses_on_the_evaluation_seeds(mnist):
     "- Pending: 6 of the paper's 8 pre-registered hypotheses, Fig. 2 primary 2, 3, 4, secondary "
     "2, 3, 4."
   )
-  assert top[-2:] == [readme.OVERVIEW_END, "end"]
+  assert top[-2:] == [overview.OVERVIEW_END, "end"]
   rows = (root / "results" / "README.md").read_text().split("|---|---|---|---|---|---|\n")[1]
   assert rows.splitlines()[0].startswith(
     "| [Fig. 2 primary 1](fashion_mnist/mnist/README.md) | gelu_tanh below relu: final train "

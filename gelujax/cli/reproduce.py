@@ -30,7 +30,7 @@ from gelujax.paper import (
   defaults,
 )
 from gelujax.registry import parse_name
-from gelujax.study import forms, readme
+from gelujax.study import forms, forms_report, readme
 
 _TASK = flags.DEFINE_string(
   "task",
@@ -191,7 +191,7 @@ def run_forms(design: forms.Design, root: Path, project: bool) -> Path:
   out = Path(_OUT.value or root / "results" / design.dataset / design.name)
   if not _RENDER.value:
     host.configure_cpu(_CPU_DEVICES.value, len(design.learning_rates) * len(design.seeds))
-  return forms.reproduce(
+  return forms_report.reproduce(
     design,
     out=out,
     root=root,

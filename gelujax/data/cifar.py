@@ -16,14 +16,14 @@ from pathlib import Path
 
 import numpy as np
 
-from gelujax.data import (
-  _TFDS_HOW,
+from gelujax.data.sources import (
   DATASETS,
+  TFDS_HOW,
   Splits,
-  _check_labels,
-  _find,
-  _find_files,
-  _split_train,
+  check_labels,
+  find,
+  find_files,
+  split_train,
 )
 
 _CIFAR = {
@@ -79,12 +79,12 @@ def _read_cifar_batch(path: Path, label_key: bytes, num_classes: int):
   if labels.shape != (len(data),):
     raise ValueError(f"{path}: {len(data)} images but {labels.size} labels.")
   images = data.reshape(-1, 3, 32, 32).transpose(0, 2, 3, 1)  # Rows are stored CHW.
-  return np.ascontiguousarray(images), _check_labels(labels, num_classes, str(path))
+  return np.ascontiguousarray(images), check_labels(labels, num_classes, str(path))
 
 
 def _read_cifar_dir(folder: Path, name: str):
   _, train_files, test_file, label_key, classes = _CIFAR[name]
-  paths = _find_files(folder, (*train_files, test_file), gzip_ok=False)
+  paths = find_files(folder, (*train_files, test_file), gzip_ok=False)
   batches = [_read_cifar_batch(p, label_key, classes) for p in paths]
   train = tuple(np.concatenate(parts) for parts in zip(*batches[:-1], strict=True))
   return (train, batches[-1]), f"python pickle batches in {folder}", paths
@@ -96,12 +96,12 @@ def _load_cifar(
   official, train_files, test_file, _, classes = _CIFAR[name]
   how = (
     f"Pass `data_dir` pointing at a folder holding {official}/ (the official python version, "
-    f"with {', '.join((*train_files, test_file))}), or {_TFDS_HOW.format(name=name)}"
+    f"with {', '.join((*train_files, test_file))}), or {TFDS_HOW.format(name=name)}"
   )
   read = functools.partial(_read_cifar_dir, name=name)
-  (train, test), record = _find(name, data_dir, read, how, subfolder=official, tfds=True)
+  (train, test), record = find(name, data_dir, read, how, subfolder=official, tfds=True)
   info = {"num_classes": classes, "source": record["source"], "record": record}
-  return _split_train(train, test, train_on_all, validation_size, info)
+  return split_train(train, test, train_on_all, validation_size, info)
 
 
 # One loader per data set: _load_cifar with its name bound (its options, the keywords).

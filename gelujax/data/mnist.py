@@ -23,16 +23,18 @@ from pathlib import Path
 
 import numpy as np
 
-from gelujax import data
-from gelujax.data import (
-  _TFDS_HOW,
+from gelujax.data.sources import (
   DATASETS,
+  TFDS_HOW,
   Splits,
-  _check_labels,
-  _find,
-  _find_files,
-  _split_train,
+  check_labels,
+  find,
+  find_files,
+  split_train,
 )
+
+# Fashion-MNIST as Debian's package dataset-fashion-mnist installs it.
+DEBIAN_FASHION_MNIST = Path("/usr/share/datasets/fashion-mnist")
 
 _IDX_NAMES = (
   "train-images-idx3-ubyte",
@@ -102,7 +104,7 @@ def _read_idx(path: Path, shape: tuple[int, ...]) -> np.ndarray:
 
 
 def _read_idx_dir(folder: Path):
-  paths = _find_files(folder, _IDX_NAMES, gzip_ok=True)
+  paths = find_files(folder, _IDX_NAMES, gzip_ok=True)
   arrays = []
   for images_path, labels_path in (paths[:2], paths[2:]):
     images = _read_idx(images_path, (28, 28))[..., None]
@@ -111,7 +113,7 @@ def _read_idx_dir(folder: Path):
       raise ValueError(
         f"{images_path} has {len(images)} images but {labels_path} has {len(labels)} labels."
       )
-    arrays.append((images, _check_labels(labels, 10, str(labels_path))))
+    arrays.append((images, check_labels(labels, 10, str(labels_path))))
   return arrays, f"IDX files in {folder}", paths
 
 
@@ -124,11 +126,11 @@ def _load_mnist_like(
   )
   if name == "fashion_mnist":
     how += ", install the Debian package (apt-get install dataset-fashion-mnist)"
-  how += f", or {_TFDS_HOW.format(name=name)}"
-  debian = data.DEBIAN_FASHION_MNIST if name == "fashion_mnist" else None
-  (train, test), record = _find(name, data_dir, _read_idx_dir, how, debian=debian, tfds=True)
+  how += f", or {TFDS_HOW.format(name=name)}"
+  debian = DEBIAN_FASHION_MNIST if name == "fashion_mnist" else None
+  (train, test), record = find(name, data_dir, _read_idx_dir, how, debian=debian, tfds=True)
   info = {"num_classes": 10, "source": record["source"], "record": record}
-  return _split_train(train, test, train_on_all, validation_size, info)
+  return split_train(train, test, train_on_all, validation_size, info)
 
 
 # One loader per data set: _load_mnist_like with its name bound (its options, the keywords).

@@ -23,16 +23,11 @@ from pathlib import Path
 
 import numpy as np
 
-from gelujax.data import (
-  DATASETS,
-  TIMIT_CLASSES,
-  TIMIT_CONTEXT,
-  TIMIT_FEATURES,
-  Splits,
-  _check_labels,
-  _find,
-  _find_files,
-)
+from gelujax.data.sources import DATASETS, Splits, check_labels, find, find_files
+
+TIMIT_FEATURES = 26
+TIMIT_CLASSES = 39
+TIMIT_CONTEXT = 5  # frames each side of the centre frame
 
 _TIMIT_SPLITS = ("train", "validation", "test")
 # The authors' h5 file for each split (dev = full test set minus core; core = core test).
@@ -58,7 +53,7 @@ def _check_timit_arrays(
     )
   if not np.isfinite(features).all():
     raise ValueError(f"{where}: features contain NaN or infinite values.")
-  _check_labels(labels, TIMIT_CLASSES, where)
+  check_labels(labels, TIMIT_CLASSES, where)
 
 
 def _read_timit_npz(path: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -102,10 +97,10 @@ def _load_timit(data_dir: Path | None) -> Splits:
   names = [f"{s}.npz" for s in _TIMIT_SPLITS]
 
   def read(folder: Path):
-    paths = _find_files(folder, names, gzip_ok=False)
+    paths = find_files(folder, names, gzip_ok=False)
     return paths, f"TIMIT files in {folder}", paths
 
-  paths, record = _find(
+  paths, record = find(
     "timit",
     data_dir,
     read,

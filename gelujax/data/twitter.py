@@ -23,23 +23,24 @@ from pathlib import Path
 
 import numpy as np
 
-from gelujax.data import (
-  _FLOAT32_MAX,
-  DATASETS,
-  PAD_WORD,
-  TWITTER_TAGS,
-  UNKNOWN_WORD,
-  Splits,
-  _find,
-  _Missing,
-)
+from gelujax.data.checksums import NotFound
+from gelujax.data.sources import DATASETS, Splits, find
+
+PAD_WORD = "</s>"
+UNKNOWN_WORD = "UUUNKKK"
+# The order of the authors' tag_to_number, so that class indices match their code.
+TWITTER_TAGS = (
+  "N", "O", "S", "^", "Z", "L", "M", "V", "A", "R", "!", "D", "P",
+  "&", "T", "X", "Y", "#", "@", "~", "U", "E", "$", ",", "G",
+)  # fmt: skip
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 _TWITTER_SPLITS = {"train": "train", "validation": "dev", "test": "test"}
 
 
 def _find_twitter_files(folder: Path) -> dict[str, Path]:
   if not folder.is_dir():
-    raise _Missing("no such folder")
+    raise NotFound("no such folder")
   if all((folder / f"oct27.{s}").is_file() for s in _TWITTER_SPLITS.values()):
     return {k: folder / f"oct27.{s}" for k, s in _TWITTER_SPLITS.items()}
   files = sorted(p for p in folder.iterdir() if p.is_file())
@@ -48,7 +49,7 @@ def _find_twitter_files(folder: Path) -> dict[str, Path]:
     for k, s in _TWITTER_SPLITS.items()
   }
   if not any(matches.values()):
-    raise _Missing("no oct27.train / oct27.dev / oct27.test")
+    raise NotFound("no oct27.train / oct27.dev / oct27.test")
   for k, found in matches.items():
     if len(found) != 1:
       raise ValueError(
@@ -159,7 +160,7 @@ def _window_ids(
 
 @DATASETS.register("twitter_pos")
 def _load_twitter_pos(data_dir: Path | None, *, embeddings: str | Path | None = None) -> Splits:
-  paths, record = _find(
+  paths, record = find(
     "twitter_pos",
     data_dir,
     _read_twitter_dir,

@@ -25,7 +25,8 @@
 - :mod:`~gelujax.study.noise_task`: Fig. 3's result, from the noise evaluations.
 - :mod:`~gelujax.study.pipeline`: the orchestration, :func:`reproduce` and :func:`render`.
 - :mod:`~gelujax.study.forms`, :mod:`~gelujax.study.forms_report`: the GELU forms study, its
-  fixed design, paired tests and swaps, and its README.
+  fixed design, paired tests and swaps; its README, and the study end to end
+  (:func:`gelujax.study.forms_report.reproduce`).
 """
 
 from gelujax.study.grids import Grid, evaluation_grids, make_grids, train_grids

@@ -1,6 +1,8 @@
 """The README, tables, figure and summary of the GELU forms study (:mod:`gelujax.study.forms`),
 written from the runs' files alone: every word that states a verdict, a direction or a count is
-derived here from the outcomes, none typed by hand."""
+derived here from the outcomes, none typed by hand. :func:`reproduce` is the study end to end:
+its grids trained, their swaps evaluated (:mod:`gelujax.study.forms`), then the result written
+here."""
 
 from __future__ import annotations
 
@@ -15,10 +17,11 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
 from gelujax import workdir as workdirs
-from gelujax.study import forms, grids, plots, readme, runs, stats
+from gelujax.study import forms, grids, overview, plots, readme, runs, stats
 from gelujax.study.forms import DIFFERENT, EQUIVALENT, INCONCLUSIVE, Design, Outcome
 
 FIGURE = "forms.png"
+PROVENANCE_FILE = "trained_with.json"  # the command and the revision a study trained with
 SWAP_KEYS = (("error", "test error (points)", 100.0), ("loss", "test log loss (nats)", 1.0))
 
 
@@ -758,7 +761,7 @@ def design_lines(design: Design) -> list[str]:
 
 def training_lines(design: Design, out: Path, root: Path, project: bool = True) -> list[str]:
   timings = grids.read_timings(out)
-  path = out / forms.PROVENANCE_FILE
+  path = out / PROVENANCE_FILE
   provenance = workdirs.read_json(path) if path.exists() else {}
   lines = []
   if provenance:
@@ -808,7 +811,7 @@ def title(design: Design) -> str:
 
 def write_result(design: Design, *, out: Path, root: Path, project: bool = True) -> Path:
   """Writes ``out``'s README.md, table.md, figure and summary.json; returns ``out``; and the
-  project's overview where ``out`` is under its results/ (`gelujax.study.forms.reproduce`)."""
+  project's overview where ``out`` is under its results/ (:func:`reproduce`)."""
   finished = forms.finished_runs(design, out)  # Each grid read once, for every table.
   outcomes, missing = forms.analyse(design, finished)
   swaps = read_swaps(design, out)
@@ -873,5 +876,53 @@ def write_result(design: Design, *, out: Path, root: Path, project: bool = True)
     },
   )
   if project and out.resolve().is_relative_to((root / "results").resolve()):
-    readme.write_results_overview(root)
+    overview.write_results_overview(root)
   return out
+
+
+def record_provenance(out: Path, root: Path, command: str) -> None:
+  """Keeps the command and the code's revision (``git rev-parse HEAD`` of ``root``, marked
+  ``+changes`` where tracked files differ from it) in ``out/trained_with.json``."""
+  import subprocess
+
+  def git(*args: str) -> str:
+    found = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True)
+    return found.stdout.strip() if found.returncode == 0 else ""
+
+  revision = git("rev-parse", "--short", "HEAD") or "unknown (not a git checkout)"
+  if git("status", "--porcelain", "--untracked-files=no"):
+    revision += "+changes"
+  out.mkdir(parents=True, exist_ok=True)
+  workdirs.write_json(out / PROVENANCE_FILE, {"command": command, "revision": revision})
+
+
+def reproduce(
+  design: Design,
+  *,
+  out: Path,
+  root: Path,
+  data_dir: str | None = None,
+  train: bool = True,
+  command: str = f"python experiments/reproduce.py --task={forms.TASK}",
+  project: bool = True,
+) -> Path:
+  """Trains every grid of the design that is not finished (resuming partial ones), evaluates
+  each finished grid's swaps, and writes the result into ``out``; ``train=False`` trains and
+  evaluates nothing and renders from the files already there. Training records ``command``
+  and the code's revision (:func:`record_provenance`). ``root`` and ``project`` as
+  :func:`gelujax.study.reproduce` takes them: a user's study (``project=False``) leaves the
+  project's overview alone."""
+  if train:
+    record_provenance(out, root, command)
+    grids.train_grids(
+      forms.make_grids(design, out), seeds=design.seeds, data_dir=data_dir, out=out,
+      after=lambda grid: (
+        design.swaps and forms.evaluate_swaps(design, grid, out=out, data_dir=data_dir)
+      ),
+    )  # fmt: skip
+  elif not (out / "runs").is_dir():
+    raise ValueError(
+      f"`render`: {out / 'runs'} holds no runs to render. Pass the `out` of a {design.name} study "
+      "that trained, or leave `render` out to train it."
+    )
+  return write_result(design, out=out, root=root, project=project)

@@ -28,7 +28,7 @@ from gelujax.paper import (
   PAPER,
   design,
 )
-from gelujax.study import analysis, findings, grids, plots, readme
+from gelujax.study import analysis, findings, grids, overview, plots, readme
 from gelujax.study import baselines as lookups
 from gelujax.study.evidence import RunValues, describe_seeds
 from gelujax.study.noise_task import evaluate_noise, find_noise_grids, write_noise
@@ -280,4 +280,4 @@ def write_result(
     table=result.table,
   )
   if project and out.resolve().is_relative_to((root / "results").resolve()):
-    readme.write_results_overview(root)
+    overview.write_results_overview(root)
