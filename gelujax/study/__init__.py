@@ -26,6 +26,9 @@
 - :mod:`~gelujax.study.pipeline`: the orchestration, :func:`reproduce` and :func:`render`.
 - :mod:`~gelujax.study.forms`, :mod:`~gelujax.study.forms_report`: the GELU forms study, its
   fixed design, paired tests and swaps, and its README.
+- :mod:`~gelujax.study.confirm`, :mod:`~gelujax.study.confirm_report`: Twitter POS's primary
+  family re-tested on fresh paired seeds (its fixed design, pilot, tie rule and verdicts), and
+  its README beside the earlier design's verdict.
 """
 
 from gelujax.study.grids import Grid, evaluation_grids, make_grids, train_grids
