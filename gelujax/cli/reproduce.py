@@ -30,14 +30,15 @@ from gelujax.paper import (
   defaults,
 )
 from gelujax.registry import parse_name
-from gelujax.study import forms, forms_report, readme
+from gelujax.study import confirm, forms, forms_report, readme
 
 _TASK = flags.DEFINE_string(
   "task",
   None,
   f"The experiment: one of {', '.join(PAPER_TASKS)} (or any registered task), or "
   f"{forms.TASK} or {forms.POWERED_TASK}, the studies of the GELU forms (their designs are "
-  "fixed: gelujax.study.forms.DESIGN and POWERED).",
+  f"fixed: gelujax.study.forms.DESIGN and POWERED), or {confirm.TASK}, §3.3's primary family "
+  "re-tested on fresh paired seeds (fixed: gelujax.study.confirm.TWITTER).",
 )
 _DATASET = flags.DEFINE_string("dataset", None, "Dataset for the task (default: the task's own).")
 _ACTIVATIONS = flags.DEFINE_list(
@@ -106,6 +107,8 @@ def run() -> Path:
   root, project = _flags.working_folder()
   if task in forms.DESIGNS:
     return run_forms(forms.DESIGNS[task], root, project)
+  if task in confirm.DESIGNS:
+    return run_confirm(confirm.DESIGNS[task], root, project)
   noise = task.endswith(NOISE_SUFFIX)
   base = task.removesuffix(NOISE_SUFFIX)
   # The flags that set a field of each run's spec: the task's overrides may not set it too.
@@ -192,6 +195,32 @@ def run_forms(design: forms.Design, root: Path, project: bool) -> Path:
   if not _RENDER.value:
     host.configure_cpu(_CPU_DEVICES.value, len(design.learning_rates) * len(design.seeds))
   return forms_report.reproduce(
+    design,
+    out=out,
+    root=root,
+    data_dir=_DATA_DIR.value,
+    train=not _RENDER.value,
+    command=" ".join([readme.command_name(project), *sys.argv[1:]]),
+    project=project,
+  )
+
+
+def run_confirm(design: confirm.Confirmation, root: Path, project: bool) -> Path:
+  """A confirmation study: its design is fixed in code, so only where it runs can be chosen
+  (``root`` and ``project``: `gelujax.cli._flags.working_folder`)."""
+  given = [f"--{flag.name}" for flag in (*_SETTINGS, _DATASET) if flag.value is not None]
+  if given:
+    seeds = f"{design.seeds[0]}-{design.seeds[-1]}"
+    raise ValueError(
+      f"--task {design.name} trains the design fixed in gelujax.study.confirm."
+      f"{confirm.variable(design)} before its runs (arms {', '.join(design.arms)}, lr "
+      f"{design.learning_rate:g}, seeds {seeds}, {design.epochs} epochs, {design.dataset}); "
+      f"leave out {', '.join(given)}."
+    )
+  out = Path(_OUT.value or root / "results" / design.dataset / design.name)
+  if not _RENDER.value:
+    host.configure_cpu(_CPU_DEVICES.value, len(design.seeds))
+  return confirm.reproduce(
     design,
     out=out,
     root=root,

@@ -27,6 +27,9 @@
 - :mod:`~gelujax.study.forms`, :mod:`~gelujax.study.forms_report`: the GELU forms study, its
   fixed design, paired tests and swaps; its README, and the study end to end
   (:func:`gelujax.study.forms_report.reproduce`).
+- :mod:`~gelujax.study.confirm`, :mod:`~gelujax.study.confirm_report`: Twitter POS's primary
+  family re-tested on fresh paired seeds (its fixed design, pilot, tie rule and verdicts), and
+  its README beside the earlier design's verdict.
 """
 
 from gelujax.study.grids import Grid, evaluation_grids, make_grids, train_grids

@@ -216,6 +216,18 @@ def signed_rank_test(differences: Sequence[float], alternative: str = TWO_SIDED)
   return _exact_p(ways, observed, ranks2.sum() / 2.0, alternative)
 
 
+def signed_rank_direction(differences: Sequence[float]) -> int:
+  """-1 where the signed-rank statistic lies below its null mean (the differences tend below
+  0), +1 above, 0 at it (or no difference is non-zero): the side of the two-sided
+  :func:`signed_rank_test` the data fall on (zeros dropped, mid-ranks for ties, as there)."""
+  d = np.asarray(differences, np.float64)
+  d = d[d != 0]
+  if not len(d):
+    return 0
+  ranks2 = _doubled_ranks(np.abs(d))
+  return int(np.sign(2 * int(ranks2[d > 0].sum()) - int(ranks2.sum())))
+
+
 def _exact_p(ways: np.ndarray, observed: int, centre: float, alternative: str) -> float:
   """The exact p of a (doubled) rank statistic: ``ways[s]`` arrangements give the sum ``s``;
   two-sided, the sums at least as far from ``centre`` as ``observed``."""
@@ -492,3 +504,49 @@ def pairs_for_power(
       return None
   needed = max(needed, floor)
   return needed if needed <= MAX_SEEDS else None
+
+
+def detectable_shift(sd: float, pairs: int, *, level: float, power: float = POWER) -> float:
+  """The paired shift that the two-sided :func:`signed_rank_test` at ``level`` detects with
+  ``power`` from ``pairs`` pairs whose differences have standard deviation ``sd``: a normal
+  approximation to the paired Hodges–Lehmann shift, whose standard error with n pairs is
+  sd·sqrt(π/3 / n) (the signed-rank test's efficiency against the t-test is 3/π for normal
+  differences), so (z(1 - level/2) + z(power)) times that. In ``sd``'s units."""
+  return (_z(1.0 - level / 2.0) + _z(power)) * sd * math.sqrt(math.pi / 3.0 / pairs)
+
+
+def pairs_for_shift(
+  differences: Sequence[float], *, level: float, power: float = POWER
+) -> int | None:
+  """The pairs with which the observed paired shift (the median of the Walsh averages of
+  ``differences``) would be found different from 0 by the two-sided :func:`signed_rank_test` at
+  ``level`` with ``power``, were it the true one (:func:`detectable_shift`'s approximation, the
+  standard deviation the differences'); at least the pairs with which the exact test can reach
+  ``level`` at all (2 / 2^n at most ``level``).
+
+  Returns:
+    The pairs, or None where no number decides (fewer than 3 differences, a shift of 0) or more
+    than ``MAX_SEEDS`` would be needed.
+  """
+  d = np.asarray(differences, np.float64)
+  if len(d) < 3:
+    return None
+  shift = walsh_median(d)
+  if shift == 0.0:
+    return None
+  per_pair = detectable_shift(float(np.std(d, ddof=1)), 1, level=level, power=power)
+  needed = math.ceil((per_pair / abs(shift)) ** 2)
+  floor = next(n for n in range(1, MAX_SEEDS + 1) if 2.0 * 0.5**n <= level)
+  needed = max(needed, floor)
+  return needed if needed <= MAX_SEEDS else None
+
+
+def sd_upper_factor(pairs: int, confidence: float) -> float:
+  """What multiplies a sample standard deviation of ``pairs`` values to give its one-sided
+  ``confidence`` upper confidence bound for normal values: sqrt(k / q), k = pairs - 1 and q the
+  chi-square quantile of k degrees of freedom at 1 - ``confidence`` (by Wilson and Hilferty's
+  approximation, as `gelujax.study.forms.pilot` computes it)."""
+  k = pairs - 1
+  z = _z(1.0 - confidence)
+  quantile = k * (1.0 - 2.0 / (9.0 * k) + z * math.sqrt(2.0 / (9.0 * k))) ** 3
+  return math.sqrt(k / quantile)

@@ -1,0 +1,607 @@
+"""The README, table and summary of a confirmation study (:mod:`gelujax.study.confirm`), written
+from the runs' files and the earlier result's alone: every word that states a verdict, a
+direction or a count is derived here, none typed by hand. The earlier design's verdict is quoted
+from the earlier result's ``summary.json`` and kept, named as that design's."""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from gelujax import workdir as workdirs
+from gelujax.paper import LOWER, figure
+from gelujax.study import confirm, grids, readme, runs, stats
+from gelujax.study.confirm import TIE_RULES, Confirmation, Outcome
+from gelujax.study.verdicts import INCONCLUSIVE, PENDING
+
+FAMILY_KIND = "family"  # a study's rows of results/README.md (`gelujax.study.overview`)
+
+
+def seeds_words(seeds: Sequence[int]) -> str:
+  """``"200–229"`` for a run of consecutive seeds, else the list."""
+  seeds = sorted(seeds)
+  if len(seeds) > 2 and seeds == list(range(seeds[0], seeds[-1] + 1)):
+    return f"{seeds[0]}–{seeds[-1]}"
+  return ", ".join(map(str, seeds))
+
+
+def percent(count: float, design: Confirmation) -> str:
+  """A count of test examples as a percentage of the split: ``"15.86"``."""
+  return "n/a" if not math.isfinite(count) else f"{100.0 * count / design.examples:.2f}"
+
+
+def signed(value: float, digits: int = 3) -> str:
+  if not math.isfinite(value):
+    return "n/a" if math.isnan(value) else ("+inf" if value > 0 else "-inf")
+  return f"{0.0 if abs(value) < 1e-12 else value:+.{digits}g}"
+
+
+def points(count: float, design: Confirmation) -> float:
+  """A shift in examples as percentage points of the split."""
+  return 100.0 * count / design.examples
+
+
+def shift_words(design: Confirmation, shift: float, low: float, high: float) -> str:
+  """``"+33.5 tokens [+1.5, +65] (+0.468 points [+0.021, +0.909])"``."""
+  return (
+    f"{signed(shift)} {design.unit} [{signed(low)}, {signed(high)}] "
+    f"({signed(points(shift, design))} points [{signed(points(low, design))}, "
+    f"{signed(points(high, design))}])"
+  )
+
+
+def lean_words(h: Any, shift: float) -> str:
+  """Which way an inconclusive shift leans: toward the claim or against it."""
+  if not shift or not math.isfinite(shift):
+    return "no lean"
+  toward = (shift < 0) == (h.direction == LOWER)
+  return f"leaning {'toward' if toward else 'against'} the claim"
+
+
+def verdict_words(o: Outcome, command: str = "") -> str:
+  """The verdict as a cell and a finding say it."""
+  if o.verdict == PENDING:
+    words = f"pending: {', '.join(o.missing)} not trained"
+    return words + (f" (`{command}` trains them)" if command else "")
+  if o.verdict != INCONCLUSIVE or o.paired is None:
+    return o.verdict
+  lean = lean_words(o.hypothesis, o.paired.shift)
+  if o.pairs_needed:
+    need = f"{o.pairs_needed} pairs for 80% power if the observed shift were the true one"
+  elif len(o.paired.seeds) < 3 or not o.paired.shift:
+    need = "no number of pairs decides a shift of 0"
+  else:
+    need = f"more than {stats.MAX_SEEDS} pairs would decide it"
+  return f"inconclusive, {lean}: {need}"
+
+
+def paper_words(o: Outcome) -> str:
+  h = o.hypothesis
+  named = zip((h.gelu, h.baseline), h.paper, strict=True)
+  return " vs ".join(f"{name} {x * h.scale:.4g}" for name, x in named if x is not None)
+
+
+def where(design: Confirmation, o: Outcome) -> str:
+  return f"{design.name}, {o.hypothesis.family} {o.number}"
+
+
+def verdict_table(design: Confirmation, outcomes: Sequence[Outcome], command: str) -> list[str]:
+  """The family's verdicts: a row per hypothesis."""
+  lines = [
+    f"| # | claim | paper | ours: median {outcomes[0].hypothesis.gelu if outcomes else 'GELU'} "
+    f"vs baseline (%, seeds {seeds_words(design.seeds)}) | paired shift in {design.unit} "
+    "[exact CI] (points) | n | signed-rank p | Holm p | verdict |",
+    "|---|---|---|---|---|---|---|---|---|",
+  ]
+  for o in outcomes:
+    if o.paired is None:
+      cells = ["–"] * 5
+    else:
+      c = o.paired
+      cells = [
+        f"{percent(o.medians[0], design)} vs {percent(o.medians[1], design)}",
+        f"{shift_words(design, c.shift, c.low, c.high)}, {100 * c.confidence:.1f}%",
+        str(len(c.seeds)),
+        f"{o.p:.2g}",
+        f"{o.holm:.2g}",
+      ]
+    lines.append(
+      f"| {o.number} | {o.hypothesis.describe()} | {paper_words(o)} | "
+      + " | ".join(cells)
+      + f" | {verdict_words(o, command)} |"
+    )
+  return lines
+
+
+def hypothesis_line(design: Confirmation, o: Outcome, command: str) -> str:
+  """A verdict as a finding."""
+  head = f"Hypothesis [{where(design, o)}]: {o.hypothesis.describe()}: {verdict_words(o, command)}"
+  if o.paired is None:
+    return head + "."
+  c, h = o.paired, o.hypothesis
+  zeros = ""
+  if c.zeros:
+    zeros = f", {c.zeros} zero difference{'s' * (c.zeros > 1)} dropped from the test"
+  return (
+    f"{head} ({h.gelu} {percent(o.medians[0], design)} vs {h.baseline} "
+    f"{percent(o.medians[1], design)}, median over {len(c.seeds)} paired seeds "
+    f"{seeds_words(c.seeds)}{zeros}; paired shift {shift_words(design, c.shift, c.low, c.high)}, "
+    f"signed-rank p = {o.p:.2g}, Holm {o.holm:.2g})."
+  )
+
+
+def rule_verdicts(rows: Sequence[Mapping[str, Any]], family: str) -> str:
+  """``"primary 1 inconclusive (Holm 0.27), primary 2 refuted (Holm 0.049)"``."""
+  return ", ".join(f"{family} {r['number']} {r['verdict']} (Holm {r['holm']:.2g})" for r in rows)
+
+
+def tie_lines(
+  design: Confirmation,
+  ties: Mapping[str, Sequence[Mapping[str, Any]]],
+  members: Mapping[str, int],
+  sensitivity: Mapping[str, Sequence[Mapping[str, Any]]],
+  *,
+  test: str,
+  taken: str = "the design takes",
+) -> list[str]:
+  """The members whose best validation error ties, and the family's verdicts under each tie rule
+  (exploratory beside the design's)."""
+  total = sum(members.values())
+  tied = sum(len(t) for t in ties.values())
+  detail = "; ".join(
+    f"{arm}: seed{'s' * (len(t) > 1)} "
+    + ", ".join(
+      f"{m['seed']} (epochs {', '.join(f'{e:g}' for e in m['epochs'])}: "
+      f"{', '.join(percent(c, design) + '%' for c in m['counts'])})"
+      for m in t
+    )
+    for arm, t in ties.items()
+    if t
+  )
+  lines = [
+    f"{tied} of the {total} members "
+    + ("reaches its" if tied == 1 else "reach their")
+    + " lowest validation error at several epochs"
+    + (f" ({detail}); {taken} the earliest" if tied else "")
+    + "."
+  ]
+  mine = [r["verdict"] for r in sensitivity[confirm.EARLIEST]]
+  others = []
+  for rule, rows in sensitivity.items():
+    if rule == confirm.EARLIEST:
+      continue
+    same = [r["verdict"] for r in rows] == mine
+    others.append(
+      f"with {TIE_RULES[rule]}: {rule_verdicts(rows, design.family)}"
+      + (" (the same verdicts)" if same else " (not the same verdicts)")
+    )
+  lines.append(
+    f"Exploratory, the same {test} under the other tie rules: " + "; ".join(others) + "."
+  )
+  return lines
+
+
+def earlier_lines(
+  design: Confirmation, earlier: Mapping[str, Any] | None, out: Path, root: Path
+) -> list[str]:
+  """The earlier design's verdicts, quoted from its summary.json, and what its own runs say of
+  its tie rule; linked where its README lies under ``root`` (relative to ``out``)."""
+  if earlier is None:
+    return [
+      f"The earlier result (`{design.earlier}`) was not found beside this one or in the "
+      "checkout this code lies in, and no earlier rendering of this result kept it: its "
+      "verdicts are in its own README."
+    ]
+  name = f"`{earlier['folder']}`"
+  target = root / earlier["folder"] / "README.md"
+  if target.exists():
+    name = f"[{name}]({Path(os.path.relpath(target, out)).as_posix()})"
+  lines = [
+    f"The earlier result, {name}, "
+    "tested the same family under the earlier design: each run's lr selected from "
+    f"{', '.join(f'{lr:g}' for lr in earlier.get('learning_rates', []))} on selection seeds "
+    f"{seeds_words(earlier.get('selection_seeds', []))}, then "
+    f"{len(earlier.get('evaluation_seeds', []))} evaluation seeds "
+    f"({seeds_words(earlier.get('evaluation_seeds', []))}) a side at that lr, compared unpaired "
+    "by the exact two-sided rank-sum test, Holm over the family. Its verdicts stand as that "
+    "design's; quoted from its `summary.json`:",
+    "",
+    "| # | claim | verdict (earlier design) | median GELU vs baseline (%) | shift [exact CI] "
+    "(points) | rank-sum p | Holm p | paired, exploratory: shift [CI], signed-rank p |",
+    "|---|---|---|---|---|---|---|---|",
+  ]
+  for v in earlier["verdicts"]:
+    paired = "–"
+    if v.get("paired_shift") is not None:
+      paired = (
+        f"{signed(100 * v['paired_shift'])} [{signed(100 * v['paired_low'])}, "
+        f"{signed(100 * v['paired_high'])}], p = {v['paired_p']:.2g}"
+      )
+    shift = "–"
+    if v.get("shift") is not None:
+      shift = f"{signed(100 * v['shift'])} [{signed(100 * v['low'])}, {signed(100 * v['high'])}]"
+    medians = "–"
+    if v.get("median_a") is not None:
+      medians = f"{100 * v['median_a']:.4g} vs {100 * v['median_b']:.4g}"
+    lines.append(
+      f"| {v['number']} | {v['claim']} | **{v['verdict']}** | {medians} | {shift} | "
+      f"{v['p']:.2g} | {v['holm']:.2g} | {paired} |"
+    )
+  lines += ["", "Its findings' lines for this family, verbatim:", ""]
+  lines += [f"> {line}" for line in earlier["lines"]]
+  lines += [
+    "",
+    "What its evaluation runs' files say of its tie rule (derived here from their "
+    "`metrics.jsonl`):",
+    "",
+  ]
+  lines += [
+    f"- {line}"
+    for line in tie_lines(
+      design, earlier["ties"], earlier["members"], earlier["tie_rules"],
+      test="unpaired rank-sum test (the earlier design's)", taken="the earlier design took",
+    )
+  ]  # fmt: skip
+  at_last = ", ".join(
+    f"{arm} {n} of {earlier['members'][arm]}" for arm, n in earlier["at_last_epoch"].items()
+  )
+  lines.append(f"- Members whose best epoch is the last ({design.epochs}): {at_last}.")
+  return lines
+
+
+def power_lines(design: Confirmation, earlier: Mapping[str, Any] | None) -> list[str]:
+  """The power statement, from the earlier runs' paired spread (:func:`confirm.pilot`)."""
+  if earlier is None:
+    return ["- Power: the earlier result's runs were not found, so its pilot is not restated."]
+  p = earlier["pilot"]
+  n, level = p["pairs"], p["level"]
+  parts = []
+  for h, v in zip(design.hypotheses(), p["hypotheses"], strict=True):
+    parts.append(
+      f"primary {v['number']} ({h.gelu} − {h.baseline}): the earlier {len(v['seeds'])} pairs' "
+      f"differences have SD {v['sd']:.1f} {design.unit} ({points(v['sd'], design):.2f} points; "
+      f"{v['sd_bound']:.1f} at its one-sided {100 * confirm.PILOT_POWER_BOUND:g}% upper bound) "
+      f"and a paired shift of {signed(v['shift'])} {design.unit} "
+      f"({signed(points(v['shift'], design))} points); {n} pairs detect a shift of "
+      f"{v['detectable']:.1f} {design.unit} ({points(v['detectable'], design):.2f} points; "
+      f"{v['detectable_bound']:.1f}, {points(v['detectable_bound'], design):.2f} points, with the "
+      f"SD at its bound), and deciding the earlier shift would take {v['pairs'] or 'n/a'} pairs "
+      f"({v['pairs_bound'] or 'n/a'} with the SD at its bound)"
+    )
+  gaps = []
+  for h, v in zip(design.hypotheses(), p["hypotheses"], strict=True):
+    if None in h.paper:
+      continue
+    gap = (h.paper[0] - h.paper[1]) * design.examples
+    if abs(gap) < v["detectable"]:
+      detect = f"below what {n} pairs detect even with the SD as observed"
+    elif abs(gap) >= v["detectable_bound"]:
+      detect = f"at least what {n} pairs detect even with the SD at its bound"
+    else:
+      detect = (
+        f"at least what {n} pairs detect with the SD as observed, below it with the SD at its bound"
+      )
+    gaps.append(
+      f"{h.gelu} − {h.baseline} {signed(points(gap, design))} points ({signed(gap)} "
+      f"{design.unit}), {detect}"
+    )
+  return [
+    f"- Power (`gelujax.study.confirm.pilot`, from the earlier result's evaluation runs, in "
+    f"whole {design.unit}): with 80% power by the two-sided signed-rank test at {level:.3g}, the "
+    f"family's strictest Holm level; {'; '.join(parts)}. The pilot asks for {p['seeds']} pairs "
+    f"for {design.family} {design.retested} (its answer at the SD bound rounded up to tens). "
+    f"The paper's own gaps: {'; '.join(gaps)}."
+  ]
+
+
+def design_lines(design: Confirmation, earlier: Mapping[str, Any] | None) -> list[str]:
+  """The design, as :data:`gelujax.study.confirm.TWITTER` fixes it."""
+  spec = design.spec()
+  fields = ", ".join(f"{k}={v!r}" for k, v in design.spec_fields.items())
+  family = design.hypotheses()
+  lines = [
+    f"Fixed in `gelujax/study/confirm.py` (`{confirm.variable(design)}`, {design.date}) before "
+    "any of its runs was trained:",
+    "",
+    f"- Task: `{design.task}` with the earlier result's substitute and options ({fields}), "
+    f"dropout {spec.dropout:g}, batch size {spec.batch_size}, {spec.optimizer}, {design.epochs} "
+    f"epochs, one evaluation of the validation and test splits per epoch: {design.epochs_reason}.",
+    f"- Learning rate {design.learning_rate:g} for every arm, nothing selected: "
+    f"{design.lr_reason}.",
+    f"- Arms: {', '.join(design.arms)}, each one run of {len(design.seeds)} members "
+    "(`runs/<arm>/`), with the same seeds: one seed gives one initial draw, one batch order and "
+    "one dropout stream whatever the activation, so each comparison is paired by seed.",
+    f"- Seeds: {design.seeds_reason}.",
+    f"- Hypotheses: the paper task's {design.family} family as `gelujax.paper.PAPER` fixes it "
+    f"({len(family)}: "
+    + "; ".join(f"{i}. {h.describe()}" for i, h in enumerate(family, 1))
+    + f"), re-tested whole so that Holm's correction runs over the family the earlier verdict "
+    f"was corrected in; the study is for primary {design.retested}.",
+    f"- Compared: each member's test error at its best-validation epoch, as a count of the "
+    f"{design.examples} test {design.unit} (the error times {design.examples}, which must be "
+    "within 1e-6 of an integer), so that networks that err on equally many tokens tie exactly.",
+    f"- The best epoch: {design.tie_rule}. The other rules (the latest tied epoch; the lowest "
+    "validation loss) are shown beside it, exploratory.",
+    f"- Test: the exact two-sided Wilcoxon signed-rank test of the paired differences (GELU "
+    "minus the baseline, seed by seed; zeros dropped, mid-ranks for tied |d|; a seed whose "
+    f"member diverged in either arm drops its pair); Holm's correction over the family of "
+    f"{len(family)}, at level {design.alpha:g}. Verdicts at a Holm p below {design.alpha:g}: "
+    "*confirmed* (the statistic on the claim's side of 0), *refuted* (on the other side); "
+    "otherwise *inconclusive*, with its lean and the pairs that would decide the observed "
+    "shift with 80% power at the family's strictest level.",
+    f"- Effect size: the paired Hodges–Lehmann shift (the median of the differences' Walsh "
+    f"averages) in {design.unit} and points, with its exact distribution-free interval (at "
+    f"least {100 * stats.CONFIDENCE:g}%), and each arm's median.",
+  ]
+  lines += power_lines(design, earlier)
+  if earlier is not None:
+    e = earlier["estimate"]
+    lines.append(
+      f"- Time (`gelujax.study.confirm.estimate`): the earlier evaluation runs "
+      f"({', '.join(e['runs'])}) took {e['seconds']:.0f} s for {e['members']} members, "
+      f"{e['per_member']:.1f} s a member of {design.epochs} epochs, so {e['total_members']} "
+      "members take about "
+      f"{e['minutes']:.0f} minutes on {'; '.join(e['machines']) or 'an unknown machine'}."
+    )
+  return lines
+
+
+def seed_table(design: Confirmation, finished: Mapping[str, runs.Run]) -> list[str]:
+  """Every seed's count of test errors per arm (the values the tests compare)."""
+  values = {arm: confirm.arm_values(run, design) for arm, run in finished.items()}
+  arms = [a for a in design.arms if a in values]
+  lines = [
+    "| seed | " + " | ".join(f"{a} ({design.unit} wrong)" for a in arms) + " |",
+    "|---|" + "---|" * len(arms),
+  ]
+  for seed in design.seeds:
+    cells = []
+    for a in arms:
+      v = values[a].get(seed)
+      cells.append("–" if v is None else ("diverged" if math.isnan(v) else f"{v:.0f}"))
+    lines.append(f"| {seed} | " + " | ".join(cells) + " |")
+  return lines
+
+
+def arm_lines(design: Confirmation, finished: Mapping[str, runs.Run]) -> list[str]:
+  lines = [
+    "| arm | members | diverged | median test error (%) | min–max (%) | best epoch at the last |",
+    "|---|---|---|---|---|---|",
+  ]
+  for arm in design.arms:
+    if arm not in finished:
+      lines.append(f"| {arm} | pending | – | – | – | – |")
+      continue
+    values = list(confirm.arm_values(finished[arm], design).values())
+    x = np.asarray([v for v in values if math.isfinite(v)])
+    cells = ["–", "–"]
+    if len(x):
+      cells = [
+        percent(float(np.median(x)), design),
+        f"{percent(x.min(), design)}–{percent(x.max(), design)}",
+      ]
+    lines.append(
+      f"| {arm} | {len(values)} | {len(values) - len(x)} | {cells[0]} | {cells[1]} | "
+      f"{confirm.at_last_epoch(finished[arm], design)} |"
+    )
+  return lines
+
+
+def comparison_words(design: Confirmation, outcomes: Sequence[Outcome], earlier) -> list[str]:
+  """The new verdict of each hypothesis beside the earlier design's."""
+  if earlier is None:
+    return []
+  before = {v["number"]: v for v in earlier["verdicts"]}
+  lines = []
+  for o in outcomes:
+    if o.verdict == PENDING or o.number not in before:
+      continue
+    b = before[o.number]
+    agree = "the same verdict" if b["verdict"] == o.verdict else "a different verdict"
+    lines.append(
+      f"Against the earlier design [{design.family} {o.number}]: {b['verdict']} there "
+      f"(Holm {b['holm']:.2g}, {b['seeds']}, unpaired), {o.verdict} here (Holm {o.holm:.2g}, "
+      f"{len(o.paired.seeds) if o.paired else 0} paired seeds): {agree}."
+    )
+  return lines
+
+
+def findings(
+  design: Confirmation,
+  outcomes: Sequence[Outcome],
+  finished: Mapping[str, runs.Run],
+  earlier: Mapping[str, Any] | None,
+  command: str,
+) -> list[str]:
+  """The result in sentences, every count and verdict derived from the outcomes and the runs."""
+  lines = [hypothesis_line(design, o, command) for o in outcomes]
+  missing = [a for a in design.arms if a not in finished]
+  if missing:
+    return lines
+  lines += comparison_words(design, outcomes, earlier)
+  ties = {arm: confirm.tied_members(run, design) for arm, run in finished.items()}
+  members = {arm: len(runs.lr_members(run, design.learning_rate)) for arm, run in finished.items()}
+  sensitivity = confirm.tie_sensitivity(design, finished)
+  lines += tie_lines(design, ties, members, sensitivity, test="paired signed-rank test")
+  at_last = ", ".join(
+    f"{arm} {confirm.at_last_epoch(run, design)} of {members[arm]}" for arm, run in finished.items()
+  )
+  lines.append(
+    f"Members whose best epoch is the last ({design.epochs}): {at_last}: the design takes the "
+    "best-validation epoch, so a run still improving at the end is compared where it stopped."
+  )
+  return lines
+
+
+def load_earlier(design: Confirmation, out: Path, root: Path) -> dict[str, Any] | None:
+  """The earlier record (:func:`confirm.earlier_record`): from the earlier result where it is
+  found, else as a previous rendering of this result kept it in its summary.json."""
+  folder = confirm.find_earlier(design, root)
+  if folder is not None:
+    return confirm.earlier_record(design, folder)
+  path = out / workdirs.SUMMARY_FILE
+  return workdirs.read_json(path).get("earlier") if path.exists() else None
+
+
+def headline_rows(
+  design: Confirmation, outcomes: Sequence[Outcome], earlier: Mapping[str, Any] | None
+) -> list[dict[str, Any]]:
+  """The study's rows of ``results/README.md``: one per hypothesis tested (none while pending),
+  the earlier design's verdict among its caveats."""
+  before = {v["number"]: v for v in (earlier or {}).get("verdicts", [])}
+  rows = []
+  for o in outcomes:
+    if o.paired is None:
+      continue
+    c, h = o.paired, o.hypothesis
+    caveat = ""
+    if o.number in before:
+      b = before[o.number]
+      caveat = (
+        f"the earlier design ({design.earlier.rsplit('/', 1)[-1]}: {b['seeds']}, unpaired): "
+        f"{b['verdict']}, Holm {b['holm']:.2g}"
+      )
+    rows.append(
+      {
+        "kind": FAMILY_KIND,
+        "where": where(design, o),
+        "claim": f"{h.describe()}, paired, {len(design.seeds)} fresh seeds, lr "
+        f"{design.learning_rate:g}",
+        "paper": paper_words(o) or "–",
+        "ours": f"{h.gelu} {percent(o.medians[0], design)} vs {h.baseline} "
+        f"{percent(o.medians[1], design)}; paired shift "
+        f"{shift_words(design, c.shift, c.low, c.high)}",
+        "verdict": verdict_words(o),
+        "caveats": caveat,
+      }
+    )
+  return rows
+
+
+def title(design: Confirmation) -> str:
+  family = design.hypotheses()
+  arms = " and ".join(design.arms[1:])
+  return (
+    f"{figure(design.task)} re-tested: {design.arms[0]} against {arms} on {design.dataset} "
+    f"({design.spec_fields.get('model', design.task)}), {len(design.seeds)} fresh paired seeds "
+    f"at lr {design.learning_rate:g}, {design.epochs} epochs ({design.family} family of "
+    f"{len(family)}, for {design.family} {design.retested})"
+  )
+
+
+def headline_summary(design: Confirmation, outcomes: Sequence[Outcome], earlier) -> str:
+  before = {v["number"]: v["verdict"] for v in (earlier or {}).get("verdicts", [])}
+  parts = [
+    f"{design.family} {o.number} {o.verdict}"
+    + (f" (the earlier design's: {before[o.number]})" if o.number in before else "")
+    for o in outcomes
+  ]
+  return (
+    f"gelujax's re-test of {figure(design.task)}'s {design.family} family on "
+    f"{len(design.seeds)} fresh paired seeds (`{design.name}`): {', '.join(parts)}."
+  )
+
+
+def training_lines(design: Confirmation, out: Path, root: Path, project: bool) -> list[str]:
+  from gelujax.study import forms
+
+  timings = grids.read_timings(out)
+  path = out / forms.PROVENANCE_FILE
+  provenance = workdirs.read_json(path) if path.exists() else {}
+  lines = []
+  if provenance:
+    lines.append(
+      f"Trained with `{provenance['command']}` from a `git worktree` of {provenance['revision']}."
+    )
+  lines.append("Wall-clock time per run, with whatever else ran on the machine beside it:")
+  if not timings:
+    lines.append("- none trained yet")
+  for name, t in timings.items():
+    machines = "; ".join(t["machines"]) or "unknown machine"
+    lines.append(f"- `{name}`: {t['seconds'] / 60:.1f} min on {machines}")
+  lines += [
+    "",
+    f"Train (or resume): `{readme.command_name(project)} --task={design.name}`. Re-render from "
+    f"these files alone: `{readme.command_name(project)} --task={design.name} "
+    f"--out={grids.repo_relative(out, root)} --render`.",
+  ]
+  return lines
+
+
+def write_result(design: Confirmation, *, out: Path, root: Path, project: bool = True) -> Path:
+  """Writes ``out``'s README.md, table.md and summary.json; returns ``out``; and the project's
+  overview where ``out`` is under its results/."""
+  finished = confirm.finished_runs(design, out)
+  outcomes = confirm.analyse(design, finished)
+  earlier = load_earlier(design, out, root)
+  command = f"{readme.command_name(project)} --task={design.name}"
+  missing = [a for a in design.arms if a not in finished]
+  found = findings(design, outcomes, finished, earlier, command)
+  table = ["# Each arm", "", *arm_lines(design, finished), "", "# Every seed", ""]
+  (out / "table.md").write_text("\n".join([*table, *seed_table(design, finished), ""]))
+  h = design.hypotheses()[design.retested - 1]
+  lines = [
+    f"# {title(design)}",
+    "",
+    f"{figure(design.task)} of the GELU paper: “{_claim(design)}”. The earlier result of this "
+    f"project found its {design.family} hypothesis {design.retested} ({h.describe()}) as the "
+    "section below quotes it; this study re-tests the family on fresh seeds, paired, with the "
+    "tie rule and the comparison in whole tokens fixed before its runs (issue 42).",
+    "",
+    "## Verdicts",
+    "",
+    *verdict_table(design, outcomes, command),
+    "",
+    "## Findings",
+    "",
+    *[f"- {line}" for line in found],
+    "",
+    "## The earlier design's verdict",
+    "",
+    *earlier_lines(design, earlier, out, root),
+    "",
+    "## Design",
+    "",
+    *design_lines(design, earlier),
+    "",
+    "## Each arm",
+    "",
+    *arm_lines(design, finished),
+    "",
+    "## Training",
+    "",
+    *training_lines(design, out, root, project),
+    "",
+    "Every seed's count: `table.md`.",
+  ]
+  (out / "README.md").write_text("\n".join(lines) + "\n")
+  workdirs.write_json(
+    out / "summary.json",
+    {
+      "study": design.name,
+      "title": title(design),
+      "missing": missing,
+      "headline": headline_rows(design, outcomes, earlier),
+      "headline_summary": (
+        f"{title(design)}: pending ({', '.join(missing)} not trained)"
+        if missing
+        else headline_summary(design, outcomes, earlier)
+      ),
+      "outcomes": [o.to_json() for o in outcomes],
+      "earlier": earlier,
+    },
+  )
+  if project and out.resolve().is_relative_to((root / "results").resolve()):
+    readme.write_results_overview(root)
+  return out
+
+
+def _claim(design: Confirmation) -> str:
+  from gelujax.paper import PAPER
+
+  return PAPER[design.task].claim
