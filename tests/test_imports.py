@@ -238,3 +238,14 @@ def test_no_gelujax_module_takes_another_modules_private_name():
   assert not broken, "private names taken from another module:\n" + "\n".join(
     f"{i.module} line {i.line}: {i.target}{f'.{i.name}' if i.name else ''}" for i in broken
   )
+
+
+def test_the_engine_knows_nothing_of_task_specs():
+  """The engine takes built parts (`gelujax.parts.Parts`, which `gelujax.tasks.build` makes):
+  no module of `gelujax.engine` imports `gelujax.tasks` (at its top or inside a function), and
+  none names `TaskSpec` or annotates anything `Any` where a task would go."""
+  engine = [i for i in gelujax_imports() if i.module.startswith("gelujax.engine")]
+  assert engine and not [i for i in engine if i.target == "gelujax.tasks"]
+  for path in (ROOT / "gelujax" / "engine").glob("*.py"):
+    code = path.read_text()
+    assert "TaskSpec" not in code and "task: Any" not in code, path

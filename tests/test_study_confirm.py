@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 import scipy.stats
 
-from gelujax.study import confirm, runs, stats
+from gelujax.study import confirm, confirm_report, runs, stats
 from tests import fake_workdirs
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -273,7 +273,7 @@ def rendered(tmp_path_factory):
   }
   for arm in design.arms:
     write_arm(out / "runs" / arm, arm, counts[arm], overrides=tie if arm == "gelu_tanh" else None)
-  confirm.reproduce(design, out=out, root=root, train=False)
+  confirm_report.reproduce(design, out=out, root=root, train=False)
   # What the design compares: seed 200's earliest tied epoch.
   return design, out, root, {**counts, "gelu_tanh": {**base, 200: base[200] + 40}}
 
@@ -319,7 +319,7 @@ def test_the_readme_keeps_the_earlier_verdict_and_states_the_new_one(rendered, m
   # verdict it quoted is kept from the summary.json written before.
   shutil.rmtree(root / DESIGN.earlier)
   monkeypatch.setattr(confirm, "CHECKOUT", root / "nowhere")
-  confirm.reproduce(design, out=out, root=root, train=False)
+  confirm_report.reproduce(design, out=out, root=root, train=False)
   again = (out / "README.md").read_text()
   assert "**refuted**" in again and f"> {earlier['findings']['Verdicts'][1]}" in again
   assert again.replace("[`results/twitter_pos/twitter_pos_spelling`](../twitter_pos_spelling/"
@@ -333,7 +333,7 @@ def test_a_pending_result_names_what_trains_it_and_states_the_power(tmp_path):
   earlier verdict; the power statement and the time, from the earlier runs."""
   (tmp_path / "out" / "runs").mkdir(parents=True)
   write_arm(tmp_path / "out" / "runs" / "elu", "elu", {200: 1000})
-  confirm.reproduce(DESIGN, out=tmp_path / "out", root=tmp_path, train=False, project=False)
+  confirm_report.reproduce(DESIGN, out=tmp_path / "out", root=tmp_path, train=False, project=False)
   summary = json.loads((tmp_path / "out" / "summary.json").read_text())
   assert summary["missing"] == ["gelu_tanh", "relu"] and summary["headline"] == []
   text = (tmp_path / "out" / "README.md").read_text()
@@ -403,7 +403,7 @@ def test_the_study_trains_end_to_end_on_ark_files(tmp_path, monkeypatch):
   n_test = write_twitter_pos(data)
   design = dataclasses.replace(DESIGN, seeds=(200, 201, 202), epochs=1, examples=n_test)
   out = tmp_path / "out"
-  confirm.reproduce(design, out=out, root=tmp_path, data_dir=str(data), command="the test",
+  confirm_report.reproduce(design, out=out, root=tmp_path, data_dir=str(data), command="the test",
                     project=False)  # fmt: skip
   for arm in design.arms:
     config = json.loads((out / "runs" / arm / "config.json").read_text())

@@ -30,7 +30,7 @@ from gelujax.paper import (
   defaults,
 )
 from gelujax.registry import parse_name
-from gelujax.study import confirm, forms, forms_report, readme
+from gelujax.study import confirm, confirm_report, forms, forms_report, readme
 
 _TASK = flags.DEFINE_string(
   "task",
@@ -220,7 +220,7 @@ def run_confirm(design: confirm.Confirmation, root: Path, project: bool) -> Path
   out = Path(_OUT.value or root / "results" / design.dataset / design.name)
   if not _RENDER.value:
     host.configure_cpu(_CPU_DEVICES.value, len(design.seeds))
-  return confirm.reproduce(
+  return confirm_report.reproduce(
     design,
     out=out,
     root=root,

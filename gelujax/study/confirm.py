@@ -546,33 +546,3 @@ def make_grids(design: Confirmation, out: Path) -> list[grids.Grid]:
     grids.Grid(arm, spec.replace(activation=arm), out / "runs" / arm, (design.learning_rate,))
     for arm in design.arms
   ]
-
-
-def reproduce(
-  design: Confirmation,
-  *,
-  out: Path,
-  root: Path,
-  data_dir: str | None = None,
-  train: bool = True,
-  command: str = f"python experiments/reproduce.py --task={TASK}",
-  project: bool = True,
-) -> Path:
-  """Trains every run of the design that is not finished (resuming partial ones) and writes the
-  result into ``out``; ``train=False`` trains nothing and renders from the files already
-  there. Training records ``command`` and the code's revision
-  (`gelujax.study.forms.record_provenance`). ``root`` and ``project`` as
-  :func:`gelujax.study.reproduce` takes them."""
-  from gelujax.study import forms
-
-  if train:
-    forms.record_provenance(out, root, command)
-    grids.train_grids(make_grids(design, out), seeds=design.seeds, data_dir=data_dir, out=out)
-  elif not (out / "runs").is_dir():
-    raise ValueError(
-      f"`render`: {out / 'runs'} holds no runs to render. Pass the `out` of a {design.name} study "
-      "that trained, or leave `render` out to train it."
-    )
-  from gelujax.study import confirm_report  # Here: the report reads the overview's modules.
-
-  return confirm_report.write_result(design, out=out, root=root, project=project)

@@ -15,7 +15,7 @@ import numpy as np
 
 from gelujax import workdir as workdirs
 from gelujax.paper import LOWER, figure
-from gelujax.study import confirm, grids, readme, runs, stats
+from gelujax.study import confirm, forms_report, grids, overview, readme, runs, stats
 from gelujax.study.confirm import TIE_RULES, Confirmation, Outcome
 from gelujax.study.verdicts import INCONCLUSIVE, PENDING
 
@@ -508,10 +508,9 @@ def headline_summary(design: Confirmation, outcomes: Sequence[Outcome], earlier)
 
 
 def training_lines(design: Confirmation, out: Path, root: Path, project: bool) -> list[str]:
-  from gelujax.study import forms
 
   timings = grids.read_timings(out)
-  path = out / forms.PROVENANCE_FILE
+  path = out / forms_report.PROVENANCE_FILE
   provenance = workdirs.read_json(path) if path.exists() else {}
   lines = []
   if provenance:
@@ -597,7 +596,7 @@ def write_result(design: Confirmation, *, out: Path, root: Path, project: bool =
     },
   )
   if project and out.resolve().is_relative_to((root / "results").resolve()):
-    readme.write_results_overview(root)
+    overview.write_results_overview(root)
   return out
 
 
@@ -605,3 +604,31 @@ def _claim(design: Confirmation) -> str:
   from gelujax.paper import PAPER
 
   return PAPER[design.task].claim
+
+
+def reproduce(
+  design: Confirmation,
+  *,
+  out: Path,
+  root: Path,
+  data_dir: str | None = None,
+  train: bool = True,
+  command: str = f"python experiments/reproduce.py --task={confirm.TASK}",
+  project: bool = True,
+) -> Path:
+  """Trains every run of the design that is not finished (resuming partial ones) and writes the
+  result into ``out``; ``train=False`` trains nothing and renders from the files already
+  there. Training records ``command`` and the code's revision
+  (`gelujax.study.forms_report.record_provenance`). ``root`` and ``project`` as
+  :func:`gelujax.study.reproduce` takes them."""
+  if train:
+    forms_report.record_provenance(out, root, command)
+    grids.train_grids(
+      confirm.make_grids(design, out), seeds=design.seeds, data_dir=data_dir, out=out
+    )
+  elif not (out / "runs").is_dir():
+    raise ValueError(
+      f"`render`: {out / 'runs'} holds no runs to render. Pass the `out` of a {design.name} study "
+      "that trained, or leave `render` out to train it."
+    )
+  return write_result(design, out=out, root=root, project=project)
