@@ -370,8 +370,16 @@ def test_more_epochs_continue_the_run(tmp_path, reference):
   workdir = str(tmp_path / "run")
   engine.fit(REFERENCE_SPEC.replace(epochs=2), workdir, REFERENCE_MEMBERS, progress=False)
   assert workdirs.read_json(os.path.join(workdir, "summary.json"))["epochs"] == 2
+  # As if the first epochs were trained under other versions: the run still resumes (the
+  # software is no part of its identity), and config.json keeps both records.
+  path = os.path.join(workdir, "config.json")
+  config = workdirs.read_json(path)
+  (current,) = config["software"]
+  older = {**current, "jax": "0.0.1", "git": {"commit": "0" * 40, "dirty": True}}
+  workdirs.write_json(path, {**config, "software": [older]})
   engine.fit(REFERENCE_SPEC, workdir, REFERENCE_MEMBERS, progress=False)
   assert_same_run(workdir, reference)
+  assert workdirs.read_json(path)["software"] == [older, current]
 
 
 @pytest.mark.parametrize(

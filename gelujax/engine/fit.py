@@ -252,6 +252,8 @@ def fit(
   placed = _place(task, members, splits, mesh, member_strategy)
   program, num = placed.program, len(members)
   config["member_strategy"] = program.strategy  # Recorded; not part of the run's identity.
+  # The versions (and git commit) of every invocation that ran it: recorded, not its identity.
+  config[workdirs.SOFTWARE] = workdirs.software_record(checked)
   # Where the grid lies, any padding, and how a device takes its members (where it has several).
   if progress and lead and (program.mesh.size > 1 or program.padded_members > 1):
     why = "as the run began: a resume stays one program" if kept else program.strategy_reason
