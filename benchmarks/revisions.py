@@ -65,7 +65,8 @@ def segment():
   global state
   batches = program.shuffle(seeds, np.int32(1))
   state, loss = program.train_segment(
-    state, data, batches, seeds, lrs, np.int32(1), np.int32(0), num_steps=steps)
+    state, data, batches, seeds, lrs, epoch=np.int32(1), first_step=np.int32(0),
+    num_steps=steps)
   loss.block_until_ready()
 def evaluate():
   [program.mean_metrics(state, e, 1) for e in evals]

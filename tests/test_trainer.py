@@ -14,6 +14,7 @@ import jitted
 import numpy as np
 import orbax.checkpoint as ocp
 import pytest
+from tensorboard_events import read_events, read_hparams
 from tiny_task import (
   GRIDS,
   REFERENCE_MEMBERS,
@@ -289,6 +290,20 @@ def test_workdir_files_follow_the_formats(reference):
     assert not member["diverged"] and member["diverged_epoch"] is None
   boards = sorted(os.listdir(os.path.join(reference, "tensorboard")))
   assert boards == ["lr=0.003,seed=0", "lr=0.003,seed=1", "lr=0.01,seed=0", "lr=0.01,seed=1"]
+  for i, m in enumerate(config["members"]):
+    board = os.path.join(reference, "tensorboard", f"lr={m['learning_rate']:g},seed={m['seed']}")
+    # The member's hyperparameters for TensorBoard's hparams plugin, as config.json holds them.
+    assert read_hparams(board) == [
+      {"task": "tiny", "dataset": "blobs", "activation": "relu", "dropout": 0.25,
+       "learning_rate": m["learning_rate"], "seed": float(m["seed"])}
+    ]  # fmt: skip
+    # Each step's training loss (12 steps an epoch: every one): each evaluation's train_loss is
+    # the mean of its epoch's steps.
+    steps = [(step, value) for step, tag, value in read_events(board) if tag == "train_loss_step"]
+    assert [step for step, _ in steps] == list(range(1, 37))
+    logged = [r["train_loss"] for r in records if r["member"] == i]
+    means = np.mean(np.reshape([value for _, value in steps], (3, 12)), axis=1)
+    np.testing.assert_allclose(logged, means, rtol=1e-6)
 
 
 def test_grouped_batches_and_several_evaluations_per_epoch(tmp_path):
@@ -315,6 +330,11 @@ def test_grouped_batches_and_several_evaluations_per_epoch(tmp_path):
   ]
   after, losses = numpy_adam(member_params(initial.params, 0), train, frames, 1e-2)
   records = workdirs.read_metrics(str(tmp_path))
+  # TensorBoard holds every step's training loss, as float64 NumPy training computes it.
+  board = os.path.join(tmp_path, "tensorboard", "lr=0.01,seed=3")
+  step_losses = [(step, v) for step, tag, v in read_events(board) if tag == "train_loss_step"]
+  assert [step for step, _ in step_losses] == list(range(1, steps + 1))
+  np.testing.assert_allclose([v for _, v in step_losses], losses, rtol=1e-5)
   assert [(r["epoch"], r["step"]) for r in records] == [(half / steps, half), (1.0, steps)]
   for record, (first, last) in zip(records, [(0, half), (half, steps)], strict=True):
     np.testing.assert_allclose(record["train_loss"], np.mean(losses[first:last]), rtol=1e-5)
@@ -931,9 +951,9 @@ def test_bfloat16_programs_compute_products_and_activations_in_bfloat16(tmp_path
   seeds, lrs = program.put_members(members)
   state = program.init(seeds, lrs)
   args = (state, program.put_data(splits["train"]), program.shuffle(seeds, np.int32(1)), seeds)
-  train = jax.make_jaxpr(functools.partial(program.train_segment, num_steps=2))(
-    *args, lrs, np.int32(1), np.int32(0)
-  )
+  train = jax.make_jaxpr(
+    functools.partial(program.train_segment, num_steps=2, epoch=np.int32(1)),
+  )(*args, lrs, first_step=np.int32(0))
   evaluate = jax.make_jaxpr(program.evaluate)(state, program.put_eval_split(splits["test"]))
   expected = np.dtype(getattr(jax.numpy, dtype))
   # Every matrix product, forward and backward (3 layers: 3 forward, 5 backward, 3 more for the
@@ -974,8 +994,8 @@ def test_an_activation_is_parsed_once_where_the_task_is_checked_and_never_in_the
   state = program.init(seeds, learning_rates)
   batches = program.shuffle(seeds, np.int32(1))
   state, loss = program.train_segment(
-    state, program.put_data(train), batches, seeds, learning_rates, np.int32(1), np.int32(0),
-    num_steps=program.steps_per_epoch,
+    state, program.put_data(train), batches, seeds, learning_rates, epoch=np.int32(1),
+    first_step=np.int32(0), num_steps=program.steps_per_epoch,
   )  # fmt: skip
   assert np.isfinite(np.asarray(loss)).all()
   assert resolve_activation.cache_info() == called  # neither parsed nor looked up in the step

@@ -264,8 +264,13 @@ def fit(
   with workdirs.writing(workdir, lead, checked):
     checkpointer = checkpoints.Checkpointer(workdir, keep_checkpoints, config)
     start, state, records = _resume(workdir, config, placed, checkpointer, bounds, lead)
+    steps = program.steps_per_epoch
     writer = lead and writers.MetricsWriter(
-      workdir, placed.members, purge_step=start * program.steps_per_epoch + 1
+      workdir,
+      placed.members,
+      purge_step=start * steps + 1,
+      hparams=_hparams(config),
+      step_loss_every=writers.step_loss_interval(steps),
     )
     bar = writers.progress_bar(task.epochs, start, progress and lead)
     diverged = program.diverged_steps(state) >= 0
@@ -314,21 +319,22 @@ def _resume(workdir, config, placed: _Placed, checkpointer, bounds, lead) -> tup
 def _train_epoch(placed: _Placed, state, epoch: int, bounds: list[int], records: list, writer):
   """One epoch of every member, evaluated after each segment of ``bounds``: the state, the last
   evaluation's metrics and which members have diverged. Appends the evaluations' records to
-  ``records`` (and writes them, on process 0)."""
+  ``records`` (and writes them and the steps' losses, on process 0)."""
   program, num = placed.program, placed.program.num_members
   batches = program.shuffle(placed.seeds, np.int32(epoch))
   for first, last in itertools.pairwise(bounds):
-    state, train_loss = program.train_segment(
+    state, losses = program.train_segment(
       state,
       placed.train,
       batches,
       placed.seeds,
       placed.learning_rates,
-      np.int32(epoch),
-      np.int32(first),
+      epoch=np.int32(epoch),
+      first_step=np.int32(first),
       num_steps=last - first,
     )
-    metrics = {"train_loss": to_host(train_loss)[:num]}
+    losses_MxS = to_host(losses)[:num]
+    metrics = {"train_loss": losses_MxS.mean(axis=1, dtype=np.float64)}
     for name, (split, size) in placed.evals.items():
       for key, mean in program.mean_metrics(state, split, size).items():
         metrics[f"{name}_{key}"] = mean
@@ -336,6 +342,7 @@ def _train_epoch(placed: _Placed, state, epoch: int, bounds: list[int], records:
     point = _evaluation_point(epoch, last, program.steps_per_epoch)
     records += writers.make_records(placed.members, *point, diverged, metrics)
     if writer:
+      writer.write_step_losses(point[1] - (last - first), losses_MxS)
       writer.write(records[-num:])
   return state, metrics, diverged
 
@@ -348,6 +355,18 @@ def evaluation_steps(steps_per_epoch: int, evals_per_epoch: int) -> list[int]:
 def _evaluation_point(epoch: int, last: int, steps_per_epoch: int) -> tuple[float, int]:
   """``(epoch, step)`` of metrics records written after step ``last`` of ``epoch``."""
   return epoch - 1 + last / steps_per_epoch, (epoch - 1) * steps_per_epoch + last
+
+
+def _hparams(config: Mapping[str, Any]) -> dict[str, str | float]:
+  """The run's hyperparameters TensorBoard's hparams plugin shows beside each member's learning
+  rate and seed: its task, data set, activation and dropout rate, as config.json records them."""
+  spec = config["spec"]
+  return {
+    "task": config["task"],
+    "dataset": config["dataset"],
+    "activation": str(config["activation"]),
+    "dropout": float(spec.get("dropout", 0.0)),
+  }
 
 
 def _describe_progress(metrics: dict[str, np.ndarray], diverged: np.ndarray) -> dict[str, str]:
