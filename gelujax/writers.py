@@ -270,14 +270,17 @@ def make_records(
   ]
 
 
-def progress_bar(total: int, initial: int, enabled: bool) -> tqdm.tqdm:
-  """An epoch progress bar on stderr unless not ``enabled``: live on a terminal; written to a log
-  file (a background run's ``2> log``) at most once a minute, one line each."""
+def progress_bar(total: int, initial: int, enabled: bool, description: str = "") -> tqdm.tqdm:
+  """A progress bar of training steps on stderr unless not ``enabled``, moved after each
+  segment of an epoch (several where an epoch is evaluated several times), headed by
+  ``description``: live on a terminal; written to a log file (a background run's ``2> log``) at
+  most once a minute, one line each."""
   interactive = sys.stderr.isatty()
   return tqdm.tqdm(
+    desc=description or None,
     total=total,
     initial=initial,
-    unit="epoch",
+    unit="step",
     disable=not enabled,
     leave=True,
     mininterval=0.1 if interactive else 60.0,

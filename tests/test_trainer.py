@@ -1,6 +1,7 @@
 """Whole-loop tests of gelujax.engine on the tiny test task (tests/tiny_task.py)."""
 
 import functools
+import glob
 import itertools
 import os
 import shutil
@@ -28,6 +29,7 @@ from tiny_task import (
 
 from gelujax import checkpoints, engine, models, prng, tasks
 from gelujax import workdir as workdirs
+from gelujax.engine.fit import describe_progress
 from gelujax.members import Members
 from gelujax.specs import resolve_activation
 
@@ -384,6 +386,63 @@ def test_damaged_newest_checkpoint_falls_back_to_the_one_before(tmp_path, refere
   engine.fit(REFERENCE_SPEC, workdir, REFERENCE_MEMBERS, progress=False)
   assert "Skipping checkpoint" in caplog.text
   assert_same_run(workdir, reference)
+
+
+def test_the_progress_bar_counts_steps_and_names_the_best_member(tmp_path, capsys):
+  """The bar counts steps from where a resume starts, and its note is one member's numbers, the
+  best by the task's selection metric at the last evaluation, named; a run with nothing left to
+  train says so in one line, and draws no bar."""
+  workdir = str(tmp_path / "run")
+  engine.fit(REFERENCE_SPEC.replace(epochs=2), workdir, REFERENCE_MEMBERS, progress=False)
+  engine.fit(REFERENCE_SPEC, workdir, REFERENCE_MEMBERS, progress=True)
+  bars = [line for line in capsys.readouterr().err.splitlines() if "%|" in line]
+  assert bars[0].startswith("epoch 3/3:  67%|") and "| 24/36 " in bars[0]
+  assert bars[-1].startswith("epoch 3/3: 100%|") and "| 36/36 " in bars[-1]
+  last = [r for r in workdirs.read_metrics(workdir) if r["epoch"] == 3.0]
+  best = min(last, key=lambda r: r["validation_loss"])
+  losses = ", ".join(f"{k}={best[k]:.4g}" for k in ("train_loss", "validation_loss", "test_loss"))
+  assert bars[-1].endswith(
+    f"best lr={best['learning_rate']:g} seed={best['seed']} by validation_loss: {losses}]"
+  )
+  boards = {p: os.listdir(p) for p in glob.glob(os.path.join(workdir, "tensorboard", "*"))}
+  engine.fit(REFERENCE_SPEC, workdir, REFERENCE_MEMBERS, progress=True)
+  err = capsys.readouterr().err
+  assert "%|" not in err
+  assert err.splitlines()[-1] == (
+    f"gelujax: {workdir} already trained 3 of 3 epochs; nothing to train."
+  )
+  assert {p: os.listdir(p) for p in boards} == boards  # nothing written to TensorBoard
+
+
+def test_the_progress_note_is_the_best_members_by_the_selection_metric():
+  members = [{"learning_rate": 1e-3, "seed": s} for s in (0, 1, 2)]
+  metrics = {
+    "train_loss": np.array([0.1, 0.3, 0.2]),
+    "validation_loss": np.array([0.5, 0.4, 0.1]),
+    "validation_error": np.array([0.2, 0.1, 0.3]),
+  }
+  diverged = np.array([False, False, True])
+  describe = describe_progress
+  # Member 2 has the lowest validation loss but diverged: member 1, with its own train loss.
+  assert describe(metrics, diverged, members, "validation_loss") == (
+    "best lr=0.001 seed=1 by validation_loss: train_loss=0.3, validation_loss=0.4"
+  )
+  assert describe(metrics, diverged, members, "validation_error") == (
+    "best lr=0.001 seed=1 by validation_error: train_loss=0.3, validation_loss=0.4, "
+    "validation_error=0.1"
+  )
+  # Without a validation split, its test counterpart; without either, the training loss.
+  tested = {"train_loss": metrics["train_loss"], "test_loss": np.array([0.3, 0.2, 0.1])}
+  assert describe(tested, diverged, members, "validation_loss").startswith(
+    "best lr=0.001 seed=1 by test_loss:"
+  )
+  trained = {"train_loss": metrics["train_loss"]}
+  assert describe(trained, diverged, members, "validation_loss") == (
+    "best lr=0.001 seed=0 by train_loss: train_loss=0.1"
+  )
+  assert describe(trained, np.array([True] * 3), members, "validation_loss") == (
+    "every member diverged"
+  )
 
 
 def test_more_epochs_continue_the_run(tmp_path, reference):

@@ -169,7 +169,7 @@ def test_progress_bar_writes_whole_lines_to_a_log(capsys):
   assert "\r" not in err and err.endswith("\n")
   lines = err.splitlines()
   assert lines[0].startswith(" 33%") and "1/3" in lines[0]
-  assert lines[-1].startswith("100%") and "3/3" in lines[-1]
+  assert lines[-1].startswith("100%") and "3/3" in lines[-1] and "step" in lines[-1]
 
 
 def test_progress_bar_disabled_writes_nothing(capsys):

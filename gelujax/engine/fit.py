@@ -264,23 +264,38 @@ def fit(
   with workdirs.writing(workdir, lead, checked):
     checkpointer = checkpoints.Checkpointer(workdir, keep_checkpoints, config)
     start, state, records = _resume(workdir, config, placed, checkpointer, bounds, lead)
-    steps = program.steps_per_epoch
-    writer = lead and writers.MetricsWriter(
-      workdir,
-      placed.members,
-      purge_step=start * steps + 1,
-      hparams=_hparams(config),
-      step_loss_every=writers.step_loss_interval(steps),
+    steps, finished = program.steps_per_epoch, start >= task.epochs
+    writer = (
+      lead
+      and not finished
+      and writers.MetricsWriter(
+        workdir,
+        placed.members,
+        purge_step=start * steps + 1,
+        hparams=_hparams(config),
+        step_loss_every=writers.step_loss_interval(steps),
+      )
     )
-    bar = writers.progress_bar(task.epochs, start, progress and lead)
+    if finished and progress and lead:  # Said once, instead of a full bar.
+      print(
+        f"gelujax: {workdir} already trained {start} of {task.epochs} epochs; nothing to train.",
+        file=sys.stderr,
+        flush=True,
+      )
+    bar = writers.progress_bar(
+      task.epochs * steps,
+      start * steps,
+      progress and lead and not finished,
+      f"epoch {start + 1}/{task.epochs}",
+    )
+    show = functools.partial(_show_progress, bar, placed.members, task.select_metric)
     diverged = program.diverged_steps(state) >= 0
     try:
       for epoch in range(start + 1, task.epochs + 1):
-        state, metrics, diverged = _train_epoch(placed, state, epoch, bounds, records, writer)
+        bar.set_description(f"epoch {epoch}/{task.epochs}", refresh=False)
+        state, diverged = _train_epoch(placed, state, epoch, bounds, records, writer, show)
         if epoch in (1, task.epochs) or epoch % checkpoint_every == 0 or diverged.all():
           checkpointer.save(epoch, program.unpad(state), records)
-        bar.set_postfix(_describe_progress(metrics, diverged), refresh=False)  # update() draws.
-        bar.update(1)
         if diverged.all():
           break
     finally:
@@ -316,10 +331,13 @@ def _resume(workdir, config, placed: _Placed, checkpointer, bounds, lead) -> tup
   return start, state, records
 
 
-def _train_epoch(placed: _Placed, state, epoch: int, bounds: list[int], records: list, writer):
-  """One epoch of every member, evaluated after each segment of ``bounds``: the state, the last
-  evaluation's metrics and which members have diverged. Appends the evaluations' records to
-  ``records`` (and writes them and the steps' losses, on process 0)."""
+def _train_epoch(
+  placed: _Placed, state, epoch: int, bounds: list[int], records: list, writer, show
+):
+  """One epoch of every member, evaluated after each segment of ``bounds``: the state and which
+  members have diverged. Appends the evaluations' records to ``records`` (and writes them and
+  the steps' losses, on process 0); ``show(steps, metrics, diverged)`` moves the progress bar
+  after each segment."""
   program, num = placed.program, placed.program.num_members
   batches = program.shuffle(placed.seeds, np.int32(epoch))
   for first, last in itertools.pairwise(bounds):
@@ -344,7 +362,8 @@ def _train_epoch(placed: _Placed, state, epoch: int, bounds: list[int], records:
     if writer:
       writer.write_step_losses(point[1] - (last - first), losses_MxS)
       writer.write(records[-num:])
-  return state, metrics, diverged
+    show(last - first, metrics, diverged)
+  return state, diverged
 
 
 def evaluation_steps(steps_per_epoch: int, evals_per_epoch: int) -> list[int]:
@@ -369,11 +388,38 @@ def _hparams(config: Mapping[str, Any]) -> dict[str, str | float]:
   }
 
 
-def _describe_progress(metrics: dict[str, np.ndarray], diverged: np.ndarray) -> dict[str, str]:
-  """The progress bar's note: each loss of the best member still training."""
+def _show_progress(
+  bar, members: list[dict[str, Any]], select_metric: str, steps: int, metrics, diverged
+) -> None:
+  """Moves ``bar`` by ``steps`` with the note of `describe_progress` (``update`` draws it)."""
+  bar.set_postfix_str(describe_progress(metrics, diverged, members, select_metric), refresh=False)
+  bar.update(steps)
+
+
+def describe_progress(
+  metrics: Mapping[str, np.ndarray],
+  diverged: np.ndarray,
+  members: list[dict[str, Any]],
+  select_metric: str,
+) -> str:
+  """The progress bar's note: one member, the best still training by ``select_metric`` (its test
+  counterpart where the run has no validation split, as `gelujax.workdir.summarize` selects;
+  the training loss before either is there), named, with its losses at the last evaluation:
+  ``"best lr=0.001 seed=0 by validation_loss: train_loss=0.31, validation_loss=0.29"``."""
   if diverged.all():
-    return {"diverged": "all"}
-  return {k: f"{v[~diverged].min():.4g}" for k, v in metrics.items() if "loss" in k}
+    return "every member diverged"
+  key = select_metric
+  if key not in metrics and key.startswith("validation_"):
+    key = "test_" + key.removeprefix("validation_")
+  if key not in metrics:
+    key = "train_loss"
+  values = np.asarray(metrics[key], np.float64)
+  ranked = np.where(~diverged & np.isfinite(values), values, np.inf)
+  best = int(np.argmin(ranked)) if np.isfinite(ranked).any() else int(np.argmin(diverged))
+  member = members[best]
+  shown = [k for k in metrics if "loss" in k or k == key]
+  values_words = ", ".join(f"{k}={float(metrics[k][best]):.4g}" for k in shown)
+  return f"best lr={member['learning_rate']:g} seed={member['seed']} by {key}: {values_words}"
 
 
 def _finish(workdir, config, task, program, state, diverged) -> dict[str, Any]:
