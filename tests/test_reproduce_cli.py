@@ -219,7 +219,12 @@ def test_tiny_mnist_end_to_end_evaluation_seeds_and_noise(tmp_path):
     "candidate lr)" in readme
   )
   assert f"- Candidates [gelu]: lr {selected:g} (selected), lr {other:g} (p = " in readme
-  assert "None: the paper states no claim for this task." in readme
+  # No claim to open with: the README opens with its tables, and its method says why.
+  assert readme.split("\n## ")[1].startswith("Tables\n")
+  method = readme.split("\n## How the verdicts are reached\n\n", 1)[1]
+  assert method.startswith(
+    "None: the paper states no claim for this task. Every comparison above is exploratory.\n"
+  )
   assert len(first.files[out / "loss_curves.png"]) > 10_000
 
   # Invoked again, it trains nothing and changes no metrics; so does --render, on its own.

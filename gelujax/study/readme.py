@@ -317,9 +317,16 @@ def hypotheses_part(task: str, analysis: Analysis) -> list[str]:
 
 
 def method_part(task: str, analysis: Analysis) -> list[str]:
-  """The README's method, after the tables and findings: how the verdicts are reached, the
-  design changes that apply, and the earlier design's verdicts where a change altered them."""
-  lines = ["## How the verdicts are reached", "", method.method(task, analysis), ""]
+  """The README's method, after the tables and findings: how the verdicts are reached (first
+  saying that there are none, for a task the paper states no claim for), the design changes
+  that apply, and the earlier design's verdicts where a change altered them."""
+  lines = ["## How the verdicts are reached", ""]
+  if not hypotheses_part(task, analysis):
+    lines += [
+      "None: the paper states no claim for this task. Every comparison above is exploratory.",
+      "",
+    ]
+  lines += [method.method(task, analysis), ""]
   lines += method.design_change_lines(task, analysis)
   for family, verdicts in (
     ("primary", analysis.earlier_primary),
