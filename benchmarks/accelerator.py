@@ -490,8 +490,8 @@ class TimedProgram:
     self.epoch = 0
     started = time.perf_counter()
     lowered = program.train_segment.lower(
-      self.state, self.data, self.batches, self.seeds, self.lrs, np.int32(1), np.int32(0),
-      num_steps=steps,
+      self.state, self.data, self.batches, self.seeds, self.lrs, epoch=np.int32(1),
+      first_step=np.int32(0), num_steps=steps,
     )  # fmt: skip
     lower_s = time.perf_counter() - started
     started = time.perf_counter()
@@ -544,8 +544,8 @@ class TimedProgram:
     self.epoch += 1
     started = time.perf_counter()
     self.state, loss = self.compiled(
-      self.state, self.data, self.batches, self.seeds, self.lrs, np.int32(self.epoch),
-      np.int32(0),
+      self.state, self.data, self.batches, self.seeds, self.lrs, epoch=np.int32(self.epoch),
+      first_step=np.int32(0),
     )  # fmt: skip
     jax.block_until_ready((self.state, loss))
     return time.perf_counter() - started
@@ -635,9 +635,9 @@ def train_steps(cache: DataCache, devices: list, steps: int) -> dict[str, Any]:
       batches = program.shuffle(seeds_M, np.int32(epoch))
     first = np.int32(i % program.steps_per_epoch)
     state, loss = program.train_segment(
-      state, data, batches, seeds_M, lrs_M, np.int32(epoch), first, num_steps=1
+      state, data, batches, seeds_M, lrs_M, epoch=np.int32(epoch), first_step=first, num_steps=1
     )
-    losses.append(np.asarray(jax.device_get(loss))[: program.num_members])
+    losses.append(np.asarray(jax.device_get(loss))[: program.num_members, 0])
   final = jax.device_get(program.unpad(state).params)
   return {"initial": initial, "final": final, "losses": np.stack(losses), "data": source}
 

@@ -52,7 +52,12 @@ GRID = ("--seeds=2", "--learning_rates=1e-3")
 RESULTS = Path(__file__).parent / "results"
 
 
-_PROGRESS = re.compile(r"^\s*\d+%\|")  # tqdm's lines: " 50%|#####     | 1/2 [...]"
+# The progress bar's lines, "epoch 2/2:  50%|#####     | 3/6 [...]" (tqdm's, headed by the
+# epoch), or the one line a run with every epoch trained prints in its stead.
+_PROGRESS = re.compile(
+  r"^(epoch \d+/\d+: )?\s*\d+%\||^gelujax: .* already trained \d+ of \d+ epochs; nothing to "
+  r"train\.$"
+)
 # The lines every run starts with, naming its data's source, and where its members lie and how a
 # device takes them: the same whatever the fault.
 _DATA_SOURCE = re.compile(r"^gelujax: data |^gelujax: \d+ members? on a mesh of ")
@@ -69,8 +74,8 @@ class Run:
 
   @property
   def seen(self) -> list[str]:
-    """The stderr lines a user reads, less the progress bar's, the data source's and the
-    layout's."""
+    """The stderr lines a user reads, less the progress bar's (or the line that stands for it
+    where nothing is left to train), the data source's and the layout's."""
     return [
       line
       for line in self.stderr.splitlines()

@@ -124,16 +124,18 @@ def make_timed(config: Config, strategy: str, steps: int):
   batches = program.shuffle(seeds, np.int32(1))
   started = time.perf_counter()
   compiled = program.train_segment.lower(
-    holder["state"], data, batches, seeds, lrs, np.int32(1), np.int32(0), num_steps=steps
-  ).compile()
+    holder["state"], data, batches, seeds, lrs, epoch=np.int32(1), first_step=np.int32(0),
+    num_steps=steps,
+  ).compile()  # fmt: skip
   compile_s = time.perf_counter() - started
 
   def run() -> float:
     holder["epoch"] += 1
     started = time.perf_counter()
     state, loss = compiled(
-      holder["state"], data, batches, seeds, lrs, np.int32(holder["epoch"]), np.int32(0)
-    )
+      holder["state"], data, batches, seeds, lrs, epoch=np.int32(holder["epoch"]),
+      first_step=np.int32(0),
+    )  # fmt: skip
     jax.block_until_ready((state, loss))
     holder["state"], holder["loss"] = state, loss
     return time.perf_counter() - started
@@ -176,7 +178,7 @@ def _loss_diff(timed: dict, strategies: tuple[str, ...], members: int) -> float 
   between the two strategies (None for one)."""
   if len(strategies) < 2:
     return None
-  losses = [np.asarray(timed[s][2]["loss"], np.float64)[:members] for s in strategies]
+  losses = [np.asarray(timed[s][2]["loss"], np.float64)[:members].mean(axis=1) for s in strategies]
   return float(np.max(np.abs(losses[1] - losses[0]) / np.abs(losses[0])))
 
 

@@ -67,8 +67,13 @@ steps = program.steps_per_epoch
 def segment():
   global state
   batches = program.shuffle(seeds, np.int32(1))
-  state, loss = program.train_segment(
-    state, data, batches, seeds, lrs, np.int32(1), np.int32(0), num_steps=steps)
+  try:  # epoch and first_step keyword-only
+    state, loss = program.train_segment(
+      state, data, batches, seeds, lrs, epoch=np.int32(1), first_step=np.int32(0),
+      num_steps=steps)
+  except TypeError:  # a revision that took them in place
+    state, loss = program.train_segment(
+      state, data, batches, seeds, lrs, np.int32(1), np.int32(0), num_steps=steps)
   loss.block_until_ready()
 def evaluate():
   [program.mean_metrics(state, e, 1) for e in evals]

@@ -429,8 +429,9 @@ def train_worker(settings: dict) -> None:
   def train(batches) -> None:
     nonlocal state
     state, loss = program.train_segment(
-      state, data, batches, seeds_M, lrs_M, np.int32(epoch), np.int32(0), num_steps=steps
-    )
+      state, data, batches, seeds_M, lrs_M, epoch=np.int32(epoch), first_step=np.int32(0),
+      num_steps=steps,
+    )  # fmt: skip
     loss.block_until_ready()
 
   def run_epoch() -> None:

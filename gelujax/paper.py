@@ -35,6 +35,9 @@ PAPER_ACTIVATIONS = ("gelu_tanh", "relu", "elu")
 # The baselines GELU is compared with (the exploratory comparisons set every other run against
 # them).
 BASELINES = ("relu", "elu")
+# The GELUs every other run is compared with too, where they are trained beside it (the
+# exploratory comparisons; reproduce's --reference chooses others).
+REFERENCES = ("gelu", "gelu_tanh")
 # The activations a reproduction trains by default: the paper's, the exact GELU and SiLU.
 DEFAULT_ACTIVATIONS = ("gelu", "gelu_tanh", "relu", "elu", "silu")
 

@@ -1,4 +1,5 @@
-"""What a run writes as it trains: metrics.jsonl records and TensorBoard event files, and the
+"""What a run writes as it trains: metrics.jsonl records and TensorBoard event files (each
+evaluation's metrics, the training loss every few steps, the member's hyperparameters), and the
 progress bar (its summary.json is `gelujax.workdir.summarize` of its records).
 
 Every file here is written by process 0 only, under the names of `gelujax.workdir` (which also
@@ -9,17 +10,31 @@ as they are: `gelujax.study` rebuilds tables and figures from these files alone.
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import socket
 import struct
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import tqdm
 
 from gelujax import workdir as workdirs
+
+# The TensorBoard tag of the training loss of single steps (`MetricsWriter.write_step_losses`),
+# beside the evaluations' ``train_loss``, the mean over the steps since the last evaluation.
+STEP_LOSS_TAG = "train_loss_step"
+# About this many steps an epoch get their training loss in TensorBoard (`step_loss_interval`).
+STEP_LOSSES_PER_EPOCH = 100
+
+
+def step_loss_interval(steps_per_epoch: int) -> int:
+  """Every how many steps TensorBoard gets a step's training loss: every step of a short epoch,
+  about `STEP_LOSSES_PER_EPOCH` points of a long one."""
+  return max(1, math.ceil(steps_per_epoch / STEP_LOSSES_PER_EPOCH))
 
 
 class MetricsWriter:
@@ -30,20 +45,49 @@ class MetricsWriter:
     members: ``[{"seed", "learning_rate"}]`` in member order.
     purge_step: the first global step to (re)write; TensorBoard drops older events of a
       killed run from this step on, so a resumed run shows no duplicated curve.
+    hparams: the run's hyperparameters (names -> strings, numbers or booleans), given to
+      TensorBoard's hparams plugin with each member's ``learning_rate`` and ``seed``.
+    step_loss_every: `write_step_losses` writes the loss of every this many steps.
   """
 
-  def __init__(self, workdir: str, members: Sequence[dict[str, Any]], purge_step: int):
+  def __init__(
+    self,
+    workdir: str,
+    members: Sequence[dict[str, Any]],
+    purge_step: int,
+    hparams: Mapping[str, str | float | bool] | None = None,
+    step_loss_every: int = 1,
+  ):
     self._file = open(os.path.join(workdir, workdirs.METRICS_FILE), "a")
     self._boards_dir = os.path.join(workdir, workdirs.TENSORBOARD_DIR)
     self._boards: list[EventFile] = []
+    self._step_loss_every = step_loss_every
     try:
       with _naming(self._boards_dir):
         for m in members:
           logdir = os.path.join(self._boards_dir, f"lr={m['learning_rate']:g},seed={m['seed']}")
-          self._boards.append(EventFile(logdir, purge_step=purge_step or None))
+          board = EventFile(logdir, purge_step=purge_step or None)
+          self._boards.append(board)
+          with _naming(board.path):
+            board.add_hparams(
+              {**(hparams or {}), "learning_rate": m["learning_rate"], "seed": m["seed"]}
+            )
     except OSError:
       self.close()
       raise
+
+  def write_step_losses(self, first_step: int, losses_MxS: np.ndarray) -> None:
+    """Each member's training loss at the steps of a segment that starts after global step
+    ``first_step``, to TensorBoard (tag `STEP_LOSS_TAG`): the loss of step ``first_step + s``
+    at TensorBoard step ``first_step + s + 1`` (the steps done, as the records count them),
+    for every ``step_loss_every``-th of those steps; a non-finite loss is left out, as the
+    records leave it out. Written out at the next `write`."""
+    for board, losses_S in zip(self._boards, np.asarray(losses_MxS), strict=False):
+      with _naming(board.path):
+        for s, loss in enumerate(losses_S.tolist()):
+          done = first_step + s + 1
+          if done % self._step_loss_every == 0 and math.isfinite(loss):
+            board.add_scalar(STEP_LOSS_TAG, loss, done)
 
   def write(self, records: Sequence[dict[str, Any]]) -> None:
     """Writes one record per member (the dicts of `make_records`)."""
@@ -102,6 +146,19 @@ class EventFile:
     value_bytes = _field(1, tag.encode()) + b"\x15" + struct.pack("<f", value)
     self._write(_event(step=step, summary=_field(1, value_bytes)))
 
+  def add_hparams(self, hparams: Mapping[str, str | float | bool]) -> None:
+    """The run's hyperparameters for TensorBoard's hparams plugin: a ``SessionStartInfo``
+    (``hparams``: name -> ``google.protobuf.Value``) in ``HParamsPluginData`` (version 0,
+    field 3), the plugin data of a summary tagged ``_hparams_/session_start_info`` (what
+    tensorboardX's ``hparams`` writes; TensorBoard infers the experiment from the runs')."""
+    entries = b"".join(
+      _field(1, _field(1, name.encode()) + _field(2, _protobuf_value(value)))
+      for name, value in hparams.items()
+    )
+    plugin_data = _field(1, b"hparams") + _field(2, _field(3, entries))
+    value = _field(1, b"_hparams_/session_start_info") + _field(9, _field(1, plugin_data))
+    self._write(_event(step=0, summary=_field(1, value)))
+
   def flush(self) -> None:
     self._file.flush()
 
@@ -125,6 +182,16 @@ def _varint(n: int) -> bytes:
 def _field(number: int, payload: bytes) -> bytes:
   """A length-delimited protocol buffer field."""
   return _varint(number << 3 | 2) + _varint(len(payload)) + payload
+
+
+def _protobuf_value(value: str | float | bool) -> bytes:
+  """A ``google.protobuf.Value``: number_value (2, double), string_value (3) or bool_value (4,
+  varint)."""
+  if isinstance(value, bool):
+    return b"\x20" + _varint(int(value))
+  if isinstance(value, str):
+    return _field(3, value.encode())
+  return b"\x11" + struct.pack("<d", float(value))
 
 
 def _event(
@@ -203,14 +270,17 @@ def make_records(
   ]
 
 
-def progress_bar(total: int, initial: int, enabled: bool) -> tqdm.tqdm:
-  """An epoch progress bar on stderr unless not ``enabled``: live on a terminal; written to a log
-  file (a background run's ``2> log``) at most once a minute, one line each."""
+def progress_bar(total: int, initial: int, enabled: bool, description: str = "") -> tqdm.tqdm:
+  """A progress bar of training steps on stderr unless not ``enabled``, moved after each
+  segment of an epoch (several where an epoch is evaluated several times), headed by
+  ``description``: live on a terminal; written to a log file (a background run's ``2> log``) at
+  most once a minute, one line each."""
   interactive = sys.stderr.isatty()
   return tqdm.tqdm(
+    desc=description or None,
     total=total,
     initial=initial,
-    unit="epoch",
+    unit="step",
     disable=not enabled,
     leave=True,
     mininterval=0.1 if interactive else 60.0,

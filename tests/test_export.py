@@ -169,8 +169,8 @@ def program_calls(task, splits, num_members: int, strategy: str = "auto") -> dic
     "shuffle": (program.shuffle, (seeds, epoch), {}),
     "train_segment": (
       program.train_segment,
-      (state, data, batches, seeds, lrs, epoch, np.int32(0)),
-      {"num_steps": config.steps_per_epoch},
+      (state, data, batches, seeds, lrs),
+      {"epoch": epoch, "first_step": np.int32(0), "num_steps": config.steps_per_epoch},
     ),
     "evaluate": (program.evaluate, (state, program.put_eval_split(splits["test"])), {}),
   }

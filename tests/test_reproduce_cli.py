@@ -4,6 +4,7 @@ evaluation), and one run from a user's folder."""
 
 import json
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -79,6 +80,11 @@ BAD_FLAGS = [
     "trains: each run's activation is one of --activations (by default gelu,gelu_tanh,relu,elu,"
     "silu); give --activations=gelu_fast instead.",
   ),
+  (
+    "--reference=gelu,swish",
+    "--reference 'swish' is not an activation: Unknown activation 'swish'. Known activations: ",
+  ),
+  ("--reference=", "--reference is given empty; give one or more names (e.g. gelu,relu)"),
   # Refused before JAX is given the folder (the last line: were it given, it would stay given).
   ("--compilation_cache=c-\udcff", "--compilation_cache b'c-\\xff' is not UTF-8 (byte 0xff at"),
 ]
@@ -213,7 +219,12 @@ def test_tiny_mnist_end_to_end_evaluation_seeds_and_noise(tmp_path):
     "candidate lr)" in readme
   )
   assert f"- Candidates [gelu]: lr {selected:g} (selected), lr {other:g} (p = " in readme
-  assert "None: the paper states no claim for this task." in readme
+  # No claim to open with: the README opens with its tables, and its method says why.
+  assert readme.split("\n## ")[1].startswith("Tables\n")
+  method = readme.split("\n## How the verdicts are reached\n\n", 1)[1]
+  assert method.startswith(
+    "None: the paper states no claim for this task. Every comparison above is exploratory.\n"
+  )
   assert len(first.files[out / "loss_curves.png"]) > 10_000
 
   # Invoked again, it trains nothing and changes no metrics; so does --render, on its own.
@@ -279,12 +290,36 @@ def checkout_state():
   return status.stdout, (REPO / "README.md").read_bytes()
 
 
+# How pip's console script runs ``gelujax``: its own folder, not the folder it runs in, first on
+# the path.
+CONSOLE_SCRIPT = """
+import re
+import sys
+from gelujax.cli import main
+if __name__ == "__main__":
+  sys.argv[0] = re.sub(r"(-script\\.pyw|\\.exe)?$", "", sys.argv[0])
+  sys.exit(main())
+"""
+
+
+def best_values(workdir, key, select="validation_loss"):
+  """seed -> ``key`` at each member's evaluation of lowest ``select``, from metrics.jsonl."""
+  records = [json.loads(line) for line in read_metrics(workdir)]
+  found = {}
+  for seed in dict.fromkeys(r["seed"] for r in records):
+    mine = [r for r in records if r["seed"] == seed]
+    found[seed] = mine[int(np.argmin([r[select] for r in mine]))][key]
+  return found
+
+
 @pytest.mark.slow
 def test_run_from_a_users_folder_it_writes_there_alone_and_says_how_to_run_it_again(tmp_path):
   """From a folder of the user's own, reproduce.py wrote into the checkout's results/ and
-  rewrote the checkout's README (issue 41). Its result goes under the folder it runs in; it names
-  the user's activation by its file and the folder it was imported from; and the commands its
-  README gives run from that folder (``gelujax reproduce``, here as ``python -m gelujax``)."""
+  rewrote the checkout's README (issue 41). Its result goes under the folder it runs in; it
+  compares the user's activation with gelu, paired by seed, with intervals; its README opens
+  with the tables; it names the user's activation by its file and the folder it was imported
+  from; and the commands its README gives run from that folder with the installed command (a
+  console script, whose own folder is first on the path)."""
   mine, data = tmp_path / "mine", tmp_path / "data"
   mine.mkdir()
   data.mkdir()
@@ -292,8 +327,10 @@ def test_run_from_a_users_folder_it_writes_there_alone_and_says_how_to_run_it_ag
   write_tiny_mnist(data, n_train=5_064, n_test=100)
   env = {**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONPATH": str(REPO)}
   before = checkout_state()
+  # The issue's command, with 6 evaluation seeds: the fewest pairs with a finite exact interval.
   flags = ["--task=tiny_mnist", "--dataset=fashion_mnist", "--activations=gelu,myacts:squareplus",
-           "--epochs=1", f"--data_dir={data}", "--compilation_cache=none"]  # fmt: skip
+           "--epochs=2", "--evaluation_seeds=6", f"--data_dir={data}",
+           "--compilation_cache=none"]  # fmt: skip
   result = subprocess.run(
     [sys.executable, str(REPO / "experiments" / "reproduce.py"), *flags],
     cwd=mine, env=env, capture_output=True, text=True, timeout=600,
@@ -311,7 +348,41 @@ def test_run_from_a_users_folder_it_writes_there_alone_and_says_how_to_run_it_ag
       "folder": str(mine),
     }
   }  # fmt: skip
+  # squareplus against gelu, the comparison the user ran the protocol for: on the evaluation
+  # seeds, unpaired and seed by seed, each with a finite interval.
+  (against,) = [
+    e for e in summary["exploratory"]
+    if (e["run"], e["baseline"], e["metric"]) == ("myacts_squareplus", "gelu", "best.test_error")
+  ]  # fmt: skip
+  assert against["seeds"] == "evaluation seeds"
+  runs = out / "runs"
+  a = best_values(runs / "myacts_squareplus_eval", "test_error")
+  b = best_values(runs / "gelu_eval", "test_error")
+  assert sorted(a) == sorted(b) == list(range(100, 106))
+  paired = against["paired"]
+  assert paired["seeds"] == list(range(100, 106))
+  d = [a[seed] - b[seed] for seed in paired["seeds"]]
+  assert paired["differences"] == pytest.approx(d, abs=1e-12)
+  walsh = [(d[i] + d[j]) / 2 for i in range(6) for j in range(i, 6)]
+  assert paired["shift"] == pytest.approx(float(np.median(walsh)), abs=1e-12)
+  assert (paired["low"], paired["high"]) == pytest.approx((min(d), max(d)), abs=1e-12)
+  unpaired = against["comparison"]
+  assert unpaired["median_a"] == pytest.approx(float(np.median(list(a.values()))), abs=1e-12)
+  assert unpaired["median_b"] == pytest.approx(float(np.median(list(b.values()))), abs=1e-12)
+  assert np.isfinite([unpaired["low"], unpaired["high"]]).all()
   readme = (out / "README.md").read_text()
+  lines = readme.splitlines()
+  # What was found first: the title, then the tables (no claim of the paper's to open with).
+  assert lines[1:3] == ["", "## Tables"]
+  (row,) = [
+    line for line in lines
+    if line.startswith("| selected lr | test error (%) | myacts_squareplus | gelu | ")
+  ]  # fmt: skip
+  cells = [c.strip() for c in row.split("|")[1:-1]]
+  assert cells[4] == "evaluation seeds" and cells[9] == "6"
+  for cell in (cells[7], cells[10]):  # unpaired, then paired: a shift [low, high], all finite
+    shift, low, high = map(float, re.fullmatch(r"(\S+) \[(\S+), (\S+)\]", cell).groups())
+    assert low <= shift <= high and np.isfinite([low, high]).all()
   assert f"From scratch (from `{mine}`, the folder it was run in; finished runs" in readme
   assert (
     f"- Activation myacts:squareplus: `squareplus` of `{mine / 'myacts.py'}`, imported from the "
@@ -319,17 +390,21 @@ def test_run_from_a_users_folder_it_writes_there_alone_and_says_how_to_run_it_ag
   )
   commands = [line for line in readme.splitlines() if line.startswith("gelujax reproduce ")]
   assert commands == [
-    "gelujax reproduce --task=tiny_mnist --dataset=fashion_mnist --epochs=1 "
-    "--activations=gelu,myacts:squareplus",
+    "gelujax reproduce --task=tiny_mnist --dataset=fashion_mnist "
+    "--activations=gelu,myacts:squareplus --evaluation_seeds=100,101,102,103,104,105,",
     "gelujax reproduce --task=tiny_mnist --dataset=fashion_mnist --render",
   ]
-  # Each runs from the folder (the data folder is this machine's: not in the command), finds
-  # everything finished or rendered there, and imports the user's module from it.
+  # Each runs from the folder with the installed command (the data folder is this machine's:
+  # not in the command), finds everything finished or rendered there, and imports the user's
+  # module from it.
+  script = tmp_path / "bin" / "gelujax"
+  script.parent.mkdir()
+  script.write_text(CONSOLE_SCRIPT)
   machine = [f"--data_dir={data}", "--compilation_cache=none"]
   stdouts = []
   for command, more in zip(commands, (machine, []), strict=True):
     again = subprocess.run(
-      [sys.executable, "-m", "gelujax", *shlex.split(command)[1:], *more],
+      [sys.executable, str(script), *shlex.split(command)[1:], *more],
       cwd=mine, env=env, capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert again.returncode == 0, (command, again.stderr[-3000:])

@@ -1318,7 +1318,7 @@ class Expected:
 
 def readme_sections(text):
   """The README's findings: section title -> its lines."""
-  findings = text.split("\n## Findings\n", 1)[1].split("\n## Tables\n", 1)[0]
+  findings = text.split("\n## Findings\n", 1)[1].split("\n## ", 1)[0]
   sections = {}
   for part in findings.split("\n### ")[1:]:
     title, *lines = part.splitlines()

@@ -3,8 +3,11 @@ seeds each hypothesis is tested on, the fixed-lr sensitivity, the selections and
 values that contradict their claim."""
 
 import dataclasses
+import math
 
+import numpy as np
 import pytest
+import scipy.stats
 
 from gelujax.paper import PAPER, PRIMARY, SECONDARY, Design
 from gelujax.study import analysis, evidence, runs, verdicts
@@ -153,8 +156,57 @@ def test_exploratory_uses_evaluation_seeds_where_both_runs_have_them():
   assert [(e.run, e.baseline, e.seeds) for e in found] == [
     ("gelu", "relu", "evaluation seeds"),
     ("silu", "relu", "selection seeds"),
+    ("silu", "gelu", "selection seeds"),
   ]
   assert found[0].comparison.a == (4, 5, 6) and found[1].comparison.a == (1, 2, 3)
+
+
+def test_every_other_activation_is_compared_with_the_gelus_seed_by_seed():
+  """A user's activation against the baselines and against gelu and gelu_tanh (the issue's
+  user ran the protocol for that comparison); each pair of runs once; paired on the seeds both
+  trained, the paired shift and interval as NumPy and SciPy give them."""
+  metrics = [analysis.Metric(LOSS, "loss")]
+  gelu = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
+  d = [0.1, -0.2, 0.3, 0.4, 0.5, 0.6]
+  values = [
+    run("gelu", {1e-3: [1, 2]}, {1e-3: gelu}),
+    run("gelu_tanh", {1e-3: [1, 2]}, {1e-3: [x + 0.01 for x in gelu]}),
+    run("relu", {1e-3: [7, 8]}, {1e-3: [x + 1 for x in gelu]}),
+    run("myacts:squareplus", {1e-3: [1, 2]}, {1e-3: [x + y for x, y in zip(gelu, d, strict=True)]}),
+  ]
+  found = analysis.exploratory(values, metrics, SELECT)
+  assert [(e.run, e.baseline) for e in found] == [
+    ("gelu", "relu"), ("gelu", "gelu_tanh"), ("gelu_tanh", "relu"),
+    ("myacts:squareplus", "relu"), ("myacts:squareplus", "gelu"),
+    ("myacts:squareplus", "gelu_tanh"),
+  ]  # fmt: skip
+  mine = found[4]
+  assert mine.seeds == "evaluation seeds" and mine.paired.seeds == tuple(range(100, 106))
+  assert mine.paired.differences == pytest.approx(d, abs=1e-12)
+  walsh = [(d[i] + d[j]) / 2 for i in range(6) for j in range(i, 6)]
+  assert mine.paired.shift == pytest.approx(np.median(walsh), abs=1e-12)
+  # 6 pairs: P(T+ = 0) = 1/64 is the only tail at most 0.025, so the interval runs from the
+  # smallest Walsh average to the largest (the smallest and largest difference).
+  assert (mine.paired.low, mine.paired.high) == pytest.approx((min(d), max(d)), abs=1e-12)
+  assert mine.paired.confidence == pytest.approx(1 - 2 / 64)
+  assert mine.paired.p == pytest.approx(scipy.stats.wilcoxon(d, method="exact").pvalue)
+  # Unpaired beside it: 6 against 6 values.
+  assert mine.comparison.b == tuple(gelu) and math.isfinite(mine.comparison.low)
+  # Pairs only where the seeds match: evaluation seeds 102-107 share 102-105 with gelu's.
+  squareplus = [x + y for x, y in zip(gelu, d, strict=True)]
+  shifted = run(
+    "myacts:squareplus", {1e-3: [1, 2]}, {1e-3: squareplus}, evaluation_seeds=range(102, 108)
+  )
+  (only,) = analysis.exploratory([values[0], shifted], metrics, SELECT)
+  assert only.paired.seeds == (102, 103, 104, 105)
+  assert only.paired.differences == pytest.approx(
+    [a - b for a, b in zip(squareplus, gelu[2:], strict=False)], abs=1e-12
+  )
+  # Other references: none of them trained here leaves the baselines alone.
+  chosen = analysis.exploratory(values, metrics, SELECT, references=("silu",))
+  assert [(e.run, e.baseline) for e in chosen] == [
+    ("gelu", "relu"), ("gelu_tanh", "relu"), ("myacts:squareplus", "relu")
+  ]  # fmt: skip
 
 
 def test_describe_seeds():

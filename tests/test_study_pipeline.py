@@ -175,6 +175,46 @@ def test_a_users_result_leaves_the_overview_alone_and_runs_again_from_its_folder
   assert "\npython experiments/reproduce.py --task=mnist" in (out / "README.md").read_text()
 
 
+def test_the_references_choose_what_every_other_activation_is_compared_with(mnist):
+  """Every activation that is not a baseline is compared with the baselines and with the
+  references trained beside it (by default gelu and gelu_tanh), each pair of runs once; another
+  choice is recorded and kept in the README's commands."""
+  root, out = mnist
+  write_selection(out, "silu", "silu", [[0.03, 0.04, 0.05, 0.06, 0.07], [1] * 5])
+
+  def compared():
+    summary = json.loads((out / "summary.json").read_text())
+    first = summary["exploratory"][0]["metric"]
+    pairs = [(e["run"], e["baseline"]) for e in summary["exploratory"] if e["metric"] == first]
+    return summary, pairs
+
+  pipeline.render("mnist", out=out, root=root)
+  summary, pairs = compared()
+  assert summary["settings"]["references"] == ["gelu", "gelu_tanh"]
+  assert pairs == [
+    ("gelu_tanh", "relu"), ("gelu_tanh", "elu"),
+    ("silu", "relu"), ("silu", "elu"), ("silu", "gelu_tanh"),
+  ]  # fmt: skip
+  # silu has selection seeds alone: compared there, seed by seed on the 5 both grids trained.
+  (silu,) = [e for e in summary["exploratory"] if e["baseline"] == "gelu_tanh"][:1]
+  assert silu["seeds"] == "selection seeds" and silu["paired"]["seeds"] == SEEDS
+  text = (out / "README.md").read_text()
+  assert "--reference" not in text
+  pipeline.render("mnist", out=out, root=root, references=["silu"])
+  summary, pairs = compared()
+  assert summary["settings"]["references"] == ["silu"]
+  assert pairs == [
+    ("gelu_tanh", "relu"), ("gelu_tanh", "elu"), ("gelu_tanh", "silu"),
+    ("silu", "relu"), ("silu", "elu"),
+  ]  # fmt: skip
+  commands = [
+    line for line in (out / "README.md").read_text().splitlines() if line.startswith("python ")
+  ]
+  # The reproduce command and the render command, each with the references.
+  assert len(commands) == 2 and commands[1].endswith(" --render")
+  assert all("--reference=silu" in line.split() for line in commands)
+
+
 def test_unfinished_or_mismatched_evaluation_runs_are_pending(mnist):
   root, out = mnist
   # relu's evaluation run has not finished: no summary.json yet.

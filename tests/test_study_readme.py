@@ -127,6 +127,7 @@ def test_readme_records_what_ran(tmp_path):
     tmp_path,
     title="GELU paper reproduction: mnist on fashion_mnist",
     opening=["## Primary hypotheses", "", "| # |", ""],
+    method=["## How the verdicts are reached", "", "By rank tests.", ""],
     command="python experiments/reproduce.py --task=mnist --dataset=fashion_mnist --epochs=3",
     settings=["Seeds: 0, 1"],
     trained=False,
@@ -136,12 +137,26 @@ def test_readme_records_what_ran(tmp_path):
     table="# mnist: table\n\n| run |\n|---|\n",
   )
   lines = (tmp_path / "README.md").read_text().splitlines()
-  assert lines[:4] == [
+  # What was found first: the hypotheses, the tables (table.md's headings one level down), the
+  # findings; then the method, the commands, what ran, the deviations and the files.
+  assert lines[:10] == [
     "# GELU paper reproduction: mnist on fashion_mnist",
     "",
     "## Primary hypotheses",
     "",
+    "| # |",
+    "",
+    "## Tables",
+    "",
+    "## mnist: table",
+    "",
   ]
+  headings = [line for line in lines if line.startswith("## ")]
+  assert headings == [
+    "## Primary hypotheses", "## Tables", "## mnist: table", "## Findings",
+    "## How the verdicts are reached", "## Reproduce", "## Deviations from the paper's protocol",
+    "## Files",
+  ]  # fmt: skip
   assert "python experiments/reproduce.py --task=mnist --dataset=fashion_mnist --epochs=3" in lines
   # The render command keeps what finds the result (task, dataset), not what trains it.
   assert "python experiments/reproduce.py --task=mnist --dataset=fashion_mnist --render" in lines
@@ -160,4 +175,5 @@ def test_readme_records_what_ran(tmp_path):
   assert lines[lines.index("## Deviations from the paper's protocol") + 2] == "- None."
   verdicts = lines.index("### Verdicts")
   assert lines[verdicts + 2] == "- Hypothesis [Fig. 2, primary 1]: x: pending: y."
-  assert lines[-4:] == ["## mnist: table", "", "| run |", "|---|"]
+  assert lines[lines.index("## How the verdicts are reached") + 2] == "By rank tests."
+  assert lines[-3:] == ["## Files", "", "- table.md: the table below"]

@@ -1,6 +1,7 @@
 """Whole-loop tests of gelujax.engine on the tiny test task (tests/tiny_task.py)."""
 
 import functools
+import glob
 import itertools
 import os
 import re
@@ -15,6 +16,7 @@ import jitted
 import numpy as np
 import orbax.checkpoint as ocp
 import pytest
+from tensorboard_events import read_events, read_hparams
 from tiny_task import (
   GRIDS,
   REFERENCE,
@@ -29,6 +31,7 @@ from tiny_task import (
 
 from gelujax import checkpoints, engine, models, prng, tasks
 from gelujax import workdir as workdirs
+from gelujax.engine.fit import describe_progress
 from gelujax.members import Members
 from gelujax.specs import resolve_activation
 
@@ -291,6 +294,20 @@ def test_workdir_files_follow_the_formats(reference):
     assert not member["diverged"] and member["diverged_epoch"] is None
   boards = sorted(os.listdir(os.path.join(reference, "tensorboard")))
   assert boards == ["lr=0.003,seed=0", "lr=0.003,seed=1", "lr=0.01,seed=0", "lr=0.01,seed=1"]
+  for i, m in enumerate(config["members"]):
+    board = os.path.join(reference, "tensorboard", f"lr={m['learning_rate']:g},seed={m['seed']}")
+    # The member's hyperparameters for TensorBoard's hparams plugin, as config.json holds them.
+    assert read_hparams(board) == [
+      {"task": "tiny", "dataset": "blobs", "activation": "relu", "dropout": 0.25,
+       "learning_rate": m["learning_rate"], "seed": float(m["seed"])}
+    ]  # fmt: skip
+    # Each step's training loss (12 steps an epoch: every one): each evaluation's train_loss is
+    # the mean of its epoch's steps.
+    steps = [(step, value) for step, tag, value in read_events(board) if tag == "train_loss_step"]
+    assert [step for step, _ in steps] == list(range(1, 37))
+    logged = [r["train_loss"] for r in records if r["member"] == i]
+    means = np.mean(np.reshape([value for _, value in steps], (3, 12)), axis=1)
+    np.testing.assert_allclose(logged, means, rtol=1e-6)
 
 
 def test_grouped_batches_and_several_evaluations_per_epoch(tmp_path):
@@ -317,6 +334,11 @@ def test_grouped_batches_and_several_evaluations_per_epoch(tmp_path):
   ]
   after, losses = numpy_adam(member_params(initial.params, 0), train, frames, 1e-2)
   records = workdirs.read_metrics(str(tmp_path))
+  # TensorBoard holds every step's training loss, as float64 NumPy training computes it.
+  board = os.path.join(tmp_path, "tensorboard", "lr=0.01,seed=3")
+  step_losses = [(step, v) for step, tag, v in read_events(board) if tag == "train_loss_step"]
+  assert [step for step, _ in step_losses] == list(range(1, steps + 1))
+  np.testing.assert_allclose([v for _, v in step_losses], losses, rtol=1e-5)
   assert [(r["epoch"], r["step"]) for r in records] == [(half / steps, half), (1.0, steps)]
   for record, (first, last) in zip(records, [(0, half), (half, steps)], strict=True):
     np.testing.assert_allclose(record["train_loss"], np.mean(losses[first:last]), rtol=1e-5)
@@ -368,12 +390,77 @@ def test_damaged_newest_checkpoint_falls_back_to_the_one_before(tmp_path, refere
   assert_same_run(workdir, reference)
 
 
+def test_the_progress_bar_counts_steps_and_names_the_best_member(tmp_path, capsys):
+  """The bar counts steps from where a resume starts, and its note is one member's numbers, the
+  best by the task's selection metric at the last evaluation, named; a run with nothing left to
+  train says so in one line, and draws no bar."""
+  workdir = str(tmp_path / "run")
+  engine.fit(tiny_like(REFERENCE, epochs=2), workdir, REFERENCE_MEMBERS, progress=False)
+  engine.fit(REFERENCE, workdir, REFERENCE_MEMBERS, progress=True)
+  bars = [line for line in capsys.readouterr().err.splitlines() if "%|" in line]
+  assert bars[0].startswith("epoch 3/3:  67%|") and "| 24/36 " in bars[0]
+  assert bars[-1].startswith("epoch 3/3: 100%|") and "| 36/36 " in bars[-1]
+  last = [r for r in workdirs.read_metrics(workdir) if r["epoch"] == 3.0]
+  best = min(last, key=lambda r: r["validation_loss"])
+  losses = ", ".join(f"{k}={best[k]:.4g}" for k in ("train_loss", "validation_loss", "test_loss"))
+  assert bars[-1].endswith(
+    f"best lr={best['learning_rate']:g} seed={best['seed']} by validation_loss: {losses}]"
+  )
+  boards = {p: os.listdir(p) for p in glob.glob(os.path.join(workdir, "tensorboard", "*"))}
+  engine.fit(REFERENCE, workdir, REFERENCE_MEMBERS, progress=True)
+  err = capsys.readouterr().err
+  assert "%|" not in err
+  assert err.splitlines()[-1] == (
+    f"gelujax: {workdir} already trained 3 of 3 epochs; nothing to train."
+  )
+  assert {p: os.listdir(p) for p in boards} == boards  # nothing written to TensorBoard
+
+
+def test_the_progress_note_is_the_best_members_by_the_selection_metric():
+  members = [{"learning_rate": 1e-3, "seed": s} for s in (0, 1, 2)]
+  metrics = {
+    "train_loss": np.array([0.1, 0.3, 0.2]),
+    "validation_loss": np.array([0.5, 0.4, 0.1]),
+    "validation_error": np.array([0.2, 0.1, 0.3]),
+  }
+  diverged = np.array([False, False, True])
+  describe = describe_progress
+  # Member 2 has the lowest validation loss but diverged: member 1, with its own train loss.
+  assert describe(metrics, diverged, members, "validation_loss") == (
+    "best lr=0.001 seed=1 by validation_loss: train_loss=0.3, validation_loss=0.4"
+  )
+  assert describe(metrics, diverged, members, "validation_error") == (
+    "best lr=0.001 seed=1 by validation_error: train_loss=0.3, validation_loss=0.4, "
+    "validation_error=0.1"
+  )
+  # Without a validation split, its test counterpart; without either, the training loss.
+  tested = {"train_loss": metrics["train_loss"], "test_loss": np.array([0.3, 0.2, 0.1])}
+  assert describe(tested, diverged, members, "validation_loss").startswith(
+    "best lr=0.001 seed=1 by test_loss:"
+  )
+  trained = {"train_loss": metrics["train_loss"]}
+  assert describe(trained, diverged, members, "validation_loss") == (
+    "best lr=0.001 seed=0 by train_loss: train_loss=0.1"
+  )
+  assert describe(trained, np.array([True] * 3), members, "validation_loss") == (
+    "every member diverged"
+  )
+
+
 def test_more_epochs_continue_the_run(tmp_path, reference):
   workdir = str(tmp_path / "run")
   engine.fit(tiny_like(REFERENCE, epochs=2), workdir, REFERENCE_MEMBERS, progress=False)
   assert workdirs.read_json(os.path.join(workdir, "summary.json"))["epochs"] == 2
+  # As if the first epochs were trained under other versions: the run still resumes (the
+  # software is no part of its identity), and config.json keeps both records.
+  path = os.path.join(workdir, "config.json")
+  config = workdirs.read_json(path)
+  (current,) = config["software"]
+  older = {**current, "jax": "0.0.1", "git": {"commit": "0" * 40, "dirty": True}}
+  workdirs.write_json(path, {**config, "software": [older]})
   engine.fit(REFERENCE, workdir, REFERENCE_MEMBERS, progress=False)
   assert_same_run(workdir, reference)
+  assert workdirs.read_json(path)["software"] == [older, current]
 
 
 @pytest.mark.parametrize(
@@ -923,9 +1010,9 @@ def test_bfloat16_programs_compute_products_and_activations_in_bfloat16(tmp_path
   seeds, lrs = program.put_members(members)
   state = program.init(seeds, lrs)
   args = (state, program.put_data(splits["train"]), program.shuffle(seeds, np.int32(1)), seeds)
-  train = jax.make_jaxpr(functools.partial(program.train_segment, num_steps=2))(
-    *args, lrs, np.int32(1), np.int32(0)
-  )
+  train = jax.make_jaxpr(
+    functools.partial(program.train_segment, num_steps=2, epoch=np.int32(1)),
+  )(*args, lrs, first_step=np.int32(0))
   evaluate = jax.make_jaxpr(program.evaluate)(state, program.put_eval_split(splits["test"]))
   expected = np.dtype(getattr(jax.numpy, dtype))
   # Every matrix product, forward and backward (3 layers: 3 forward, 5 backward, 3 more for the
@@ -968,8 +1055,8 @@ def test_an_activation_is_resolved_once_where_the_task_is_checked_and_never_in_t
   state = program.init(seeds, learning_rates)
   batches = program.shuffle(seeds, np.int32(1))
   state, loss = program.train_segment(
-    state, program.put_data(train), batches, seeds, learning_rates, np.int32(1), np.int32(0),
-    num_steps=program.steps_per_epoch,
+    state, program.put_data(train), batches, seeds, learning_rates, epoch=np.int32(1),
+    first_step=np.int32(0), num_steps=program.steps_per_epoch,
   )  # fmt: skip
   assert np.isfinite(np.asarray(loss)).all()
   assert resolve_activation.cache_info() == called  # neither parsed nor looked up in the step

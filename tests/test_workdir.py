@@ -144,6 +144,77 @@ def save_checkpoint(path, config, epoch=1):
   checkpointer.close()
 
 
+def git(folder, *args):
+  """``git -C folder args``: its output."""
+  env = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t", GIT_COMMITTER_NAME="t",
+             GIT_COMMITTER_EMAIL="t@t")  # fmt: skip
+  return subprocess.run(
+    ["git", "-C", str(folder), *args], capture_output=True, text=True, check=True, env=env
+  ).stdout.strip()
+
+
+def test_the_software_record_names_every_version_and_the_checkout():
+  import flax
+  import jaxlib
+  import optax
+
+  import gelujax
+
+  (found,) = workdir.software_record(None)
+  expected = {
+    "gelujax": gelujax.__version__, "python": ".".join(map(str, sys.version_info[:3])),
+    "jax": jax.__version__, "jaxlib": jaxlib.__version__, "flax": flax.__version__,
+    "optax": optax.__version__, "numpy": np.__version__,
+  }  # fmt: skip
+  assert {k: v for k, v in found.items() if k != "git"} == expected
+  # This process's gelujax is this checkout's, or an installed copy that no checkout tracks.
+  package = os.path.dirname(gelujax.__file__)
+  tracked = subprocess.run(
+    ["git", "-C", package, "ls-files", "--error-unmatch", "__init__.py"], capture_output=True
+  ).returncode == 0  # fmt: skip
+  assert (found["git"] is not None) == tracked
+  if tracked:
+    assert found["git"]["commit"] == git(package, "rev-parse", "HEAD")
+
+
+def test_the_commit_is_recorded_only_where_a_checkout_tracks_the_package(tmp_path, monkeypatch):
+  repo, package = tmp_path / "repo", tmp_path / "repo" / "pkg"
+  package.mkdir(parents=True)
+  (package / "__init__.py").write_text("x = 1\n")
+  git(repo, "init", "-q")
+  git(repo, "add", "pkg/__init__.py")
+  git(repo, "commit", "-q", "-m", "first")
+  commit = git(repo, "rev-parse", "HEAD")
+  check = workdir.config._git_checkout
+  assert check(str(package)) == {"commit": commit, "dirty": False}
+  (package / "notes.txt").write_text("untracked\n")  # untracked files leave it clean
+  assert check(str(package)) == {"commit": commit, "dirty": False}
+  (package / "__init__.py").write_text("x = 2\n")
+  assert check(str(package)) == {"commit": commit, "dirty": True}
+  # Installed inside a repository that does not track it (a virtual environment in a project).
+  installed = repo / "venv" / "pkg"
+  installed.mkdir(parents=True)
+  (installed / "__init__.py").write_text("x = 1\n")
+  assert check(str(installed)) is None
+  assert check(str(tmp_path / "elsewhere")) is None  # no repository at all
+  # No git on the path: recorded as unknown, never a failure.
+  empty = tmp_path / "bin"
+  empty.mkdir()
+  monkeypatch.setenv("PATH", str(empty))
+  assert check(str(package)) is None
+
+
+def test_the_software_record_keeps_every_other_version_and_never_changes_the_identity():
+  current = workdir.software_record(None)
+  config = {**CONFIG, workdir.SOFTWARE: current}
+  assert workdir.identity(config) == workdir.identity(CONFIG)
+  assert workdir.software_record(config) == current  # the same software: one entry
+  older = [{**current[0], "jax": "0.0.1", "git": None}]
+  resumed = workdir.software_record({**CONFIG, workdir.SOFTWARE: older})
+  assert resumed == [*older, *current]
+  assert workdir.identity({**CONFIG, workdir.SOFTWARE: resumed}) == workdir.identity(CONFIG)
+
+
 def test_read_config_of_a_new_workdir_is_none(tmp_path):
   assert workdir.read_config(str(tmp_path / "new")) is None
 

@@ -1,72 +1,19 @@
 """Tests for gelujax.writers: the workdir's JSON, metrics.jsonl and TensorBoard files."""
 
-import glob
-import importlib
-import importlib.util
 import json
 import math
 import os
-import struct
-import sys
 import time
-import types
 
 import numpy as np
 import pytest
+from tensorboard_events import event_pb2, read_event_protos, read_events, read_hparams
 
 from benchmarks import faults
 from gelujax import workdir as workdirs
 from gelujax import writers
 
-
-def tensorboardx_module(name: str) -> types.ModuleType:
-  """``tensorboardX.<name>``, imported without running tensorboardX's ``__init__``, which imports
-  PyTorch: seconds in every process that collects the tests, for a CRC and protocol buffers that
-  need none of it."""
-  if "tensorboardX" not in sys.modules:
-    package = types.ModuleType("tensorboardX")
-    package.__path__ = list(importlib.util.find_spec("tensorboardX").submodule_search_locations)
-    sys.modules["tensorboardX"] = package
-  return importlib.import_module(f"tensorboardX.{name}")
-
-
-crc32c = tensorboardx_module("crc32c").crc32c
-event_pb2 = tensorboardx_module("proto.event_pb2")
-
 MEMBERS = [{"seed": 0, "learning_rate": 1e-3}, {"seed": 1, "learning_rate": 1e-3}]
-
-
-def read_event_protos(directory: str) -> list[event_pb2.Event]:
-  """Every event of a TensorBoard directory, decoded with tensorboardX's protocol buffers after
-  checking each record's TFRecord framing with tensorboardX's CRC-32C (an independent
-  implementation of what gelujax writes by hand)."""
-
-  def masked(data: bytes) -> int:
-    crc = crc32c(data)
-    return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
-
-  events = []
-  for path in sorted(glob.glob(os.path.join(directory, "events.out.tfevents.*"))):
-    with open(path, "rb") as f:
-      data = f.read()
-    offset = 0
-    while offset < len(data):
-      header = data[offset : offset + 8]
-      (length,) = struct.unpack("<Q", header)
-      (length_crc,) = struct.unpack("<I", data[offset + 8 : offset + 12])
-      body = data[offset + 12 : offset + 12 + length]
-      (body_crc,) = struct.unpack("<I", data[offset + 12 + length : offset + 16 + length])
-      assert length_crc == masked(header) and body_crc == masked(body)
-      events.append(event_pb2.Event.FromString(body))
-      offset += 16 + length
-  return events
-
-
-def read_events(directory: str) -> list[tuple[int, str, float]]:
-  """(step, tag, value) of every scalar in a TensorBoard directory."""
-  return [
-    (e.step, v.tag, v.simple_value) for e in read_event_protos(directory) for v in e.summary.value
-  ]
 
 
 def test_a_resumed_runs_event_file_purges_the_steps_it_rewrites(tmp_path):
@@ -148,6 +95,37 @@ def test_metrics_writer_appends_lines_and_tensorboard_scalars(tmp_path):
   ]  # fmt: skip
 
 
+def test_each_member_gets_its_hyperparameters_for_tensorboards_hparams_plugin(tmp_path):
+  """The run's hyperparameters and each member's learning rate and seed, as TensorBoard's
+  hparams plugin reads them (decoded with tensorboardX's protocol buffers), once a writer."""
+  hparams = {"task": "tiny", "activation": "myacts:squareplus", "dropout": 0.5, "flag": True}
+  writer = writers.MetricsWriter(str(tmp_path), MEMBERS, purge_step=0, hparams=hparams)
+  writer.close()
+  for m in MEMBERS:
+    board = os.path.join(tmp_path, "tensorboard", f"lr=0.001,seed={m['seed']}")
+    assert read_hparams(board) == [
+      {**hparams, "learning_rate": m["learning_rate"], "seed": float(m["seed"])}
+    ]
+    assert read_events(board) == []  # no scalar among them
+
+
+def test_the_training_loss_of_every_nth_step_goes_to_tensorboard(tmp_path):
+  """A segment's per-step losses: the loss of step ``first + s`` at TensorBoard step ``first +
+  s + 1`` (the steps done, as records count them), every ``step_loss_every``-th, a non-finite
+  one left out."""
+  writer = writers.MetricsWriter(str(tmp_path), MEMBERS, purge_step=0, step_loss_every=2)
+  losses = np.array([[1.0, 2.0, 3.0, 4.0], [5.0, np.nan, 7.0, np.inf]], np.float32)
+  writer.write_step_losses(10, losses)  # steps 11-14 done
+  writer.write([])
+  writer.close()
+  boards = [os.path.join(tmp_path, "tensorboard", f"lr=0.001,seed={i}") for i in (0, 1)]
+  assert read_events(boards[0]) == [(12, "train_loss_step", 2.0), (14, "train_loss_step", 4.0)]
+  assert read_events(boards[1]) == []  # NaN at step 12, inf at step 14
+  # Every step of a short epoch; about 100 points of a long one.
+  intervals = {n: writers.step_loss_interval(n) for n in (1, 2, 100, 101, 429, 430)}
+  assert intervals == {1: 1, 2: 1, 100: 1, 101: 2, 429: 5, 430: 5}
+
+
 def make_record(member, epoch, **values):
   return {"member": member, "seed": member, "learning_rate": 0.1, "epoch": epoch,
           "step": int(epoch * 10), "diverged": False, **values}  # fmt: skip
@@ -191,7 +169,7 @@ def test_progress_bar_writes_whole_lines_to_a_log(capsys):
   assert "\r" not in err and err.endswith("\n")
   lines = err.splitlines()
   assert lines[0].startswith(" 33%") and "1/3" in lines[0]
-  assert lines[-1].startswith("100%") and "3/3" in lines[-1]
+  assert lines[-1].startswith("100%") and "3/3" in lines[-1] and "step" in lines[-1]
 
 
 def test_progress_bar_disabled_writes_nothing(capsys):

@@ -23,13 +23,16 @@ from absl import app, flags, logging
 from gelujax import host, study
 from gelujax.cli import _flags
 from gelujax.paper import (
+  BASELINES,
   DEFAULT_ACTIVATIONS,
   EVALUATION_SEED_START,
   NOISE_SUFFIX,
   PAPER_TASKS,
+  REFERENCES,
   defaults,
 )
 from gelujax.registry import parse_name
+from gelujax.specs import get_activation
 from gelujax.study import confirm, confirm_report, forms, forms_report, readme
 
 _TASK = flags.DEFINE_string(
@@ -83,6 +86,13 @@ _COMPILATION_CACHE = flags.DEFINE_string(
   "compilation_cache", host.DEFAULT_CACHE, "Folder that keeps compiled programs between "
   "runs; 'none' disables it."
 )  # fmt: skip
+_REFERENCE = flags.DEFINE_list(
+  "reference",
+  None,
+  f"The activations every other one is compared with, besides the baselines "
+  f"({','.join(BASELINES)}), where trained in the same result: exploratory comparisons with "
+  f"intervals, paired by seed; default: {','.join(REFERENCES)}. Also with --render.",
+)
 _RENDER = flags.DEFINE_bool(
   "render", False, "Train nothing: rebuild tables, figures and README from the runs in --out."
 )
@@ -100,7 +110,7 @@ def run() -> Path:
     raise ValueError(f"--task is required: one of {', '.join(PAPER_TASKS)}.")
   text_flags = (
     _TASK, _DATASET, _ACTIVATIONS, _SEEDS, _EVALUATION_SEEDS, _LEARNING_RATES, _DROPOUT_RATES,
-    _DATA_DIR, _EMBEDDINGS, _OUT, _CPU_DEVICES, _COMPILATION_CACHE,
+    _DATA_DIR, _EMBEDDINGS, _OUT, _CPU_DEVICES, _COMPILATION_CACHE, _REFERENCE,
   )  # fmt: skip
   _flags.check_utf8(**{flag.name: flag.value for flag in text_flags})
   host.enable_compilation_cache(_COMPILATION_CACHE.value)
@@ -109,6 +119,7 @@ def run() -> Path:
     return run_forms(forms.DESIGNS[task], root, project)
   if task in confirm.DESIGNS:
     return run_confirm(confirm.DESIGNS[task], root, project)
+  references = parse_references(_REFERENCE.value)
   noise = task.endswith(NOISE_SUFFIX)
   base = task.removesuffix(NOISE_SUFFIX)
   # The flags that set a field of each run's spec: the task's overrides may not set it too.
@@ -133,7 +144,7 @@ def run() -> Path:
         f"--render reads every setting from the runs' files in {out}; leave out "
         f"{', '.join(given)} (or --render, to train with them)."
       )
-    return study.render(task, out=out, root=root, project=project)
+    return study.render(task, out=out, root=root, project=project, references=references)
   seeds = _flags.parse_seeds(_SEEDS.value, spec.seeds)
   default = defaults(task, spec, len(seeds))  # The one place the defaults are written.
   evaluation_seeds = _flags.parse_seeds(
@@ -176,13 +187,31 @@ def run() -> Path:
     seeds=seeds,
     evaluation_seeds=evaluation_seeds,
     data_dir=_DATA_DIR.value,
+    references=references,
   )
+
+
+def parse_references(values: list[str] | None) -> list[str]:
+  """``--reference``'s activations (unset: `gelujax.paper.REFERENCES`), each one an activation
+  gelujax or the user's module gives (imported as ``--activations`` would import it)."""
+  references = _flags.parse_names("reference", values, REFERENCES)
+  for name in references:
+    try:
+      get_activation(name)
+    except ValueError as e:
+      raise ValueError(
+        f"--reference {name!r} is not an activation: {e} Give activations as --activations "
+        "takes them (e.g. --reference=gelu,gelu_tanh)."
+      ) from None
+  return references
 
 
 def run_forms(design: forms.Design, root: Path, project: bool) -> Path:
   """A study of the GELU forms: its design is fixed in code, so only where it runs can be
   chosen (``root`` and ``project``: `gelujax.cli._flags.working_folder`)."""
-  given = [f"--{flag.name}" for flag in (*_SETTINGS, _DATASET) if flag.value is not None]
+  given = [
+    f"--{flag.name}" for flag in (*_SETTINGS, _DATASET, _REFERENCE) if flag.value is not None
+  ]
   if given:
     lrs = ", ".join(f"{lr:g}" for lr in design.learning_rates)
     raise ValueError(

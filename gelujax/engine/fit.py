@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import functools
 import hashlib
 import itertools
 import os
@@ -261,6 +262,8 @@ def fit(
   placed = _place(parts, members, mesh, member_strategy)
   program, num = placed.program, len(members)
   config["member_strategy"] = program.strategy  # Recorded; not part of the run's identity.
+  # The versions (and git commit) of every invocation that ran it: recorded, not its identity.
+  config[workdirs.SOFTWARE] = workdirs.software_record(checked)
   # Where the grid lies, any padding, and how a device takes its members (where it has several).
   if progress and lead and (program.mesh.size > 1 or program.padded_members > 1):
     why = "as the run began: a resume stays one program" if kept else program.strategy_reason
@@ -271,18 +274,38 @@ def fit(
   with workdirs.writing(workdir, lead, checked):
     checkpointer = checkpoints.Checkpointer(workdir, keep_checkpoints, config)
     start, state, records = _resume(workdir, config, placed, checkpointer, bounds, lead)
-    writer = lead and writers.MetricsWriter(
-      workdir, placed.members, purge_step=start * program.steps_per_epoch + 1
+    steps, finished = program.steps_per_epoch, start >= parts.epochs
+    writer = (
+      lead
+      and not finished
+      and writers.MetricsWriter(
+        workdir,
+        placed.members,
+        purge_step=start * steps + 1,
+        hparams=_hparams(config),
+        step_loss_every=writers.step_loss_interval(steps),
+      )
     )
-    bar = writers.progress_bar(parts.epochs, start, progress and lead)
+    if finished and progress and lead:  # Said once, instead of a full bar.
+      print(
+        f"gelujax: {workdir} already trained {start} of {parts.epochs} epochs; nothing to train.",
+        file=sys.stderr,
+        flush=True,
+      )
+    bar = writers.progress_bar(
+      parts.epochs * steps,
+      start * steps,
+      progress and lead and not finished,
+      f"epoch {start + 1}/{parts.epochs}",
+    )
+    show = functools.partial(_show_progress, bar, placed.members, parts.select_metric)
     diverged = program.diverged_steps(state) >= 0
     try:
       for epoch in range(start + 1, parts.epochs + 1):
-        state, metrics, diverged = _train_epoch(placed, state, epoch, bounds, records, writer)
+        bar.set_description(f"epoch {epoch}/{parts.epochs}", refresh=False)
+        state, diverged = _train_epoch(placed, state, epoch, bounds, records, writer, show)
         if epoch in (1, parts.epochs) or epoch % checkpoint_every == 0 or diverged.all():
           checkpointer.save(epoch, program.unpad(state), records)
-        bar.set_postfix(_describe_progress(metrics, diverged), refresh=False)  # update() draws.
-        bar.update(1)
         if diverged.all():
           break
     finally:
@@ -318,24 +341,28 @@ def _resume(workdir, config, placed: _Placed, checkpointer, bounds, lead) -> tup
   return start, state, records
 
 
-def _train_epoch(placed: _Placed, state, epoch: int, bounds: list[int], records: list, writer):
-  """One epoch of every member, evaluated after each segment of ``bounds``: the state, the last
-  evaluation's metrics and which members have diverged. Appends the evaluations' records to
-  ``records`` (and writes them, on process 0)."""
+def _train_epoch(
+  placed: _Placed, state, epoch: int, bounds: list[int], records: list, writer, show
+):
+  """One epoch of every member, evaluated after each segment of ``bounds``: the state and which
+  members have diverged. Appends the evaluations' records to ``records`` (and writes them and
+  the steps' losses, on process 0); ``show(steps, metrics, diverged)`` moves the progress bar
+  after each segment."""
   program, num = placed.program, placed.program.num_members
   batches = program.shuffle(placed.seeds, np.int32(epoch))
   for first, last in itertools.pairwise(bounds):
-    state, train_loss = program.train_segment(
+    state, losses = program.train_segment(
       state,
       placed.train,
       batches,
       placed.seeds,
       placed.learning_rates,
-      np.int32(epoch),
-      np.int32(first),
+      epoch=np.int32(epoch),
+      first_step=np.int32(first),
       num_steps=last - first,
     )
-    metrics = {"train_loss": to_host(train_loss)[:num]}
+    losses_MxS = to_host(losses)[:num]
+    metrics = {"train_loss": losses_MxS.mean(axis=1, dtype=np.float64)}
     for name, (split, size) in placed.evals.items():
       for key, mean in program.mean_metrics(state, split, size).items():
         metrics[f"{name}_{key}"] = mean
@@ -343,8 +370,10 @@ def _train_epoch(placed: _Placed, state, epoch: int, bounds: list[int], records:
     point = _evaluation_point(epoch, last, program.steps_per_epoch)
     records += writers.make_records(placed.members, *point, diverged, metrics)
     if writer:
+      writer.write_step_losses(point[1] - (last - first), losses_MxS)
       writer.write(records[-num:])
-  return state, metrics, diverged
+    show(last - first, metrics, diverged)
+  return state, diverged
 
 
 def evaluation_steps(steps_per_epoch: int, evals_per_epoch: int) -> list[int]:
@@ -357,11 +386,50 @@ def _evaluation_point(epoch: int, last: int, steps_per_epoch: int) -> tuple[floa
   return epoch - 1 + last / steps_per_epoch, (epoch - 1) * steps_per_epoch + last
 
 
-def _describe_progress(metrics: dict[str, np.ndarray], diverged: np.ndarray) -> dict[str, str]:
-  """The progress bar's note: each loss of the best member still training."""
+def _hparams(config: Mapping[str, Any]) -> dict[str, str | float]:
+  """The run's hyperparameters TensorBoard's hparams plugin shows beside each member's learning
+  rate and seed: its task, data set, activation and dropout rate, as config.json records them."""
+  spec = config["spec"]
+  return {
+    "task": config["task"],
+    "dataset": config["dataset"],
+    "activation": str(config["activation"]),
+    "dropout": float(spec.get("dropout", 0.0)),
+  }
+
+
+def _show_progress(
+  bar, members: list[dict[str, Any]], select_metric: str, steps: int, metrics, diverged
+) -> None:
+  """Moves ``bar`` by ``steps`` with the note of `describe_progress` (``update`` draws it)."""
+  bar.set_postfix_str(describe_progress(metrics, diverged, members, select_metric), refresh=False)
+  bar.update(steps)
+
+
+def describe_progress(
+  metrics: Mapping[str, np.ndarray],
+  diverged: np.ndarray,
+  members: list[dict[str, Any]],
+  select_metric: str,
+) -> str:
+  """The progress bar's note: one member, the best still training by ``select_metric`` (its test
+  counterpart where the run has no validation split, as `gelujax.workdir.summarize` selects;
+  the training loss before either is there), named, with its losses at the last evaluation:
+  ``"best lr=0.001 seed=0 by validation_loss: train_loss=0.31, validation_loss=0.29"``."""
   if diverged.all():
-    return {"diverged": "all"}
-  return {k: f"{v[~diverged].min():.4g}" for k, v in metrics.items() if "loss" in k}
+    return "every member diverged"
+  key = select_metric
+  if key not in metrics and key.startswith("validation_"):
+    key = "test_" + key.removeprefix("validation_")
+  if key not in metrics:
+    key = "train_loss"
+  values = np.asarray(metrics[key], np.float64)
+  ranked = np.where(~diverged & np.isfinite(values), values, np.inf)
+  best = int(np.argmin(ranked)) if np.isfinite(ranked).any() else int(np.argmin(diverged))
+  member = members[best]
+  shown = [k for k in metrics if "loss" in k or k == key]
+  values_words = ", ".join(f"{k}={float(metrics[k][best]):.4g}" for k in shown)
+  return f"best lr={member['learning_rate']:g} seed={member['seed']} by {key}: {values_words}"
 
 
 def _finish(workdir, config, parts: Parts, program, state, diverged) -> dict[str, Any]:

@@ -159,13 +159,13 @@ def train_segment(
   batches: jax.Array,
   seeds: jax.Array,
   learning_rates: jax.Array,
-  epoch: jax.Array,
-  first: jax.Array,
   *,
+  epoch: jax.Array,
+  first_step: jax.Array,
   num_steps: int,
   strategy: str = "vmap",
 ) -> tuple[TrainState, jax.Array]:
-  """Trains every member on ``num_steps`` of the epoch's ``batches`` from step ``first``: each
+  """Trains every member on ``num_steps`` of the epoch's ``batches`` from step ``first_step``: each
   device its own members, vmapped or one after another (``strategy``, `map_members`), each
   through the whole segment (`gelujax.engine.step.train_steps`). Batches stay sharded over
   ``data`` (automatic: XLA inserts the gradient all-reduce).
@@ -178,16 +178,17 @@ def train_segment(
     batches: the epoch's item indices from `shuffle`, [steps, M, B].
     seeds: [M] int32.
     learning_rates: [M] float32.
-    epoch: the epoch, from 1.
-    first: the epoch's step to start at.
+    epoch: the epoch, from 1 (keyword-only, as ``first_step``: two bare numbers are easily
+      swapped).
+    first_step: the epoch's step to start at.
     num_steps: steps to take (static).
     strategy: how a device takes its members, one of `STRATEGIES`.
 
   Returns:
-    The next state and each member's mean training loss over these steps, [M].
+    The next state and each member's training loss at each of these steps, [M, num_steps].
   """
-  items_MxSxB = jnp.moveaxis(jax.lax.dynamic_slice_in_dim(batches, first, num_steps), 1, 0)
-  steps = (epoch - 1) * config.steps_per_epoch + first + jnp.arange(num_steps, dtype=jnp.int32)
+  items_MxSxB = jnp.moveaxis(jax.lax.dynamic_slice_in_dim(batches, first_step, num_steps), 1, 0)
+  steps = (epoch - 1) * config.steps_per_epoch + first_step + jnp.arange(num_steps, dtype=jnp.int32)
   return map_members(
     mesh,
     functools.partial(step.train_steps, config),
@@ -278,8 +279,8 @@ class Program:
     strategy: how each device takes its members in training and evaluation (`STRATEGIES`).
     init: ``(seeds, learning_rates) -> TrainState``.
     shuffle: ``(seeds, epoch) -> batches [steps, M, B]``.
-    train_segment: ``(state, data, batches, seeds, learning_rates, epoch, first, *, num_steps)
-      -> (state, mean training loss [M])``; donates ``state``.
+    train_segment: ``(state, data, batches, seeds, learning_rates, *, epoch, first_step,
+      num_steps) -> (state, training loss at each step [M, num_steps])``; donates ``state``.
     evaluate: ``(state, split) -> {metric: sums [M]}``.
     strategy_reason: why ``strategy`` (`choose_strategy`).
   """

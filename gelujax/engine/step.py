@@ -347,7 +347,8 @@ def train_steps(
   steps_S: jax.Array,
 ) -> tuple[TrainState, jax.Array]:
   """One member through steps ``steps_S`` of ``epoch`` on the batches ``items_SxB`` of
-  ``data``: a `lax.scan` of `train_step`. Returns its state and mean training loss."""
+  ``data``: a `lax.scan` of `train_step`. Returns its state and its training loss at each
+  step, [S]."""
   keys = step_keys(seed, epoch, steps_S, config.dropout_bits)
 
   def scan_step(state, xs):
@@ -355,8 +356,7 @@ def train_steps(
     batch, mask = gather(config, data, items_B)
     return train_step(config, state, learning_rate, batch, mask, keys, step)
 
-  state, losses_S = jax.lax.scan(scan_step, state, (steps_S, items_SxB, keys))
-  return state, losses_S.mean()
+  return jax.lax.scan(scan_step, state, (steps_S, items_SxB, keys))
 
 
 def evaluate_member(

@@ -14,7 +14,9 @@ From the runs' values (:class:`gelujax.study.evidence.RunValues`) and each hypot
   selection seeds at each lr both runs trained, against the same comparison at the selected
   lrs (on the evaluation seeds where they are trained);
 - each run's lr selection, the selected lr against the runner-up;
-- exploratory comparisons of every other activation with the baselines, on every metric;
+- exploratory comparisons of every other activation with the baselines and with the
+  references (by default the GELUs, ``gelujax.paper.REFERENCES``) trained beside it, on every
+  metric, unpaired and, on the seeds both runs trained, seed by seed;
 - what the curves show (:mod:`gelujax.study.curves`), and the claims whose paper values
   contradict their own direction.
 
@@ -33,6 +35,7 @@ from gelujax.paper import (
   HIGHER,
   LOWER,
   PRIMARY,
+  REFERENCES,
   SECONDARY,
   Design,
   Hypothesis,
@@ -48,7 +51,7 @@ from gelujax.study.evidence import (
   untrained_runs,
 )
 from gelujax.study.runs import RunRow
-from gelujax.study.verdicts import Comparison, Verdict
+from gelujax.study.verdicts import Comparison, PairedComparison, Verdict
 
 # Noise levels the exploratory noise comparisons use (those of the paper's noise claims).
 NOISE_LEVELS_COMPARED = (1.0, 3.0)
@@ -102,7 +105,10 @@ class Exploratory:
 
   Attributes:
     scope: where (``"dropout 0.5, selected lr"``).
+    baseline: the run it is compared with: a baseline's or a reference's.
     seeds: which seeds (``"evaluation seeds"``, ``"selection seeds"``).
+    comparison: the unpaired comparison (rank-sum test, Hodges–Lehmann shift).
+    paired: the same values seed by seed, on the seeds both runs have (None without any).
   """
 
   scope: str
@@ -111,6 +117,18 @@ class Exploratory:
   baseline: str
   seeds: str
   comparison: Comparison
+  paired: PairedComparison | None = None
+
+  def to_json(self) -> dict[str, Any]:
+    return {
+      "scope": self.scope,
+      "metric": self.metric.key,
+      "run": self.run,
+      "baseline": self.baseline,
+      "seeds": self.seeds,
+      "comparison": self.comparison.to_json(),
+      "paired": self.paired and self.paired.to_json(),
+    }
 
 
 @dataclasses.dataclass(frozen=True)
@@ -174,7 +192,7 @@ class Analysis:
       (its ``gelujax.paper.PAPER`` record).
     sensitivity: per hypothesis whose lr is selected, its fixed-lr sensitivity.
     selections: per selection grid, its `Selection`.
-    exploratory: every other activation against each baseline.
+    exploratory: every other activation against each baseline and reference.
     curves: ``(run, lr or None, fact kind, fact)`` for every curve fact
       (:mod:`gelujax.study.curves`), selection runs then evaluation runs.
     contradictions: the hypotheses whose paper values contradict their claimed direction.
@@ -186,6 +204,7 @@ class Analysis:
       pairs wait for.
     evaluation_seeds: the evaluation seeds the design trains.
     command: the command that trains what is missing (the result's reproduce command).
+    references: the activations every other one is compared with besides the baselines.
   """
 
   task: str
@@ -207,6 +226,7 @@ class Analysis:
   )
   evaluation_seeds: tuple[int, ...] = ()
   command: str = ""
+  references: tuple[str, ...] = REFERENCES
 
   def changed(self) -> bool:
     """Whether the candidate rule changed the design of this result: some hypothesis is tested
@@ -267,11 +287,16 @@ def selections(rows: Sequence[RunRow]) -> list[Selection]:
 
 
 def exploratory(
-  values: Sequence[RunValues], metrics: Sequence[Metric], design: Design
+  values: Sequence[RunValues],
+  metrics: Sequence[Metric],
+  design: Design,
+  references: Sequence[str] = REFERENCES,
 ) -> list[Exploratory]:
-  """Every activation that is not a baseline against each baseline on each metric, per dropout
-  rate: at the selected lrs (or, where nothing is selected, at each lr), on the evaluation seeds
-  where both runs have them, else on the selection seeds."""
+  """Every activation that is not a baseline against each baseline, then against each of
+  ``references`` trained beside it (not itself; a pair of runs once), on each metric, per
+  dropout rate: at the selected lrs (or, where nothing is selected, at each lr), on the
+  evaluation seeds where both runs have them, else on the selection seeds; unpaired, and seed
+  by seed on the seeds both runs trained."""
   found = []
   dropouts = list(dict.fromkeys(v.dropout for v in values))
   lrs: list[float | None] = [None]
@@ -283,33 +308,41 @@ def exploratory(
       scope = (f"dropout {dropout:g}, " if len(dropouts) > 1 else "") + (
         "selected lr" if lr is None else f"lr {lr:g}"
       )
+      others = [v for v in group if v.activation in BASELINES]
+      others += [v for v in group if v.activation in references and v.activation not in BASELINES]
       for metric in metrics:
+        compared: set[frozenset[str]] = set()
         for run in (v for v in group if v.activation not in BASELINES):
-          for baseline in (v for v in group if v.activation in BASELINES):
-            pair = _exploratory_values(run, baseline, lr, metric.key, design)
+          for other in others:
+            if other is run or frozenset((run.name, other.name)) in compared:
+              continue
+            compared.add(frozenset((run.name, other.name)))
+            pair = _exploratory_values(run, other, lr, metric.key, design)
             if pair is not None:
               a, b, seeds = pair
+              comparison = Comparison.of(list(a.values()), list(b.values()))
               found.append(
-                Exploratory(scope, metric, run.name, baseline.name, seeds, Comparison.of(a, b))
-              )
+                Exploratory(scope, metric, run.name, other.name, seeds, comparison,
+                            PairedComparison.of(a, b))
+              )  # fmt: skip
   return found
 
 
 def _exploratory_values(
   run: RunValues, baseline: RunValues, lr: float | None, key: str, design: Design
-) -> tuple[list[float], list[float], str] | None:
-  if design.select_lr:
-    evaluated = [run.evaluated(None, key), baseline.evaluated(None, key)]
-  else:
-    evaluated = [
-      None
-      if v.evaluated(lr, key) is None or v.at(lr, key) is None
-      else v.at(lr, key) + v.evaluated(lr, key)
-      for v in (run, baseline)
-    ]
+) -> tuple[dict[int, float], dict[int, float], str] | None:
+  """Both runs' values (seed -> value) and which seeds they are; None where one has none."""
+  evaluated: list[dict[int, float] | None] = []
+  for v in (run, baseline):
+    found = v.seeded_evaluated(lr, key)  # lr None (the selected lr) where the design selects
+    found = None if isinstance(found, str) else found
+    if not design.select_lr:
+      grid = v.seeded_at(lr, key)
+      found = None if found is None or grid is None else {**grid, **found}
+    evaluated.append(found)
   if design.evaluation_seeds and all(evaluated):
     return (*evaluated, "evaluation seeds" if design.select_lr else "all seeds")
-  a, b = run.at(lr, key), baseline.at(lr, key)
+  a, b = run.seeded_at(lr, key), baseline.seeded_at(lr, key)
   return (a, b, "selection seeds") if a and b else None
 
 
@@ -357,9 +390,12 @@ def analyse(
   curves: Sequence[tuple[str, float | None, str, dict[str, Any]]] = (),
   epochs: tuple[int, int] | None = None,
   command: str = "",
+  references: Sequence[str] = REFERENCES,
 ) -> Analysis:
   """The statistics of one result (see the module doc). ``epochs``: the runs' and the paper's
-  (a caveat where fewer); ``command``: what trains the missing runs, for the pending words."""
+  (a caveat where fewer); ``command``: what trains the missing runs, for the pending words;
+  ``references``: the activations every other one is compared with besides the baselines
+  (exploratory)."""
   hypotheses = paper_hypotheses(task)
   facts = {"epochs": {"epochs": epochs[0], "paper": epochs[1]}} if epochs else {}
   earlier_design = dataclasses.replace(design, candidates=False)
@@ -383,7 +419,8 @@ def analyse(
   analysis.selections = selections(selection_rows) if design.select_lr else []
   if design.select_lr and design.candidates:
     analysis.candidates = candidate_rows(selection_rows)
-  analysis.exploratory = exploratory(values, metrics, design)
+  analysis.exploratory = exploratory(values, metrics, design, references)
+  analysis.references = tuple(references)
   analysis.curves = list(curves)
   analysis.contradictions = contradictions(hypotheses)
   for verdict in (*analysis.primary, *analysis.secondary):

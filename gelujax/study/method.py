@@ -9,7 +9,7 @@ to the result.
 
 from __future__ import annotations
 
-from gelujax.paper import CANDIDATE_ALPHA, DESIGN_CHANGES
+from gelujax.paper import BASELINES, CANDIDATE_ALPHA, DESIGN_CHANGES
 from gelujax.study import curves, stats
 from gelujax.study.analysis import Analysis
 
@@ -22,7 +22,7 @@ def method(task: str, analysis: Analysis) -> str:
       "Each run's learning rate is selected on its selection seeds (the grid's), and its "
       "candidate lrs are the selected one and every lr whose per-seed best selection metric "
       "the exact rank-sum test does not tell apart from the selected lr's (two-sided p >= "
-      f"{CANDIDATE_ALPHA:g}; the design change above). Each candidate is trained on fresh "
+      f"{CANDIDATE_ALPHA:g}; the design change below). Each candidate is trained on fresh "
       "evaluation seeds (`runs/<run>_eval/` at the selected lr, `runs/<run>_eval_lr<lr>/` at "
       "another candidate), so the selection cannot favour the seeds that judge it, and each "
       "hypothesis is tested at every pair of a candidate lr of GELU's run and one of the "
@@ -72,8 +72,11 @@ def method(task: str, analysis: Analysis) -> str:
     "seed (exploratory, beside the pre-registered unpaired test): the exact Wilcoxon "
     "signed-rank test of the differences (zeros dropped, mid-ranks for ties) and the paired "
     "Hodges–Lehmann shift (the median of the differences' Walsh averages) with its exact "
-    f"interval ({paired_levels(analysis)}). Everything else is exploratory: effects with "
-    "intervals and uncorrected p, no verdicts."
+    f"interval ({paired_levels(analysis)}). Every activation that is not a baseline "
+    f"({', '.join(BASELINES)}) is compared with each baseline and each reference "
+    f"({', '.join(analysis.references)}) trained beside it, both ways: unpaired and seed by "
+    "seed. These and everything else are exploratory: effects with intervals and uncorrected "
+    "p, no verdicts."
   )
 
 
@@ -122,11 +125,11 @@ def interval_levels(analysis: Analysis) -> str:
 
 
 def paired_levels(analysis: Analysis) -> str:
-  """``"95.1% with 10 pairs, none with 5"``: the achieved level of the paired intervals."""
-  sizes = sorted(
-    {len(o.paired.seeds) for v in (*analysis.primary, *analysis.secondary) for o in v.outcomes
-     if o.paired is not None}
-  )  # fmt: skip
+  """``"95.1% with 10 pairs, none with 5"``: the achieved level of the paired intervals, the
+  judged pairs' and the exploratory comparisons'."""
+  paired = [o.paired for v in (*analysis.primary, *analysis.secondary) for o in v.outcomes]
+  paired += [e.paired for e in analysis.exploratory]
+  sizes = sorted({len(d.seeds) for d in paired if d is not None})
   if not sizes:
     return "no pairs here"
   words = []

@@ -13,6 +13,7 @@ from gelujax import tasks
 from gelujax.paper import (
   NOISE_SUFFIX,
   PAPER_NOISE_ACCURACY,
+  REFERENCES,
 )
 from gelujax.study import analysis, findings, grids, noise, plots, readme, runs, tables
 from gelujax.study.analysis import Analysis
@@ -88,10 +89,17 @@ def evaluate_noise(stages: Stages, out: Path, *, root: Path, data_dir: str | Non
 
 
 def write_noise(
-  task: str, stages: Stages, out: Path, *, root: Path, project: bool = True
+  task: str,
+  stages: Stages,
+  out: Path,
+  *,
+  root: Path,
+  project: bool = True,
+  references: Sequence[str] = REFERENCES,
 ) -> Result:
   """Fig. 3: the classifier task's no-dropout runs (the selection grids and their evaluation
-  runs) under test-time noise, from the evaluations kept in ``out/noise/``."""
+  runs) under test-time noise, from the evaluations kept in ``out/noise/``; ``references`` as
+  `gelujax.study.pipeline.reproduce` takes them."""
   selection, rows, plan = stages.selection, stages.rows, stages.plan
   options = {"out": out, "root": root, "data_dir": None, "evaluate": False}
   lrs = noise_lrs(rows)
@@ -129,7 +137,7 @@ def write_noise(
         lrs, row.candidates, curve_caveats(task + NOISE_SUFFIX, tested),
       )
     )  # fmt: skip
-  settings = read_settings(task + NOISE_SUFFIX, selection, evaluation_runs)
+  settings = read_settings(task + NOISE_SUFFIX, selection, evaluation_runs, references)
   result = analysis.analyse(
     task + NOISE_SUFFIX,
     values,
@@ -141,6 +149,7 @@ def write_noise(
     command=readme.reproduce_command(
       settings, tasks.get(task), out=out, root=root, project=project
     ),
+    references=references,
   )
   table = write_noise_table(task + NOISE_SUFFIX, shown, result, out)
   labels = {

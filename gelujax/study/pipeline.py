@@ -6,9 +6,9 @@ each run's lr is selected on those seeds; its evaluation run, fresh seeds at tha
 trained into ``<out>/runs/<run>_eval/``, and the same seeds at each other candidate lr
 (``gelujax.paper.DESIGN_CHANGES``) into ``<out>/runs/<run>_eval_lr<lr>/``; then, from the
 workdir files alone, ``<out>`` receives ``table.md``, ``summary.json``, the figure PNG(s) and a
-``README.md`` that opens with the task's hypotheses and their verdicts. :func:`render` trains
-nothing and rebuilds a result from the files already there; a hypothesis whose evaluation run
-is absent or unfinished is *pending*.
+``README.md`` that opens with the task's hypotheses and their verdicts, its tables and findings.
+:func:`render` trains nothing and rebuilds a result from the files already there; a hypothesis
+whose evaluation run is absent or unfinished is *pending*.
 
 A task named ``<classifier>_noise`` (``mnist_noise``) trains nothing new when the classifier
 task's no-dropout runs exist beside ``<out>`` (``<out>/../mnist/runs/``): it restores the
@@ -26,6 +26,7 @@ from gelujax import tasks
 from gelujax.paper import (
   NOISE_SUFFIX,
   PAPER,
+  REFERENCES,
   design,
 )
 from gelujax.study import analysis, findings, grids, overview, plots, readme
@@ -48,13 +49,21 @@ from gelujax.study.stages import (
 from gelujax.study.summary import default_report, loss_curves, write_summary, write_table
 
 
-def write_runs(task: str, stages: Stages, out: Path, root: Path, project: bool = True) -> Result:
-  """table.md, summary.json and the figure of a trained task, from its runs' files."""
+def write_runs(
+  task: str,
+  stages: Stages,
+  out: Path,
+  root: Path,
+  project: bool = True,
+  references: Sequence[str] = REFERENCES,
+) -> Result:
+  """table.md, summary.json and the figure of a trained task, from its runs' files;
+  ``references`` as :func:`reproduce` takes them."""
   selection, rows, plan, evaluated = stages.selection, stages.rows, stages.plan, stages.evaluated
   evaluation_runs = stages.evaluation_runs()
   evaluation_rows = {run.name: summarize(run, run.learning_rates()) for run in evaluation_runs}
   evaluation_grid_values = {name: grid_values(row) for name, row in evaluation_rows.items()}
-  settings = read_settings(task, selection, evaluation_runs)
+  settings = read_settings(task, selection, evaluation_runs, references)
   values = []
   for run, row in zip(selection, rows, strict=True):
     found = evaluated[row.run]
@@ -86,6 +95,7 @@ def write_runs(task: str, stages: Stages, out: Path, root: Path, project: bool =
     command=readme.reproduce_command(
       settings, tasks.get(task), out=out, root=root, project=project
     ),
+    references=references,
   )
   table = write_table(task, rows, list(evaluation_rows.values()), report, result, metrics, out)
   if task == "mnist_ae":
@@ -152,6 +162,7 @@ def reproduce(
   evaluation_seeds: Sequence[int] | None = None,
   data_dir: str | None = None,
   project: bool = True,
+  references: Sequence[str] = REFERENCES,
 ) -> Path:
   """The whole reproduction of ``task``: trains what is missing, then writes the result.
 
@@ -172,6 +183,8 @@ def reproduce(
     evaluation_seeds: the seeds of the evaluation runs (None: the task's design's); none of
       them may be a selection seed where the lr is selected.
     data_dir: where the dataset's files are.
+    references: the activations every other one is compared with besides the baselines, where
+      they are trained beside it (exploratory; `gelujax.study.analysis.exploratory`).
 
   Returns:
     The output directory.
@@ -207,19 +220,30 @@ def reproduce(
   # The result is every run under out, not only this invocation's (`activations` may be a
   # subset of what an earlier one trained): the same files `render` reads.
   stages = find_stages(task, out, root)
-  return write(task, stages, out=out, root=root, trained=True, project=project)
+  return write(
+    task, stages, out=out, root=root, trained=True, project=project, references=references
+  )
 
 
-def render(task: str, *, out: Path, root: Path, project: bool = True) -> Path:
+def render(
+  task: str,
+  *,
+  out: Path,
+  root: Path,
+  project: bool = True,
+  references: Sequence[str] = REFERENCES,
+) -> Path:
   """Rebuilds a result's tables, figures, findings, summary.json and README from the files
   under ``out``, training and evaluating nothing (every setting is read from the runs' files);
-  ``root`` and ``project`` as :func:`reproduce` takes them.
+  ``root``, ``project`` and ``references`` as :func:`reproduce` takes them.
 
   Raises:
     ValueError: ``out`` holds no runs (or, for a noise task, no noise evaluations) to render.
   """
   stages = find_stages(task, out, root)
-  return write(task, stages, out=out, root=root, trained=False, project=project)
+  return write(
+    task, stages, out=out, root=root, trained=False, project=project, references=references
+  )
 
 
 def find_stages(task: str, out: Path, root: Path) -> Stages:
@@ -234,16 +258,23 @@ def find_stages(task: str, out: Path, root: Path) -> Stages:
 
 
 def write(
-  task: str, stages: Stages, *, out: Path, root: Path, trained: bool, project: bool = True
+  task: str,
+  stages: Stages,
+  *,
+  out: Path,
+  root: Path,
+  trained: bool,
+  project: bool = True,
+  references: Sequence[str] = REFERENCES,
 ) -> Path:
   """Writes the result of ``stages`` under ``out`` from the runs' files (and, for a noise task,
   the evaluations kept in ``out/noise/``), then its README; returns ``out``. ``trained`` says
   whether this invocation trained (the README says which)."""
   base = task.removesuffix(NOISE_SUFFIX)
   if task.endswith(NOISE_SUFFIX):
-    result = write_noise(base, stages, out, root=root, project=project)
+    result = write_noise(base, stages, out, root=root, project=project, references=references)
   else:
-    result = write_runs(base, stages, out, root, project)
+    result = write_runs(base, stages, out, root, project, references)
   write_result(task, result, out=out, root=root, trained=trained, project=project)
   return out
 
@@ -261,6 +292,7 @@ def write_result(
     out,
     title=f"GELU paper reproduction: {task} on {settings['dataset']}",
     opening=readme.hypotheses_part(task, result.analysis),
+    method=readme.method_part(task, result.analysis),
     command=readme.reproduce_command(settings, paper, out=out, root=root, project=project),
     run_from=readme.where_to_run(root, project),
     settings=readme.describe_settings(settings, result.report),

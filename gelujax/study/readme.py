@@ -1,10 +1,11 @@
 """A result's README.md, and the top-level README's overview of every committed result.
 
-The README opens with the task's hypotheses and their verdicts, then says how they were reached,
-the commands that reproduce and re-render it, what was run (read from the runs' files), where
-and for how long it trained, every deviation from the paper's protocol (the runs' config.json
-against the task's paper defaults in `gelujax.tasks` and `gelujax.paper`), the findings and the
-tables.
+The README opens with what was found: the task's hypotheses and their verdicts (where the paper
+states claims for it), the tables and the findings; then says how the verdicts were reached
+(the method, the design changes), the commands that reproduce and re-render it, what was run
+(read from the runs' files), where and for how long it trained, every deviation from the
+paper's protocol (the runs' config.json against the task's paper defaults in `gelujax.tasks`
+and `gelujax.paper`) and its files.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from gelujax.paper import (
   NOISE_SUFFIX,
   PAPER,
   PAPER_ACTIVATIONS,
+  REFERENCES,
   Report,
   defaults,
   design,
@@ -112,14 +114,18 @@ def reproduce_command(
     flags.append(f"--embeddings={embeddings}")
   if out.resolve() != (root / "results" / settings["dataset"] / task).resolve():
     flags.append(f"--out={grids.repo_relative(out, root)}")
+  references = settings.get("references", REFERENCES)
+  if tuple(references) != REFERENCES:
+    flags.append(f"--reference={','.join(references)}")
   return f"{command_name(project)} " + shlex.join(flags)
 
 
 def render_command(command: str) -> str:
-  """The command that re-renders a result without training: its program, task, dataset and out."""
+  """The command that re-renders a result without training: its program, task, dataset, out and
+  references."""
   words = shlex.split(command)
   program = list(itertools.takewhile(lambda word: not word.startswith("--"), words))
-  kept = [w for w in words if w.split("=")[0] in ("--task", "--dataset", "--out")]
+  kept = [w for w in words if w.split("=")[0] in ("--task", "--dataset", "--out", "--reference")]
   return shlex.join([*program, *kept, "--render"])
 
 
@@ -272,8 +278,10 @@ def describe_training(timings: dict[str, dict[str, Any]]) -> list[str]:
 
 
 def hypotheses_part(task: str, analysis: Analysis) -> list[str]:
-  """The README's opening: the hypotheses tables, their notes, the design changes that apply
-  (with the earlier design's verdicts, where the change altered them) and the method."""
+  """The README's opening: the hypotheses tables and their notes; nothing for a task the paper
+  states no claim for."""
+  if task not in PAPER and not analysis.primary and not analysis.secondary:
+    return []
   lines = []
   if task in PAPER:
     lines += [
@@ -297,6 +305,20 @@ def hypotheses_part(task: str, analysis: Analysis) -> list[str]:
       "",
       tables.format_hypotheses(analysis.secondary, analysis=analysis),
     ]
+  return lines
+
+
+def method_part(task: str, analysis: Analysis) -> list[str]:
+  """The README's method, after the tables and findings: how the verdicts are reached (first
+  saying that there are none, for a task the paper states no claim for), the design changes
+  that apply, and the earlier design's verdicts where a change altered them."""
+  lines = ["## How the verdicts are reached", ""]
+  if not hypotheses_part(task, analysis):
+    lines += [
+      "None: the paper states no claim for this task. Every comparison above is exploratory.",
+      "",
+    ]
+  lines += [method.method(task, analysis), ""]
   lines += method.design_change_lines(task, analysis)
   for family, verdicts in (
     ("primary", analysis.earlier_primary),
@@ -312,7 +334,6 @@ def hypotheses_part(task: str, analysis: Analysis) -> list[str]:
         "",
         tables.format_hypotheses(verdicts),
       ]
-  lines += ["## How the verdicts are reached", "", method.method(task, analysis), ""]
   return lines
 
 
@@ -321,6 +342,7 @@ def write_readme(
   *,
   title: str,
   opening: Sequence[str],
+  method: Sequence[str],
   command: str,
   settings: Sequence[str],
   trained: bool,
@@ -331,11 +353,30 @@ def write_readme(
   run_from: str = "the repository root",
 ) -> None:
   """README.md of a reproduction, written from its files; its commands run from ``run_from``
-  (`where_to_run`)."""
+  (`where_to_run`). What was found comes first: ``opening`` (the hypotheses' tables, if any),
+  the tables (``table``: table.md's text) and the findings; then ``method`` (`method_part`),
+  how to reproduce it, what ran, the deviations and the files."""
   lines = [
     f"# {title}",
     "",
     *opening,
+    "## Tables",
+    "",
+    # table.md's headings, one level down inside this file.
+    *[f"#{line}" if line.startswith("#") else line for line in table.splitlines()],
+    "",
+    "## Findings",
+    "",
+    "Every line below is generated from summary.json by one fixed rule per kind of finding "
+    "(`gelujax.study.findings`); the rules of what the curves show are those of "
+    "`gelujax.study.curves`. Exploratory lines give effects (Hodges–Lehmann shift of the first "
+    "run from the second, with its exact interval) and uncorrected p-values, no verdicts.",
+  ]
+  for section, section_lines in sections.items():
+    lines += ["", f"### {section}", "", *section_lines]
+  lines += [
+    "",
+    *method,
     "## Reproduce",
     "",
     f"From scratch (from {run_from}; finished runs are skipped, so with the runs in place this "
@@ -365,22 +406,6 @@ def write_readme(
     "## Files",
     "",
     *[f"- {f}" for f in files],
-    "",
-    "## Findings",
-    "",
-    "Every line below is generated from summary.json by one fixed rule per kind of finding "
-    "(`gelujax.study.findings`); the rules of what the curves show are those of "
-    "`gelujax.study.curves`. Exploratory lines give effects (Hodges–Lehmann shift of the first "
-    "run from the second, with its exact interval) and uncorrected p-values, no verdicts.",
-  ]
-  for section, section_lines in sections.items():
-    lines += ["", f"### {section}", "", *section_lines]
-  lines += [
-    "",
-    "## Tables",
-    "",
-    # table.md's headings, one level down inside this file.
-    *[f"#{line}" if line.startswith("#") else line for line in table.splitlines()],
   ]
   (out / "README.md").write_text("\n".join(lines) + "\n")
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from gelujax.paper import (
+  REFERENCES,
   Design,
   Report,
   design,
@@ -45,9 +46,15 @@ class Result:
   findings: dict[str, list[str]]
 
 
-def read_settings(task: str, selection: Sequence[Run], evaluation: Sequence[Run]) -> dict[str, Any]:
+def read_settings(
+  task: str,
+  selection: Sequence[Run],
+  evaluation: Sequence[Run],
+  references: Sequence[str] = REFERENCES,
+) -> dict[str, Any]:
   """What the runs were trained with, read from their config.json files (the seeds and lrs of
-  their members, the epochs of their specs)."""
+  their members, the epochs of their specs), and the ``references`` their result compares every
+  other activation with (`gelujax.study.analysis.exploratory`)."""
   first = selection[0]
   for run in selection[1:]:
     if run.learning_rates() != first.learning_rates() or run.seeds() != first.seeds():
@@ -69,6 +76,7 @@ def read_settings(task: str, selection: Sequence[Run], evaluation: Sequence[Run]
     "seeds": first.seeds(),
     "evaluation_seeds": list(dict.fromkeys(s for run in evaluation for s in run.seeds())),
     **({"activation_sources": sources} if sources else {}),
+    "references": list(references),
   }
 
 

@@ -8,9 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from gelujax.paper import (
-  Report,
-)
+from gelujax.paper import BASELINES, Report
 from gelujax.study import analysis, curves, overview, tables, wording
 from gelujax.study.analysis import Analysis
 from gelujax.study.runs import EVAL_SUFFIX, LrRow, Run, RunRow
@@ -95,17 +93,7 @@ def write_summary(
         for s in result.sensitivity
       ],
       "selections": [s.to_json() for s in result.selections],
-      "exploratory": [
-        {
-          "scope": e.scope,
-          "metric": e.metric.key,
-          "run": e.run,
-          "baseline": e.baseline,
-          "seeds": e.seeds,
-          "comparison": e.comparison.to_json(),
-        }
-        for e in result.exploratory
-      ],
+      "exploratory": [e.to_json() for e in result.exploratory],
       "findings": sections,
       # The rows of results/README.md (gelujax.study.overview).
       "headline": overview.hypothesis_rows(task, result),
@@ -200,9 +188,13 @@ def exploratory_tables(result: Analysis) -> list[str]:
   if result.exploratory:
     text += [
       "## Exploratory comparisons\n",
-      "Every activation that is not a baseline against ReLU and ELU: the Hodges–Lehmann shift "
-      "of the run from the baseline with its exact interval, and the uncorrected two-sided "
-      "p-value. Exploratory: no correction, no verdict.\n",
+      f"Every activation that is not a baseline ({', '.join(BASELINES)}) against each baseline, "
+      f"and against each reference ({', '.join(result.references)}) trained beside it: the "
+      "Hodges–Lehmann shift of the run from the baseline with its exact interval and the "
+      "uncorrected two-sided rank-sum p; then, on the seeds both runs trained (a seed is one "
+      "initial draw, batch order and dropout stream whatever the activation), the paired shift "
+      "(the median of the differences' Walsh averages) with its exact interval and the "
+      "signed-rank p. Exploratory: no correction, no verdict.\n",
       tables.format_exploratory(result.exploratory),
     ]
   if any(kind == "jump" for _, _, kind, _ in result.curves):

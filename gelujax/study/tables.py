@@ -223,15 +223,16 @@ def format_exploratory(found: Sequence[Exploratory]) -> str:
   """A Markdown table of exploratory comparisons (no correction, no significance words)."""
   lines = [
     "| where | metric | run | baseline | seeds | run median | baseline median | HL shift "
-    "[exact CI] | p (uncorrected) |",
-    "|---|---|---|---|---|---|---|---|---|",
+    "[exact CI] | p (uncorrected) | pairs | paired shift [exact CI] | signed-rank p |",
+    "|---|---|---|---|---|---|---|---|---|---|---|---|",
   ]
   for e in found:
-    c, scale = e.comparison, e.metric.scale
+    c, d, scale = e.comparison, e.paired, e.metric.scale
+    paired = "0 | – | –" if d is None else f"{len(d.seeds)} | {format_shift(d, scale)} | {d.p:.2g}"
     lines.append(
       f"| {e.scope} | {e.metric.label} | {e.run} | {e.baseline} | {e.seeds} | "
       f"{format_number(c.median_a, scale)} | {format_number(c.median_b, scale)} | "
-      f"{format_shift(c, scale)} | {c.p:.2g} |"
+      f"{format_shift(c, scale)} | {c.p:.2g} | {paired} |"
     )
   return "\n".join(lines) + "\n"
 

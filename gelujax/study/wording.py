@@ -18,7 +18,15 @@ from gelujax.paper import EQUIVALENT, LOWER, Hypothesis
 from gelujax.study import curves, stats
 from gelujax.study.analysis import Analysis
 from gelujax.study.evidence import describe_seeds
-from gelujax.study.verdicts import DEPENDS, INCONCLUSIVE, PENDING, Comparison, Outcome, Verdict
+from gelujax.study.verdicts import (
+  DEPENDS,
+  INCONCLUSIVE,
+  PENDING,
+  Comparison,
+  Outcome,
+  PairedComparison,
+  Verdict,
+)
 
 
 def format_number(value: float | None, scale: float = 1.0, digits: int = 4) -> str:
@@ -31,8 +39,9 @@ def format_number(value: float | None, scale: float = 1.0, digits: int = 4) -> s
   return f"{value * scale:.{digits}g}"
 
 
-def format_shift(comparison: Comparison, scale: float = 1.0) -> str:
-  """``"-0.0271 [-0.0312, -0.0229]"``: the Hodges–Lehmann shift and its exact interval."""
+def format_shift(comparison: Comparison | PairedComparison, scale: float = 1.0) -> str:
+  """``"-0.0271 [-0.0312, -0.0229]"``: the Hodges–Lehmann shift (or the paired one) and its
+  exact interval."""
   shift, low, high = (
     format_number(v, scale, 3) for v in (comparison.shift, comparison.low, comparison.high)
   )

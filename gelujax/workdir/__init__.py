@@ -10,7 +10,8 @@
   trained, or results with no checkpoint to resume them from. `read_config` returns the run a
   workdir holds: its config.json, or, when that is missing or not a run's config, the config
   recorded in its newest checkpoint; `write_config` keeps a broken config.json as
-  ``config.json.damaged``.
+  ``config.json.damaged``. `software_record` is config.json's record of the software that ran
+  the run (its versions and git commit; `SOFTWARE`), not part of its identity.
 * **One writer** (`gelujax.workdir.lock`). `writing` holds an OS lock (``fcntl.flock`` on
   ``workdir/lock``) for the whole run, checks that the workdir still holds what `check_run` saw,
   and maps every disk error (`disk_errors`) into one `WorkdirError` line naming the file. The
@@ -31,12 +32,14 @@
 
 from gelujax.workdir.config import (
   RESUMABLE_FIELDS,
+  SOFTWARE,
   check_epochs,
   check_run,
   check_same_run,
   identity,
   make_config,
   read_config,
+  software_record,
   write_config,
 )
 from gelujax.workdir.disk import check_writable, disk_errors
@@ -83,6 +86,7 @@ __all__ = [
   "RECORD_ITEM",
   "RECORD_KEYS",
   "RESUMABLE_FIELDS",
+  "SOFTWARE",
   "SUMMARY_FILE",
   "TENSORBOARD_DIR",
   "Lock",
@@ -106,6 +110,7 @@ __all__ = [
   "read_json",
   "read_metrics",
   "resume_metrics",
+  "software_record",
   "summarize",
   "to_json_number",
   "trained_epochs",

@@ -5,14 +5,19 @@
 workdir that holds another run, a smaller ``epochs`` than it trained, or results with no
 checkpoint to resume them from. `read_config` returns the run a workdir holds: its config.json,
 or, when that is missing or not a run's config, the config recorded in its newest checkpoint;
-`write_config` keeps a broken config.json as ``config.json.damaged``.
+`write_config` keeps a broken config.json as ``config.json.damaged``. `software_record` is
+what config.json records of the software that ran the run (`SOFTWARE`), never part of its
+identity.
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
 import json
 import os
+import platform
+import subprocess
 import sys
 from collections.abc import Mapping
 from typing import Any
@@ -43,6 +48,11 @@ ACTIVATION_SOURCE = "activation_source"
 # Spec fields added after runs were committed: config.json leaves each out at its default, so
 # the configs (and identities) of runs written before it stay the same.
 OMITTED_AT_DEFAULT = {"dropout_bits": "hash", "dtype": "float32"}
+# config.json's record of the software that ran the run (`software_record`): not part of its
+# identity, so a run resumes under other versions.
+SOFTWARE = "software"
+# The distributions whose versions it names, beside gelujax's own and Python's.
+SOFTWARE_PACKAGES = ("jax", "jaxlib", "flax", "optax", "numpy")
 
 
 def make_config(record: Mapping[str, Any], members: Members) -> dict[str, Any]:
@@ -65,6 +75,52 @@ def make_config(record: Mapping[str, Any], members: Members) -> dict[str, Any]:
   if record.get(ACTIVATION_SOURCE) is not None:  # the user's function: module, name, sha256
     config[ACTIVATION_SOURCE] = record[ACTIVATION_SOURCE]
   return json.loads(json.dumps(config))
+
+
+def software() -> dict[str, Any]:
+  """The software of this process: gelujax's version, Python's, those of `SOFTWARE_PACKAGES`
+  (None for one not installed), and ``git``: the commit of the checkout gelujax runs from with
+  whether its tracked files differ from it (``{"commit", "dirty"}``), None where gelujax is not
+  a tracked file of a git checkout or git cannot say (not installed, not a repository)."""
+  import gelujax  # here: the package's version, and where it runs from
+
+  found: dict[str, Any] = {"gelujax": gelujax.__version__, "python": platform.python_version()}
+  for name in SOFTWARE_PACKAGES:
+    try:
+      found[name] = importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+      found[name] = None
+  found["git"] = _git_checkout(os.path.dirname(os.path.abspath(gelujax.__file__)))
+  return found
+
+
+def _git_checkout(package: str) -> dict[str, Any] | None:
+  """``{"commit", "dirty"}`` of the git checkout that tracks ``package``'s ``__init__.py``;
+  None where none does (an installed wheel, even inside some other repository) or git fails."""
+
+  def git(*args: str) -> str:
+    return subprocess.run(
+      ["git", "-C", package, *args], capture_output=True, text=True, check=True, timeout=30
+    ).stdout.strip()
+
+  try:
+    git("ls-files", "--error-unmatch", "__init__.py")
+    commit = git("rev-parse", "HEAD")
+    dirty = bool(git("status", "--porcelain", "--untracked-files=no"))
+  except (OSError, subprocess.SubprocessError):
+    return None
+  return {"commit": commit, "dirty": dirty}
+
+
+def software_record(old: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+  """config.json's `SOFTWARE` field: the software of every invocation that ran the run with
+  other software than the one before it, oldest first: ``old``'s (the config the workdir
+  holds, None for a new run), and this process's (`software`) where it differs from the last."""
+  history = list(old.get(SOFTWARE) or []) if old is not None else []
+  current = software()
+  if not history or history[-1] != current:
+    history.append(current)
+  return history
 
 
 def identity(config: Mapping[str, Any]) -> str:
