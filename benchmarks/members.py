@@ -97,6 +97,24 @@ CPU_CONFIGS = (
 )
 
 # --quick: the small convnet and the MLP on a few steps (tests/test_benchmarks.py runs it).
+# Twitter POS's spelling model, as the re-test trains it (needs --data_dir: its word ids index
+# the data's vocabulary, which random data has not).
+_SPELLING = {
+  "model": "spelling_mlp_twitter_pos",
+  "model_options": {"word_dropout": 0.25},
+  "dropout": 0.2,
+  "preprocessing": ("spell_words",),
+  "select_metric": "validation_error",
+}
+DATA_CPU_CONFIGS = (Config("twitter_pos", 30, "float32", _SPELLING, steps=50),)
+
+
+class DATA:
+  """The real data's cache (`accelerator.DataCache`), where --data_dir is given."""
+
+  cache: Any = None
+
+
 QUICK_CONFIGS = (
   Config("tiny_mnist", 1, "float32", _MNIST, steps=3),
   Config("tiny_mnist", 2, "float32", _MNIST, steps=3),
@@ -113,10 +131,14 @@ def make_timed(config: Config, strategy: str, steps: int):
   from gelujax.members import Members
 
   spec = tasks.get(config.task).replace(**config.spec, dtype=config.dtype)
-  train = random_train(spec, 0)
+  if DATA.cache is not None:  # --data_dir: the task's real training split
+    parts, train, _ = DATA.cache.train(spec, 0)
+  else:
+    train = random_train(spec, 0)
+    parts = tasks.build(spec, {"train": train})
   members = Members((1e-3,), tuple(range(config.members)))
   mesh = engine.make_mesh(config.members)
-  program = engine.make_program(tasks.build(spec, {"train": train}), mesh, config.members, strategy)
+  program = engine.make_program(parts, mesh, config.members, strategy)
   steps = min(steps, program.steps_per_epoch)
   seeds, lrs = program.put_members(members)
   data = program.put_data(train)
@@ -280,6 +302,9 @@ def main(argv: list[str] | None = None) -> None:
   parser.add_argument("--quick", action="store_true", help="tiny configurations: a smoke run")
   parser.add_argument("--only", default="", help="semicolon list: the configurations named")
   parser.add_argument(
+    "--data_dir", default="", help="real data (--cpu: adds the tasks that need it, Twitter POS)"
+  )
+  parser.add_argument(
     "--precision", default="", help="jax_default_matmul_precision (e.g. highest); default: JAX's"
   )
   args = parser.parse_args(argv)
@@ -301,6 +326,11 @@ def main(argv: list[str] | None = None) -> None:
   if args.precision:
     jax.config.update("jax_default_matmul_precision", args.precision)
   configs = QUICK_CONFIGS if args.quick else CPU_CONFIGS if args.cpu else GPU_CONFIGS
+  if args.data_dir:
+    from accelerator import DataCache
+
+    DATA.cache = DataCache(args.data_dir)
+    configs = (*configs, *DATA_CPU_CONFIGS) if args.cpu else configs
   if args.only:
     names = [n.strip() for n in args.only.split(";")]
     unknown = [n for n in names if n not in {c.name for c in configs}]
