@@ -10,6 +10,7 @@ from the checkout (a wheel missing ``gelujax.engine`` passed a test run beside i
 
 import configparser
 import json
+import math
 import os
 import shutil
 import site
@@ -173,3 +174,49 @@ def test_the_wheels_gelujax_command_trains_from_a_folder_outside_any_checkout(
   )  # fmt: skip
   assert refused.returncode == 1
   assert refused.stderr.startswith("python -m gelujax.train: error: --epochs 0 is not valid")
+
+
+MYACTS = """
+import jax.numpy as jnp
+
+
+def squareplus(x, b=4.0):
+  return 0.5 * (x + jnp.sqrt(x * x + b))
+"""
+
+
+@pytest.mark.slow
+def test_the_wheels_reproduce_compares_the_users_activation_with_gelu_in_the_users_folder(
+  wheel_install, tmp_path
+):
+  """The issue's command with the wheel alone, from a folder of the user's own holding their
+  module: everything it writes is under that folder, the checkout is as it was, and its
+  summary compares squareplus with gelu on the evaluation seeds, unpaired and paired, each
+  with a finite interval (6 evaluation seeds: the fewest pairs with a finite exact one)."""
+  _, installed = wheel_install
+  script = installed / "bin" / "gelujax"
+  mine, data = tmp_path / "mine", tmp_path / "data"
+  mine.mkdir()
+  (mine / "myacts.py").write_text(MYACTS)
+  write_mnist_files(str(data), num_train=5_064, num_test=100)
+  status = ["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=all"]
+  before = subprocess.run(status, capture_output=True, text=True, check=True).stdout
+  result = subprocess.run(
+    [sys.executable, "-S", str(script), "reproduce", "--task=tiny_mnist",
+     "--dataset=fashion_mnist", "--activations=gelu,myacts:squareplus", "--epochs=2",
+     "--evaluation_seeds=6", f"--data_dir={data}", "--compilation_cache=none"],
+    cwd=mine, env=isolated_env(str(installed)), capture_output=True, text=True, timeout=900,
+  )  # fmt: skip
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert subprocess.run(status, capture_output=True, text=True, check=True).stdout == before
+  assert set(os.listdir(mine)) <= {"myacts.py", "__pycache__", "results"}
+  out = mine / "results" / "fashion_mnist" / "tiny_mnist"
+  summary = json.loads((out / "summary.json").read_text())
+  (against,) = [
+    e for e in summary["exploratory"]
+    if (e["run"], e["baseline"], e["metric"]) == ("myacts_squareplus", "gelu", "best.test_error")
+  ]  # fmt: skip
+  for interval in (against["comparison"], against["paired"]):
+    assert interval["low"] <= interval["shift"] <= interval["high"]
+    assert all(map(math.isfinite, (interval["low"], interval["high"])))
+  assert against["paired"]["seeds"] == list(range(100, 106))
