@@ -1,7 +1,11 @@
-"""Twitter POS by a tagger that reads the whole tweet: the tweets regrouped from ARK files
-written by hand (the ``group_tweets`` step), the per-token objective against float64 NumPy, the
-``TransformerTagger`` against a float64 forward pass of each tweet alone (no padding, no
-mask)."""
+"""Twitter POS by a tagger that reads the whole tweet (task ``transformer_twitter_pos``): the
+tweets regrouped from ARK files written by hand, the per-token objective against float64 NumPy,
+the ``TransformerTagger`` against a float64 forward pass of each tweet alone (no padding, no
+mask), and a run through experiments/train.py whose per-token metrics are recomputed in NumPy
+from its restored parameters."""
+
+import json
+import math
 
 import jax
 import jax.numpy as jnp
@@ -11,14 +15,17 @@ from jitted import init
 from scipy import special
 from test_spelling import np_spelled_embedding
 from test_transformer import ref_encoder
+from test_twitter_embeddings import train_one_epoch
 
-from gelujax import objectives, spelling, tasks
+import gelujax
+from gelujax import engine, objectives, spelling, tasks
 from gelujax.data.twitter import TWITTER_TAGS
 from gelujax.linen import make_activation
 from gelujax.models import MODELS
 from gelujax.preprocessing import PREPROCESSING, group_tokens
 
-TWEETS = "twitter_pos(preprocessing=('spell_words', 'group_tweets'))"
+TASK = "transformer_twitter_pos"
+TINY = f"{TASK}(model='transformer_tagger_tiny')"
 WINDOWS = "twitter_pos(model='spelling_mlp_twitter_pos', preprocessing=('spell_words',))"
 K, F = spelling.MAX_NGRAMS, len(spelling.FLAGS)
 FLAG = {name: i for i, (name, _) in enumerate(spelling.FLAGS)}
@@ -62,7 +69,7 @@ def test_group_tokens_by_hand():
 
 def test_tweets_by_hand_and_each_tokens_features_are_the_window_models(tmp_path):
   write_ark(tmp_path)
-  splits = tasks.get(TWEETS).load_data(str(tmp_path))
+  splits = tasks.get(TASK).load_data(str(tmp_path))
   np.testing.assert_array_equal(splits.info["tweet_lengths"]["train"], [3, 2])
   np.testing.assert_array_equal(splits.info["tweet_lengths"]["test"], [2, 4])
   # The vocabulary: </s>, UUUNKKK, then the sorted train words cat, lol, the.
@@ -99,7 +106,7 @@ def test_tweets_by_hand_and_each_tokens_features_are_the_window_models(tmp_path)
 
 def test_the_steps_out_of_order_or_without_tweets_are_refused(tmp_path):
   write_ark(tmp_path)
-  spec = tasks.get(TWEETS)
+  spec = tasks.get(TASK)
   message = r"^Preprocessing step 'spell_words': split 'train' holds int32 inputs of shape \[2, 4\]"
   with pytest.raises(ValueError, match=message):
     spec.replace(preprocessing=("group_tweets", "spell_words")).load_data(str(tmp_path))
@@ -107,6 +114,22 @@ def test_the_steps_out_of_order_or_without_tweets_are_refused(tmp_path):
   del splits.info["tweet_lengths"]
   with pytest.raises(ValueError, match=r"needs each split's tweet lengths"):
     PREPROCESSING.lookup("group_tweets")(splits)
+
+
+def test_for_data_sets_the_vocabulary_and_refuses_targets_of_another_kind(tmp_path):
+  write_ark(tmp_path)
+  spec = tasks.get(TASK)
+  splits = spec.load_data(str(tmp_path))
+  # The padding's id, -1, is no word; the vocabulary is the data's.
+  assert spec.for_data(splits).model_options == {"word_dropout": 0.25, "vocab_size": 5}
+  with pytest.raises(ValueError, match=r"objective 'classification' takes one target an example"):
+    spec.replace(objective="classification").for_data(splits)
+  windows = spec.replace(preprocessing=("spell_words",))
+  with pytest.raises(ValueError, match=r"tags every token .* the 'group_tweets' step"):
+    windows.for_data(windows.load_data(str(tmp_path)))
+  splits["test"]["inputs"][1, 3, 0] = -1  # a real token's id outside the vocabulary
+  with pytest.raises(ValueError, match=r"split 'test' holds word id -1, outside the vocabulary"):
+    spec.for_data(splits)
 
 
 # ----------------------------------------------------------------------------- the objective
@@ -238,3 +261,50 @@ def test_the_tagger_refuses_windows_and_vectors():
   with pytest.raises(ValueError, match=r"TransformerTagger vocab_size=0: .*TaskSpec.for_data"):
     ids = random_tweets(np.random.default_rng(0), [1], 2)
     model.clone(vocab_size=0).init(jax.random.key(0), ids, train=False)
+
+
+# ---------------------------------------------------------- through experiments/train.py
+
+
+def np_split_metrics(params, split):
+  """Mean cross-entropy and error per token of a split (padding left out), and the mean of
+  the tweets' own means, from float64 logits of each tweet alone."""
+  losses, errors, per_tweet = [], [], []
+  for logits, targets in zip(np_tagger(params, split["inputs"], "geglu"), split["targets"],
+                             strict=True):  # fmt: skip
+    targets = targets[: len(logits)]
+    assert (targets >= 0).all()
+    loss = special.logsumexp(logits, axis=-1) - logits[np.arange(len(targets)), targets]
+    losses += list(loss)
+    errors += list(logits.argmax(-1) != targets)
+    per_tweet.append(loss.mean())
+  return np.mean(losses), np.mean(errors), np.mean(per_tweet)
+
+
+@pytest.mark.slow
+def test_train_py_reports_per_token_metrics_that_numpy_recomputes(tmp_path):
+  data_dir, workdir = train_one_epoch(tmp_path, TINY, "--activation=geglu", "--epochs=2")
+  config = json.loads((workdir / "config.json").read_text())
+  assert config["spec"]["activation"] == "geglu"
+  assert config["spec"]["objective"] == "token_classification"
+  assert "vocab_size" not in config["spec"]["model_options"]  # a fact of the data
+  records = [json.loads(line) for line in (workdir / "metrics.jsonl").read_text().splitlines()]
+  assert [r["epoch"] for r in records] == [1.0, 2.0]
+  assert all(math.isfinite(v) for r in records for k, v in r.items() if k.endswith("_loss"))
+
+  spec = tasks.read_task(str(workdir))
+  splits = spec.load_data(str(data_dir))
+  parts = tasks.build(spec, splits)
+  _, state = engine.restore(parts, str(workdir))
+  params = jax.tree.map(lambda leaf: np.asarray(leaf[0]), state.params)
+  # --activation=geglu gave the encoder its gated feed-forward, at the plain one's count.
+  g = gelujax.gated_hidden_features(16, 32)
+  assert params["encoder"]["block_0"]["mlp"]["hidden"]["kernel"].shape == (16, 2 * g)
+  for name in ("validation", "test"):
+    loss, error, per_tweet = np_split_metrics(params, splits[name])
+    assert abs(per_tweet - loss) > 1e-3  # a mean over tweets would be another number
+    np.testing.assert_allclose(records[-1][f"{name}_loss"], loss, rtol=1e-4)
+    np.testing.assert_allclose(records[-1][f"{name}_error"], error, rtol=1e-6, atol=1e-12)
+    evaluated = engine.evaluate_members(parts, state, splits[name])
+    np.testing.assert_allclose(evaluated["loss"], [loss], rtol=1e-4)
+    np.testing.assert_allclose(evaluated["error"], [error], rtol=1e-6, atol=1e-12)
