@@ -1,4 +1,5 @@
-"""Flax Linen models of the GELU paper, each taking its activation as a callable.
+"""Flax Linen models of the GELU paper and of the transformer tasks, each taking its activation
+as a callable.
 
 Every model is ``__call__(x, train: bool)`` and has the fields ``activation`` (what
 :class:`gelujax.linen.Activation` applies: a function of an array such as ``gelujax.gelu`` or
@@ -31,8 +32,12 @@ presets for tests:
 - ``vit_fashion_mnist``: a small Vision Transformer (:class:`ViT`: 16 patches of 7x7 pixels, 2
   pre-LN blocks of width 48, 4 heads, a feed-forward of 192) on 28x28 images;
   ``--activation=geglu`` gives its blocks gated feed-forwards at the same parameter count.
+- ``transformer_twitter_pos``: a tagger that reads the whole tweet (:class:`TransformerTagger`:
+  each token's spelling-model vector of 50 features, projected to 64, a learned position, 2
+  pre-LN blocks of 4 heads and a feed-forward of 256, 25 tags per token); its ``vocab_size``
+  comes from the data.
 - ``mlp_tiny``, ``mlp_tiny_gated``, ``vit_tiny``, ``embedding_mlp_tiny``, ``autoencoder_tiny``,
-  ``cifar_cnn_tiny``, ``wrn_tiny``: small versions, for tests.
+  ``cifar_cnn_tiny``, ``wrn_tiny``, ``transformer_tagger_tiny``: small versions, for tests.
 
 Every convolution is :data:`gelujax.conv.Conv`: ``nn.Conv`` through a convolution whose kernel
 gradient keeps a convolution net's training step inside the trainer's ``lax.scan`` fast on CPU.
@@ -212,11 +217,6 @@ class EmbeddingMLP(nn.Module):
 
   @nn.compact
   def __call__(self, ids: jax.Array, train: bool) -> jax.Array:
-    if self.vocab_size < 1:
-      raise ValueError(
-        f"EmbeddingMLP vocab_size={self.vocab_size!r}: the table needs the vocabulary's size, "
-        "which comes from the data: build the model from TaskSpec.for_data(splits)."
-      )
     if not jnp.issubdtype(ids.dtype, jnp.integer) or ids.ndim != (3 if self.buckets else 2):
       want = "[batch, words, 1 + n-grams + flags] (the 'spell_words' step)" if self.buckets else (
         "[batch, words]"
@@ -226,30 +226,50 @@ class EmbeddingMLP(nn.Module):
         f"inputs of shape {list(ids.shape)} (already embedded? leave out the host-side "
         "'embed_words' step)."
       )
-    words = ids[..., 0] if self.buckets else ids
-    if train and self.word_dropout > 0:
-      dropped = jax.random.bernoulli(self.make_rng("dropout"), self.word_dropout, words.shape)
-      words = jnp.where(dropped & (words != 0), self.unknown_id, words)
-    x = _lookup(
-      self.param("embedding", nn.initializers.normal(1.0), (self.vocab_size, self.embed_dim)), words
-    )
-    if self.buckets:
-      ngrams, flags = (
-        ids[..., 1 : ids.shape[-1] - len(spelling.FLAGS)],
-        ids[..., ids.shape[-1] - len(spelling.FLAGS) :],
-      )
-      table = self.param("ngrams", nn.initializers.normal(1.0), (self.buckets, self.embed_dim))
-      present = ngrams >= 0
-      rows = jnp.take(table, jnp.where(present, ngrams, 0), axis=0)
-      count = jnp.maximum(present.sum(-1, keepdims=True), 1)
-      x = x + (rows * present[..., None]).sum(-2) / count
-      if self.use_flags:
-        x = x + nn.Dense(
-          self.embed_dim, use_bias=False, kernel_init=nn.initializers.zeros, name="flags"
-        )(flags.astype(jnp.float32))
-    x = x.reshape(ids.shape[0], -1)
+    x = embed_words(self, ids, train).reshape(ids.shape[0], -1)
     mlp = MLP(self.features, self.num_outputs, self.activation, self.dropout, self.dtype)
     return mlp(x, train)
+
+
+def embed_words(module: nn.Module, ids: jax.Array, train: bool) -> jax.Array:
+  """Each word's vector, ``[B, W, embed_dim]``, as :class:`EmbeddingMLP` embeds it: its row of
+  the table ``embedding`` plus, with ``buckets``, the mean of its n-grams' rows of ``ngrams`` and
+  (``use_flags``) the map ``flags`` of its shape flags; in training, ``word_dropout``.
+
+  Called inside ``module``'s compact ``__call__``, whose parameters these are (the same names in
+  every model that reads words); it reads the module's fields ``vocab_size``, ``embed_dim``,
+  ``buckets``, ``use_flags``, ``word_dropout`` and ``unknown_id``. ``ids`` are ``[B, W]`` word
+  ids, or ``[B, W, 1 + K + F]`` with ``buckets`` (the ``spell_words`` step's layout).
+  """
+  if module.vocab_size < 1:
+    raise ValueError(
+      f"{type(module).__name__} vocab_size={module.vocab_size!r}: the table needs the "
+      "vocabulary's size, which comes from the data: build the model from "
+      "TaskSpec.for_data(splits)."
+    )
+  words = ids[..., 0] if module.buckets else ids
+  if train and module.word_dropout > 0:
+    dropped = jax.random.bernoulli(module.make_rng("dropout"), module.word_dropout, words.shape)
+    words = jnp.where(dropped & (words != 0), module.unknown_id, words)
+  table = module.param(
+    "embedding", nn.initializers.normal(1.0), (module.vocab_size, module.embed_dim)
+  )
+  x = _lookup(table, words)
+  if module.buckets:
+    ngrams, flags = (
+      ids[..., 1 : ids.shape[-1] - len(spelling.FLAGS)],
+      ids[..., ids.shape[-1] - len(spelling.FLAGS) :],
+    )
+    table = module.param("ngrams", nn.initializers.normal(1.0), (module.buckets, module.embed_dim))
+    present = ngrams >= 0
+    rows = jnp.take(table, jnp.where(present, ngrams, 0), axis=0)
+    count = jnp.maximum(present.sum(-1, keepdims=True), 1)
+    x = x + (rows * present[..., None]).sum(-2) / count
+    if module.use_flags:
+      x = x + nn.Dense(
+        module.embed_dim, use_bias=False, kernel_init=nn.initializers.zeros, name="flags"
+      )(flags.astype(jnp.float32))
+  return x
 
 
 def _lookup(table: jax.Array, ids: jax.Array) -> jax.Array:
@@ -508,6 +528,95 @@ class ViT(nn.Module):
     return nn.Dense(self.num_classes, dtype=self.dtype, name="head")(x.mean(axis=1))
 
 
+# A token position beyond a tweet's end (`TransformerTagger`; the ``group_tweets`` step's).
+PADDING_ID = -1
+
+
+class TransformerTagger(nn.Module):
+  """A tagger that reads the whole tweet: a tag for every token, from all the tweet's tokens.
+
+  Its inputs are tweets of ``L`` tokens (the ``group_tweets`` step's layout): ``[B, L, 1 + K +
+  F]`` with ``buckets`` (each token's word id, n-gram rows and shape flags, the window model's
+  features of its centre word) or ``[B, L]`` word ids, the id -1 beyond a tweet's end. A token's
+  vector is the spelling model's (:func:`embed_words`: its table row, the mean of its n-grams'
+  rows, the map of its flags; ``word_dropout`` in training), mapped by a dense layer
+  (``project``) to ``width`` features, plus a learned position embedding (``position``, one per
+  position of the ``L``, N(0, 0.02) as in :class:`ViT`); then :class:`gelujax.linen.Encoder`
+  (``depth`` pre-LayerNorm blocks, its final LayerNorm included) with the padding mask (id -1),
+  so that no padded position is attended to or changes a real token's output; then a dense
+  layer to ``num_classes`` logits per token (``head``): ``[B, L, num_classes]``, those of padded
+  positions meaningless (the ``token_classification`` objective leaves them out). The
+  feed-forward takes any activation, or a gated linear unit (``--activation=geglu``) at the
+  plain block's parameter count. An id below -1 or beyond the table gives NaN, as in
+  :class:`EmbeddingMLP`.
+
+  Attributes:
+    num_classes: tags (logits per token).
+    width: features of a token in the encoder.
+    depth: encoder blocks.
+    num_heads: attention heads (dividing ``width``).
+    hidden_features: the plain feed-forward's hidden width.
+    vocab_size: rows of the word table; 0 until set from the data (``TaskSpec.for_data``).
+    embed_dim: width of a word's vector, before ``project``.
+    buckets: rows of the n-gram table; 0: word ids alone.
+    use_flags: with ``buckets``, whether the shape flags add to a word's vector.
+    word_dropout: in training, the probability that a token's word id is replaced by
+      ``unknown_id``.
+    unknown_id: the id of ``UUUNKKK``.
+    activation: the feed-forward's activation or gated linear unit.
+    dropout: drop rate on both residual branches of every block.
+    dtype: the type the dense layers and the encoder compute in (parameters stay float32).
+  """
+
+  num_classes: int = 25
+  width: int = 64
+  depth: int = 2
+  num_heads: int = 4
+  hidden_features: int = 256
+  vocab_size: int = 0
+  embed_dim: int = 50
+  buckets: int = 0
+  use_flags: bool = True
+  word_dropout: float = 0.0
+  unknown_id: int = 1
+  activation: Callable[..., Any] = gelu_tanh
+  dropout: float = 0.0
+  dtype: Any = jnp.float32
+  # Its feed-forward takes a gated linear unit (`TaskSpec` refuses one for other models).
+  takes_gated_units: ClassVar[bool] = True
+
+  @nn.compact
+  def __call__(self, ids: jax.Array, train: bool) -> jax.Array:
+    if not jnp.issubdtype(ids.dtype, jnp.integer) or ids.ndim != (3 if self.buckets else 2):
+      want = "[tweets, tokens, 1 + n-grams + flags]" if self.buckets else "[tweets, tokens]"
+      raise ValueError(
+        f"TransformerTagger(buckets={self.buckets}) takes integer word ids {want} (the "
+        f"'spell_words' then 'group_tweets' steps), got {ids.dtype} inputs of shape "
+        f"{list(ids.shape)}."
+      )
+    ids = jnp.asarray(ids)
+    words = ids[..., 0] if self.buckets else ids
+    real = words != PADDING_ID
+    # A padded position reads the row of </s> (id 0), kept by word dropout: the mask hides it.
+    words = jnp.where(real, words, 0)
+    x = embed_words(self, ids.at[..., 0].set(words) if self.buckets else words, train)
+    x = nn.Dense(self.width, dtype=self.dtype, name="project")(x)
+    position = self.param(
+      "position", nn.initializers.normal(0.02), (1, ids.shape[1], self.width), jnp.float32
+    )
+    x = x + position.astype(x.dtype)
+    x = Encoder(
+      num_layers=self.depth,
+      num_heads=self.num_heads,
+      hidden_features=self.hidden_features,
+      activation=self.activation,
+      dropout=self.dropout,
+      dtype=self.dtype,
+      name="encoder",
+    )(x, real, deterministic=not train)
+    return nn.Dense(self.num_classes, dtype=self.dtype, name="head")(x)
+
+
 MODELS.register("mlp_mnist", functools.partial(MLP, features=(128,) * 8, num_outputs=10))
 MODELS.register(
   "mlp_mnist_gated", functools.partial(MLP, features=(128,) * 8, num_outputs=10, gated=True)
@@ -542,6 +651,16 @@ MODELS.register(
   "vit_fashion_mnist",
   functools.partial(ViT, num_classes=10, patch_size=7, width=48, depth=2, num_heads=4,
                     hidden_features=192),
+)  # fmt: skip
+MODELS.register(
+  "transformer_twitter_pos",
+  functools.partial(TransformerTagger, num_classes=25, width=64, depth=2, num_heads=4,
+                    hidden_features=256, embed_dim=50, buckets=spelling.BUCKETS),
+)  # fmt: skip
+MODELS.register(
+  "transformer_tagger_tiny",
+  functools.partial(TransformerTagger, num_classes=25, width=16, depth=1, num_heads=2,
+                    hidden_features=32, embed_dim=8, buckets=spelling.BUCKETS),
 )  # fmt: skip
 MODELS.register(
   "vit_tiny",

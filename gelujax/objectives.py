@@ -4,8 +4,12 @@ regularizer, by name.
 An objective is a frozen dataclass of the few values it needs (``weight_decay``,
 ``input_noise``, ``crop_padding``) whose methods are pure and jittable; the training step
 receives one explicitly (`gelujax.engine.step`). ``OBJECTIVES`` holds the paper's two,
-``classification`` and ``reconstruction``; a task names its own in ``TaskSpec.objective`` and
-`make` builds it from the task's values.
+``classification`` and ``reconstruction``, and ``token_classification`` (a tag per token of
+each example, for a tagger that reads whole tweets); a task names its own in
+``TaskSpec.objective`` and `make` builds it from the task's values.
+
+The metrics are sums; the engine divides a split's by what the objective counts in it
+(`Objective.count`: its examples, or its tokens).
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from typing import Any, ClassVar
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 
 from gelujax.registry import Registry
@@ -42,6 +47,9 @@ class Objective:
 
   # The keys of `metrics`.
   metric_names: ClassVar[tuple[str, ...]] = ("loss",)
+  # Whether the targets are a tag per token of each example, [examples, tokens] with -1 at
+  # padding, rather than one an example (`gelujax.tasks.TaskSpec.for_data` checks the data).
+  per_token: ClassVar[bool] = False
 
   def targets(self, batch: Mapping[str, jax.Array], inputs: jax.Array) -> jax.Array:
     """What the outputs are compared with: the batch's targets (``inputs``: the clean inputs)."""
@@ -90,9 +98,14 @@ class Objective:
     self, outputs: jax.Array, targets: jax.Array, mask: jax.Array
   ) -> dict[str, jax.Array]:
     """Sums over the examples with ``mask == 1`` of each of `metric_names`; the engine divides
-    them by the number of examples of the split."""
+    them by `count` of the split."""
     mask = mask.astype(jnp.float32)
     return {"loss": jnp.sum(self.per_example_loss(outputs, targets) * mask)}
+
+  def count(self, split: Mapping[str, np.ndarray]) -> int:
+    """What `metrics` sums over in a whole ``split`` (host arrays), by which the engine divides
+    the sums into means (`gelujax.engine.fit`): its examples."""
+    return len(split["targets"])
 
   def regularizer(self, params: Any) -> jax.Array:
     """``weight_decay * Σθ²`` over every ``kernel`` (conv, dense) and ``scale`` (batch norm)."""
@@ -123,6 +136,51 @@ class Classification(Objective):
     wrong = jnp.argmax(outputs, axis=-1) != targets
     sums["error"] = jnp.sum(wrong * mask.astype(jnp.float32))
     return sums
+
+
+@OBJECTIVES.register("token_classification")
+@dataclasses.dataclass(frozen=True)
+class TokenClassification(Objective):
+  """Softmax cross-entropy of a tag per token: each example a sequence, its outputs
+  ``[B, L, classes]``, its targets ``[B, L]`` integer tags, -1 beyond its end (padding, no tag).
+
+  A token counts (it is *valid*) where its target is >= 0 and its example's ``mask`` is 1. The
+  loss is the mean cross-entropy over the batch's valid tokens (0 where there are none), so a
+  long tweet weighs as many tokens as it has; the metrics ``loss`` and ``error`` are sums over
+  the valid tokens, and `count` is a split's tokens with a tag: the engine reports means per
+  token, as the window model's, whose examples are tokens.
+  """
+
+  metric_names: ClassVar[tuple[str, ...]] = ("loss", "error")
+  per_token: ClassVar[bool] = True
+
+  def per_token_loss(self, outputs: jax.Array, targets: jax.Array) -> jax.Array:
+    """Each token's cross-entropy, ``[B, L]`` (that of tag 0 at padding: `valid` masks it)."""
+    return optax.softmax_cross_entropy_with_integer_labels(outputs, jnp.maximum(targets, 0))
+
+  @staticmethod
+  def valid(targets: jax.Array, mask: jax.Array) -> jax.Array:
+    """1.0 for the tokens that count, ``[B, L]``: a tag (target >= 0) in an example of mask 1."""
+    return ((targets >= 0) & (mask[:, None] > 0)).astype(jnp.float32)
+
+  def loss(self, outputs: jax.Array, targets: jax.Array, mask: jax.Array) -> jax.Array:
+    valid = self.valid(targets, mask)
+    total = jnp.sum(self.per_token_loss(outputs, targets) * valid)
+    return total / jnp.maximum(jnp.sum(valid), 1.0)
+
+  def metrics(
+    self, outputs: jax.Array, targets: jax.Array, mask: jax.Array
+  ) -> dict[str, jax.Array]:
+    valid = self.valid(targets, mask)
+    wrong = jnp.argmax(outputs, axis=-1) != targets
+    return {
+      "loss": jnp.sum(self.per_token_loss(outputs, targets) * valid),
+      "error": jnp.sum(wrong * valid),
+    }
+
+  def count(self, split: Mapping[str, np.ndarray]) -> int:
+    """The split's tokens with a tag (target >= 0)."""
+    return int(np.count_nonzero(np.asarray(split["targets"]) >= 0))
 
 
 @OBJECTIVES.register("reconstruction")

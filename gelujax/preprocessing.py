@@ -4,9 +4,9 @@ the steps ``TaskSpec.preprocessing`` names (:data:`PREPROCESSING`, applied in or
 
 - The maths: :func:`scale_pixels`, :func:`add_uniform_noise` (Fig. 3's test-time noise),
   :func:`fit_zca` and :func:`apply_zca` (CIFAR-10's whitening), :func:`subtract_pixel_mean` and
-  :func:`flip_double` (CIFAR-100's).
-- The steps: ``zca``, ``pixel_mean``, ``flip_double``, ``spell_words`` and ``embed_words``
-  (Twitter POS's spelling features and frozen embeddings).
+  :func:`flip_double` (CIFAR-100's), :func:`group_tokens` (Twitter POS's tokens as tweets).
+- The steps: ``zca``, ``pixel_mean``, ``flip_double``, ``spell_words``, ``group_tweets`` and
+  ``embed_words`` (Twitter POS's spelling features, whole tweets and frozen embeddings).
 """
 
 from __future__ import annotations
@@ -84,6 +84,31 @@ def flip_double(inputs: np.ndarray, targets: np.ndarray) -> tuple[np.ndarray, np
   )
 
 
+def group_tokens(
+  tokens: np.ndarray, lengths: np.ndarray, length: int, fill: np.ndarray | int
+) -> np.ndarray:
+  """Consecutive runs of ``tokens`` as rows padded to ``length``: ``[N, ...]`` ->
+  ``[len(lengths), length, ...]``, row ``i`` holding the ``lengths[i]`` tokens after those of
+  the rows before it, then ``fill`` (a value or a token's worth of values).
+
+  Raises:
+    ValueError: ``lengths`` that do not sum to N, or a run longer than ``length``.
+  """
+  lengths = np.asarray(lengths, np.int64)
+  if lengths.sum() != len(tokens) or (lengths > length).any() or (lengths < 0).any():
+    raise ValueError(
+      f"group_tokens: runs of lengths summing to {int(lengths.sum())} (the longest "
+      f"{int(lengths.max(initial=0))}) for {len(tokens)} tokens and rows of {length}; the "
+      f"lengths must be >= 0, at most {length}, and sum to the tokens."
+    )
+  out = np.empty((len(lengths), length, *tokens.shape[1:]), tokens.dtype)
+  out[...] = fill
+  rows = np.repeat(np.arange(len(lengths)), lengths)
+  starts = np.cumsum(lengths) - lengths
+  out[rows, np.arange(len(tokens)) - np.repeat(starts, lengths)] = tokens
+  return out
+
+
 @PREPROCESSING.register("zca")
 def _zca(splits) -> None:
   """CIFAR-10: (x − 127.5)/128, then ZCA whitening (ε = 1e-5) fitted on the train split."""
@@ -121,8 +146,57 @@ def _spell_words(splits) -> None:
   vocab = splits.info["vocab"]
   pad_id = vocab.index(PAD_WORD)
   for name, split in splits.items():
+    _check_windows("spell_words", name, split["inputs"], (2,))
     words = splits.info["words"][name]
     split["inputs"] = spelling.spell_windows(split["inputs"], words, pad_id=pad_id, pad=PAD_WORD)
+
+
+def _check_windows(step: str, name: str, inputs: np.ndarray, ndims: tuple[int, ...]) -> None:
+  """Refuses inputs that are not each token's window of word ids (``[N, 3]``, or ``[N, 3, K]``
+  where ``ndims`` allows it), as a step out of order would give another step."""
+  windows = inputs.ndim in ndims and inputs.shape[1] == 3
+  if not windows or not np.issubdtype(inputs.dtype, np.integer):
+    raise ValueError(
+      f"Preprocessing step {step!r}: split {name!r} holds {inputs.dtype} inputs of shape "
+      f"{list(inputs.shape)}, not each token's window of 3 word ids ([tokens, 3], or [tokens, 3, "
+      "features] after 'spell_words'); the Twitter POS steps go in the order 'spell_words', "
+      "'group_tweets' (and 'embed_words' with neither)."
+    )
+
+
+@PREPROCESSING.register("group_tweets")
+def _group_tweets(splits) -> None:
+  """Twitter POS: each tweet as one example, for a tagger that reads the whole tweet
+  (``transformer_twitter_pos``).
+
+  A token's features are its window's centre word's (its id, with ``spell_words`` before this
+  step its spelling too), laid out tweet by tweet (:func:`group_tokens`, by
+  ``info["tweet_lengths"]``): inputs ``[N, 3]`` -> ``[tweets, L]`` and ``[N, 3, K]`` ->
+  ``[tweets, L, K]``, targets ``[N]`` -> ``[tweets, L]``, where L is the longest tweet of any
+  split, so that every split has one shape. Beyond a tweet's end the word id is -1
+  (``gelujax.models.PADDING_ID``: the model masks it), the spelling that of ``</s>`` (no
+  n-grams, no flags) and the target -1 (no tag: the ``token_classification`` objective leaves
+  it out). ``info["words"]`` keeps each split's tokens in order, as the loader gives them.
+  """
+  from gelujax import spelling
+  from gelujax.data.twitter import PAD_WORD
+  from gelujax.models import PADDING_ID
+
+  lengths = splits.info.get("tweet_lengths")
+  if lengths is None:
+    raise ValueError(
+      "Preprocessing step 'group_tweets' needs each split's tweet lengths (info['tweet_lengths'],"
+      " which dataset 'twitter_pos' records); this data set has none."
+    )
+  length = max(int(np.max(lengths[name], initial=0)) for name in splits)
+  for name, split in splits.items():
+    inputs = split["inputs"]
+    _check_windows("group_tweets", name, inputs, (2, 3))
+    fill = PADDING_ID
+    if inputs.ndim == 3:
+      fill = [PADDING_ID, *spelling.spell_word(PAD_WORD, pad=PAD_WORD)]
+    split["inputs"] = group_tokens(inputs[:, 1], lengths[name], length, np.asarray(fill))
+    split["targets"] = group_tokens(split["targets"], lengths[name], length, -1)
 
 
 @PREPROCESSING.register("embed_words")
@@ -140,6 +214,7 @@ def _embed_words(splits) -> None:
   if table is None:
     table = np.random.default_rng(0).standard_normal((len(splits.info["vocab"]), 50))
   table = np.asarray(table, np.float32)
-  for split in splits.values():
+  for name, split in splits.items():
+    _check_windows("embed_words", name, split["inputs"], (2,))
     ids = split["inputs"]
     split["inputs"] = table[ids].reshape(len(ids), -1)

@@ -17,6 +17,8 @@ a spec with fields overridden.
 - ``cifar100``: WRN-40-4, Nesterov SGD, per-step cosine, L2 5e-4, 50 epochs of flip-doubled data.
 - ``vit_fashion_mnist``: not in the paper; a small ViT (2 pre-LN blocks of width 48) on
   Fashion-MNIST, the GELU family in a transformer's feed-forward.
+- ``transformer_twitter_pos``: not in the paper; a tagger that reads the whole tweet (2 pre-LN
+  blocks of width 64 over each token's spelling features), a tag per token, on Twitter POS.
 - ``tiny_mnist``: a 2x16 MLP for 2 epochs, for fast trainer tests.
 - ``tiny_cifar``: a depth-10 width-1 WRN with crops, noise and L2, for fast trainer tests with BN.
 
@@ -82,15 +84,17 @@ class TaskSpec:
       float32). config.json records it only when it is not the default.
     learning_rates: the grid of peak learning rates the paper selects from.
     seeds: number of runs per learning rate.
-    batch_size: examples per step (TIMIT: whole utterances per step).
+    batch_size: examples per step (TIMIT: whole utterances per step; the tweet tagger: whole
+      tweets).
     epochs: passes over the training split, at most `MAX_EPOCHS`.
     evals_per_epoch: evaluations per epoch.
     group_batches: batches are ``batch_size`` whole groups of ``split["groups"]``, padded with a
       mask to a fixed size by the trainer.
     select_metric: the metric whose lowest value picks the best evaluation.
     objective: an ``OBJECTIVES`` name: ``"classification"`` (softmax cross-entropy, metrics
-      loss and error) or ``"reconstruction"`` (per-example mean squared error, targets are the
-      inputs); see `gelujax.objectives`.
+      loss and error), ``"token_classification"`` (the same per token of each example, padding
+      left out; means per token) or ``"reconstruction"`` (per-example mean squared error,
+      targets are the inputs); see `gelujax.objectives`.
     optimizer: an ``OPTIMIZERS`` name: ``"adam"``, ``"adam_anneal"`` or ``"nesterov_cosine"``.
     weight_decay: coefficient of the L2 penalty ``weight_decay * Σθ²`` over the conv/dense
       kernels and batch-norm scales, added to the training loss.
@@ -151,12 +155,13 @@ class TaskSpec:
         f"{', '.join(MODELS.names())}, with keyword arguments of their module."
       ) from None
     if gated_unit(self.activation) is not None and not getattr(model, "takes_gated_units", False):
-      takes = [n for n in MODELS.names() if getattr(MODELS.get(n).func, "takes_gated_units", 0)]
+      models = [n for n in MODELS.names() if _takes_gated_units(n)]
+      tasks = [n for n in TASKS.names() if _takes_gated_units(TASKS.lookup(n).model)]
       raise ValueError(
         f"TaskSpec {self.name!r}: activation {self.activation!r} is a gated linear unit (it maps "
         f"2n features to n), and model {self.model!r} applies its activation element-wise. "
-        f"Units go in a transformer's feed-forward (models {', '.join(takes)}; task "
-        "vit_fashion_mnist); for the paper's MLP with gated layers, use model "
+        f"Units go in a transformer's feed-forward (models {', '.join(models)}; tasks "
+        f"{', '.join(tasks)}); for the paper's MLP with gated layers, use model "
         "'mlp_mnist_gated' with the gate's activation (activation='gelu' gives GEGLU layers)."
       )
 
@@ -227,11 +232,17 @@ class TaskSpec:
     any other task is returned as it is. The trainer builds its program from this spec, while
     config.json records the task as given: the vocabulary is a fact of the data, not a setting.
 
+    Data of whole tweets (the ``group_tweets`` step: targets ``[tweets, tokens]``, -1 beyond a
+    tweet's end) go with the ``token_classification`` objective, and one target an example with
+    any other; a padded position's word id (-1) is not a word.
+
     Raises:
       ValueError: word ids for a model that takes vectors, or vectors for one that embeds ids;
         an id outside the vocabulary; a pretrained embeddings file, whose vectors a trainable
-        table would ignore; a ``vocab_size`` in ``model_options`` other than the data's.
+        table would ignore; a ``vocab_size`` in ``model_options`` other than the data's; a
+        target per token for an objective of one target an example, or the other way round.
     """
+    self._check_targets(splits)
     vocab = getattr(splits, "info", {}).get("vocab")
     word_ids = vocab is not None and all(
       np.issubdtype(split["inputs"].dtype, np.integer) for split in splits.values()
@@ -260,6 +271,8 @@ class TaskSpec:
     size = len(vocab)
     for name, split in splits.items():
       ids = split["inputs"][..., 0] if split["inputs"].ndim == 3 else split["inputs"]  # spelled
+      if split["targets"].ndim == 2:  # Whole tweets: the ids of their tokens, not the padding.
+        ids = ids[split["targets"] >= 0]
       if ids.size and (ids.min() < 0 or ids.max() >= size):
         bad = ids.min() if ids.min() < 0 else ids.max()
         raise ValueError(
@@ -273,6 +286,36 @@ class TaskSpec:
         f"{size} words; leave vocab_size out (it is set from the data)."
       )
     return self.replace(model_options={**self.model_options, "vocab_size": size})
+
+  def _check_targets(self, splits) -> None:
+    """Refuses targets of another kind than the objective's: a tag per token of each example
+    (``[examples, tokens]``) for ``token_classification``, one an example for the others."""
+    per_token = OBJECTIVES.lookup(self.objective).per_token
+    for name, split in splits.items():
+      targets = split.get("targets")
+      if targets is None or (targets.ndim == 2) == per_token:
+        continue
+      given = (
+        f"dataset {self.dataset!r} with preprocessing={list(self.preprocessing)!r} gives split "
+        f"{name!r} targets of shape {list(targets.shape)}"
+      )
+      if per_token:
+        raise ValueError(
+          f"TaskSpec {self.name!r}: objective {self.objective!r} tags every token of an example "
+          f"(targets [examples, tokens]), but {given}, one an example; regroup the tokens into "
+          "tweets with the 'group_tweets' step (preprocessing=('spell_words', 'group_tweets'), "
+          "as task transformer_twitter_pos)."
+        )
+      raise ValueError(
+        f"TaskSpec {self.name!r}: {given}, a tag per token of each example (the 'group_tweets' "
+        f"step), and objective {self.objective!r} takes one target an example; use objective "
+        "'token_classification' (as task transformer_twitter_pos), or leave out 'group_tweets'."
+      )
+
+
+def _takes_gated_units(model: str) -> bool:
+  """Whether the ``MODELS`` preset ``model`` takes a gated linear unit (`takes_gated_units`)."""
+  return bool(getattr(MODELS.get(model).func, "takes_gated_units", False))
 
 
 # ----------------------------------------------------------------------------- validation
@@ -636,6 +679,52 @@ def vit_fashion_mnist_task() -> TaskSpec:
     seeds=10,
     batch_size=128,
     epochs=EPOCHS_VIT,
+  )
+
+
+# transformer_twitter_pos's epochs: *(provisional)* the window MLP's 30, until the timing trial
+# its docstring names sizes the task so that 10 members train in about 15 minutes on 2 CPU cores.
+EPOCHS_TAGGER = 30
+
+
+@_register
+def transformer_twitter_pos_task() -> TaskSpec:
+  """Not in the paper: Twitter POS by a tagger that reads the whole tweet
+  (:class:`gelujax.models.TransformerTagger`), the GELU family in a transformer's feed-forward
+  on the paper's tagging data. Each example is a tweet (the ``group_tweets`` step, after
+  ``spell_words``: each token's word id, hashed character n-grams and shape flags, the window
+  model's features of its centre word; padded to the longest tweet of any split), each token
+  embedded as ``spelling_mlp_twitter_pos`` embeds a word, projected to width 64 with a learned
+  position, 2 pre-LayerNorm blocks of 4 heads and a feed-forward of 256 (a gated linear unit
+  such as ``geglu`` gives a gated one at the same parameter count) attending over the tweet's
+  tokens and never its padding, and 25 tags per token; the loss is the mean cross-entropy over
+  a batch's tokens, and the metrics are means per token (``token_classification``), as the
+  window model's. The substitute for the unavailable pretrained embeddings is the one of
+  ``results/twitter_pos/twitter_pos_spelling`` (trainable word and n-gram tables, word dropout
+  0.25); that result's window MLP is the test error to beat.
+
+  *(choice)* Adam at a constant rate from {1e-3, 3e-4}, batches of 16 tweets, dropout 0.1 on
+  the residual branches, the exact GELU (BERT's form), 10 seeds, selected on the validation
+  error (as ``twitter_pos``). *(choice)* The size and ``EPOCHS_TAGGER`` epochs are to come from
+  a timing trial, so that 10 members (one arm of a 10-seed grid) train in about 15 minutes on 2
+  CPU cores: *(to be filled: the trial's report)*; until then the epochs are the window
+  model's.
+  """
+  return TaskSpec(
+    name="transformer_twitter_pos",
+    dataset="twitter_pos",
+    datasets=("twitter_pos",),
+    model="transformer_twitter_pos",
+    model_options={"word_dropout": 0.25},
+    activation="gelu",
+    dropout=0.1,
+    learning_rates=(1e-3, 3e-4),
+    seeds=10,
+    batch_size=16,
+    epochs=EPOCHS_TAGGER,
+    select_metric="validation_error",
+    objective="token_classification",
+    preprocessing=("spell_words", "group_tweets"),
   )
 
 

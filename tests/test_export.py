@@ -33,7 +33,8 @@ ROOT = Path(__file__).resolve().parents[1]
 PLATFORMS = ("cuda", "tpu")
 # Each task's hot path: its model, augmentation, loss and metrics (TIMIT: batches of whole
 # utterances; CIFAR: input noise, crops and flips, BatchNorm; mnist: dropout from the hash bits
-# and from threefry bits). Two things only on the host are left out to save time: CIFAR-10's
+# and from threefry bits; the tweet tagger: attention over padded tweets, word dropout, the
+# per-token loss). Two things only on the host are left out to save time: CIFAR-10's
 # ZCA whitening (NumPy, before any program) and 5 of the 6 blocks of each group of CIFAR-100's
 # wide ResNet (the same block, repeated).
 TASKS = {
@@ -47,6 +48,7 @@ TASKS = {
   "cifar10": "cifar10(preprocessing=(), data_options={'validation_size': 5})",
   "cifar100": "cifar100(model_options={'depth': 10})",
   "vit_fashion_mnist": "vit_fashion_mnist(data_options={'validation_size': 32})",
+  "transformer_twitter_pos": "transformer_twitter_pos",
 }
 LAYOUTS = {"one member": 1, "grid": 6, "looped grid": 6}
 # Each layout's member strategy (`gelujax.engine.mesh.STRATEGIES`): the looped grid is the grid
@@ -87,6 +89,7 @@ def write_fixtures(folder: Path) -> dict[str, Path]:
   write_mnist_files(str(folder / "mnist"), num_train=256, num_test=64)
   for name in ("mnist", "mnist_threefry", "mnist_ae", "vit_fashion_mnist"):
     dirs[name] = folder / "mnist"
+  dirs["transformer_twitter_pos"] = dirs["twitter_pos"]
   return dirs
 
 

@@ -16,6 +16,7 @@ from jitted import init, jit
 import gelujax
 from gelujax import models, tasks
 from gelujax.conv import conv_general_dilated
+from gelujax.linen import make_activation
 from gelujax.models import (
   MLP,
   MODELS,
@@ -655,4 +656,41 @@ def test_a_gated_unit_builds_the_vits_gated_feed_forward_and_is_refused_by_an_ml
   assert abs(counts["geglu"][1] - counts["gelu"][1]) <= (3 * 16 + 2) / 2
   with pytest.raises(ValueError, match="is a gated linear unit") as error:
     tasks.get("mnist(activation='geglu')")
-  assert "models vit_fashion_mnist, vit_tiny" in str(error.value)
+  takes = (
+    "(models transformer_tagger_tiny, transformer_twitter_pos, vit_fashion_mnist, vit_tiny; "
+    "tasks transformer_twitter_pos, vit_fashion_mnist)"
+  )
+  assert takes in str(error.value)
+
+
+def test_transformer_twitter_pos_parameter_count():
+  """The tweet tagger with the real Oct27 train vocabulary (5,435 words with </s> and UUUNKKK)
+  on tweets padded to 38 tokens, counted by hand; a gated feed-forward (geglu) of width 170 has
+  44 parameters a block fewer than the plain one of 256 (`gelujax.gated_hidden_features`)."""
+  from gelujax import spelling
+
+  block = (
+    2 * 64  # attention_norm
+    + 3 * (64 * 64 + 64)  # query, key, value: 4 heads of 16
+    + (64 * 64 + 64)  # out
+    + 2 * 64  # mlp_norm
+    + (64 * 256 + 256)
+    + (256 * 64 + 64)  # the feed-forward
+  )
+  expected = (
+    5435 * 50  # the word table
+    + spelling.BUCKETS * 50  # the n-gram table
+    + len(spelling.FLAGS) * 50  # the flags' map
+    + (50 * 64 + 64)  # project
+    + 38 * 64  # position
+    + 2 * block
+    + 2 * 64  # final_norm
+    + (64 * 25 + 25)  # head
+  )
+  assert expected == 789_317
+  ids = jnp.zeros((1, 38, 1 + spelling.MAX_NGRAMS + len(spelling.FLAGS)), jnp.int32)
+  for activation, count in (("gelu", expected), ("geglu", expected - 2 * 44)):
+    model = MODELS.get("transformer_twitter_pos")(activation=make_activation(activation))
+    model = model.clone(vocab_size=5435)
+    params = jax.eval_shape(lambda m=model: m.init(jax.random.key(0), ids, train=False))["params"]
+    assert sum(x.size for x in jax.tree.leaves(params)) == count

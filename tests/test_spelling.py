@@ -99,7 +99,9 @@ def random_spelled(rng, n, vocab, buckets):
   return ids.astype(np.int32)
 
 
-def np_spelled_forward(params, ids, use_flags=True):
+def np_spelled_embedding(params, ids, use_flags=True):
+  """Each word's vector, [B, W, embed_dim] in float64: its row, the mean of its n-grams' rows
+  (none for -1), the map of its flags."""
   k = spelling.MAX_NGRAMS
   table = np.asarray(params["embedding"], np.float64)
   ngram_table = np.asarray(params["ngrams"], np.float64)
@@ -110,7 +112,11 @@ def np_spelled_forward(params, ids, use_flags=True):
       x[i] += np.mean(rows, axis=0)
     if use_flags:
       x[i] += ids[i][1 + k :] @ np.asarray(params["flags"]["kernel"], np.float64)
-  h = x.reshape(len(ids), -1)
+  return x
+
+
+def np_spelled_forward(params, ids, use_flags=True):
+  h = np_spelled_embedding(params, ids, use_flags).reshape(len(ids), -1)
   layers = np_layers(params)
   for kernel, bias in layers[:-1]:
     h = np_gelu_tanh(h @ kernel + bias)

@@ -232,9 +232,9 @@ def write_learnable_ark(path, num_tokens, rng):
   path.write_text("\n".join(lines), encoding="utf-8")
 
 
-def train_one_epoch(tmp_path, task):
-  """experiments/train.py of ``task`` for one epoch of one seed on learnable ARK files written
-  here; the data folder and the workdir."""
+def train_one_epoch(tmp_path, task, *flags):
+  """experiments/train.py of ``task`` (and ``flags``) for one epoch of one seed on learnable ARK
+  files written here; the data folder and the workdir."""
   data_dir, workdir = tmp_path / "data", tmp_path / "run"
   data_dir.mkdir()
   rng = np.random.default_rng(7)
@@ -244,7 +244,7 @@ def train_one_epoch(tmp_path, task):
   command = [
     sys.executable, os.path.join(ROOT, "experiments", "train.py"), f"--task={task}",
     f"--data_dir={data_dir}", f"--workdir={workdir}", "--epochs=1", "--seeds=1",
-    "--learning_rates=1e-2", "--compilation_cache=none",
+    "--learning_rates=1e-2", "--compilation_cache=none", *flags,
   ]  # fmt: skip
   result = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
   assert result.returncode == 0, result.stderr

@@ -13,7 +13,9 @@ line followed by its vector (whitespace separated; a later duplicate replaces an
 as in the authors' code); the vocabulary is then the file's words in file order (it must
 contain ``</s>`` and ``UUUNKKK``) and ``info["embeddings"]`` is float32 ``[vocab, dim]``.
 Words outside the vocabulary map to ``UUUNKKK`` in every split. ``info["words"]``: per split,
-the word of each token (its window's centre) as the file spells it, in the targets' order.
+the word of each token (its window's centre) as the file spells it, in the targets' order;
+``info["tweet_lengths"]``: per split, the tokens of each tweet, int32 ``[tweets]``, in file
+order (they sum to the split's tokens; the ``group_tweets`` step regroups the tokens by them).
 """
 
 from __future__ import annotations
@@ -184,5 +186,8 @@ def _load_twitter_pos(data_dir: Path | None, *, embeddings: str | Path | None = 
     "tags": list(TWITTER_TAGS),
     "embeddings": vectors,
     "words": {k: [w for tokens, _ in t for w in tokens] for k, t in tweets.items()},
+    "tweet_lengths": {
+      k: np.asarray([len(tokens) for tokens, _ in t], np.int32) for k, t in tweets.items()
+    },
   }
   return Splits({k: _window_ids(t, ids) for k, t in tweets.items()}, info)

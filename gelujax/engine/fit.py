@@ -112,7 +112,8 @@ def make_program(
 @dataclasses.dataclass(frozen=True)
 class _Placed:
   """A run's program and its inputs on the devices: the members' seeds and learning rates, the
-  training split, and the evaluation splits with their sizes; ``members`` as records name them."""
+  training split, and the evaluation splits with their sizes (what the objective counts in
+  each, `gelujax.objectives.Objective.count`); ``members`` as records name them."""
 
   program: Program
   members: list[dict[str, Any]]
@@ -186,8 +187,9 @@ def _place(parts: Parts, members: Members, mesh: Mesh, member_strategy: str) -> 
   )
   per_device = program.padded_members // mesh.shape["members"]
   host.check_memory(member, member.params, per_device, len(members), splits)
+  # A split's means divide its sums by what the objective counts in it: examples, or tokens.
   evals = {
-    name: (program.put_eval_split(splits[name]), len(splits[name]["targets"]))
+    name: (program.put_eval_split(splits[name]), parts.objective.count(splits[name]))
     for name in _EVAL_SPLITS
     if name in splits
   }
@@ -489,8 +491,10 @@ def evaluate_members(
   parts: Parts, state: TrainState, split: Mapping[str, np.ndarray]
 ) -> dict[str, np.ndarray]:
   """Each member's mean metrics over ``split`` (e.g. {"loss": [M], "error": [M]}) for a state of
-  M members such as `restore` returns, computed by ``parts``' model and objective."""
+  M members such as `restore` returns, computed by ``parts``' model and objective (means over
+  what the objective counts: `gelujax.objectives.Objective.count`)."""
   num = len(state.diverged_step)
   program = make_program(parts, make_mesh(num), num)
   device_split = program.put_eval_split(split)
-  return program.mean_metrics(program.pad(state), device_split, len(split["targets"]))
+  size = parts.objective.count(split)
+  return program.mean_metrics(program.pad(state), device_split, size)

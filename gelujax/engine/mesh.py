@@ -386,8 +386,9 @@ class Program:
   def mean_metrics(
     self, state: TrainState, device_split: dict[str, jax.Array], size: int
   ) -> dict[str, np.ndarray]:
-    """Each member's metrics over a split from `put_eval_split`: the sums over its ``size``
-    examples divided by ``size``, in float64, [M] each."""
+    """Each member's metrics over a split from `put_eval_split`: the sums divided by ``size``,
+    what they were summed over (the objective's `count` of the split: its examples, or its
+    tokens), in float64, [M] each."""
     totals = self.evaluate(state, device_split)
     return {k: to_host(v)[: self.num_members].astype(np.float64) / size for k, v in totals.items()}
 
