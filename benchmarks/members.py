@@ -106,7 +106,11 @@ _SPELLING = {
   "preprocessing": ("spell_words",),
   "select_metric": "validation_error",
 }
-DATA_CPU_CONFIGS = (Config("twitter_pos", 30, "float32", _SPELLING, steps=50),)
+DATA_CPU_CONFIGS = (
+  Config("twitter_pos", 30, "float32", _SPELLING, steps=50),
+  Config("transformer_twitter_pos", 1, "float32", steps=20),
+  Config("transformer_twitter_pos", 10, "float32", steps=20),
+)
 
 
 class DATA:
