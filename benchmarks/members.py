@@ -220,6 +220,13 @@ def _num(value: float) -> str:
   return f"{value:.2f}" if value >= 1 else f"{value:.3g}"
 
 
+# What the timed segments read: random data of the task's shapes, or (--data_dir) its own.
+DATA_WORDS = {
+  False: "Random data of the task's shapes (timing only).",
+  True: "Each task's own training data, from --data_dir (Twitter POS: the ARK files).",
+}
+
+
 def render(result: dict) -> str:
   settings = result["settings"]
   lines = reports.header(
@@ -236,7 +243,7 @@ def render(result: dict) -> str:
     "segments after a warm-up one, **the strategies alternating** (the median segment). *One "
     "member alone x M* is M times the one-member grid's ms/step of the same task and dtype: "
     "the members trained one after another as separate runs. *map / vmap* below 1 means the "
-    "loop is faster. Random data of the task's shapes (timing only). *Loss diff*: the largest "
+    f"loop is faster. {DATA_WORDS[bool(result.get('data_dir'))]} *Loss diff*: the largest "
     "relative difference of a member's mean training loss between the two strategies over the "
     "warm-up segment and over the last timed one (two programs from one draw and the same "
     "batches, each step's arithmetic equal to float32 rounding; training can amplify that "
@@ -350,6 +357,7 @@ def main(argv: list[str] | None = None) -> None:
     f"{device['matmul_precision']}",
     "load_average": {"start": os.getloadavg()[0]},
     "settings": {"steps": args.steps, "repeats": args.repeats, "budget_s": args.budget_s},
+    "data_dir": args.data_dir,
     "configs": [
       {"name": c.name, "task": c.task, "dtype": c.dtype, "members": c.members, "status": "not run"}
       for c in configs

@@ -614,3 +614,26 @@ def test_tiny_mnist_step_lowers_the_loss():
   inputs, targets = objective_of(spec).prepare_batch(batch, False, None)
   after = spec.build_model().apply({"params": params}, inputs, train=False)
   assert float(objective_of(spec).loss(after, targets, jnp.ones(16))) < float(loss)
+
+
+def test_the_tweet_taggers_epochs_come_from_its_timing_trial():
+  """`EPOCHS_TAGGER` and the figures its docstring cites are those of the committed timing
+  trial (benchmarks/results/members_cpu_tagger.json): 10 members looped as this CPU's rule
+  takes them, at its ms a step and steps an epoch, train in 10 to 15 minutes of steps."""
+  import json
+  import pathlib
+
+  report = (
+    pathlib.Path(__file__).resolve().parents[1] / "benchmarks/results/members_cpu_tagger.json"
+  )
+  (ten,) = [c for c in json.loads(report.read_text())["configs"] if c["members"] == 10]
+  looped = ten["strategies"]["map"]
+  minutes = looped["step_ms"] / 1000 * looped["steps_per_epoch"] * tasks.EPOCHS_TAGGER / 60
+  assert 10 <= minutes <= 15
+  doc = tasks.transformer_twitter_pos_task.__doc__
+  assert f"take {looped['step_ms']:.0f} ms a step" in doc
+  assert (
+    f"is {looped['steps_per_epoch']} steps" in doc
+    and f"``EPOCHS_TAGGER`` = {tasks.EPOCHS_TAGGER}" in doc
+  )
+  assert f"{minutes:.0f} minutes of steps" in doc
