@@ -16,10 +16,12 @@ from __future__ import annotations
 import atexit
 import functools
 import gc
+import logging
 import os
 import re
 import signal
 import sys
+import threading
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
@@ -297,10 +299,26 @@ def exit_stopped(
   if isinstance(error, KeyboardInterrupt):
     what, status = describe_interrupt(error)
     print(f"{program}: {what}; re-run the same command to resume.", file=sys.stderr)
+    _quiet_shutdown()
     sys.exit(status)
   line = host.cache_failure(error)
   if line is None and isinstance(error, refused):
     line = str(error)
   if line is None:
     raise error
-  sys.exit(f"{program}: error: {name_flags(' '.join(line.split()), flags.FLAGS)}")
+  message = f"{program}: error: {name_flags(' '.join(line.split()), flags.FLAGS)}"
+  _quiet_shutdown()
+  sys.exit(message)
+
+
+def _quiet_shutdown() -> None:
+  """Once the command has said in one line why it stops: what background threads report while
+  the interpreter shuts down is kept off the terminal. A save that a full disk cut leaves
+  Orbax's and TensorStore's callbacks behind, which may fire after Python's executors have shut
+  down ("cannot schedule new futures after shutdown", then "Event loop is closed", through a
+  thread's excepthook, an unraisable report or asyncio's log). The command is ending: nothing
+  is left to report to. Only the commands call it (the library leaves the hooks as it found
+  them)."""
+  threading.excepthook = lambda report: None
+  sys.unraisablehook = lambda report: None
+  logging.getLogger("asyncio").setLevel(logging.CRITICAL)
