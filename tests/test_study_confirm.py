@@ -370,12 +370,13 @@ def test_reproduce_py_refuses_to_change_the_fixed_design(tmp_path):
   is a one-line error; both write nothing."""
   from run_mains import run_mains
 
-  outs = [tmp_path / "a", tmp_path / "b"]
+  outs = [tmp_path / "a", tmp_path / "b", tmp_path / "c"]
   ended = run_mains(
     ROOT / "experiments" / "reproduce.py",
     [
       ["--task=twitter_pos_confirm", "--learning_rates=1e-4", "--epochs=50", f"--out={outs[0]}"],
       ["--task=twitter_pos_confirm", "--render", f"--out={outs[1]}"],
+      ["--task=twitter_pos_confirm", "--reference=gelu", f"--out={outs[2]}"],
     ],
     {**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONPATH": str(ROOT)},
     ROOT,
@@ -386,6 +387,7 @@ def test_reproduce_py_refuses_to_change_the_fixed_design(tmp_path):
     "200-229, 30 epochs, twitter_pos); leave out --learning_rates, --epochs."
   )
   assert ended[1].code.startswith(f"reproduce.py: error: --render: {outs[1] / 'runs'} holds no")
+  assert ended[2].code.endswith("30 epochs, twitter_pos); leave out --reference.")
   assert not any(out.exists() for out in outs)
 
 

@@ -220,24 +220,16 @@ def run_forms(design: forms.Design, root: Path, project: bool) -> Path:
       f"runs (arms {', '.join(design.arms)}, lrs {lrs}, {len(design.seeds)} seeds, "
       f"{design.epochs} epochs, {design.dataset}); leave out {', '.join(given)}."
     )
-  out = Path(_OUT.value or root / "results" / design.dataset / design.name)
-  if not _RENDER.value:
-    host.configure_cpu(_CPU_DEVICES.value, len(design.learning_rates) * len(design.seeds))
-  return forms_report.reproduce(
-    design,
-    out=out,
-    root=root,
-    data_dir=_DATA_DIR.value,
-    train=not _RENDER.value,
-    command=" ".join([readme.command_name(project), *sys.argv[1:]]),
-    project=project,
-  )
+  members = len(design.learning_rates) * len(design.seeds)
+  return _run_design(design, forms_report.reproduce, members, root, project)
 
 
 def run_confirm(design: confirm.Confirmation, root: Path, project: bool) -> Path:
   """A confirmation study: its design is fixed in code, so only where it runs can be chosen
   (``root`` and ``project``: `gelujax.cli._flags.working_folder`)."""
-  given = [f"--{flag.name}" for flag in (*_SETTINGS, _DATASET) if flag.value is not None]
+  given = [
+    f"--{flag.name}" for flag in (*_SETTINGS, _DATASET, _REFERENCE) if flag.value is not None
+  ]
   if given:
     seeds = f"{design.seeds[0]}-{design.seeds[-1]}"
     raise ValueError(
@@ -246,10 +238,17 @@ def run_confirm(design: confirm.Confirmation, root: Path, project: bool) -> Path
       f"{design.learning_rate:g}, seeds {seeds}, {design.epochs} epochs, {design.dataset}); "
       f"leave out {', '.join(given)}."
     )
+  return _run_design(design, confirm_report.reproduce, len(design.seeds), root, project)
+
+
+def _run_design(design, reproduce, members: int, root: Path, project: bool) -> Path:
+  """Trains (or with --render, renders) a study whose design is fixed in code, with
+  ``reproduce`` (its report module's), into --out or ``root``'s results folder for it; a grid
+  has ``members`` members."""
   out = Path(_OUT.value or root / "results" / design.dataset / design.name)
   if not _RENDER.value:
-    host.configure_cpu(_CPU_DEVICES.value, len(design.seeds))
-  return confirm_report.reproduce(
+    host.configure_cpu(_CPU_DEVICES.value, members)
+  return reproduce(
     design,
     out=out,
     root=root,
