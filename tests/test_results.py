@@ -1720,8 +1720,14 @@ def test_results_readme_has_a_row_per_hypothesis_and_family_and_the_readme_count
     STUDIES
   )
   assert "[results/README.md](results/README.md)" in summary
-  # A study's rows are its comparisons: one whose grids are still training has none yet.
-  judged = [s for s in STUDIES if json.loads((s / "summary.json").read_text())["outcomes"]]
+  # A study's rows are its judged comparisons: a pending one (its arms still training) has none.
+  judged = [
+    s
+    for s in STUDIES
+    if any(
+      o["verdict"] != "pending" for o in json.loads((s / "summary.json").read_text())["outcomes"]
+    )
+  ]
   assert {row[1] for row in rows} == {
     f"{f.relative_to(ROOT / 'results').as_posix()}/README.md" for f in RESULTS + judged
   }
