@@ -271,10 +271,10 @@ def make_records(
 
 
 def progress_bar(total: int, initial: int, enabled: bool, description: str = "") -> tqdm.tqdm:
-  """A progress bar of training steps on stderr unless not ``enabled``, moved after each
-  segment of an epoch (several where an epoch is evaluated several times), headed by
-  ``description``: live on a terminal; written to a log file (a background run's ``2> log``) at
-  most once a minute, one line each."""
+  """A progress bar of training steps on stderr unless not ``enabled``, moved after each piece
+  of an epoch (`gelujax.engine.fit.pieces`: at most ``PIECE_STEPS`` steps, and each evaluation
+  segment), headed by ``description``: live on a terminal, drawn at every move; written to a log
+  file (a background run's ``2> log``) at most once a minute, one line each."""
   interactive = sys.stderr.isatty()
   return tqdm.tqdm(
     desc=description or None,
@@ -283,7 +283,8 @@ def progress_bar(total: int, initial: int, enabled: bool, description: str = "")
     unit="step",
     disable=not enabled,
     leave=True,
-    mininterval=0.1 if interactive else 60.0,
+    mininterval=0.0 if interactive else 60.0,
+    miniters=1 if interactive else None,
     ascii=None if interactive else True,
     file=sys.stderr if interactive else _LineFile(sys.stderr),
   )

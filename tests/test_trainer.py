@@ -1,5 +1,6 @@
 """Whole-loop tests of gelujax.engine on the tiny test task (tests/tiny_task.py)."""
 
+import fcntl
 import functools
 import glob
 import itertools
@@ -7,8 +8,10 @@ import os
 import re
 import shutil
 import socket
+import struct
 import subprocess
 import sys
+import termios
 
 import flax
 import jax
@@ -31,7 +34,7 @@ from tiny_task import (
 
 from gelujax import checkpoints, engine, models, prng, tasks
 from gelujax import workdir as workdirs
-from gelujax.engine.fit import describe_progress
+from gelujax.engine.fit import PIECE_STEPS, describe_progress, pieces
 from gelujax.members import Members
 from gelujax.specs import resolve_activation
 
@@ -414,6 +417,77 @@ def test_the_progress_bar_counts_steps_and_names_the_best_member(tmp_path, capsy
     f"gelujax: {workdir} already trained 3 of 3 epochs; nothing to train."
   )
   assert {p: os.listdir(p) for p in boards} == boards  # nothing written to TensorBoard
+
+
+def test_an_evaluation_segment_is_trained_in_the_fewest_near_equal_pieces_of_at_most_50_steps():
+  assert PIECE_STEPS == 50
+  assert pieces(0, 12) == [(0, 12)]
+  assert pieces(0, 50) == [(0, 50)]
+  assert pieces(0, 51) == [(0, 25), (25, 51)]
+  assert pieces(0, 101) == [(0, 33), (33, 67), (67, 101)]
+  assert pieces(12, 112) == [(12, 62), (62, 112)]
+  # Fashion-MNIST's 469 steps an epoch at batch 128: ten pieces of 46 or 47 steps.
+  lengths = [b - a for a, b in pieces(0, 469)]
+  assert sorted(set(lengths)) == [46, 47] and sum(lengths) == 469 and len(lengths) == 10
+
+
+# A tiny run of 120 steps an epoch: three pieces of 40.
+LONG_EPOCHS = {"batch_size": 1, "data_options": {"num_train": 120}}
+
+
+def test_on_a_terminal_the_bar_moves_within_a_long_epoch(tmp_path):
+  """A real terminal (a pty as the run's stderr): the bar is drawn after each piece of the
+  epoch, not only at its end."""
+  workdir = str(tmp_path / "run")
+  script = (
+    f"import sys; sys.path.insert(0, {os.path.join(ROOT, 'tests')!r})\n"
+    "from tiny_task import tiny\nfrom gelujax import engine\n"
+    f"engine.fit(tiny(epochs=1, **{LONG_EPOCHS!r}), {workdir!r}, progress=True)\n"
+  )
+  leader, follower = os.openpty()
+  fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 160, 0, 0))  # 160 columns
+  with subprocess.Popen(
+    [sys.executable, "-c", script], stdin=subprocess.DEVNULL, stdout=follower, stderr=follower
+  ) as proc:
+    os.close(follower)
+    out = b""
+    while True:
+      try:
+        chunk = os.read(leader, 4096)
+      except OSError:  # EIO: the run closed the terminal.
+        break
+      if not chunk:
+        break
+      out += chunk
+    assert proc.wait() == 0, out.decode(errors="replace")
+  os.close(leader)
+  counts = [int(n) for n in re.findall(r"\| +(\d+)/120 ", out.decode(errors="replace"))]
+  assert [n for i, n in enumerate(counts) if i == 0 or n != counts[i - 1]] == [0, 40, 80, 120]
+
+
+def test_a_run_in_pieces_resumes_bitwise_and_agrees_with_one_scan_an_epoch(tmp_path):
+  """Pieces are the same programs in a resumed run (bit for bit), and train what one scan of
+  each epoch trains (another program: to float32 rounding)."""
+  parts = tiny(epochs=2, **LONG_EPOCHS)
+  whole, resumed = str(tmp_path / "whole"), str(tmp_path / "resumed")
+  engine.fit(parts, whole, progress=False)
+  engine.fit(tiny_like(parts, epochs=1), resumed, progress=False)
+  engine.fit(parts, resumed, progress=False)
+  assert_same_run(resumed, whole, parts)
+  members, state = engine.restore(parts, whole)
+  program = engine.make_program(parts, engine.make_mesh(1), len(members))
+  seeds, learning_rates = program.put_members(members)
+  scanned, data = program.init(seeds, learning_rates), program.put_data(parts.train)
+  for epoch in (1, 2):
+    scanned, _ = program.train_segment(
+      scanned, data, program.shuffle(seeds, np.int32(epoch)), seeds, learning_rates,
+      epoch=np.int32(epoch), first_step=np.int32(0), num_steps=program.steps_per_epoch,
+    )  # fmt: skip
+  assert program.steps_per_epoch == 120
+  for leaf, expected in zip(
+    jax.tree.leaves(program.unpad(scanned)), jax.tree.leaves(state), strict=True
+  ):
+    np.testing.assert_allclose(np.asarray(leaf), np.asarray(expected), rtol=2e-5, atol=1e-6)
 
 
 def test_the_progress_note_is_the_best_members_by_the_selection_metric():

@@ -353,17 +353,27 @@ def _train_epoch(
   program, num = placed.program, placed.program.num_members
   batches = program.shuffle(placed.seeds, np.int32(epoch))
   for first, last in itertools.pairwise(bounds):
-    state, losses = program.train_segment(
-      state,
-      placed.train,
-      batches,
-      placed.seeds,
-      placed.learning_rates,
-      epoch=np.int32(epoch),
-      first_step=np.int32(first),
-      num_steps=last - first,
-    )
-    losses_MxS = to_host(losses)[:num]
+    # Every piece is dispatched before the first is waited for, so the device never waits on
+    # the bar; the bar moves as each piece's losses arrive.
+    dispatched = []
+    for start, stop in pieces(first, last):
+      state, losses = program.train_segment(
+        state,
+        placed.train,
+        batches,
+        placed.seeds,
+        placed.learning_rates,
+        epoch=np.int32(epoch),
+        first_step=np.int32(start),
+        num_steps=stop - start,
+      )
+      dispatched.append((stop - start, losses))
+    host = []
+    for i, (steps, losses) in enumerate(dispatched):
+      host.append(to_host(losses)[:num])
+      if i < len(dispatched) - 1:  # The last piece moves the bar with the evaluation's note.
+        show(steps, None, None)
+    losses_MxS = np.concatenate(host, axis=1)
     metrics = {"train_loss": losses_MxS.mean(axis=1, dtype=np.float64)}
     for name, (split, size) in placed.evals.items():
       for key, mean in program.mean_metrics(state, split, size).items():
@@ -374,8 +384,23 @@ def _train_epoch(
     if writer:
       writer.write_step_losses(point[1] - (last - first), losses_MxS)
       writer.write(records[-num:])
-    show(last - first, metrics, diverged)
+    show(dispatched[-1][0], metrics, diverged)
   return state, diverged
+
+
+PIECE_STEPS = 50
+"""The most training steps between two moves of the progress bar (`pieces`)."""
+
+
+def pieces(first: int, last: int, most: int = PIECE_STEPS) -> list[tuple[int, int]]:
+  """Steps ``first`` to ``last`` of an epoch (one evaluation segment) as the ``(start, stop)``
+  of the fewest near-equal pieces of at most ``most`` steps, each trained by its own call, so
+  that the progress bar moves within a long epoch. The pieces are a function of the segment
+  alone, so a resumed run trains in the same pieces (the same programs) as an uninterrupted
+  one; at most two piece lengths, so at most two scan lengths compile."""
+  count = max(1, -(-(last - first) // most))
+  bounds = [first + (i * (last - first)) // count for i in range(count + 1)]
+  return list(itertools.pairwise(bounds))
 
 
 def evaluation_steps(steps_per_epoch: int, evals_per_epoch: int) -> list[int]:
@@ -403,8 +428,11 @@ def _hparams(config: Mapping[str, Any]) -> dict[str, str | float]:
 def _show_progress(
   bar, members: list[dict[str, Any]], select_metric: str, steps: int, metrics, diverged
 ) -> None:
-  """Moves ``bar`` by ``steps`` with the note of `describe_progress` (``update`` draws it)."""
-  bar.set_postfix_str(describe_progress(metrics, diverged, members, select_metric), refresh=False)
+  """Moves ``bar`` by ``steps``; with the note of `describe_progress` after an evaluation
+  (``metrics`` None: a piece of training, the note kept). ``update`` draws it."""
+  if metrics is not None:
+    note = describe_progress(metrics, diverged, members, select_metric)
+    bar.set_postfix_str(note, refresh=False)
   bar.update(steps)
 
 
