@@ -1,5 +1,5 @@
-"""A test-only task's parts (a small ReLU MLP on synthetic data, `tiny`), and helpers the
-trainer and command-line tests share.
+"""A test-only task's parts (a small MLP on synthetic data, `tiny`: a ReLU unless its model
+options name another activation), and helpers the trainer and command-line tests share.
 
 Run as a script it trains grids one after the other in one fresh process, printing each one's
 layout; the tests use it to train with other device counts (one JAX start for several layouts)
@@ -34,10 +34,15 @@ from gelujax import optimizers
 from gelujax.members import Members
 from gelujax.objectives import Objective
 from gelujax.parts import Parts
+from gelujax.specs import resolve_activation
 
 
 class TinyMLP(nn.Module):
-  activation: str = "relu"  # Unused: a ReLU, as the NumPy references compute it.
+  # A name `gelujax.specs.resolve_activation` takes; "relu" is `jax.nn.relu`, as the NumPy
+  # references compute it.
+  activation: str = "relu"
+  # The type the dense layers and the activation compute in (None: their inputs', float32).
+  dtype: str | None = None
   hidden: int = 16
   num_classes: int = 3
   dropout: float = 0.0
@@ -48,14 +53,15 @@ class TinyMLP(nn.Module):
 
   @nn.compact
   def __call__(self, x, train: bool):
-    x = nn.Dense(self.hidden)(x)
+    dtype = None if self.dtype is None else jnp.dtype(self.dtype)
+    x = nn.Dense(self.hidden, dtype=dtype)(x)
     if self.nan_above is not None:
       x = jnp.where(x > self.nan_above, jnp.nan, x)
     if self.batch_norm:
       x = nn.BatchNorm(use_running_average=not train, momentum=0.5)(x)
-    x = jax.nn.relu(x)
+    x = jax.nn.relu(x) if self.activation == "relu" else resolve_activation(self.activation)[2](x)
     x = nn.Dropout(self.dropout, deterministic=not train)(x)
-    return nn.Dense(self.num_classes)(x)
+    return nn.Dense(self.num_classes, dtype=dtype)(x)
 
 
 def make_splits(
@@ -129,7 +135,12 @@ def _tiny(key: str) -> Parts:
     dropout_bits=settings["dropout_bits"],
     select_metric=settings["select_metric"],
     grid=Members(tuple(settings["learning_rates"]), tuple(range(settings["seeds"]))),
-    record={"task": "tiny", "dataset": "blobs", "activation": "relu", "spec": settings},
+    record={
+      "task": "tiny",
+      "dataset": "blobs",
+      "activation": settings["model_options"].get("activation", "relu"),
+      "spec": settings,
+    },
   )
 
 

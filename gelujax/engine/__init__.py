@@ -5,11 +5,11 @@ Three modules, each one job, importing only downwards; what they train is `geluj
 `gelujax.tasks.build` makes from a task spec and its data:
 
 - `gelujax.engine.step`: one member, pure functions of arrays (`init_member`, `train_step`, its
-  scan over a segment, its evaluation, batch gathering incl. TIMIT's groups).
+  scan over a segment, its evaluation and outputs, batch gathering incl. TIMIT's groups).
 - `gelujax.engine.mesh`: the ``("members", "data")`` mesh, everything mapped over members,
   placement and padding, and `jit_program`, the one place the programs are jitted.
-- `gelujax.engine.fit`: the loop (`fit`, `restore`, `evaluate_members`) and `make_program`,
-  where the parts become the step's configuration and its jitted programs.
+- `gelujax.engine.fit`: the loop (`fit`, `restore`, `evaluate_members`, `predict_members`) and
+  `make_program`, where the parts become the step's configuration and its jitted programs.
 
 Vocabulary (see DESIGN.md): a **member** is one (learning rate, seed) pair of a run's grid,
 `gelujax.members.Members`; the members' states are stacked on a leading axis and every step is
@@ -23,6 +23,7 @@ from gelujax.engine.fit import (
   evaluate_members,
   fit,
   make_program,
+  predict_members,
   restore,
 )
 from gelujax.engine.mesh import Program, describe_layout, make_mesh
@@ -41,6 +42,7 @@ __all__ = [
   "fit",
   "make_mesh",
   "make_program",
+  "predict_members",
   "restore",
   "step_keys",
   "train_step",

@@ -1,4 +1,5 @@
-"""The training loop: `fit` trains a grid of parts into a workdir, `restore` reads it back.
+"""The training loop: `fit` trains a grid of parts into a workdir, `restore` reads it back,
+`evaluate_members` and `predict_members` evaluate a restored grid on a split.
 
 `fit` takes built parts (`gelujax.parts.Parts`, from `gelujax.tasks.build`), a workdir
 and `Members`, checks the workdir once (`gelujax.workdir.check_run`), makes the parts' model,
@@ -526,3 +527,20 @@ def evaluate_members(
   device_split = program.put_eval_split(split)
   size = parts.objective.count(split)
   return program.mean_metrics(program.pad(state), device_split, size)
+
+
+def predict_members(parts: Parts, state: TrainState, split: Mapping[str, np.ndarray]) -> np.ndarray:
+  """Each member's model outputs (logits) on every example of ``split``, for a state of M
+  members such as `restore` returns: ``[M, N, ...]`` float32 on the host, N the split's
+  examples (a token model's ``[M, N, tokens, classes]``, its padding's outputs included: the
+  objective says which count, e.g. targets >= 0).
+
+  Computed as `evaluate_members` computes the metrics: by ``parts``' model in its compute
+  dtype, dropout off, in the program's evaluation batches, on the same mesh; the outputs come
+  back in float32 whatever the dtype (`gelujax.engine.step.apply_model`). Another program
+  (grid size, layout, strategy) gives the same outputs to float32 rounding.
+  """
+  num = len(state.diverged_step)
+  program = make_program(parts, make_mesh(num), num)
+  device_split = program.put_eval_split(split)
+  return program.outputs(program.pad(state), device_split, len(split["targets"]))

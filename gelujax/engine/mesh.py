@@ -8,8 +8,9 @@ where their arrays live. Every program of the engine is jitted here, in `jit_pro
   all-reduce. A grid that does not divide over ``members`` is padded with copies of its last
   member, whose results are dropped.
 - **program**: a run's jitted functions on its mesh (`Program`): `init_members`, `shuffle`,
-  `train_segment` (`gelujax.engine.step.train_steps` of every member) and `evaluate`, each a
-  pure module-level function of a `StepConfig` and arrays.
+  `train_segment` (`gelujax.engine.step.train_steps` of every member), `evaluate` and
+  `predict` (every member's outputs), each a pure module-level function of a `StepConfig` and
+  arrays.
 
 Members never exchange values: within one compiled program a member's numbers are bitwise the
 same whatever the other members hold. Another grid size or layout is another program, whose
@@ -220,6 +221,30 @@ def evaluate(
   )
 
 
+def predict(
+  config: StepConfig,
+  mesh: Mesh,
+  state: TrainState,
+  split: dict[str, jax.Array],
+  *,
+  strategy: str = "vmap",
+) -> jax.Array:
+  """Per-member model outputs on a split from `Program.put_eval_split`,
+  ``[M, batches, batch, ...]`` float32 (`gelujax.engine.step.predict_member`), the padding's
+  rows included.
+
+  Every member sees every example, as in `evaluate`; ``strategy``: how a device takes its
+  members (`map_members`).
+  """
+  return map_members(
+    mesh,
+    functools.partial(step.predict_member, config),
+    (state.params, state.batch_stats),
+    (split,),
+    strategy,
+  )
+
+
 # The measured rule (`choose_strategy`): by platform and by whether the model's forward pass
 # holds a convolution, the strategy a device with several members takes. Measured side by side
 # on the trainer's own programs by benchmarks/members.py (map's ms/step over vmap's):
@@ -282,6 +307,7 @@ class Program:
     train_segment: ``(state, data, batches, seeds, learning_rates, *, epoch, first_step,
       num_steps) -> (state, training loss at each step [M, num_steps])``; donates ``state``.
     evaluate: ``(state, split) -> {metric: sums [M]}``.
+    predict: ``(state, split) -> outputs [M, batches, batch, ...]`` (`predict`).
     strategy_reason: why ``strategy`` (`choose_strategy`).
   """
 
@@ -293,6 +319,7 @@ class Program:
   shuffle: Callable[..., jax.Array]
   train_segment: Callable[..., tuple[TrainState, jax.Array]]
   evaluate: Callable[..., dict[str, jax.Array]]
+  predict: Callable[..., jax.Array]
   strategy_reason: str = ""
 
   @property
@@ -392,6 +419,13 @@ class Program:
     totals = self.evaluate(state, device_split)
     return {k: to_host(v)[: self.num_members].astype(np.float64) / size for k, v in totals.items()}
 
+  def outputs(self, state: TrainState, device_split: dict[str, jax.Array], size: int) -> np.ndarray:
+    """Each member's model outputs on a split from `put_eval_split` of ``size`` examples, on
+    the host: ``[M, size, ...]`` float32 (the padding's rows and members dropped)."""
+    outputs = to_host(self.predict(state, device_split))[: self.num_members]
+    flat = outputs.reshape(self.num_members, -1, *outputs.shape[3:])
+    return flat[:, :size]
+
 
 def _put(x: np.ndarray, sharding: NamedSharding) -> jax.Array:
   """A host array, the same on every process, laid out as ``sharding`` says."""
@@ -456,5 +490,8 @@ def jit_program(
     ),
     evaluate=jax.jit(
       functools.partial(evaluate, config, mesh, strategy=strategy), out_shardings=replicated
+    ),
+    predict=jax.jit(
+      functools.partial(predict, config, mesh, strategy=strategy), out_shardings=replicated
     ),
   )

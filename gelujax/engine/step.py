@@ -1,4 +1,5 @@
-"""One member's training step, its evaluation and its batches: pure functions of arrays.
+"""One member's training step, its evaluation, its outputs and its batches: pure functions of
+arrays.
 
 Everything here is for one member (one seed, one learning rate); `gelujax.engine.mesh` maps it
 over a grid's members and jits it, and never the other way round (this module does not import
@@ -379,3 +380,18 @@ def evaluate_member(
   first = sum_metrics(jax.tree.map(lambda x: x[0], split))
   totals, _ = jax.lax.scan(evaluate_batch, first, jax.tree.map(lambda x: x[1:], split))
   return totals
+
+
+def predict_member(
+  config: StepConfig, params: Any, batch_stats: Any, split: dict[str, jax.Array]
+) -> jax.Array:
+  """One member's model outputs (logits) on a split of padded batches, as `evaluate_member`
+  reads it: ``[batches, batch, ...]`` in float32 (`apply_model`), dropout off, the padding's
+  outputs included (the caller drops them by the split's ``mask``)."""
+
+  def outputs_of(batch):
+    batch = {k: v for k, v in batch.items() if k != "mask"}
+    inputs, _ = config.objective.prepare_batch(batch, False, None)
+    return apply_model(config, params, batch_stats, inputs, train=False)[0]
+
+  return jax.lax.map(outputs_of, split)

@@ -30,6 +30,9 @@
 - :mod:`~gelujax.study.confirm`, :mod:`~gelujax.study.confirm_report`: Twitter POS's primary
   family re-tested on fresh paired seeds (its fixed design, pilot, tie rule and verdicts), and
   its README beside the earlier design's verdict.
+- :mod:`~gelujax.study.wrong_form`: what a trained network costs when run with another GELU
+  form than it was trained with (the error, the loss, its logits, its top-1 agreement), per
+  network and paired over a run's networks, in float32 and bfloat16.
 """
 
 from gelujax.study.grids import Grid, evaluation_grids, make_grids, train_grids
