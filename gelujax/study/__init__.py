@@ -30,6 +30,9 @@
 - :mod:`~gelujax.study.confirm`, :mod:`~gelujax.study.confirm_report`: Twitter POS's primary
   family re-tested on fresh paired seeds (its fixed design, pilot, tie rule and verdicts), and
   its README beside the earlier design's verdict.
+- :mod:`~gelujax.study.pilot`, :mod:`~gelujax.study.pilot_report`: the pilots of the transformer
+  study (each feed-forward activation on selection seeds, validation metrics alone: each arm's
+  lr, the paired spread between arms, the pairs candidate margins need), and their README.
 """
 
 from gelujax.study.grids import Grid, evaluation_grids, make_grids, train_grids
