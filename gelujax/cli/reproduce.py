@@ -8,6 +8,7 @@ and turns them into the values those take. Examples:
   python experiments/reproduce.py --task mnist_noise --dataset fashion_mnist
   python experiments/reproduce.py --task twitter_pos   # downloads the ARK files on first use
   python experiments/reproduce.py --task mnist --dataset fashion_mnist --render
+  python experiments/reproduce.py --task vit_fashion_mnist_pilot   # a study fixed in code
 
 Finished runs are skipped and partial ones resume from their checkpoints; results go to
 results/<dataset>/<task>/ (see WORKSPACE.md, "Reproducing the paper"). --render trains nothing
@@ -33,15 +34,18 @@ from gelujax.paper import (
 )
 from gelujax.registry import parse_name
 from gelujax.specs import get_activation
-from gelujax.study import confirm, confirm_report, forms, forms_report, readme
+from gelujax.study import confirm, confirm_report, forms, forms_report, pilot, pilot_report, readme
 
 _TASK = flags.DEFINE_string(
   "task",
   None,
   f"The experiment: one of {', '.join(PAPER_TASKS)} (or any registered task), or "
   f"{forms.TASK} or {forms.POWERED_TASK}, the studies of the GELU forms (their designs are "
-  f"fixed: gelujax.study.forms.DESIGN and POWERED), or {confirm.TASK}, §3.3's primary family "
-  "re-tested on fresh paired seeds (fixed: gelujax.study.confirm.TWITTER).",
+  f"fixed: gelujax.study.forms.DESIGN and POWERED), {confirm.TASK}, §3.3's primary family "
+  f"re-tested on fresh paired seeds (fixed: gelujax.study.confirm.TWITTER), or "
+  f"{' or '.join(pilot.PILOTS)}, the pilots of the transformer study: each feed-forward "
+  "activation on selection seeds, validation metrics only (fixed: gelujax.study.pilot.VIT and "
+  "TAGGER).",
 )
 _DATASET = flags.DEFINE_string("dataset", None, "Dataset for the task (default: the task's own).")
 _ACTIVATIONS = flags.DEFINE_list(
@@ -119,6 +123,8 @@ def run() -> Path:
     return run_forms(forms.DESIGNS[task], root, project)
   if task in confirm.DESIGNS:
     return run_confirm(confirm.DESIGNS[task], root, project)
+  if task in pilot.PILOTS:
+    return run_pilot(pilot.PILOTS[task], root, project)
   references = parse_references(_REFERENCE.value)
   noise = task.endswith(NOISE_SUFFIX)
   base = task.removesuffix(NOISE_SUFFIX)
@@ -239,6 +245,24 @@ def run_confirm(design: confirm.Confirmation, root: Path, project: bool) -> Path
       f"leave out {', '.join(given)}."
     )
   return _run_design(design, confirm_report.reproduce, len(design.seeds), root, project)
+
+
+def run_pilot(design: pilot.Pilot, root: Path, project: bool) -> Path:
+  """A pilot of the transformer study: its design is fixed in code, so only where it runs can be
+  chosen (``root`` and ``project``: `gelujax.cli._flags.working_folder`)."""
+  given = [
+    f"--{flag.name}" for flag in (*_SETTINGS, _DATASET, _REFERENCE) if flag.value is not None
+  ]
+  if given:
+    seeds = f"{design.seeds[0]}-{design.seeds[-1]}"
+    lrs = ", ".join(f"{lr:g}" for lr in design.learning_rates)
+    raise ValueError(
+      f"--task {design.name} trains the design fixed in gelujax.study.pilot."
+      f"{pilot.variable(design)} before its runs (arms {', '.join(design.arms)}, lrs {lrs}, "
+      f"seeds {seeds}, {design.epochs} epochs, {design.dataset}); leave out {', '.join(given)}."
+    )
+  members = len(design.learning_rates) * len(design.seeds)
+  return _run_design(design, pilot_report.reproduce, members, root, project)
 
 
 def _run_design(design, reproduce, members: int, root: Path, project: bool) -> Path:

@@ -33,6 +33,9 @@
 - :mod:`~gelujax.study.wrong_form`: what a trained network costs when run with another GELU
   form than it was trained with (the error, the loss, its logits, its top-1 agreement), per
   network and paired over a run's networks, in float32 and bfloat16.
+- :mod:`~gelujax.study.pilot`, :mod:`~gelujax.study.pilot_report`: the pilots of the transformer
+  study (each feed-forward activation on selection seeds, validation metrics alone: each arm's
+  lr, the paired spread between arms, the pairs candidate margins need), and their README.
 """
 
 from gelujax.study.grids import Grid, evaluation_grids, make_grids, train_grids

@@ -1,0 +1,531 @@
+"""The pilot of the transformer study: each feed-forward activation of the two transformer tasks
+on selection seeds, read on validation metrics alone, fixed here before any of its runs was
+trained (issue 44).
+
+A pre-registered study will compare feed-forward activations in ``vit_fashion_mnist`` and
+``transformer_twitter_pos`` on fresh seeds. Before it, a pilot (:data:`PILOTS`, one a task)
+measures what that design must state: each arm's learning rate (:func:`select_lr`), the paired
+spread between arms at those lrs, and the pairs a paired test would need at candidate margins
+(:func:`spread`). It reads each member's validation metrics (:data:`VALIDATION_KEYS`) and its
+records' epochs, nothing else: no test metric enters anything it computes, so no test value of
+these networks has been looked at, and the study evaluates on seeds none of them was trained on.
+Nothing here is a verdict.
+
+Runs: one grid per arm, ``<out>/runs/<folder>/`` (the folder as `gelujax.study.runs.run_name`
+names an activation's: ``geglu(approximate=True)`` -> ``geglu_approximate=True_``), the
+design's lrs x seeds its members.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import statistics
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from gelujax.study import grids, runs
+from gelujax.workdir import SUMMARY_FILE
+
+# The only metrics the pilot reads: validation error and loss at each evaluation.
+VALIDATION_KEYS = ("validation_error", "validation_loss")
+ARMS = ("relu", "gelu", "gelu_tanh", "geglu(approximate=True)", "geglu", "swiglu", "identity")
+# The study's comparisons, first minus second seed by seed; the last is the control's gap.
+COMPARISONS = (
+  ("gelu", "relu"),
+  ("geglu", "gelu"),
+  ("geglu(approximate=True)", "gelu_tanh"),
+  ("swiglu", "relu"),
+  ("gelu_tanh", "gelu"),
+  ("geglu(approximate=True)", "geglu"),
+  ("identity", "gelu"),
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class Metric:
+  """A validation metric whose paired spread the pilot measures.
+
+  Attributes:
+    key: its key in a run's records (one of :data:`VALIDATION_KEYS`).
+    label: its words, with the unit shown.
+    scale: multiplies values and differences for display (100: a rate in percent points).
+    unit: the unit shown.
+    margins: the candidate margins, in the metric's own units (a rate, nats).
+  """
+
+  key: str
+  label: str
+  scale: float
+  unit: str
+  margins: tuple[float, ...]
+
+
+ERROR = Metric(
+  "validation_error", "validation error", 100.0, "points", (0.001, 0.002, 0.003, 0.005, 0.01)
+)
+LOSS = Metric("validation_loss", "validation loss", 1.0, "nats", (0.005, 0.01, 0.02, 0.05))
+
+
+@dataclasses.dataclass(frozen=True)
+class Pilot:
+  """A pilot's runs and what it measures.
+
+  Attributes:
+    name: the pilot's name (``reproduce.py --task``, its result's folder).
+    date: when the design was fixed in code (UTC), before any of its runs was trained.
+    task: the registered task trained.
+    dataset: its data set.
+    arms: the feed-forward activations trained, each one grid.
+    learning_rates: every arm is trained at each; each arm's is selected (:func:`select_lr`).
+    seeds: the selection seeds, shared by every arm and lr.
+    epochs: epochs of every run.
+    select_metric: the task's selection metric: a member's best evaluation is its lowest, an
+      arm's lr the one of its lowest median.
+    comparisons: the study's comparisons, (first, second): first minus second, seed by seed.
+    control: the candidate positive control's arm.
+    metrics: the metrics whose paired spread is measured, with their candidate margins.
+    alpha: the two-sided level of the paired test the pairs are for (uncorrected).
+    power: the power the pairs are for.
+    bound: the one-sided confidence of the SD's upper bound the pairs are computed with.
+    arms_reason, control_reason, lr_reason, seeds_reason, epochs_reason, margins_reason: why each
+      is what it is.
+    tie_rule: which epoch is a member's best where its selection metric ties.
+    lr_tie_rule: which lr is an arm's where their medians tie.
+  """
+
+  name: str
+  date: str
+  task: str
+  dataset: str
+  arms: tuple[str, ...]
+  learning_rates: tuple[float, ...]
+  seeds: tuple[int, ...]
+  epochs: int
+  select_metric: str
+  comparisons: tuple[tuple[str, str], ...] = COMPARISONS
+  control: str = "identity"
+  metrics: tuple[Metric, ...] = (ERROR, LOSS)
+  alpha: float = 0.05
+  power: float = 0.8
+  bound: float = 0.8
+  arms_reason: str = ""
+  control_reason: str = ""
+  lr_reason: str = ""
+  seeds_reason: str = ""
+  epochs_reason: str = ""
+  margins_reason: str = ""
+  tie_rule: str = "the evaluation of the lowest selection metric; where several tie, the earliest"
+  lr_tie_rule: str = (
+    "the lr of the lowest median over seeds of its members' best selection metric (a diverged "
+    "member counts as +inf); where two medians are equal, the smaller lr"
+  )
+
+  def __post_init__(self):
+    if self.select_metric not in VALIDATION_KEYS:
+      raise ValueError(
+        f"`select_metric` {self.select_metric!r}: a pilot selects on a validation metric, one "
+        f"of {', '.join(VALIDATION_KEYS)}."
+      )
+
+  def spec(self) -> Any:
+    """The task's spec every arm trains (its activation replaced per arm)."""
+    from gelujax import tasks  # Here: tasks imports the models.
+
+    return tasks.get(self.task).replace(
+      dataset=self.dataset, epochs=self.epochs, select_metric=self.select_metric
+    )
+
+  def folder(self, arm: str) -> str:
+    """``arm``'s run folder under ``runs/``: `gelujax.study.runs.run_name`'s."""
+    return runs.run_name(arm)
+
+
+_ARMS_REASON = (
+  "the feed-forward activations a transformer uses, each in the task's feed-forward block "
+  "(`gelujax.linen.FeedForward`): relu (the original transformer's), gelu (the exact erf form, "
+  "the task's default), gelu_tanh (the tanh form, `jax.nn.gelu`'s default), the gated units at "
+  "the plain block's parameter count (to within the rounding of the gated width): "
+  "geglu(approximate=True) (the tanh-form gate, as Gemma's feed-forward computes it), geglu "
+  "(the exact gate) and swiglu (a SiLU gate); and identity, a candidate positive control"
+)
+_CONTROL_REASON = (
+  "identity leaves the feed-forward linear (two dense layers with nothing between them), so the "
+  "only nonlinearities left are attention's softmax and LayerNorm: a design that cannot tell it "
+  "from gelu cannot tell anything. It is a candidate, not yet the control: unlike the linear "
+  "MLP of `gelujax.study.forms.POWERED`, the network without it is not linear, so its gap is "
+  "not known beforehand; the pilot measures it (identity − gelu), and the study takes it as "
+  "its positive control only where that gap is many times its margin"
+)
+_LR_REASON = (
+  "the task's own grid, {1e-3, 3e-4} (Adam at a constant rate); each arm's is selected here on "
+  "the task's selection metric, so that the study trains each arm at its own lr on fresh seeds "
+  "and no selection is made on the seeds it evaluates"
+)
+_SEEDS_REASON = (
+  "the selection seeds 0–3, never evaluation seeds of the study to come, which draws fresh "
+  "ones (none of 0–3), so that no network whose validation metrics chose an lr or a margin is "
+  "one it evaluates; 4 seeds give each paired SD 3 degrees of freedom, which its upper bound "
+  "states, in 7 grids of 8 members: at the timing trial's 15 minutes for 10 members, about 85 "
+  "minutes on 2 CPU cores, longer beside other work"
+)
+_MARGINS_REASON = (
+  "candidates, not the study's margin: a tenth of a point to a point of validation error, "
+  "0.005 to 0.05 nats of validation loss; the study chooses its margin with these numbers in "
+  "view and states why"
+)
+
+VIT = Pilot(
+  name="vit_fashion_mnist_pilot",
+  date="2026-11-27",
+  task="vit_fashion_mnist",
+  dataset="fashion_mnist",
+  arms=ARMS,
+  learning_rates=(1e-3, 3e-4),
+  seeds=(0, 1, 2, 3),
+  epochs=10,
+  select_metric="validation_loss",
+  arms_reason=_ARMS_REASON,
+  control_reason=_CONTROL_REASON,
+  lr_reason=_LR_REASON,
+  seeds_reason=_SEEDS_REASON,
+  epochs_reason="the task's 10 (`gelujax.tasks.EPOCHS_VIT`), so that the spread measured is "
+  "that of the runs the study trains",
+  margins_reason=_MARGINS_REASON,
+)
+TAGGER = Pilot(
+  name="transformer_twitter_pos_pilot",
+  date="2026-11-27",
+  task="transformer_twitter_pos",
+  dataset="twitter_pos",
+  arms=ARMS,
+  learning_rates=(1e-3, 3e-4),
+  seeds=(0, 1, 2, 3),
+  epochs=80,
+  select_metric="validation_error",
+  arms_reason=_ARMS_REASON,
+  control_reason=_CONTROL_REASON,
+  lr_reason=_LR_REASON,
+  seeds_reason=_SEEDS_REASON,
+  epochs_reason="the task's 80 (`gelujax.tasks.EPOCHS_TAGGER`), so that the spread measured is "
+  "that of the runs the study trains",
+  margins_reason=_MARGINS_REASON,
+)
+
+# The pilots by name (``reproduce.py --task``).
+PILOTS = {p.name: p for p in (VIT, TAGGER)}
+
+
+def variable(design: Pilot) -> str:
+  """The name ``design``'s pilot has in this module (``VIT``, ``TAGGER``); its name where it is
+  none of them (a test's copy)."""
+  found = PILOTS.get(design.name)
+  return next(
+    (k for k, v in globals().items() if k.isupper() and k != "PILOTS" and v is found),
+    design.name,
+  )
+
+
+@dataclasses.dataclass(frozen=True)
+class Best:
+  """A member's best evaluation, in validation metrics alone.
+
+  Attributes:
+    seed: the member's seed.
+    learning_rate: its lr.
+    diverged: whether it diverged (its values are then NaN).
+    epoch: the epoch of its best evaluation (None: diverged, or no finite evaluation).
+    values: each of :data:`VALIDATION_KEYS` at that epoch (NaN where diverged).
+  """
+
+  seed: int
+  learning_rate: float
+  diverged: bool
+  epoch: float | None
+  values: Mapping[str, float]
+
+
+def validation_records(run: runs.Run, member: Mapping[str, Any]) -> list[dict[str, Any]]:
+  """``member``'s evaluations, in epoch order, as the pilot sees them: each record's epoch and
+  its :data:`VALIDATION_KEYS`, no other key.
+
+  Raises:
+    ValueError: the member has no validation values (a run without a validation split).
+  """
+  found = [
+    {"epoch": r["epoch"], **{k: r.get(k) for k in VALIDATION_KEYS}}
+    for r in run.records
+    if r["seed"] == member["seed"] and runs.same_lr(r["learning_rate"], member["learning_rate"])
+  ]
+  if not any(r[k] is not None for r in found for k in VALIDATION_KEYS):
+    raise ValueError(
+      f"{run.workdir}: the member of seed {member['seed']} and lr {member['learning_rate']:g} "
+      "has no validation metrics: the pilot reads validation metrics alone."
+    )
+  return sorted(found, key=lambda r: r["epoch"])
+
+
+def best_record(records: Sequence[Mapping[str, Any]], metric: str) -> Mapping[str, Any] | None:
+  """The record of ``records`` (in epoch order) with the lowest finite ``metric``, the earliest
+  of those that tie on it; None without any finite value."""
+  found = [r for r in records if r.get(metric) is not None and math.isfinite(r[metric])]
+  if not found:
+    return None
+  lowest = min(r[metric] for r in found)
+  return next(r for r in found if r[metric] == lowest)
+
+
+def member_bests(run: runs.Run, design: Pilot) -> list[Best]:
+  """Each member's best evaluation by the design's selection metric (:func:`best_record`), in
+  the run's member order."""
+  found = []
+  nan = dict.fromkeys(VALIDATION_KEYS, math.nan)
+  for m in run.members:
+    record = (
+      None if m["diverged"] else best_record(validation_records(run, m), design.select_metric)
+    )
+    values = nan if record is None else {k: _value(record[k]) for k in VALIDATION_KEYS}
+    epoch = None if record is None else float(record["epoch"])
+    found.append(Best(m["seed"], m["learning_rate"], m["diverged"], epoch, values))
+  return found
+
+
+def _value(value: float | None) -> float:
+  return math.nan if value is None else float(value)
+
+
+@dataclasses.dataclass(frozen=True)
+class Cell:
+  """One arm at one lr: its members' bests."""
+
+  arm: str
+  learning_rate: float
+  bests: tuple[Best, ...]
+
+  def values(self, key: str) -> dict[int, float]:
+    """seed -> the member's ``key`` at its best (NaN for a diverged member)."""
+    return {b.seed: b.values[key] for b in self.bests}
+
+  def finite(self, key: str) -> list[float]:
+    return [v for v in self.values(key).values() if math.isfinite(v)]
+
+  @property
+  def diverged(self) -> int:
+    return sum(b.diverged for b in self.bests)
+
+  def selection_median(self, key: str) -> float:
+    """The median over every member of its best ``key``, a diverged one counted as +inf."""
+    return statistics.median(v if math.isfinite(v) else math.inf for v in self.values(key).values())
+
+  def stats(self, key: str) -> dict[str, float]:
+    """Median, min and max of ``key`` over the members that did not diverge (NaN: none)."""
+    x = self.finite(key)
+    if not x:
+      return {"median": math.nan, "low": math.nan, "high": math.nan}
+    return {"median": float(np.median(x)), "low": min(x), "high": max(x)}
+
+
+def finished_runs(design: Pilot, out: Path) -> dict[str, runs.Run]:
+  """The pilot's finished runs, each read once: arm -> its files."""
+  return {
+    arm: runs.load_run(path)
+    for arm in design.arms
+    if (path := out / "runs" / design.folder(arm)).joinpath(SUMMARY_FILE).exists()
+  }
+
+
+def arm_cells(design: Pilot, run: runs.Run) -> dict[float, Cell]:
+  """A finished run's cells: lr -> its members' bests, in the design's lr order.
+
+  Raises:
+    ValueError: the run's members are not the design's lrs x seeds.
+  """
+  bests = member_bests(run, design)
+  found = {}
+  for lr in design.learning_rates:
+    cell = tuple(sorted((b for b in bests if runs.same_lr(b.learning_rate, lr)), key=_seed))
+    if [b.seed for b in cell] != sorted(design.seeds):
+      raise ValueError(
+        f"{run.workdir} holds seeds {[b.seed for b in cell]} at lr {lr:g}, not the design's "
+        f"{list(design.seeds)}: it is not a run of {design.name}."
+      )
+    found[lr] = Cell(run.activation, lr, cell)
+  return found
+
+
+def _seed(b: Best) -> int:
+  return b.seed
+
+
+def select_lr(cells: Mapping[float, Cell], metric: str) -> float | None:
+  """The lr whose cell has the lowest :meth:`Cell.selection_median` of ``metric``; where several
+  are equal, the smallest lr; None where every member of every lr diverged."""
+  kept = [(c.selection_median(metric), lr) for lr, c in cells.items() if c.diverged < len(c.bests)]
+  return min(kept)[1] if kept else None
+
+
+def sd_upper_factor(pairs: int, confidence: float) -> float:
+  """What multiplies the sample SD of ``pairs`` normal values to give its one-sided
+  ``confidence`` upper confidence bound: sqrt(k / q), k = pairs - 1 and q the chi-square
+  quantile of k degrees of freedom at 1 - ``confidence`` (SciPy's, exact; NaN below 2 pairs)."""
+  if pairs < 2:
+    return math.nan
+  from scipy import stats as scipy_stats  # Here: reading a result's tables needs no SciPy.
+
+  k = pairs - 1
+  return math.sqrt(k / float(scipy_stats.chi2.ppf(1.0 - confidence, k)))
+
+
+def _z(p: float) -> float:
+  return statistics.NormalDist().inv_cdf(p)
+
+
+def pairs_to_detect(sd: float, margin: float, *, alpha: float, power: float) -> int | None:
+  """The pairs with which a two-sided paired test at ``alpha`` finds a true shift of ``margin``
+  with ``power``, by the normal approximation: ((z(1 - alpha/2) + z(power)) sd / margin)^2,
+  rounded up, at least 2; None where ``sd`` is not finite."""
+  if not math.isfinite(sd):
+    return None
+  return max(2, math.ceil(((_z(1.0 - alpha / 2.0) + _z(power)) * sd / margin) ** 2))
+
+
+def pairs_for_equivalence(sd: float, margin: float, *, alpha: float, power: float) -> int | None:
+  """The pairs with which two one-sided paired tests, each at ``alpha``, find a true shift of 0
+  within ±``margin`` with ``power``, by the normal approximation: ((z(1 - alpha) +
+  z(1 - (1 - power)/2)) sd / margin)^2, rounded up, at least 2; None where ``sd`` is not
+  finite."""
+  if not math.isfinite(sd):
+    return None
+  z = _z(1.0 - alpha) + _z(1.0 - (1.0 - power) / 2.0)
+  return max(2, math.ceil((z * sd / margin) ** 2))
+
+
+@dataclasses.dataclass(frozen=True)
+class Spread:
+  """One comparison's paired differences on one metric, at each arm's selected lr.
+
+  Attributes:
+    first, second: the arms, first minus second.
+    metric: the metric's key.
+    learning_rates: each arm's selected lr.
+    seeds: the seeds both members have finite (neither diverged).
+    differences: first minus second, seed by seed, in the metric's own units.
+    mean: their mean.
+    sd: their sample SD (ddof 1; NaN below 2 pairs).
+    sd_bound: its one-sided upper confidence bound (:func:`sd_upper_factor`).
+    detect: margin -> :func:`pairs_to_detect` at ``sd_bound``.
+    equivalence: margin -> :func:`pairs_for_equivalence` at ``sd_bound``.
+  """
+
+  first: str
+  second: str
+  metric: str
+  learning_rates: tuple[float, float]
+  seeds: tuple[int, ...]
+  differences: tuple[float, ...]
+  mean: float
+  sd: float
+  sd_bound: float
+  detect: Mapping[float, int | None]
+  equivalence: Mapping[float, int | None]
+
+  def to_json(self) -> dict[str, Any]:
+    found = dataclasses.asdict(self)
+    for key in ("detect", "equivalence"):
+      found[key] = [{"margin": m, "pairs": n} for m, n in found[key].items()]
+    return found
+
+
+def spread(
+  design: Pilot,
+  first: tuple[str, Cell],
+  second: tuple[str, Cell],
+  metric: Metric,
+) -> Spread:
+  """The paired differences of two arms' cells (``(arm, cell)``, each at its selected lr) on
+  ``metric``, their SD and its bound, and the pairs each candidate margin needs."""
+  (a, cell_a), (b, cell_b) = first, second
+  x, y = cell_a.values(metric.key), cell_b.values(metric.key)
+  seeds = tuple(s for s in sorted(x) if s in y and math.isfinite(x[s]) and math.isfinite(y[s]))
+  d = np.asarray([x[s] - y[s] for s in seeds], np.float64)
+  sd = float(np.std(d, ddof=1)) if len(d) > 1 else math.nan
+  bound = sd * sd_upper_factor(len(d), design.bound)
+  kw = {"alpha": design.alpha, "power": design.power}
+  return Spread(
+    a, b, metric.key, (cell_a.learning_rate, cell_b.learning_rate), seeds, tuple(d.tolist()),
+    float(d.mean()) if len(d) else math.nan, sd, bound,
+    {m: pairs_to_detect(bound, m, **kw) for m in metric.margins},
+    {m: pairs_for_equivalence(bound, m, **kw) for m in metric.margins},
+  )  # fmt: skip
+
+
+@dataclasses.dataclass(frozen=True)
+class Analysis:
+  """What the pilot's finished runs say, validation metrics alone.
+
+  Attributes:
+    cells: arm -> lr -> its members' bests (finished arms only, in the design's order).
+    selected: arm -> its selected lr (None: every member diverged).
+    spreads: the comparisons whose arms both finished and have a selected lr, per metric.
+    missing: the arms not finished.
+  """
+
+  cells: Mapping[str, Mapping[float, Cell]]
+  selected: Mapping[str, float | None]
+  spreads: tuple[Spread, ...]
+  missing: tuple[str, ...]
+
+  def to_json(self, design: Pilot) -> dict[str, Any]:
+    cells = []
+    for arm, by_lr in self.cells.items():
+      for lr, c in by_lr.items():
+        cells.append(
+          {
+            "arm": arm,
+            "learning_rate": lr,
+            "members": [dataclasses.asdict(b) for b in c.bests],
+            "diverged": c.diverged,
+            "selection_median": c.selection_median(design.select_metric),
+            **{key: c.stats(key) for key in VALIDATION_KEYS},
+          }
+        )
+    return {
+      "select_metric": design.select_metric,
+      "cells": cells,
+      "selected": [{"arm": a, "learning_rate": lr} for a, lr in self.selected.items()],
+      "spreads": [s.to_json() for s in self.spreads],
+      "missing": list(self.missing),
+    }
+
+
+def analyse(design: Pilot, finished: Mapping[str, runs.Run]) -> Analysis:
+  """The cells, selected lrs and paired spreads of the finished runs (``finished``:
+  :func:`finished_runs`)."""
+  cells = {arm: arm_cells(design, finished[arm]) for arm in design.arms if arm in finished}
+  selected = {arm: select_lr(c, design.select_metric) for arm, c in cells.items()}
+  spreads = []
+  for metric in design.metrics:
+    for a, b in design.comparisons:
+      if selected.get(a) is None or selected.get(b) is None:
+        continue
+      first, second = (a, cells[a][selected[a]]), (b, cells[b][selected[b]])
+      spreads.append(spread(design, first, second, metric))
+  missing = tuple(a for a in design.arms if a not in finished)
+  return Analysis(cells, selected, tuple(spreads), missing)
+
+
+def make_grids(design: Pilot, out: Path) -> list[grids.Grid]:
+  """One grid per arm, the design's lrs x seeds its members."""
+  spec = design.spec()
+  return [
+    grids.Grid(
+      design.folder(arm),
+      spec.replace(activation=arm),
+      out / "runs" / design.folder(arm),
+      design.learning_rates,
+    )
+    for arm in design.arms
+  ]

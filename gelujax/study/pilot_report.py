@@ -1,0 +1,371 @@
+"""The README, table and summary of a pilot (:mod:`gelujax.study.pilot`), written from its runs'
+validation metrics alone: every number is derived here from :func:`gelujax.study.pilot.analyse`,
+none typed by hand, and no sentence states a verdict or a ranking."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+
+from gelujax import workdir as workdirs
+from gelujax.study import forms_report, grids, overview, pilot, readme
+from gelujax.study.pilot import Analysis, Metric, Pilot, Spread
+
+
+def seeds_words(seeds: Sequence[int]) -> str:
+  """``"0–3"`` for a run of consecutive seeds, else the list."""
+  seeds = sorted(seeds)
+  if len(seeds) > 2 and seeds == list(range(seeds[0], seeds[-1] + 1)):
+    return f"{seeds[0]}–{seeds[-1]}"
+  return ", ".join(map(str, seeds))
+
+
+def lrs_words(learning_rates: Sequence[float]) -> str:
+  return ", ".join(f"{lr:g}" for lr in learning_rates)
+
+
+def metric_of(design: Pilot, key: str) -> Metric:
+  """The design's metric of ``key``; a plain one (shown as it is) for a key it does not list."""
+  found = {m.key: m for m in (*design.metrics, pilot.ERROR, pilot.LOSS)}
+  return found[key]
+
+
+def value(x: float, metric: Metric) -> str:
+  """A value in the units shown: ``"12.34"`` (percent), ``"0.3312"`` (nats)."""
+  if not math.isfinite(x):
+    return "n/a"
+  return f"{x * metric.scale:.2f}" if metric.scale == 100.0 else f"{x * metric.scale:.4f}"
+
+
+def signed(x: float, metric: Metric) -> str:
+  """A difference in the units shown, signed, 3 significant digits."""
+  if not math.isfinite(x):
+    return "n/a"
+  shown = x * metric.scale
+  return f"{0.0 if abs(shown) < 1e-12 else shown:+.3g}"
+
+
+def amount(x: float, metric: Metric) -> str:
+  """An SD or a margin in the units shown, 3 significant digits."""
+  return "n/a" if not math.isfinite(x) else f"{x * metric.scale:.3g}"
+
+
+def pairs_words(n: int | None) -> str:
+  return "n/a" if n is None else str(n)
+
+
+def title(design: Pilot) -> str:
+  return (
+    f"Pilot of the transformer study on {design.task}: {len(design.arms)} feed-forward "
+    f"activations at lrs {lrs_words(design.learning_rates)} on selection seeds "
+    f"{seeds_words(design.seeds)}, {design.epochs} epochs, validation metrics only"
+  )
+
+
+def headline_summary(design: Pilot, analysis: Analysis) -> str:
+  """The pilot's line in the top-level README: what it ran, that it judges nothing."""
+  pending = ""
+  if analysis.missing:
+    pending = f"; pending ({', '.join(analysis.missing)} not trained)"
+  return (
+    f"gelujax's pilot of the transformer study on {design.task} (`{design.name}`): validation "
+    f"metrics on selection seeds {seeds_words(design.seeds)}, no verdicts{pending}."
+  )
+
+
+def cell_lines(design: Pilot, analysis: Analysis) -> list[str]:
+  """Each arm at each lr: medians and ranges over its seeds, at each member's best epoch."""
+  select = metric_of(design, design.select_metric)
+  error, loss = metric_of(design, "validation_error"), metric_of(design, "validation_loss")
+  lines = [
+    f"| arm | lr | members | diverged | median best {design.select_metric} | validation error "
+    "(%): median [min–max] | validation loss (nats): median [min–max] | best epochs |",
+    "|---|---|---|---|---|---|---|---|",
+  ]
+  for arm in design.arms:
+    if arm not in analysis.cells:
+      lines.append(f"| {arm} | pending | – | – | – | – | – | – |")
+      continue
+    for lr, c in analysis.cells[arm].items():
+      cells = []
+      for metric in (error, loss):
+        s = c.stats(metric.key)
+        cells.append(
+          f"{value(s['median'], metric)} [{value(s['low'], metric)}–{value(s['high'], metric)}]"
+        )
+      epochs = ", ".join("–" if b.epoch is None else f"{b.epoch:g}" for b in c.bests)
+      median = c.selection_median(design.select_metric)
+      lines.append(
+        f"| {arm} | {lr:g} | {len(c.bests)} | {c.diverged} | {value(median, select)} | "
+        f"{cells[0]} | {cells[1]} | {epochs} |"
+      )
+  return lines
+
+
+def selected_lines(design: Pilot, analysis: Analysis) -> list[str]:
+  """Each arm's selected lr, beside each lr's median the selection compares."""
+  select = metric_of(design, design.select_metric)
+  lines = [
+    "| arm | selected lr | "
+    + " | ".join(f"median best {design.select_metric} at {lr:g}" for lr in design.learning_rates)
+    + " |",
+    "|---|---|" + "---|" * len(design.learning_rates),
+  ]
+  for arm in design.arms:
+    if arm not in analysis.cells:
+      lines.append(f"| {arm} | pending |" + " – |" * len(design.learning_rates))
+      continue
+    lr = analysis.selected[arm]
+    medians = [
+      value(analysis.cells[arm][x].selection_median(design.select_metric), select)
+      for x in design.learning_rates
+    ]
+    chosen = "every member diverged" if lr is None else f"{lr:g}"
+    lines.append(f"| {arm} | {chosen} | " + " | ".join(medians) + " |")
+  return lines
+
+
+def spread_lines(design: Pilot, metric: Metric, spreads: Sequence[Spread]) -> list[str]:
+  """A metric's paired spreads: per comparison, the differences' mean, SD and its bound, and
+  the pairs each candidate margin needs (to detect a shift of it / to show equivalence within
+  it)."""
+  margins = " | ".join(f"δ {amount(m, metric)}" for m in metric.margins)
+  lines = [
+    f"| comparison | lrs | pairs | mean | SD | SD, {100 * design.bound:g}% upper bound | "
+    f"{margins} |",
+    "|---|---|---|---|---|---|" + "---|" * len(metric.margins),
+  ]
+  for s in spreads:
+    pairs = " | ".join(
+      f"{pairs_words(s.detect[m])} / {pairs_words(s.equivalence[m])}" for m in metric.margins
+    )
+    lines.append(
+      f"| {s.first} − {s.second} | {s.learning_rates[0]:g}, {s.learning_rates[1]:g} | "
+      f"{len(s.seeds)} | {signed(s.mean, metric)} | {amount(s.sd, metric)} | "
+      f"{amount(s.sd_bound, metric)} | {pairs} |"
+    )
+  return lines
+
+
+def spreads_section(design: Pilot, analysis: Analysis) -> list[str]:
+  lines = [
+    "Each comparison's differences, first arm minus second, seed by seed, each arm at its "
+    "selected lr (a seed whose member diverged in either arm drops its pair). Under each "
+    f"candidate margin δ: the pairs a two-sided paired test at {design.alpha:g} needs to detect a "
+    f"true shift of that size with {100 * design.power:g}% power / the pairs two one-sided "
+    f"paired tests at {design.alpha:g} need to show a true shift of 0 within ±δ with "
+    f"{100 * design.power:g}% power; both by the normal approximation with the SD at its upper "
+    "bound (Method).",
+  ]
+  for metric in design.metrics:
+    found = [s for s in analysis.spreads if s.metric == metric.key]
+    lines += ["", f"### {metric.label.capitalize()} ({metric.unit})", ""]
+    if not found:
+      lines.append("None yet: each comparison needs both its arms trained.")
+      continue
+    lines += spread_lines(design, metric, found)
+  return lines
+
+
+def method_lines(design: Pilot) -> list[str]:
+  return [
+    f"- A member's best (by {design.select_metric}, the task's selection metric): "
+    f"{design.tie_rule}; its validation error and validation loss there. "
+    "No test metric is read: the pilot's code sees each record's epoch and validation metrics "
+    "alone (`gelujax.study.pilot.validation_records`).",
+    f"- Each arm's lr: {design.lr_tie_rule}.",
+    "- Paired differences: seeds are matched across arms (one seed, one initial draw, one batch "
+    "order, one dropout stream whatever the activation), so each comparison is first minus "
+    "second seed by seed, each arm at its selected lr; their mean and sample SD (ddof 1).",
+    f"- The SD's bound: its one-sided {100 * design.bound:g}% upper confidence bound for normal "
+    "differences, SD · sqrt(k / q), k the pairs less one and q the chi-square quantile of k "
+    f"degrees of freedom at {1 - design.bound:g} (SciPy's, exact).",
+    f"- Pairs to detect a margin δ: ((z(1 − α/2) + z(power)) · SD bound / δ)², α {design.alpha:g}, "
+    f"power {design.power:g}, rounded up, at least 2: the normal approximation (a paired z-test) "
+    "to a two-sided paired test; a signed-rank test needs about π/3 times as many for normal "
+    "differences.",
+    "- Pairs for equivalence within ±δ: ((z(1 − α) + z(1 − (1 − power)/2)) · SD bound / δ)², "
+    "the same approximation to two one-sided paired tests at α where the true shift is 0.",
+    f"- Candidate margins: {design.margins_reason}.",
+  ]
+
+
+def caveat_lines(design: Pilot) -> list[str]:
+  return [
+    "- No verdicts: nothing here tests a hypothesis, and a difference between arms here is no "
+    "finding; the means are shown only beside the SDs that size the study.",
+    f"- {len(design.seeds)} seeds: an SD of {len(design.seeds)} pairs is uncertain (hence its "
+    "upper bound), and with as few as these the bound itself rests on the differences being "
+    "close to normal; the pairs are a size to plan with, not a power the study is guaranteed.",
+    "- Validation metrics only: the study compares what its own design fixes (test metrics on "
+    "fresh seeds); a spread measured on the validation split stands in for it.",
+    "- The α is one test's, uncorrected: a family of comparisons corrected by Holm's method "
+    "tests its first at α divided by their number, and needs more pairs.",
+  ]
+
+
+def design_lines(design: Pilot) -> list[str]:
+  """The design, as :data:`gelujax.study.pilot.PILOTS` fixes it."""
+  spec = design.spec()
+  renamed = "; ".join(
+    f"{arm} in `runs/{design.folder(arm)}/`" for arm in design.arms if design.folder(arm) != arm
+  )
+  if renamed:
+    renamed = f", the folder's name as `gelujax.study.runs.run_name` makes it: {renamed}"
+  return [
+    f"Fixed in `gelujax/study/pilot.py` (`{pilot.variable(design)}`, {design.date}) before any "
+    "of its runs was trained:",
+    "",
+    f"- Task: `{design.task}` on {design.dataset} (model `{spec.model}`, batch size "
+    f"{spec.batch_size}, dropout {spec.dropout:g}, {spec.optimizer}), {design.epochs} epochs, "
+    f"one evaluation of the validation split per epoch: {design.epochs_reason}.",
+    f"- Arms: {', '.join(design.arms)}, each one run of {len(design.learning_rates)} lrs x "
+    f"{len(design.seeds)} seeds (`runs/<arm>/`{renamed}): {design.arms_reason}.",
+    f"- Control: {design.control_reason}.",
+    f"- Learning rates {lrs_words(design.learning_rates)}: {design.lr_reason}.",
+    f"- Seeds: {design.seeds_reason}.",
+    "- Comparisons (the study's): "
+    + ", ".join(f"{a} − {b}" for a, b in design.comparisons)
+    + f"; {design.comparisons[-1][0]} − {design.comparisons[-1][1]} is the control's gap.",
+  ]
+
+
+def training_lines(design: Pilot, out: Path, root: Path, project: bool) -> list[str]:
+  timings = grids.read_timings(out)
+  path = out / forms_report.PROVENANCE_FILE
+  provenance = workdirs.read_json(path) if path.exists() else {}
+  lines = []
+  if provenance:
+    lines.append(
+      f"Trained with `{provenance['command']}` from a `git worktree` of {provenance['revision']}."
+    )
+  lines.append("Wall-clock time per run, with whatever else ran on the machine beside it:")
+  if not timings:
+    lines.append("- none trained yet")
+  for name, t in timings.items():
+    machines = "; ".join(t["machines"]) or "unknown machine"
+    lines.append(f"- `{name}`: {t['seconds'] / 60:.1f} min on {machines}")
+  command = readme.command_name(project)
+  lines += [
+    "",
+    f"Train (or resume): `{command} --task={design.name}`. Re-render from these files alone: "
+    f"`{command} --task={design.name} --out={grids.repo_relative(out, root)} --render`.",
+  ]
+  return lines
+
+
+def seed_table(design: Pilot, analysis: Analysis) -> list[str]:
+  """Every member's best epoch, validation error (%) and validation loss."""
+  lines = [
+    "| arm | lr | seed | best epoch | validation error (%) | validation loss (nats) |",
+    "|---|---|---|---|---|---|",
+  ]
+  error, loss = metric_of(design, "validation_error"), metric_of(design, "validation_loss")
+  for arm, by_lr in analysis.cells.items():
+    for lr, c in by_lr.items():
+      for b in c.bests:
+        if b.diverged:
+          lines.append(f"| {arm} | {lr:g} | {b.seed} | diverged | – | – |")
+          continue
+        epoch = "–" if b.epoch is None else f"{b.epoch:g}"
+        lines.append(
+          f"| {arm} | {lr:g} | {b.seed} | {epoch} | {value(b.values[error.key], error)} | "
+          f"{value(b.values[loss.key], loss)} |"
+        )
+  return lines
+
+
+def write_result(design: Pilot, *, out: Path, root: Path, project: bool = True) -> Path:
+  """Writes ``out``'s README.md, table.md and summary.json; returns ``out``; and the project's
+  overview where ``out`` is under its results/."""
+  analysis = pilot.analyse(design, pilot.finished_runs(design, out))
+  (out / "table.md").write_text(
+    "\n".join(["# Every member", "", *seed_table(design, analysis), ""])
+  )
+  pending = []
+  if analysis.missing:
+    command = f"{readme.command_name(project)} --task={design.name}"
+    pending = [f"Pending: {', '.join(analysis.missing)} not trained (`{command}` trains them).", ""]
+  lines = [
+    f"# {title(design)}",
+    "",
+    f"The pilot of the transformer study (issue 44): before a pre-registered study compares "
+    f"feed-forward activations in `{design.task}` on fresh seeds, this pilot trains each arm on "
+    "selection seeds at each lr and reads validation metrics alone, to select each arm's lr and "
+    "to measure the paired spread between arms that the study's margins, power and seed count "
+    "are stated from. It states no verdict.",
+    "",
+    *pending,
+    "## Each arm and learning rate",
+    "",
+    *cell_lines(design, analysis),
+    "",
+    "## Selected learning rates",
+    "",
+    *selected_lines(design, analysis),
+    "",
+    "## Paired spread at the selected learning rates",
+    "",
+    *spreads_section(design, analysis),
+    "",
+    "## Method",
+    "",
+    *method_lines(design),
+    "",
+    "## What the pilot does not show",
+    "",
+    *caveat_lines(design),
+    "",
+    "## Design",
+    "",
+    *design_lines(design),
+    "",
+    "## Training",
+    "",
+    *training_lines(design, out, root, project),
+    "",
+    "Every member's values: `table.md`.",
+  ]
+  (out / "README.md").write_text("\n".join(lines) + "\n")
+  workdirs.write_json(
+    out / workdirs.SUMMARY_FILE,
+    {
+      "study": design.name,
+      "title": title(design),
+      "missing": list(analysis.missing),
+      "headline": [],
+      "headline_summary": headline_summary(design, analysis),
+      "outcomes": [],
+      "pilot": analysis.to_json(design),
+    },
+  )
+  if project and out.resolve().is_relative_to((root / "results").resolve()):
+    overview.write_results_overview(root)
+  return out
+
+
+def reproduce(
+  design: Pilot,
+  *,
+  out: Path,
+  root: Path,
+  data_dir: str | None = None,
+  train: bool = True,
+  command: str = f"python experiments/reproduce.py --task={pilot.VIT.name}",
+  project: bool = True,
+) -> Path:
+  """Trains every run of the pilot that is not finished (resuming partial ones) and writes the
+  result into ``out``; ``train=False`` trains nothing and renders from the files already there.
+  Training records ``command`` and the code's revision
+  (`gelujax.study.forms_report.record_provenance`). ``root`` and ``project`` as
+  :func:`gelujax.study.reproduce` takes them."""
+  if train:
+    forms_report.record_provenance(out, root, command)
+    grids.train_grids(pilot.make_grids(design, out), seeds=design.seeds, data_dir=data_dir, out=out)
+  elif not (out / "runs").is_dir():
+    raise ValueError(
+      f"`render`: {out / 'runs'} holds no runs to render. Pass the `out` of a {design.name} pilot "
+      "that trained, or leave `render` out to train it."
+    )
+  return write_result(design, out=out, root=root, project=project)
