@@ -32,6 +32,9 @@ presets for tests:
 - ``vit_fashion_mnist``: a small Vision Transformer (:class:`ViT`: 16 patches of 7x7 pixels, 2
   pre-LN blocks of width 48, 4 heads, a feed-forward of 192) on 28x28 images;
   ``--activation=geglu`` gives its blocks gated feed-forwards at the same parameter count.
+- ``vit_cifar10``: a ViT sized for an accelerator (:class:`ViT`: 64 patches of 4x4 pixels, 6
+  pre-LN blocks of width 192, 3 heads, a feed-forward of 768: ViT-Tiny's width, depth halved)
+  on 32x32 colour images;
 - ``transformer_twitter_pos``: a tagger that reads the whole tweet (:class:`TransformerTagger`:
   each token's spelling-model vector of 50 features, projected to 64, a learned position, 2
   pre-LN blocks of 4 heads and a feed-forward of 256, 25 tags per token); its ``vocab_size``
@@ -651,6 +654,11 @@ MODELS.register(
   "vit_fashion_mnist",
   functools.partial(ViT, num_classes=10, patch_size=7, width=48, depth=2, num_heads=4,
                     hidden_features=192),
+)  # fmt: skip
+MODELS.register(
+  "vit_cifar10",
+  functools.partial(ViT, num_classes=10, patch_size=4, width=192, depth=6, num_heads=3,
+                    hidden_features=768),
 )  # fmt: skip
 MODELS.register(
   "transformer_twitter_pos",

@@ -48,6 +48,7 @@ TASKS = {
   "cifar10": "cifar10(preprocessing=(), data_options={'validation_size': 5})",
   "cifar100": "cifar100(model_options={'depth': 10})",
   "vit_fashion_mnist": "vit_fashion_mnist(data_options={'validation_size': 32})",
+  "vit_cifar10": "vit_cifar10(data_options={'validation_size': 5})",
   "transformer_twitter_pos": "transformer_twitter_pos",
 }
 LAYOUTS = {"one member": 1, "grid": 6, "looped grid": 6}
@@ -90,6 +91,7 @@ def write_fixtures(folder: Path) -> dict[str, Path]:
   for name in ("mnist", "mnist_threefry", "mnist_ae", "vit_fashion_mnist"):
     dirs[name] = folder / "mnist"
   dirs["transformer_twitter_pos"] = dirs["twitter_pos"]
+  dirs["vit_cifar10"] = dirs["cifar10"]
   return dirs
 
 

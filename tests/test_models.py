@@ -657,10 +657,31 @@ def test_a_gated_unit_builds_the_vits_gated_feed_forward_and_is_refused_by_an_ml
   with pytest.raises(ValueError, match="is a gated linear unit") as error:
     tasks.get("mnist(activation='geglu')")
   takes = (
-    "(models transformer_tagger_tiny, transformer_twitter_pos, vit_fashion_mnist, vit_tiny; "
-    "tasks transformer_twitter_pos, vit_fashion_mnist)"
+    "(models transformer_tagger_tiny, transformer_twitter_pos, vit_cifar10, vit_fashion_mnist, "
+    "vit_tiny; tasks transformer_twitter_pos, vit_cifar10, vit_fashion_mnist)"
   )
   assert takes in str(error.value)
+
+
+def test_vit_cifar10_parameter_count():
+  """vit_cifar10 counted by hand: 64 patches of 4 x 4 x 3 = 48 values embedded to 192, a
+  position per patch, 6 blocks (two LayerNorms, attention's q, k, v and out of 192 x 192 with
+  biases, a feed-forward of 768), a final LayerNorm and 10 logits; geglu's gated feed-forward
+  (hidden 2 x 512) has the plain one's weights and 256 more biases a block."""
+  from gelujax import tasks
+
+  w, h, patches, patch = 192, 768, 64, 4 * 4 * 3
+  block = 2 * 2 * w + 4 * (w * w + w) + (w * h + h) + (h * w + w)
+  plain = (patch * w + w) + patches * w + 6 * block + 2 * w + (w * 10 + 10)
+  counts = {}
+  for activation in ("gelu", "geglu"):
+    model = tasks.get(f"vit_cifar10(activation={activation!r})").build_model()
+    params = jax.eval_shape(
+      lambda m=model: m.init(jax.random.key(0), jnp.zeros((1, 32, 32, 3)), train=False)
+    )["params"]
+    counts[activation] = sum(x.size for x in jax.tree.leaves(params))
+  assert counts == {"gelu": plain, "geglu": plain + 6 * (2 * 512 - h)}
+  assert plain == 2_693_194  # the figure vit_cifar10's docstring states (2.69 million)
 
 
 def test_transformer_twitter_pos_parameter_count():

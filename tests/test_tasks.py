@@ -555,6 +555,7 @@ EXAMPLE_INPUTS = {
   "cifar100": ((32, 32, 3), jnp.float32, (100,)),
   "tiny_cifar": ((32, 32, 3), jnp.uint8, (10,)),
   "vit_fashion_mnist": ((28, 28, 1), jnp.uint8, (10,)),
+  "vit_cifar10": ((32, 32, 3), jnp.float32, (10,)),
 }
 
 

@@ -699,3 +699,39 @@ def test_a_full_disk_ends_the_run_in_one_line_and_it_resumes(script, tmp_path, f
     for name in ("metrics.jsonl", "summary.json"):
       with open(workdir / name) as f, open(os.path.join(finished_run, name)) as g:
         assert f.read() == g.read(), name
+
+
+def test_vit_cifar10_trains_from_the_command_line_on_cifar10_files(tmp_path):
+  """vit_cifar10 (narrowed to one block of width 16 by its task's model options, to save time)
+  on CIFAR-10 files in the real format: its 4 x 4 patches of colour images, the task's
+  per-pixel mean and crops, geglu's gated feed-forward; the recorded test error is the share of
+  the 10 fixture images that the restored network's logits classify wrong, counted here."""
+  from tests.test_reproduce_paper_tasks import write_cifar10
+
+  data_dir = tmp_path / "data"
+  data_dir.mkdir()
+  write_cifar10(data_dir)
+  workdir = tmp_path / "run"
+  task = (
+    "vit_cifar10(model_options={'width': 16, 'depth': 1, 'num_heads': 2, 'hidden_features': 24},"
+    " data_options={'validation_size': 5}, batch_size=20)"
+  )
+  result = run_command(
+    f"--task={task}", "--activation=geglu", f"--data_dir={data_dir}", f"--workdir={workdir}",
+    "--epochs=1", "--seeds=1", "--learning_rates=1e-3",
+  )  # fmt: skip
+  assert result.returncode == 0, result.stderr
+  config = workdirs.read_json(str(workdir / "config.json"))
+  assert (config["task"], config["spec"]["model"]) == ("vit_cifar10", "vit_cifar10")
+  assert config["spec"]["preprocessing"] == ["pixel_mean"] and config["spec"]["crop_padding"] == 4
+  spec = tasks.read_task(str(workdir))
+  splits = spec.load_data(str(data_dir))
+  parts = tasks.build(spec, splits)
+  _, state = engine.restore(parts, str(workdir))
+  params = jax.tree.map(lambda leaf: np.asarray(leaf[0]), state.params)
+  assert params["embed"]["kernel"].shape == (4 * 4 * 3, 16)  # 64 patches of 4 x 4 x 3
+  assert params["encoder"]["block_0"]["mlp"]["hidden"]["kernel"].shape == (16, 2 * 16)
+  logits = engine.predict_members(parts, state, splits["test"])[0]
+  wrong = np.mean(np.argmax(logits, axis=-1) != splits["test"]["targets"])
+  record = workdirs.read_metrics(str(workdir))[-1]
+  assert record["test_error"] == pytest.approx(wrong, abs=1e-12)
