@@ -414,3 +414,48 @@ def test_run_from_a_users_folder_it_writes_there_alone_and_says_how_to_run_it_ag
   assert "[2/2] myacts_squareplus: finished earlier: skipped" in stdouts[0]
   assert checkout_state() == before
   assert json.loads((out / "summary.json").read_text()) == summary
+
+
+def test_the_vit_reproduces_a_gated_unit_against_gelu_on_idx_files(tmp_path):
+  """`reproduce.py` with a transformer task (vit_fashion_mnist, narrowed to `vit_tiny`) on
+  Fashion-MNIST files in the IDX format: gelu and geglu (its blocks' gated feed-forward) each
+  select their lr and train their evaluation seeds, and geglu is compared with gelu paired by
+  seed; each recorded test error is the share of the 64 test images the restored network's
+  logits get wrong, counted here."""
+  from tiny_task import write_mnist_files
+
+  from gelujax import engine, tasks
+  from gelujax import workdir as workdirs
+
+  data = tmp_path / "data"
+  write_mnist_files(str(data), num_train=256, num_test=64)
+  out = tmp_path / "out"
+  task = "vit_fashion_mnist(model='vit_tiny', data_options={'validation_size': 32})"
+  result = subprocess.run(
+    [sys.executable, str(REPO / "experiments" / "reproduce.py"), f"--task={task}",
+     f"--data_dir={data}", "--activations=gelu,geglu", "--seeds=2", "--evaluation_seeds=2",
+     "--learning_rates=1e-3,3e-4", "--epochs=1", f"--out={out}"],
+    env={**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONPATH": str(REPO)}, cwd=tmp_path,
+    capture_output=True, text=True, timeout=600,
+  )  # fmt: skip
+  assert result.returncode == 0, result.stderr
+  # Each arm's selection grid, and an evaluation run at each lr still a candidate.
+  assert {p.name for p in (out / "runs").iterdir()} >= {"gelu", "geglu", "gelu_eval", "geglu_eval"}
+  summary = json.loads((out / "summary.json").read_text())
+  compared = {(e["run"], e["baseline"], e["metric"]) for e in summary["exploratory"]}
+  assert ("geglu", "gelu", "best.test_error") in compared
+  for arm in ("gelu", "geglu"):
+    workdir = str(out / "runs" / f"{arm}_eval")
+    config = workdirs.read_json(os.path.join(workdir, "config.json"))
+    assert (config["task"], config["activation"]) == ("vit_fashion_mnist", arm)
+    assert [m["seed"] for m in config["members"]] == [100, 101]
+    spec = tasks.read_task(workdir)
+    splits = spec.load_data(str(data))
+    parts = tasks.build(spec, splits)
+    _, state = engine.restore(parts, workdir)
+    hidden = state.params["encoder"]["block_0"]["mlp"]["hidden"]["kernel"]
+    assert hidden.shape[-1] == (2 * 21 if arm == "geglu" else 32)  # gated at the plain count
+    logits = engine.predict_members(parts, state, splits["test"])
+    wrong = (np.argmax(logits, axis=-1) != splits["test"]["targets"]).mean(axis=1)
+    records = workdirs.read_metrics(workdir)
+    np.testing.assert_allclose([r["test_error"] for r in records], wrong, atol=1e-12)
