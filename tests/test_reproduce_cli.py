@@ -422,7 +422,7 @@ def test_the_vit_reproduces_a_gated_unit_against_gelu_on_idx_files(tmp_path):
   select their lr and train their evaluation seeds, and geglu is compared with gelu paired by
   seed; each recorded test error is the share of the 64 test images the restored network's
   logits get wrong, counted here."""
-  from tiny_task import write_mnist_files
+  from tiny_task import write_mnist_files, wrong_share_bounds
 
   from gelujax import engine, tasks
   from gelujax import workdir as workdirs
@@ -456,6 +456,7 @@ def test_the_vit_reproduces_a_gated_unit_against_gelu_on_idx_files(tmp_path):
     hidden = state.params["encoder"]["block_0"]["mlp"]["hidden"]["kernel"]
     assert hidden.shape[-1] == (2 * 21 if arm == "geglu" else 32)  # gated at the plain count
     logits = engine.predict_members(parts, state, splits["test"])
-    wrong = (np.argmax(logits, axis=-1) != splits["test"]["targets"]).mean(axis=1)
-    records = workdirs.read_metrics(workdir)
-    np.testing.assert_allclose([r["test_error"] for r in records], wrong, atol=1e-12)
+    # Evaluation and prediction are two programs: a near-tie may rank either way in one of them.
+    fewest, most = wrong_share_bounds(logits, splits["test"]["targets"])
+    recorded = np.array([r["test_error"] for r in workdirs.read_metrics(workdir)])
+    assert np.all(fewest - 1e-12 <= recorded) and np.all(recorded <= most + 1e-12)

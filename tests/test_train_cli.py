@@ -15,7 +15,7 @@ import pytest
 from absl import flags
 from run_mains import run_mains
 from scipy import special
-from tiny_task import hash_tree, write_mnist_files
+from tiny_task import hash_tree, write_mnist_files, wrong_share_bounds
 
 from benchmarks import faults
 from gelujax import engine, host, tasks
@@ -732,6 +732,7 @@ def test_vit_cifar10_trains_from_the_command_line_on_cifar10_files(tmp_path):
   assert params["embed"]["kernel"].shape == (4 * 4 * 3, 16)  # 64 patches of 4 x 4 x 3
   assert params["encoder"]["block_0"]["mlp"]["hidden"]["kernel"].shape == (16, 2 * 16)
   logits = engine.predict_members(parts, state, splits["test"])[0]
-  wrong = np.mean(np.argmax(logits, axis=-1) != splits["test"]["targets"])
+  # Evaluation and prediction are two programs: a near-tie may rank either way in one of them.
+  fewest, most = wrong_share_bounds(logits, splits["test"]["targets"])
   record = workdirs.read_metrics(str(workdir))[-1]
-  assert record["test_error"] == pytest.approx(wrong, abs=1e-12)
+  assert fewest - 1e-12 <= record["test_error"] <= most + 1e-12

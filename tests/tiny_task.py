@@ -235,3 +235,17 @@ def main(argv: list[str]) -> None:
 
 if __name__ == "__main__":
   main(sys.argv)
+
+
+def wrong_share_bounds(logits, targets, tie=1e-4):
+  """The share of examples whose logits' top class is not the target, as ``(fewest, most)``:
+  an example whose target's logit and the largest other one are within ``tie`` of each other
+  (another program's rounding could rank them either way) counts as right in the first and
+  wrong in the second."""
+  logits = np.asarray(logits, np.float64)
+  targets = np.broadcast_to(targets, logits.shape[:-1])  # the same targets for every member
+  target = np.take_along_axis(logits, targets[..., None], axis=-1)[..., 0]
+  others = logits.copy()
+  np.put_along_axis(others, targets[..., None], -np.inf, axis=-1)
+  other = others.max(axis=-1)
+  return (other > target + tie).mean(axis=-1), (other >= target - tie).mean(axis=-1)
