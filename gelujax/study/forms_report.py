@@ -759,7 +759,10 @@ def design_lines(design: Design) -> list[str]:
   return lines
 
 
-def training_lines(design: Design, out: Path, root: Path, project: bool = True) -> list[str]:
+def provenance_lines(out: Path, unit: str = "run", when_none: str | None = None) -> list[str]:
+  """A study's README lines on how it trained: the command and revision it recorded
+  (`PROVENANCE_FILE`), then each ``unit``'s wall-clock time and machines (`grids.read_timings`);
+  ``when_none``, where given, stands in for the times of a study with none trained yet."""
   timings = grids.read_timings(out)
   path = out / PROVENANCE_FILE
   provenance = workdirs.read_json(path) if path.exists() else {}
@@ -768,10 +771,17 @@ def training_lines(design: Design, out: Path, root: Path, project: bool = True) 
     lines.append(
       f"Trained with `{provenance['command']}` from a `git worktree` of {provenance['revision']}."
     )
-  lines.append("Wall-clock time per grid, with whatever else ran on the machine beside it:")
+  lines.append(f"Wall-clock time per {unit}, with whatever else ran on the machine beside it:")
+  if not timings and when_none is not None:
+    lines.append(when_none)
   for name, t in timings.items():
     machines = "; ".join(t["machines"]) or "unknown machine"
     lines.append(f"- `{name}`: {t['seconds'] / 60:.1f} min on {machines}")
+  return lines
+
+
+def training_lines(design: Design, out: Path, root: Path, project: bool = True) -> list[str]:
+  lines = provenance_lines(out, "grid")
   lines.append("")
   lines.append(
     f"Re-render from these files alone: `{readme.command_name(project)} --task={design.name} "

@@ -232,20 +232,7 @@ def design_lines(design: Pilot) -> list[str]:
 
 
 def training_lines(design: Pilot, out: Path, root: Path, project: bool) -> list[str]:
-  timings = grids.read_timings(out)
-  path = out / forms_report.PROVENANCE_FILE
-  provenance = workdirs.read_json(path) if path.exists() else {}
-  lines = []
-  if provenance:
-    lines.append(
-      f"Trained with `{provenance['command']}` from a `git worktree` of {provenance['revision']}."
-    )
-  lines.append("Wall-clock time per run, with whatever else ran on the machine beside it:")
-  if not timings:
-    lines.append("- none trained yet")
-  for name, t in timings.items():
-    machines = "; ".join(t["machines"]) or "unknown machine"
-    lines.append(f"- `{name}`: {t['seconds'] / 60:.1f} min on {machines}")
+  lines = forms_report.provenance_lines(out, when_none="- none trained yet")
   command = readme.command_name(project)
   lines += [
     "",
