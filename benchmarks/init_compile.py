@@ -1,7 +1,7 @@
 """Compiling each task's `init` at XLA's optimization level 1, as the engine does on CPU, and at
 its default level: seconds, and whether both draw the same bits.
 
-`gelujax.engine.mesh.jit_program` compiles a run's ``init`` (its members' parameters drawn from
+`gelujax.engine.mesh.make_program` compiles a run's ``init`` (its members' parameters drawn from
 their seeds, and a fresh optimizer state) with `CPU_INIT_OPTIONS`. ``init`` runs once a run; on
 CPU most of its compile time was LLVM optimizing the threefry rounds of every parameter's
 initializer, which XLA unrolls. This compiles every paper task's ``init`` at its full size for
@@ -132,7 +132,7 @@ def main() -> None:
       f"; median of {args.rounds} interleaved rounds, JAX's compilation cache off.",
     ),
     f"Each task's `init` at full size for a grid of {MEMBERS} members on one device, lowered "
-    "and compiled with `CPU_INIT_OPTIONS` (as `gelujax.engine.mesh.jit_program` compiles it on "
+    "and compiled with `CPU_INIT_OPTIONS` (as `gelujax.engine.mesh.make_program` compiles it on "
     "CPU) and with XLA's defaults; both run once, and their outputs are compared bit for bit.",
     "",
     "| task | arrays drawn | level 1 (s) | default (s) | default / level 1 | same bits |",

@@ -393,7 +393,6 @@ def train_worker(settings: dict) -> None:
 
   from gelujax import engine, tasks
   from gelujax.data import Splits
-  from gelujax.engine import mesh as meshes
   from gelujax.members import Members
 
   spec = tasks.get(settings["task"]).replace(**settings["spec"])
@@ -410,10 +409,8 @@ def train_worker(settings: dict) -> None:
   num = len(members)
   mesh = engine.make_mesh(num, settings.get("members_axis"))
   parts = tasks.build(spec, Splits({**splits, "train": train}, splits.info))
-  program = engine.make_program(parts, mesh, num)
-  if "train_loss" in settings:  # A profile: the same step, its training loss logged otherwise.
-    config = dataclasses.replace(program.config, train_loss=settings["train_loss"])
-    program = meshes.jit_program(config, mesh, num, program.strategy, program.strategy_reason)
+  # A profile may log the training loss otherwise: the same step, another program.
+  program = engine.make_program(parts, mesh, num, train_loss=settings.get("train_loss"))
   seeds_M, lrs_M = program.put_members(members)
   data = program.put_data(train)
   state = program.init(seeds_M, lrs_M)

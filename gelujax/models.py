@@ -22,7 +22,7 @@ presets for tests:
   ``embed_words``), as in the authors' code, so the model sees the 150-d vectors.
 - ``embedding_mlp_twitter_pos``: the window's 3 word ids -> a trainable 50-d table -> the same
   150 -> 2x256 -> 25 MLP (Twitter POS with trainable embeddings); its ``vocab_size`` comes from
-  the data (``TaskSpec.for_data``).
+  the data (``gelujax.tasks.build``).
 - ``spelling_mlp_twitter_pos``: ``embedding_mlp_twitter_pos`` that also reads each word's
   spelling: hashed character n-grams and shape flags (:mod:`gelujax.spelling`, the task's
   ``spell_words`` step), so that a word unseen in training is not one vector.
@@ -182,7 +182,7 @@ class EmbeddingMLP(nn.Module):
   distribution of the task's frozen substitute, drawn from each member's own key; the MLP's
   dense layers are the paper's (unit-norm columns, zero biases). An id outside
   ``[0, vocab_size)`` gives NaN outputs, never another word's row (the trainer then reports the
-  member as diverged); ``TaskSpec.for_data`` rejects such data before training.
+  member as diverged); ``gelujax.tasks.build`` rejects such data before training.
 
   With ``buckets`` > 0 the model also reads each word's spelling (:mod:`gelujax.spelling`):
   its inputs are ``[B, W, 1 + K + F]``, the word id, K hashed character n-gram rows (-1 for
@@ -193,7 +193,7 @@ class EmbeddingMLP(nn.Module):
   Attributes:
     features: widths of the MLP's hidden layers.
     num_outputs: width of the linear output layer.
-    vocab_size: rows of the table; 0 until set from the data (``TaskSpec.for_data``).
+    vocab_size: rows of the table; 0 until set from the data (``gelujax.tasks.build``).
     embed_dim: width of a word's vector.
     activation: the activation, applied after every hidden dense layer.
     dropout: drop rate after every hidden activation (never on the embeddings).
@@ -248,7 +248,7 @@ def embed_words(module: nn.Module, ids: jax.Array, train: bool) -> jax.Array:
     raise ValueError(
       f"{type(module).__name__} vocab_size={module.vocab_size!r}: the table needs the "
       "vocabulary's size, which comes from the data: build the model from "
-      "TaskSpec.for_data(splits)."
+      "gelujax.tasks.build(spec, splits)."
     )
   words = ids[..., 0] if module.buckets else ids
   if train and module.word_dropout > 0:
@@ -559,7 +559,7 @@ class TransformerTagger(nn.Module):
     depth: encoder blocks.
     num_heads: attention heads (dividing ``width``).
     hidden_features: the plain feed-forward's hidden width.
-    vocab_size: rows of the word table; 0 until set from the data (``TaskSpec.for_data``).
+    vocab_size: rows of the word table; 0 until set from the data (``gelujax.tasks.build``).
     embed_dim: width of a word's vector, before ``project``.
     buckets: rows of the n-gram table; 0: word ids alone.
     use_flags: with ``buckets``, whether the shape flags add to a word's vector.

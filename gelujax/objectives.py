@@ -48,7 +48,7 @@ class Objective:
   # The keys of `metrics`.
   metric_names: ClassVar[tuple[str, ...]] = ("loss",)
   # Whether the targets are a tag per token of each example, [examples, tokens] with -1 at
-  # padding, rather than one an example (`gelujax.tasks.TaskSpec.for_data` checks the data).
+  # padding, rather than one an example (`gelujax.tasks.build` checks the data).
   per_token: ClassVar[bool] = False
 
   def targets(self, batch: Mapping[str, jax.Array], inputs: jax.Array) -> jax.Array:

@@ -214,78 +214,10 @@ class TaskSpec:
     return splits
 
   def build_model(self) -> nn.Module:
-    """The model, with this spec's activation (resolved once a process, where this spec was
-    checked: `gelujax.linen.make_activation`), dropout, compute dtype and model options."""
-    return MODELS.get(self.model)(
-      activation=make_activation(self.activation),
-      dropout=self.dropout,
-      dtype=jnp.dtype(self.dtype),
-      **self.model_options,
-    )
-
-  def for_data(self, splits) -> TaskSpec:
-    """This task for ``splits`` (from :meth:`load_data`), with the model options its data decide.
-
-    A model that embeds word ids itself (one with a ``vocab_size`` field, such as
-    ``embedding_mlp_twitter_pos``) gets ``vocab_size`` = the size of the data's vocabulary
-    (``splits.info["vocab"]``; for Twitter POS the train words plus ``</s>`` and ``UUUNKKK``);
-    any other task is returned as it is. The trainer builds its program from this spec, while
-    config.json records the task as given: the vocabulary is a fact of the data, not a setting.
-
-    Data of whole tweets (the ``group_tweets`` step: targets ``[tweets, tokens]``, -1 beyond a
-    tweet's end) go with the ``token_classification`` objective, and one target an example with
-    any other; a padded position's word id (-1) is not a word.
-
-    Raises:
-      ValueError: word ids for a model that takes vectors, or vectors for one that embeds ids;
-        an id outside the vocabulary; a pretrained embeddings file, whose vectors a trainable
-        table would ignore; a ``vocab_size`` in ``model_options`` other than the data's; a
-        target per token for an objective of one target an example, or the other way round.
-    """
-    self._check_targets(splits)
-    vocab = getattr(splits, "info", {}).get("vocab")
-    word_ids = vocab is not None and all(
-      np.issubdtype(split["inputs"].dtype, np.integer) for split in splits.values()
-    )
-    if not hasattr(self.build_model(), "vocab_size"):
-      if word_ids:
-        raise ValueError(
-          f"TaskSpec {self.name!r}: model {self.model!r} takes vectors, but the inputs are word "
-          f"ids (preprocessing={list(self.preprocessing)!r}); keep the host-side 'embed_words' "
-          "step (frozen embeddings) or use model 'embedding_mlp_twitter_pos' (trainable)."
-        )
-      return self
-    where = f"TaskSpec {self.name!r}: model {self.model!r} embeds word ids itself"
-    if not word_ids:
-      raise ValueError(
-        f"{where}, but dataset {self.dataset!r} with preprocessing={list(self.preprocessing)!r} "
-        "gives it no integer word ids and vocabulary; leave out the host-side 'embed_words' "
-        "step (preprocessing=())."
-      )
-    if getattr(splits, "info", {}).get("embeddings") is not None:
-      raise ValueError(
-        f"{where} from an N(0, 1) table, so the vectors of data_options embeddings="
-        f"{self.data_options.get('embeddings')!r} would be ignored; leave out embeddings= "
-        "(trainable random substitute) or the model option (frozen pretrained vectors)."
-      )
-    size = len(vocab)
-    for name, split in splits.items():
-      ids = split["inputs"][..., 0] if split["inputs"].ndim == 3 else split["inputs"]  # spelled
-      if split["targets"].ndim == 2:  # Whole tweets: the ids of their tokens, not the padding.
-        ids = ids[split["targets"] >= 0]
-      if ids.size and (ids.min() < 0 or ids.max() >= size):
-        bad = ids.min() if ids.min() < 0 else ids.max()
-        raise ValueError(
-          f"{where}: split {name!r} holds word id {int(bad)}, outside the vocabulary of {size} "
-          f"words; every id must be in 0..{size - 1}."
-        )
-    given = self.model_options.get("vocab_size", size)
-    if given != size:
-      raise ValueError(
-        f"{where}: model_options vocab_size={given!r} differs from the data's vocabulary of "
-        f"{size} words; leave vocab_size out (it is set from the data)."
-      )
-    return self.replace(model_options={**self.model_options, "vocab_size": size})
+    """The model as this spec alone decides it: its activation (resolved once a process, where
+    this spec was checked: `gelujax.linen.make_activation`), dropout, compute dtype and model
+    options; :func:`build` adds the options its data decide (a vocabulary's size)."""
+    return _make_model(self, {})
 
   def _check_targets(self, splits) -> None:
     """Refuses targets of another kind than the objective's: a tag per token of each example
@@ -319,6 +251,84 @@ def _takes_gated_units(model: str) -> bool:
 
 
 # ----------------------------------------------------------------------------- validation
+
+
+def _make_model(spec: TaskSpec, data_options: Mapping[str, Any]) -> nn.Module:
+  """The one place a spec's model is made: ``spec``'s model with its activation resolved
+  (`gelujax.linen.make_activation`, once a process), dropout, compute dtype, model options and
+  the options its data decide (:func:`_data_options`)."""
+  return MODELS.get(spec.model)(
+    activation=make_activation(spec.activation),
+    dropout=spec.dropout,
+    dtype=jnp.dtype(spec.dtype),
+    **{**spec.model_options, **data_options},
+  )
+
+
+def _data_options(spec: TaskSpec, splits) -> dict[str, Any]:
+  """The model options ``splits`` (from :meth:`TaskSpec.load_data`) decide for ``spec``, after
+  checking that its model can take them.
+
+  A model that embeds word ids itself (one with a ``vocab_size`` field, such as
+  ``embedding_mlp_twitter_pos``) gets ``vocab_size`` = the size of the data's vocabulary
+  (``splits.info["vocab"]``; for Twitter POS the train words plus ``</s>`` and ``UUUNKKK``); any
+  other model gets none. config.json records the task as given: the vocabulary is a fact of the
+  data, not a setting.
+
+  Data of whole tweets (the ``group_tweets`` step: targets ``[tweets, tokens]``, -1 beyond a
+  tweet's end) go with the ``token_classification`` objective, and one target an example with
+  any other; a padded position's word id (-1) is not a word.
+
+  Raises:
+    ValueError: word ids for a model that takes vectors, or vectors for one that embeds ids;
+      an id outside the vocabulary; a pretrained embeddings file, whose vectors a trainable
+      table would ignore; a ``vocab_size`` in ``model_options`` other than the data's; a
+      target per token for an objective of one target an example, or the other way round.
+  """
+  spec._check_targets(splits)
+  vocab = getattr(splits, "info", {}).get("vocab")
+  word_ids = vocab is not None and all(
+    np.issubdtype(split["inputs"].dtype, np.integer) for split in splits.values()
+  )
+  if not hasattr(spec.build_model(), "vocab_size"):
+    if word_ids:
+      raise ValueError(
+        f"TaskSpec {spec.name!r}: model {spec.model!r} takes vectors, but the inputs are word "
+        f"ids (preprocessing={list(spec.preprocessing)!r}); keep the host-side 'embed_words' "
+        "step (frozen embeddings) or use model 'embedding_mlp_twitter_pos' (trainable)."
+      )
+    return {}
+  where = f"TaskSpec {spec.name!r}: model {spec.model!r} embeds word ids itself"
+  if not word_ids:
+    raise ValueError(
+      f"{where}, but dataset {spec.dataset!r} with preprocessing={list(spec.preprocessing)!r} "
+      "gives it no integer word ids and vocabulary; leave out the host-side 'embed_words' "
+      "step (preprocessing=())."
+    )
+  if getattr(splits, "info", {}).get("embeddings") is not None:
+    raise ValueError(
+      f"{where} from an N(0, 1) table, so the vectors of data_options embeddings="
+      f"{spec.data_options.get('embeddings')!r} would be ignored; leave out embeddings= "
+      "(trainable random substitute) or the model option (frozen pretrained vectors)."
+    )
+  size = len(vocab)
+  for name, split in splits.items():
+    ids = split["inputs"][..., 0] if split["inputs"].ndim == 3 else split["inputs"]  # spelled
+    if split["targets"].ndim == 2:  # Whole tweets: the ids of their tokens, not the padding.
+      ids = ids[split["targets"] >= 0]
+    if ids.size and (ids.min() < 0 or ids.max() >= size):
+      bad = ids.min() if ids.min() < 0 else ids.max()
+      raise ValueError(
+        f"{where}: split {name!r} holds word id {int(bad)}, outside the vocabulary of {size} "
+        f"words; every id must be in 0..{size - 1}."
+      )
+  given = spec.model_options.get("vocab_size", size)
+  if given != size:
+    raise ValueError(
+      f"{where}: model_options vocab_size={given!r} differs from the data's vocabulary of "
+      f"{size} words; leave vocab_size out (it is set from the data)."
+    )
+  return {"vocab_size": size}
 
 
 def _is_int(value: Any, low: int) -> bool:
@@ -518,7 +528,7 @@ def twitter_pos_task() -> TaskSpec:
   (seed 0). *(choice)* The other substitute, trainable random embeddings, is
   ``model="embedding_mlp_twitter_pos", preprocessing=()``: the model embeds the ids with an
   N(0, 1) table of its own, trained with the rest (the vocabulary size comes from the data, see
-  ``TaskSpec.for_data``). *(choice)* The best evaluation is the one with the lowest validation
+  :func:`build`). *(choice)* The best evaluation is the one with the lowest validation
   error.
   *(choice)* One evaluation per epoch (the authors' script logged five).
   """
@@ -777,26 +787,29 @@ def build(spec: TaskSpec, splits: Mapping[str, Any]) -> Parts:
   """What the engine trains for ``spec`` on ``splits`` (:meth:`TaskSpec.load_data`).
 
   The one place a spec's values become objects: the model (its activation resolved, and the
-  options the data decide, :meth:`TaskSpec.for_data`), the optimizer for a learning rate, the
+  options the data decide: a vocabulary's size), the optimizer for a learning rate, the
   objective, the default grid, and the run's record (config.json's ``task``, ``dataset``,
   ``activation``, ``spec`` as given, and a user's activation's ``activation_source``). Specs
   that differ only in their grid, batches or evaluations get the same model, optimizer and
   objective objects, so the engine compiles their programs once.
 
   Raises:
-    ValueError: data the model cannot take (:meth:`TaskSpec.for_data`).
+    ValueError: data the model cannot take (word ids for a model of vectors or the other way
+      round, an id outside the vocabulary, targets of another kind than the objective's).
   """
-  made = spec.for_data(splits)
-  key = json.dumps({f: getattr(made, f) for f in _BUILT_FROM}, sort_keys=True, default=repr)
+  options = _data_options(spec, splits)
+  key = json.dumps(
+    [{f: getattr(spec, f) for f in _BUILT_FROM}, options], sort_keys=True, default=repr
+  )
   if key not in _BUILT:
     _BUILT[key] = (
-      made.build_model(),
-      functools.partial(optimizers.build, made.optimizer, epochs=made.epochs),
+      _make_model(spec, options),
+      functools.partial(optimizers.build, spec.optimizer, epochs=spec.epochs),
       objectives.make(
-        made.objective,
-        weight_decay=made.weight_decay,
-        input_noise=made.input_noise,
-        crop_padding=made.crop_padding,
+        spec.objective,
+        weight_decay=spec.weight_decay,
+        input_noise=spec.input_noise,
+        crop_padding=spec.crop_padding,
       ),
     )
     while len(_BUILT) > _KEPT_BUILT:

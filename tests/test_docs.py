@@ -78,3 +78,61 @@ def test_the_readme_is_a_landing_page():
   assert lines <= README_MAX_LINES, (
     f"README.md has {lines} lines, more than {README_MAX_LINES}: move the detail to docs/"
   )
+
+
+# How docs/extending.md's walk names its hops: the short names it uses, and their modules.
+WALK_NAMES = {
+  "_flags": "gelujax.cli._flags",
+  "TaskSpec": "gelujax.tasks.TaskSpec",
+  "tasks": "gelujax.tasks",
+  "linen": "gelujax.linen",
+  "specs": "gelujax.specs",
+  "engine": "gelujax.engine",
+  "Program": "gelujax.engine.mesh.Program",
+  "mesh": "gelujax.engine.mesh",
+  "step": "gelujax.engine.step",
+  "Members": "gelujax.members.Members",
+}
+
+
+def walk_hops(flag: str) -> list[tuple[int, str]]:
+  """The numbered hops ``N `name` `` of ``flag``'s walk in docs/extending.md."""
+  text = (DOCS / "extending.md").read_text()
+  section = text[text.index("## How a flag reaches the step") :]
+  item = re.search(rf"^- `{flag}`.*?(?=^- |\Z)", section, flags=re.S | re.M)
+  assert item, f"docs/extending.md walks no {flag}"
+  return [(int(n), name) for n, name in re.findall(r"(\d+)\s+`([\w.]+)`", item[0])]
+
+
+def test_the_walk_of_a_flag_names_public_functions_in_order():
+  import dataclasses
+  import importlib
+
+  for flag in ("--activation", "--learning_rates"):
+    hops = walk_hops(flag)
+    assert [n for n, _ in hops] == list(range(1, len(hops) + 1)), (flag, hops)
+    for _, name in hops:
+      head, *rest = name.split(".")
+      path = WALK_NAMES[head].split(".")
+      target = None
+      for i in range(len(path), 0, -1):  # the longest importable prefix, then attributes
+        try:
+          target = importlib.import_module(".".join(path[:i]))
+        except ImportError:
+          continue
+        for attr in path[i:]:
+          target = getattr(target, attr)
+        break
+      for attr in rest:
+        if dataclasses.is_dataclass(target) and attr in {
+          f.name for f in dataclasses.fields(target)
+        }:
+          target = print  # A field holding a function (`Program`'s jitted programs).
+          continue
+        target = getattr(target, attr)  # AttributeError: the walk names what is not there
+      assert callable(target), name
+      public = rest[-1] if rest else head
+      assert head == "_flags" or not public.startswith("_"), name
+  assert (
+    walk_hops("--activation")[-1][1] == walk_hops("--learning_rates")[-1][1] == "step.train_step"
+  )

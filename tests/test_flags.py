@@ -97,10 +97,8 @@ def test_parse_floats_names_the_flag():
     _flags.parse_floats("dropout_rates", ["0.5", "x"], ())
 
 
-def test_replace_spec_applies_set_flags_and_skips_unset_ones():
-  spec = _flags.replace_spec(
-    tasks.get("mnist"), {"activation": ("activation", "relu"), "epochs": ("epochs", None)}
-  )
+def test_make_spec_applies_set_flags_and_skips_unset_ones():
+  _, spec = _flags.make_spec("mnist", activation="relu", epochs=None)
   assert (spec.activation, spec.epochs) == ("relu", 50)
 
 
@@ -113,10 +111,12 @@ def test_replace_spec_applies_set_flags_and_skips_unset_ones():
     ("epochs", "epochs", 0, "--epochs 0 is not valid for task 'mnist': expected an integer"),
   ],
 )
-def test_replace_spec_names_the_flag_of_a_bad_value(field, flag, value, message):
+def test_check_runs_names_the_flag_of_a_bad_value(field, flag, value, message):
+  good = {"activation": "gelu", "dataset": "mnist", "dropout": 0.0, "epochs": 1}[field]
   with pytest.raises(ValueError, match=r"^--") as info:
-    _flags.replace_spec(tasks.get("mnist"), {field: (flag, value)})
+    _flags.check_runs(tasks.get("mnist"), {field: (flag, [good, value])})
   assert message in str(info.value) and "TaskSpec" not in str(info.value)
+  _flags.check_runs(tasks.get("mnist"), {field: (flag, [good]), "seeds": ("seeds", [1, 2])})
 
 
 def test_make_spec_applies_flags_over_the_task_and_its_name_overrides():

@@ -82,11 +82,10 @@ def test_spell_words_lays_out_each_windows_neighbours(tmp_path):
   v = splits["validation"]["inputs"]
   assert v[1, 1, 0] == 1
   np.testing.assert_array_equal(v[1, 1, 1:], spelling.spell_word("zzz", pad="</s>"))
-  bound = spec.for_data(splits)
-  assert bound.model_options == {"vocab_size": VOCAB_SIZE}
+  assert tasks.build(spec, splits).model.vocab_size == VOCAB_SIZE
   splits["test"]["inputs"][0, 1, 0] = VOCAB_SIZE
   with pytest.raises(ValueError, match=r"split 'test' holds word id 5, outside the vocabulary"):
-    spec.for_data(splits)
+    tasks.build(spec, splits)
 
 
 def random_spelled(rng, n, vocab, buckets):

@@ -116,20 +116,21 @@ def test_the_steps_out_of_order_or_without_tweets_are_refused(tmp_path):
     PREPROCESSING.lookup("group_tweets")(splits)
 
 
-def test_for_data_sets_the_vocabulary_and_refuses_targets_of_another_kind(tmp_path):
+def test_build_sets_the_vocabulary_and_refuses_targets_of_another_kind(tmp_path):
   write_ark(tmp_path)
   spec = tasks.get(TASK)
   splits = spec.load_data(str(tmp_path))
   # The padding's id, -1, is no word; the vocabulary is the data's.
-  assert spec.for_data(splits).model_options == {"word_dropout": 0.25, "vocab_size": 5}
+  model = tasks.build(spec, splits).model
+  assert (model.word_dropout, model.vocab_size) == (0.25, 5)
   with pytest.raises(ValueError, match=r"objective 'classification' takes one target an example"):
-    spec.replace(objective="classification").for_data(splits)
+    tasks.build(spec.replace(objective="classification"), splits)
   windows = spec.replace(preprocessing=("spell_words",))
   with pytest.raises(ValueError, match=r"tags every token .* the 'group_tweets' step"):
-    windows.for_data(windows.load_data(str(tmp_path)))
+    tasks.build(windows, windows.load_data(str(tmp_path)))
   splits["test"]["inputs"][1, 3, 0] = -1  # a real token's id outside the vocabulary
   with pytest.raises(ValueError, match=r"split 'test' holds word id -1, outside the vocabulary"):
-    spec.for_data(splits)
+    tasks.build(spec, splits)
 
 
 # ----------------------------------------------------------------------------- the objective
@@ -258,7 +259,7 @@ def test_the_tagger_refuses_windows_and_vectors():
   message = r"ids \[tweets, tokens, 1 \+ n-grams \+ flags\].*got float32 inputs of shape \[2, 4\]"
   with pytest.raises(ValueError, match=message):
     model.init(jax.random.key(0), jnp.zeros((2, 4)), train=False)
-  with pytest.raises(ValueError, match=r"TransformerTagger vocab_size=0: .*TaskSpec.for_data"):
+  with pytest.raises(ValueError, match=r"TransformerTagger vocab_size=0: .*gelujax.tasks.build"):
     ids = random_tweets(np.random.default_rng(0), [1], 2)
     model.clone(vocab_size=0).init(jax.random.key(0), ids, train=False)
 

@@ -1,4 +1,5 @@
-"""Twitter POS with trainable embeddings: the EmbeddingMLP model and TaskSpec.for_data.
+"""Twitter POS with trainable embeddings: the EmbeddingMLP model, and its vocabulary size, which
+`tasks.build` sets from the data.
 
 The model is checked against a NumPy float64 forward and backward pass written here; the
 vocabulary size against words counted by hand in ARK files; the whole path through
@@ -153,7 +154,7 @@ def test_an_id_outside_the_table_gives_nan_never_another_row():
 
 def test_model_without_vocabulary_or_with_vectors_is_a_clear_error():
   model = MODELS.get("embedding_mlp_twitter_pos")()
-  with pytest.raises(ValueError, match=r"vocab_size=0.*TaskSpec.for_data"):
+  with pytest.raises(ValueError, match=r"vocab_size=0.*gelujax.tasks.build"):
     model.init(jax.random.key(0), jnp.zeros((1, 3), jnp.int32), train=False)
   message = r"integer word ids \[batch, words\], got float32.*'embed_words'"
   with pytest.raises(ValueError, match=message):
@@ -176,45 +177,45 @@ def write_tweets(folder, tweets=TWEETS):
     (folder / name).write_text(text, encoding="utf-8")
 
 
-def test_for_data_sets_the_vocabulary_size_from_the_train_words(tmp_path):
+def test_build_sets_the_vocabulary_size_from_the_train_words(tmp_path):
   write_tweets(tmp_path)
   spec = tasks.get(TRAINABLE)
   splits = spec.load_data(str(tmp_path))
   assert splits["train"]["inputs"].dtype == np.int32  # the ids, not embedded on the host
-  bound = spec.for_data(splits)
-  assert bound.model_options == {"vocab_size": VOCAB_SIZE}
-  assert bound.build_model().vocab_size == VOCAB_SIZE
+  model = tasks.build(spec, splits).model
+  assert model.vocab_size == VOCAB_SIZE
   # Unknown words (zzz, dog) map to UUUNKKK, inside the table.
   assert splits["validation"]["inputs"].max() < VOCAB_SIZE
   # Given by hand, the same size is accepted; the frozen default has nothing to set.
-  assert spec.replace(model_options={"vocab_size": VOCAB_SIZE}).for_data(splits) == bound
+  given = spec.replace(model_options={"vocab_size": VOCAB_SIZE})
+  assert tasks.build(given, splits).model.vocab_size == VOCAB_SIZE
   frozen = tasks.get("twitter_pos")
-  assert frozen.for_data(frozen.load_data(str(tmp_path))) is frozen
+  assert not hasattr(tasks.build(frozen, frozen.load_data(str(tmp_path))).model, "vocab_size")
 
 
-def test_for_data_refuses_mismatched_settings(tmp_path):
+def test_build_refuses_mismatched_settings(tmp_path):
   write_tweets(tmp_path)
   splits = tasks.get(TRAINABLE).load_data(str(tmp_path))
   embedded = tasks.get("twitter_pos(model='embedding_mlp_twitter_pos')")
   with pytest.raises(ValueError, match=r"embeds word ids itself.*preprocessing=\(\)"):
-    embedded.for_data(embedded.load_data(str(tmp_path)))
+    tasks.build(embedded, embedded.load_data(str(tmp_path)))
   with pytest.raises(ValueError, match=r"'mlp_twitter_pos' takes vectors, but the inputs are word"):
-    tasks.get("twitter_pos(preprocessing=())").for_data(splits)
+    tasks.build(tasks.get("twitter_pos(preprocessing=())"), splits)
   with pytest.raises(ValueError, match=r"vocab_size=9 differs from the data's vocabulary of 5"):
-    tasks.get(TRAINABLE).replace(model_options={"vocab_size": 9}).for_data(splits)
+    tasks.build(tasks.get(TRAINABLE).replace(model_options={"vocab_size": 9}), splits)
   splits["test"]["inputs"][0, 1] = VOCAB_SIZE
   with pytest.raises(ValueError, match=r"split 'test' holds word id 5, outside the vocabulary"):
-    tasks.get(TRAINABLE).for_data(splits)
+    tasks.build(tasks.get(TRAINABLE), splits)
 
 
-def test_for_data_refuses_a_pretrained_file_it_would_ignore(tmp_path):
+def test_build_refuses_a_pretrained_file_it_would_ignore(tmp_path):
   write_tweets(tmp_path)
   words = ["</s>", "UUUNKKK", "lol", "the", "cat"]
   vectors = tmp_path / "vectors.txt"
   vectors.write_text("".join(f"{w} {' '.join(['0.5'] * 50)}\n" for w in words), encoding="utf-8")
   spec = tasks.get(TRAINABLE).replace(data_options={"embeddings": str(vectors)})
   with pytest.raises(ValueError, match=r"vectors\.txt' would be ignored"):
-    spec.for_data(spec.load_data(str(tmp_path)))
+    tasks.build(spec, spec.load_data(str(tmp_path)))
 
 
 # ------------------------------------------------------------- through experiments/train.py

@@ -16,6 +16,7 @@ from __future__ import annotations
 import atexit
 import functools
 import gc
+import itertools
 import logging
 import os
 import re
@@ -140,7 +141,7 @@ def make_spec(
     options = None if embeddings is None else {**spec.data_options, "embeddings": embeddings}
     overrides["data_options"] = ("embeddings", options)
     del overrides["embeddings"]
-  return tasks.get(base), replace_spec(spec, overrides)
+  return tasks.get(base), _replace(spec, overrides)
 
 
 def check_set_once(task: str, flag_values: Mapping[str, tuple[str, Any]]) -> None:
@@ -169,7 +170,20 @@ def check_set_once(task: str, flag_values: Mapping[str, tuple[str, Any]]) -> Non
   )
 
 
-def replace_spec(spec: TaskSpec, flag_values: Mapping[str, tuple[str, Any]]) -> TaskSpec:
+def check_runs(spec: TaskSpec, runs: Mapping[str, tuple[str, Sequence[Any]]]) -> None:
+  """Checks the spec of every run a command will train, before any trains: ``runs`` is
+  ``{field: (flag, values)}`` (``reproduce``'s ``{"activation": ("activations", [...])}``),
+  each combination of one value a field applied to ``spec``.
+
+  Raises:
+    ValueError: naming the flag, for a value its field cannot take.
+  """
+  fields = list(runs)
+  for values in itertools.product(*(vs for _, vs in runs.values())):
+    _replace(spec, {f: (runs[f][0], v) for f, v in zip(fields, values, strict=True)})
+
+
+def _replace(spec: TaskSpec, flag_values: Mapping[str, tuple[str, Any]]) -> TaskSpec:
   """``spec.replace`` with ``{field: (flag, value)}``, skipping unset (None) values.
 
   ``TaskSpec`` checks every value; a bad one is reported under its flag's name:

@@ -175,11 +175,9 @@ def run() -> Path:
         f"{field} is one of --{flag} (by default {','.join(map(str, values))}); give "
         f"--{flag}={given[field]} instead."
       )
-  for activation in activations:  # Every run's spec, checked before anything trains.
-    for rate in dropout_rates:
-      _flags.replace_spec(
-        spec, {"activation": ("activations", activation), "dropout": ("dropout_rates", rate)}
-      )
+  _flags.check_runs(
+    spec, {"activation": ("activations", activations), "dropout": ("dropout_rates", dropout_rates)}
+  )
   host.configure_cpu(_CPU_DEVICES.value, len(learning_rates) * len(seeds))
   return study.reproduce(
     task,

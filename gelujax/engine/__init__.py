@@ -7,9 +7,9 @@ Three modules, each one job, importing only downwards; what they train is `geluj
 - `gelujax.engine.step`: one member, pure functions of arrays (`init_member`, `train_step`, its
   scan over a segment, its evaluation and outputs, batch gathering incl. TIMIT's groups).
 - `gelujax.engine.mesh`: the ``("members", "data")`` mesh, everything mapped over members,
-  placement and padding, and `jit_program`, the one place the programs are jitted.
-- `gelujax.engine.fit`: the loop (`fit`, `restore`, `evaluate_members`, `predict_members`) and
-  `make_program`, where the parts become the step's configuration and its jitted programs.
+  placement and padding, and `make_program`, the one place the parts become the step's
+  configuration and its jitted programs.
+- `gelujax.engine.fit`: the loop (`fit`, `restore`, `evaluate_members`, `predict_members`).
 
 Vocabulary (see DESIGN.md): a **member** is one (learning rate, seed) pair of a run's grid,
 `gelujax.members.Members`; the members' states are stacked on a leading axis and every step is
@@ -22,11 +22,10 @@ from gelujax.engine.fit import (
   check_fit,
   evaluate_members,
   fit,
-  make_program,
   predict_members,
   restore,
 )
-from gelujax.engine.mesh import Program, describe_layout, make_mesh
+from gelujax.engine.mesh import Program, describe_layout, make_mesh, make_program
 from gelujax.engine.step import StepConfig, TrainState, step_keys, train_step
 from gelujax.parts import Parts
 

@@ -10,10 +10,8 @@ optimizer and objective into a program (`make_program`), and runs the jitted pro
 
 from __future__ import annotations
 
-import collections
 import dataclasses
 import functools
-import hashlib
 import itertools
 import os
 import sys
@@ -26,14 +24,12 @@ from jax.sharding import Mesh
 
 from gelujax import checkpoints, data, host, writers
 from gelujax import workdir as workdirs
-from gelujax.engine import step
 from gelujax.engine.mesh import (
   Program,
   check_strategy,
-  choose_strategy,
   describe_layout,
-  jit_program,
   make_mesh,
+  make_program,
   to_host,
 )
 from gelujax.engine.step import TrainState
@@ -45,69 +41,6 @@ _EVAL_SPLITS = ("validation", "test")
 
 class DivergedError(RuntimeError):
   """Every member of a run diverged (its training loss became non-finite)."""
-
-
-# The programs this process made, newest last, by what determines them (`_program_key`): a
-# second fit of the same parts (another grid of the same size, the evaluation seeds, a resume,
-# the noise levels of Fig. 3) traces and compiles nothing. Bounded: each holds its compiled
-# executables, and the model, optimizer and objective its key names by identity.
-_PROGRAMS: collections.OrderedDict[tuple, Program] = collections.OrderedDict()
-_KEPT_PROGRAMS = 8
-
-
-def _program_key(parts: Parts, mesh, num_members, strategy) -> tuple:
-  """Everything a program depends on: the parts' model, optimizer and objective (the objects
-  themselves, by identity: the cached program holds them, so no other object takes their
-  identity while it is kept), how batches are made, the mesh, the grid's size, the member
-  strategy asked for, the training split's shapes and dtypes, and its groups (their
-  boundaries shape the batches); the split's other values, the members' learning rates and
-  seeds are arguments."""
-  train = parts.train
-  shapes = tuple((k, np.shape(v), np.asarray(v[:1]).dtype.str) for k, v in sorted(train.items()))
-  groups = train.get("groups") if parts.group_batches else None
-  digest = None if groups is None else hashlib.sha256(np.ascontiguousarray(groups)).hexdigest()
-  built = (id(parts.model), id(parts.optimizer), id(parts.objective))
-  batches = (parts.batch_size, parts.group_batches, parts.dropout_bits)
-  return (built, batches, mesh, shapes, digest, num_members, strategy)
-
-
-def make_program(
-  parts: Parts, mesh: Mesh, num_members: int, member_strategy: str = "auto"
-) -> Program:
-  """The jitted programs of ``num_members`` members of ``parts`` on ``mesh``: the parts'
-  model, optimizer and objective in the `StepConfig` the step receives.
-
-  Args:
-    parts: what is trained (`gelujax.tasks.build`).
-    mesh: a ``("members", "data")`` mesh (`gelujax.engine.mesh.make_mesh`).
-    num_members: the grid's size; padded to a multiple of the ``members`` axis.
-    member_strategy: how each device takes its members: ``"auto"`` (the measured rule,
-      `gelujax.engine.mesh.choose_strategy`), ``"vmap"`` or ``"map"``.
-
-  The process keeps the last programs it made: the same arguments again give the same
-  `Program`, whose jitted functions have traced and compiled already.
-  """
-  key = _program_key(parts, mesh, num_members, member_strategy)
-  if key in _PROGRAMS:
-    _PROGRAMS.move_to_end(key)
-    return _PROGRAMS[key]
-  groups = None
-  if parts.group_batches:
-    groups = step.find_groups(parts.train["groups"], parts.batch_size, mesh.shape["data"])
-  config = step.make_config(
-    parts.model,
-    parts.optimizer,
-    parts.objective,
-    parts.train,
-    batch_size=parts.batch_size,
-    groups=groups,
-    dropout_bits=parts.dropout_bits,
-  )
-  strategy, why = choose_strategy(config, mesh, num_members, member_strategy)
-  program = _PROGRAMS[key] = jit_program(config, mesh, num_members, strategy, why)
-  while len(_PROGRAMS) > _KEPT_PROGRAMS:
-    _PROGRAMS.popitem(last=False)
-  return program
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,5 +1,5 @@
 """A grid's members on a device mesh: the layout, the step functions mapped over members, and
-where their arrays live. Every program of the engine is jitted here, in `jit_program`.
+where their arrays live. Every program of the engine is made here, in `make_program`.
 
 - **mesh**: the devices of every process as a 2-D `Mesh` with axes ``("members", "data")``
   (`make_mesh`). Member states, and their batches, are sharded over ``members``: members never
@@ -19,8 +19,10 @@ sums XLA may block otherwise: equal to float32 rounding (the README states both 
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import functools
+import hashlib
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -30,9 +32,11 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
+from gelujax import prng
 from gelujax.engine import step
 from gelujax.engine.step import StepConfig, TrainState
 from gelujax.members import Members
+from gelujax.parts import Parts
 
 # Evaluation batches hold at least this many examples (more work per scan step).
 EVAL_BATCH = 1024
@@ -437,7 +441,7 @@ def to_host(x: jax.Array) -> np.ndarray:
   return np.asarray(x.addressable_data(0))
 
 
-# XLA's options for compiling `Program.init` on CPU (see `jit_program`).
+# XLA's options for compiling `Program.init` on CPU (see `make_program`).
 CPU_INIT_OPTIONS = {"xla_backend_optimization_level": 1}
 
 
@@ -445,21 +449,87 @@ def _on_cpu(mesh: Mesh) -> bool:
   return mesh.devices.flat[0].platform == "cpu"
 
 
-def jit_program(
-  config: StepConfig, mesh: Mesh, num_members: int, strategy: str, strategy_reason: str = ""
+# The programs this process made, newest last, by what determines them (`_program_key`): a
+# second fit of the same parts (another grid of the same size, the evaluation seeds, a resume,
+# the noise levels of Fig. 3) traces and compiles nothing. Bounded: each holds its compiled
+# executables, and the model, optimizer and objective its key names by identity.
+_PROGRAMS: collections.OrderedDict[tuple, Program] = collections.OrderedDict()
+_KEPT_PROGRAMS = 8
+
+
+def _program_key(parts: Parts, mesh, num_members, strategy, train_loss) -> tuple:
+  """Everything a program depends on: the parts' model, optimizer and objective (the objects
+  themselves, by identity: the cached program holds them, so no other object takes their
+  identity while it is kept), how batches are made, the mesh, the grid's size, the member
+  strategy and training loss asked for, the training split's shapes and dtypes, and its groups
+  (their boundaries shape the batches); the split's other values, the members' learning rates
+  and seeds are arguments."""
+  train = parts.train
+  shapes = tuple((k, np.shape(v), np.asarray(v[:1]).dtype.str) for k, v in sorted(train.items()))
+  groups = train.get("groups") if parts.group_batches else None
+  digest = None if groups is None else hashlib.sha256(np.ascontiguousarray(groups)).hexdigest()
+  built = (id(parts.model), id(parts.optimizer), id(parts.objective))
+  batches = (parts.batch_size, parts.group_batches, parts.dropout_bits)
+  return (built, batches, mesh, shapes, digest, num_members, strategy, train_loss)
+
+
+def make_program(
+  parts: Parts,
+  mesh: Mesh,
+  num_members: int,
+  member_strategy: str = "auto",
+  *,
+  train_loss: str | None = None,
 ) -> Program:
-  """The jitted step functions of ``num_members`` members on ``mesh``: the one place the
-  engine jits them, each a module-level function with its config and mesh bound.
+  """The jitted programs of ``num_members`` members of ``parts`` on ``mesh``: the one place the
+  engine makes them. The parts' model, optimizer and objective become the `StepConfig` the
+  step functions receive, and each program is a module-level function with that config and
+  the mesh bound.
 
   Args:
-    config: the members' `StepConfig` (`gelujax.engine.step.make_config`).
+    parts: what is trained (`gelujax.tasks.build`).
     mesh: a ``("members", "data")`` mesh (`make_mesh`).
     num_members: the grid's size; padded to a multiple of the ``members`` axis.
-    strategy: how each device takes its members, one of `STRATEGIES` (`choose_strategy`).
-    strategy_reason: why (recorded on the `Program`).
+    member_strategy: how each device takes its members: ``"auto"`` (the measured rule,
+      `choose_strategy`), ``"vmap"`` or ``"map"``.
+    train_loss: how the logged training loss is measured, one of
+      `gelujax.engine.step.TRAIN_LOSSES`; None: the paper's, the step's batch with dropout off
+      before the update, or, for a model that draws no randomness and keeps no batch
+      statistics, its training pass (the same number, for free).
+
+  The process keeps the last programs it made: the same arguments again give the same
+  `Program`, whose jitted functions have traced and compiled already.
   """
-  if strategy not in STRATEGIES:
-    raise ValueError(f"member strategy {strategy!r}; valid: {', '.join(STRATEGIES)}.")
+  key = _program_key(parts, mesh, num_members, member_strategy, train_loss)
+  if key in _PROGRAMS:
+    _PROGRAMS.move_to_end(key)
+    return _PROGRAMS[key]
+  if parts.dropout_bits not in prng.DROPOUT_BITS:
+    raise ValueError(f"dropout_bits {parts.dropout_bits!r}; valid: {', '.join(prng.DROPOUT_BITS)}.")
+  if train_loss is not None and train_loss not in step.TRAIN_LOSSES:
+    raise ValueError(f"train_loss {train_loss!r}; valid: {', '.join(step.TRAIN_LOSSES)}.")
+  train, groups = parts.train, None
+  if parts.group_batches:
+    groups = step.find_groups(train["groups"], parts.batch_size, mesh.shape["data"])
+  num_items = len(groups.starts) if groups is not None else len(train["targets"])
+  config = StepConfig(
+    model=parts.model,
+    optimizer=parts.optimizer,
+    objective=parts.objective,
+    # Zeros of one example's shape: the program depends on the split's shapes, not its values.
+    sample={k: np.zeros_like(v[:1]) for k, v in train.items() if k != "groups"},
+    num_items=num_items,
+    batch_size=parts.batch_size,
+    steps_per_epoch=max(num_items // parts.batch_size, 1),
+    groups=groups,
+    dropout_bits=parts.dropout_bits,
+  )
+  has_batch_stats = step.holds_batch_stats(config)
+  if train_loss is None:  # A deterministic training pass logs the paper's number, for free.
+    deterministic = not has_batch_stats and not step.draws_randomness(config)
+    train_loss = "training_pass" if deterministic else "dropout_off"
+  config = dataclasses.replace(config, has_batch_stats=has_batch_stats, train_loss=train_loss)
+  strategy, strategy_reason = choose_strategy(config, mesh, num_members, member_strategy)
   members = NamedSharding(mesh, P("members"))
   replicated = NamedSharding(mesh, P())
   # init runs once a run, and on CPU most of its compile time is LLVM optimizing the unrolled
@@ -467,7 +537,7 @@ def jit_program(
   # 3.4x faster and draws the same bits for every task (level 0 does not: the normal
   # initializers' float arithmetic rounds otherwise); benchmarks/init_compile.py measures both.
   init_options = CPU_INIT_OPTIONS if _on_cpu(mesh) else None
-  return Program(
+  program = _PROGRAMS[key] = Program(
     config=config,
     mesh=mesh,
     num_members=num_members,
@@ -495,3 +565,6 @@ def jit_program(
       functools.partial(predict, config, mesh, strategy=strategy), out_shardings=replicated
     ),
   )
+  while len(_PROGRAMS) > _KEPT_PROGRAMS:
+    _PROGRAMS.popitem(last=False)
+  return program

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 import flax
@@ -127,60 +127,17 @@ class StepConfig:
     return self.optimizer(learning_rate, steps_per_epoch=self.steps_per_epoch)
 
 
-def make_config(
-  model: nn.Module,
-  optimizer: Callable[..., optax.GradientTransformation],
-  objective: Objective,
-  train: Mapping[str, np.ndarray],
-  *,
-  batch_size: int,
-  groups: Groups | None = None,
-  dropout_bits: str = "hash",
-) -> StepConfig:
-  """The `StepConfig` of a model, optimizer and objective on the training split ``train``.
-
-  Args:
-    model: the model.
-    optimizer: ``(learning_rate, *, steps_per_epoch) -> optax.GradientTransformation``.
-    objective: the objective.
-    train: the training split (its shapes and size; the arrays are placed separately).
-    batch_size: examples (or groups) per step.
-    groups: `find_groups` of the split when batches are whole groups.
-    dropout_bits: ``"hash"`` (the engine's default) or ``"threefry"`` (`gelujax.prng`).
-
-  The logged training loss is the paper's, the step's batch with dropout off before the update
-  (`TRAIN_LOSSES`); a model that draws no randomness and keeps no batch statistics logs its
-  training pass instead, the same number for free.
-  """
-  if dropout_bits not in prng.DROPOUT_BITS:
-    raise ValueError(f"dropout_bits {dropout_bits!r}; valid: {', '.join(prng.DROPOUT_BITS)}.")
-  num_items = len(groups.starts) if groups is not None else len(train["targets"])
-  steps_per_epoch = max(num_items // batch_size, 1)
-  config = StepConfig(
-    model=model,
-    optimizer=optimizer,
-    objective=objective,
-    # Zeros of one example's shape: the program depends on the split's shapes, not its values.
-    sample={k: np.zeros_like(v[:1]) for k, v in train.items() if k != "groups"},
-    num_items=num_items,
-    batch_size=batch_size,
-    steps_per_epoch=steps_per_epoch,
-    groups=groups,
-    dropout_bits=dropout_bits,
-  )
+def holds_batch_stats(config: StepConfig) -> bool:
+  """Whether the model keeps BatchNorm statistics (a ``batch_stats`` collection)."""
   variables = jax.eval_shape(
     jax.vmap(functools.partial(init_member, config)),
     jax.ShapeDtypeStruct((1,), jnp.int32),
     jax.ShapeDtypeStruct((1,), jnp.float32),
   )
-  has_batch_stats = bool(jax.tree.leaves(variables.batch_stats))
-  # A deterministic training pass logs the same number as a pass with dropout off, for free.
-  deterministic = not has_batch_stats and not _draws_randomness(config)
-  train_loss = "training_pass" if deterministic else "dropout_off"
-  return dataclasses.replace(config, has_batch_stats=has_batch_stats, train_loss=train_loss)
+  return bool(jax.tree.leaves(variables.batch_stats))
 
 
-def _draws_randomness(config: StepConfig) -> bool:
+def draws_randomness(config: StepConfig) -> bool:
   """Whether the model in training mode draws randomness (dropout, the SOI map)."""
   inputs, _ = config.objective.prepare_batch(config.sample, False, jax.random.key(0))
   variables = jax.eval_shape(
