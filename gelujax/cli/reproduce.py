@@ -210,20 +210,29 @@ def parse_references(values: list[str] | None) -> list[str]:
   return references
 
 
-def run_forms(design: forms.Design, root: Path, project: bool) -> Path:
-  """A study of the GELU forms: its design is fixed in code, so only where it runs can be
-  chosen (``root`` and ``project``: `gelujax.cli._flags.working_folder`)."""
+def _refuse_settings(task: str, where: str, fixed: str) -> None:
+  """Refuses the flags that would change what a study fixed in code trains (``where``: the
+  design's variable; ``fixed``: what it trains, in words), before any work."""
   given = [
     f"--{flag.name}" for flag in (*_SETTINGS, _DATASET, _REFERENCE) if flag.value is not None
   ]
   if given:
-    lrs = ", ".join(f"{lr:g}" for lr in design.learning_rates)
     raise ValueError(
-      f"--task {design.name} trains the design fixed in "
-      f"gelujax.study.forms.{forms.variable(design)} before its "
-      f"runs (arms {', '.join(design.arms)}, lrs {lrs}, {len(design.seeds)} seeds, "
-      f"{design.epochs} epochs, {design.dataset}); leave out {', '.join(given)}."
+      f"--task {task} trains the design fixed in {where} before its runs ({fixed}); leave out "
+      f"{', '.join(given)}."
     )
+
+
+def run_forms(design: forms.Design, root: Path, project: bool) -> Path:
+  """A study of the GELU forms: its design is fixed in code, so only where it runs can be
+  chosen (``root`` and ``project``: `gelujax.cli._flags.working_folder`)."""
+  lrs = ", ".join(f"{lr:g}" for lr in design.learning_rates)
+  _refuse_settings(
+    design.name,
+    f"gelujax.study.forms.{forms.variable(design)}",
+    f"arms {', '.join(design.arms)}, lrs {lrs}, {len(design.seeds)} seeds, {design.epochs} "
+    f"epochs, {design.dataset}",
+  )
   members = len(design.learning_rates) * len(design.seeds)
   return _run_design(design, forms_report.reproduce, members, root, project)
 
@@ -231,34 +240,25 @@ def run_forms(design: forms.Design, root: Path, project: bool) -> Path:
 def run_confirm(design: confirm.Confirmation, root: Path, project: bool) -> Path:
   """A confirmation study: its design is fixed in code, so only where it runs can be chosen
   (``root`` and ``project``: `gelujax.cli._flags.working_folder`)."""
-  given = [
-    f"--{flag.name}" for flag in (*_SETTINGS, _DATASET, _REFERENCE) if flag.value is not None
-  ]
-  if given:
-    seeds = f"{design.seeds[0]}-{design.seeds[-1]}"
-    raise ValueError(
-      f"--task {design.name} trains the design fixed in gelujax.study.confirm."
-      f"{confirm.variable(design)} before its runs (arms {', '.join(design.arms)}, lr "
-      f"{design.learning_rate:g}, seeds {seeds}, {design.epochs} epochs, {design.dataset}); "
-      f"leave out {', '.join(given)}."
-    )
+  _refuse_settings(
+    design.name,
+    f"gelujax.study.confirm.{confirm.variable(design)}",
+    f"arms {', '.join(design.arms)}, lr {design.learning_rate:g}, seeds "
+    f"{design.seeds[0]}-{design.seeds[-1]}, {design.epochs} epochs, {design.dataset}",
+  )
   return _run_design(design, confirm_report.reproduce, len(design.seeds), root, project)
 
 
 def run_pilot(design: pilot.Pilot, root: Path, project: bool) -> Path:
   """A pilot of the transformer study: its design is fixed in code, so only where it runs can be
   chosen (``root`` and ``project``: `gelujax.cli._flags.working_folder`)."""
-  given = [
-    f"--{flag.name}" for flag in (*_SETTINGS, _DATASET, _REFERENCE) if flag.value is not None
-  ]
-  if given:
-    seeds = f"{design.seeds[0]}-{design.seeds[-1]}"
-    lrs = ", ".join(f"{lr:g}" for lr in design.learning_rates)
-    raise ValueError(
-      f"--task {design.name} trains the design fixed in gelujax.study.pilot."
-      f"{pilot.variable(design)} before its runs (arms {', '.join(design.arms)}, lrs {lrs}, "
-      f"seeds {seeds}, {design.epochs} epochs, {design.dataset}); leave out {', '.join(given)}."
-    )
+  lrs = ", ".join(f"{lr:g}" for lr in design.learning_rates)
+  _refuse_settings(
+    design.name,
+    f"gelujax.study.pilot.{pilot.variable(design)}",
+    f"arms {', '.join(design.arms)}, lrs {lrs}, seeds {design.seeds[0]}-{design.seeds[-1]}, "
+    f"{design.epochs} epochs, {design.dataset}",
+  )
   members = len(design.learning_rates) * len(design.seeds)
   return _run_design(design, pilot_report.reproduce, members, root, project)
 
