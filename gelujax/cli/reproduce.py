@@ -9,6 +9,7 @@ and turns them into the values those take. Examples:
   python experiments/reproduce.py --task twitter_pos   # downloads the ARK files on first use
   python experiments/reproduce.py --task mnist --dataset fashion_mnist --render
   python experiments/reproduce.py --task vit_fashion_mnist_pilot   # a study fixed in code
+  python experiments/reproduce.py --task vit_fashion_mnist_study   # its numbers from its pilot
 
 Finished runs are skipped and partial ones resume from their checkpoints; results go to
 results/<dataset>/<task>/ (see WORKSPACE.md, "Reproducing the paper"). --render trains nothing
@@ -34,7 +35,17 @@ from gelujax.paper import (
 )
 from gelujax.registry import parse_name
 from gelujax.specs import get_activation
-from gelujax.study import confirm, confirm_report, forms, forms_report, pilot, pilot_report, readme
+from gelujax.study import (
+  confirm,
+  confirm_report,
+  forms,
+  forms_report,
+  pilot,
+  pilot_report,
+  readme,
+  transformer,
+  transformer_report,
+)
 
 _TASK = flags.DEFINE_string(
   "task",
@@ -45,7 +56,9 @@ _TASK = flags.DEFINE_string(
   f"re-tested on fresh paired seeds (fixed: gelujax.study.confirm.TWITTER), or "
   f"{' or '.join(pilot.PILOTS)}, the pilots of the transformer study: each feed-forward "
   "activation on selection seeds, validation metrics only (fixed: gelujax.study.pilot.VIT and "
-  "TAGGER).",
+  f"TAGGER), or {' or '.join(transformer.DESIGNS)}, the transformer study (fixed: "
+  "gelujax.study.transformer.VIT and TAGGER, their lrs, margins and seeds from the pilot's "
+  "committed result).",
 )
 _DATASET = flags.DEFINE_string("dataset", None, "Dataset for the task (default: the task's own).")
 _ACTIVATIONS = flags.DEFINE_list(
@@ -125,6 +138,8 @@ def run() -> Path:
     return run_confirm(confirm.DESIGNS[task], root, project)
   if task in pilot.PILOTS:
     return run_pilot(pilot.PILOTS[task], root, project)
+  if task in transformer.DESIGNS:
+    return run_transformer(transformer.DESIGNS[task], root, project)
   references = parse_references(_REFERENCE.value)
   noise = task.endswith(NOISE_SUFFIX)
   base = task.removesuffix(NOISE_SUFFIX)
@@ -261,6 +276,22 @@ def run_pilot(design: pilot.Pilot, root: Path, project: bool) -> Path:
   )
   members = len(design.learning_rates) * len(design.seeds)
   return _run_design(design, pilot_report.reproduce, members, root, project)
+
+
+def run_transformer(design: transformer.Design, root: Path, project: bool) -> Path:
+  """The transformer study: its hypotheses and rules are fixed in code and its numbers come from
+  its pilot's committed result (`gelujax.study.transformer.filled`, which refuses where it is
+  missing), so only where it runs can be chosen (``root`` and ``project``:
+  `gelujax.cli._flags.working_folder`)."""
+  _refuse_settings(
+    design.name,
+    f"gelujax.study.transformer.{transformer.variable(design)}",
+    f"arms {', '.join(design.arms)}, each arm's lr, the margins and the seeds from its pilot "
+    f"{design.pilot} by gelujax.study.transformer.from_pilot, {design.epochs} epochs, "
+    f"{design.dataset}",
+  )
+  design = transformer.filled(design, root, readme.command_name(project))
+  return _run_design(design, transformer_report.reproduce, len(design.seeds), root, project)
 
 
 def _run_design(design, reproduce, members: int, root: Path, project: bool) -> Path:
