@@ -254,6 +254,42 @@ def test_where_no_margin_fits_the_cap_the_largest_is_taken_and_the_short_test_na
   assert transformer.tost_power(d, bound, 0.01, 20) < 0.8
 
 
+def hand_spread(first, second, metric, sd_bound):
+  """A pilot spread with only what the rule reads: its SD bound (the SD a 4-pair one's)."""
+  sd = sd_bound / math.sqrt(3 / scipy.stats.chi2.ppf(0.2, 3))
+  return pilot.Spread(first, second, metric, (1e-3, 1e-3), (0, 1, 2, 3), (), 0.0, sd, sd_bound,
+                      {}, {})  # fmt: skip
+
+
+@pytest.mark.parametrize(
+  ("bound", "margins", "seeds"),
+  [(1e-5, {"best.test_error": 0.001, "best.test_loss": 0.005}, 8),  # 2 pairs: the floor
+   (1.0, {"best.test_error": 0.01, "best.test_loss": 0.05}, 20)],  # thousands: the cap
+  ids=["floor", "cap"],
+)  # fmt: skip
+def test_the_floor_and_the_cap_bound_the_seeds(bound, margins, seeds):
+  """Spreads so small that 2 pairs would do: the smallest margins and the floor's 8 seeds; so
+  large that no margin fits: the largest margins and the cap's 20, every forms test short."""
+  spreads = tuple(
+    hand_spread(a, b, m, bound)
+    for a, b in transformer.FORMS_PAIRS
+    for m in ("validation_error", "validation_loss")
+  )
+  analysis = pilot.Analysis({}, dict.fromkeys(ARMS, 1e-3), spreads, ())
+  d = transformer.from_pilot(transformer.VIT, analysis, "results/x")
+  assert d.margins == margins and d.seeds == tuple(range(300, 300 + seeds))
+  short = [transformer.short_of_power(d, a, b, m) for a, b in d.forms for m in d.measures]
+  assert short == [seeds == 20] * 4
+  with pytest.raises(ValueError, match="no paired SD of gelu_tanh − gelu on validation_error"):
+    transformer.from_pilot(transformer.VIT, dataclasses.replace(analysis, spreads=()), "x")
+  with pytest.raises(ValueError, match="gives no lr for swiglu"):
+    transformer.from_pilot(
+      transformer.VIT,
+      dataclasses.replace(analysis, selected={**analysis.selected, "swiglu": None}),
+      "x",
+    )
+
+
 def test_a_missing_pilot_is_refused_in_one_paragraph(tmp_path, monkeypatch):
   """No pilot result under the folder or the checkout: one paragraph naming the folder and the
   command that makes it (the tagger's with its data); a pilot not finished: the arms missing."""
@@ -388,13 +424,17 @@ def test_the_forms_verdicts_and_the_control_against_scipy():
   assert [result.reported(o) for o in error] == ["equivalent", "different", "different"]
 
 
-def test_the_control_gate_marks_every_equivalent_not_established():
-  """The control within the margin of gelu (identity 0-2 images from gelu): not different, so
-  every *equivalent* of the task, on either metric, is reported *not established*; a
-  *different* stays."""
-  result = transformer.judge(filled_design(), values_of(counts(identity_gap=0)))
-  control = [o for o in result.forms if o.comparison.control]
-  assert [o.verdict for o in control] == ["equivalent", "equivalent"]
+@pytest.mark.parametrize(
+  ("gap", "control"),
+  [(0, ["equivalent", "equivalent"]), (500, ["different", "equivalent"])],
+  ids=["on both metrics", "on the loss alone"],
+)
+def test_the_control_gate_marks_every_equivalent_not_established(gap, control):
+  """The control not found different from gelu on some metric (identity 0-2 images from gelu;
+  or 500 images, 5 points, but 0.005 nats, within the loss's margin): every *equivalent* of the
+  task, on either metric, is reported *not established*; a *different* stays."""
+  result = transformer.judge(filled_design(), values_of(counts(identity_gap=gap)))
+  assert [o.verdict for o in result.forms if o.comparison.control] == control
   assert not result.control_passed()
   forms_only = [o for o in result.forms if not o.comparison.control]
   assert [o.verdict for o in forms_only] == ["equivalent", "different", "equivalent", "equivalent"]
@@ -521,8 +561,9 @@ def walsh_interval(x):
 
 
 def kept_rows(design):
-  """Hand-made wrong-form rows of gelu's networks (the test error up by 0-2 images of 10,000)."""
-  changes = [(s % 3) / 10_000 for s in range(len(design.seeds))]
+  """Hand-made wrong-form rows of gelu's networks (the test error up by 0-9 images of 10,000,
+  skewed: the paired centre is not the mean)."""
+  changes = [k / 10_000 for k in (0, 0, 1, 0, 2, 0, 1, 7, 0, 1, 3, 0, 0, 1, 9)]
   networks = tuple(
     wrong_form.NetworkCost(1e-3, s, False, c, 1e-4 * c, 0.01, 0.001, 0.999)
     for s, c in zip(design.seeds, changes, strict=True)
@@ -616,6 +657,7 @@ def test_the_readme_states_the_verdicts_the_code_derives(study):
   assert "| relu | 0.0003 | 15 | 0 |" in text and "| 2 (seeds 300, 301) |" in text
   # The wrong form: the float32 gelu → gelu_tanh row's centre and interval, in points.
   centre, low, high = walsh_interval(np.array(changes) * 100)
+  assert abs(centre - np.mean(changes) * 100) > 0.005
   cell = f"{forms_report.signed(centre)} [{forms_report.signed(low)}, {forms_report.signed(high)}]"
   assert f"| gelu | gelu_tanh | float32 | 15 | {cell} |" in text
   assert "| geglu | pending |" in text
@@ -744,3 +786,25 @@ def test_reproduce_py_refuses_to_change_the_design_or_to_run_without_its_pilot(t
   summary = json.loads((complete / "out" / "summary.json").read_text())
   assert summary["study"] == "vit_fashion_mnist_study" and summary["missing"] == list(ARMS)
   assert summary["design"]["seeds"] == list(SEEDS)
+
+
+def test_a_test_error_that_counts_no_whole_images_is_refused(study):
+  """A run whose test error is no whole number of the design's test images (another split) is
+  refused, naming the numbers."""
+  _, out, design = study
+  found = counts()
+  write_study(out, design, found, arms=("relu",))
+  values = values_of(found)
+  values["relu"][ERROR.key][300] = 0.12345
+  members = [
+    fake_workdirs.member(
+      s, design.learning_rates["relu"], validation_loss=[1.0, 0.5, 0.6],
+      test_error=[0.5, values["relu"][ERROR.key][s], 0.5], test_loss=[2.0, 0.3, 2.0],
+    )
+    for s in design.seeds
+  ]  # fmt: skip
+  fake_workdirs.write_workdir(
+    out / "runs" / "relu", members, activation="relu", task=design.task, dataset=design.dataset
+  )
+  with pytest.raises(ValueError, match=r"a test error of 0\.12345 is not a whole number of 10000"):
+    transformer.analyse(design, transformer.finished_runs(design, out))
