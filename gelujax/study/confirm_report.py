@@ -46,10 +46,13 @@ def points(count: float, design: Confirmation) -> float:
   return 100.0 * count / design.examples
 
 
-def shift_words(design: Confirmation, shift: float, low: float, high: float) -> str:
-  """``"+33.5 tokens [+1.5, +65] (+0.468 points [+0.021, +0.909])"``."""
+def shift_words(
+  design: Confirmation, shift: float, low: float, high: float, digits: int = 3
+) -> str:
+  """``"+33.5 tokens [+1.5, +65] (+0.468 points [+0.021, +0.909])"``: the counts to ``digits``
+  significant digits, the points to 3."""
   return (
-    f"{signed(shift)} {design.unit} [{signed(low)}, {signed(high)}] "
+    f"{signed(shift, digits)} {design.unit} [{signed(low, digits)}, {signed(high, digits)}] "
     f"({signed(points(shift, design))} points [{signed(points(low, design))}, "
     f"{signed(points(high, design))}])"
   )

@@ -44,8 +44,9 @@ def signed(value: float) -> str:
 def effect_words(design: Design, measure: Measure, shift: float, low: float, high: float) -> str:
   """A paired shift and its interval as compared: ``"+12 images [+3, +20] (+0.12 points
   [...])"`` for a count of examples, ``"+0.0123 nats [...]"`` for a loss."""
-  if measure.whole:
-    return confirm_report.shift_words(design, shift, low, high)
+  if measure.whole:  # Counts and half counts: a digit more than the split's size has.
+    digits = len(str(design.examples)) + 1
+    return confirm_report.shift_words(design, shift, low, high, digits=digits)
   return f"{signed(shift)} nats [{signed(low)}, {signed(high)}]"
 
 
