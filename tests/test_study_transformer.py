@@ -35,6 +35,7 @@ from gelujax.study import (
 )
 from gelujax.study.transformer import ERROR, LOSS
 from tests import fake_workdirs
+from tests.test_results import holm as holm_by_hand  # the i-th smallest p times (m - i + 1)
 
 ROOT = Path(__file__).resolve().parents[1]
 ARMS = ("relu", "gelu", "gelu_tanh", "geglu(approximate=True)", "geglu", "swiglu", "identity")
@@ -358,16 +359,6 @@ def filled_design(**changes):
   )  # fmt: skip
 
 
-def holm_by_hand(p):
-  """Holm's adjusted p: the i-th smallest times (m - i + 1), running maximum, capped at 1."""
-  order = sorted(range(len(p)), key=lambda i: p[i])
-  adjusted, running = [0.0] * len(p), 0.0
-  for rank, i in enumerate(order):
-    running = max(running, min(1.0, (len(p) - rank) * p[i]))
-    adjusted[i] = running
-  return adjusted
-
-
 def test_the_ranking_verdicts_against_scipy_and_holm_by_hand():
   """Each ranking hypothesis' p is SciPy's exact two-sided signed-rank p of its paired
   differences (first minus second); Holm over the family of 4 by hand (three at 2/2^15, so each
@@ -667,6 +658,7 @@ def test_the_readme_states_the_verdicts_the_code_derives(study):
   # The summary and the overview's rows: one per family and metric.
   summary = json.loads((out / "summary.json").read_text())
   assert summary["missing"] == [] and summary["control_passed"] is True
+  assert summary["best_at_last_epoch"] == {a: [300, 301] if a == "relu" else [] for a in ARMS}
   assert [r["where"] for r in summary["headline"]] == [
     f"{design.name}, {family}: {key}"
     for key in (ERROR.key, LOSS.key)

@@ -640,6 +640,7 @@ def write_result(design: Design, *, out: Path, root: Path, project: bool = True)
       "headline_summary": headline_summary(design, result),
       "design": design_json(design),
       "control_passed": None if result.missing else result.control_passed(),
+      "best_at_last_epoch": dict(result.at_last),
       "ranking": [o.to_json() for o in result.ranking],
       "outcomes": [{**dataclasses.asdict(o), "reported": result.reported(o)} for o in result.forms],
       "wrong_form": {arm: [r.to_json() for r in rows] for arm, rows in wrong.items()},
