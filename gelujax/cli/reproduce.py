@@ -9,6 +9,7 @@ and turns them into the values those take. Examples:
   python experiments/reproduce.py --task twitter_pos   # downloads the ARK files on first use
   python experiments/reproduce.py --task mnist --dataset fashion_mnist --render
   python experiments/reproduce.py --task vit_fashion_mnist_pilot   # a study fixed in code
+  python experiments/reproduce.py --task vit_fashion_mnist_study   # its numbers from its pilot
 
 Finished runs are skipped and partial ones resume from their checkpoints; results go to
 results/<dataset>/<task>/ (see WORKSPACE.md, "Reproducing the paper"). --render trains nothing
@@ -34,7 +35,17 @@ from gelujax.paper import (
 )
 from gelujax.registry import parse_name
 from gelujax.specs import get_activation
-from gelujax.study import confirm, confirm_report, forms, forms_report, pilot, pilot_report, readme
+from gelujax.study import (
+  confirm,
+  confirm_report,
+  forms,
+  forms_report,
+  pilot,
+  pilot_report,
+  readme,
+  transformer,
+  transformer_report,
+)
 
 _TASK = flags.DEFINE_string(
   "task",
@@ -45,7 +56,9 @@ _TASK = flags.DEFINE_string(
   f"re-tested on fresh paired seeds (fixed: gelujax.study.confirm.TWITTER), or "
   f"{' or '.join(pilot.PILOTS)}, the pilots of the transformer study: each feed-forward "
   "activation on selection seeds, validation metrics only (fixed: gelujax.study.pilot.VIT and "
-  "TAGGER).",
+  f"TAGGER), or {' or '.join(transformer.DESIGNS)}, the transformer study (fixed: "
+  "gelujax.study.transformer.VIT and TAGGER, their lrs, margins and seeds from the pilot's "
+  "committed result).",
 )
 _DATASET = flags.DEFINE_string("dataset", None, "Dataset for the task (default: the task's own).")
 _ACTIVATIONS = flags.DEFINE_list(
@@ -125,6 +138,8 @@ def run() -> Path:
     return run_confirm(confirm.DESIGNS[task], root, project)
   if task in pilot.PILOTS:
     return run_pilot(pilot.PILOTS[task], root, project)
+  if task in transformer.DESIGNS:
+    return run_transformer(transformer.DESIGNS[task], root, project)
   references = parse_references(_REFERENCE.value)
   noise = task.endswith(NOISE_SUFFIX)
   base = task.removesuffix(NOISE_SUFFIX)
@@ -210,20 +225,29 @@ def parse_references(values: list[str] | None) -> list[str]:
   return references
 
 
-def run_forms(design: forms.Design, root: Path, project: bool) -> Path:
-  """A study of the GELU forms: its design is fixed in code, so only where it runs can be
-  chosen (``root`` and ``project``: `gelujax.cli._flags.working_folder`)."""
+def _refuse_settings(task: str, where: str, fixed: str) -> None:
+  """Refuses the flags that would change what a study fixed in code trains (``where``: the
+  design's variable; ``fixed``: what it trains, in words), before any work."""
   given = [
     f"--{flag.name}" for flag in (*_SETTINGS, _DATASET, _REFERENCE) if flag.value is not None
   ]
   if given:
-    lrs = ", ".join(f"{lr:g}" for lr in design.learning_rates)
     raise ValueError(
-      f"--task {design.name} trains the design fixed in "
-      f"gelujax.study.forms.{forms.variable(design)} before its "
-      f"runs (arms {', '.join(design.arms)}, lrs {lrs}, {len(design.seeds)} seeds, "
-      f"{design.epochs} epochs, {design.dataset}); leave out {', '.join(given)}."
+      f"--task {task} trains the design fixed in {where} before its runs ({fixed}); leave out "
+      f"{', '.join(given)}."
     )
+
+
+def run_forms(design: forms.Design, root: Path, project: bool) -> Path:
+  """A study of the GELU forms: its design is fixed in code, so only where it runs can be
+  chosen (``root`` and ``project``: `gelujax.cli._flags.working_folder`)."""
+  lrs = ", ".join(f"{lr:g}" for lr in design.learning_rates)
+  _refuse_settings(
+    design.name,
+    f"gelujax.study.forms.{forms.variable(design)}",
+    f"arms {', '.join(design.arms)}, lrs {lrs}, {len(design.seeds)} seeds, {design.epochs} "
+    f"epochs, {design.dataset}",
+  )
   members = len(design.learning_rates) * len(design.seeds)
   return _run_design(design, forms_report.reproduce, members, root, project)
 
@@ -231,36 +255,43 @@ def run_forms(design: forms.Design, root: Path, project: bool) -> Path:
 def run_confirm(design: confirm.Confirmation, root: Path, project: bool) -> Path:
   """A confirmation study: its design is fixed in code, so only where it runs can be chosen
   (``root`` and ``project``: `gelujax.cli._flags.working_folder`)."""
-  given = [
-    f"--{flag.name}" for flag in (*_SETTINGS, _DATASET, _REFERENCE) if flag.value is not None
-  ]
-  if given:
-    seeds = f"{design.seeds[0]}-{design.seeds[-1]}"
-    raise ValueError(
-      f"--task {design.name} trains the design fixed in gelujax.study.confirm."
-      f"{confirm.variable(design)} before its runs (arms {', '.join(design.arms)}, lr "
-      f"{design.learning_rate:g}, seeds {seeds}, {design.epochs} epochs, {design.dataset}); "
-      f"leave out {', '.join(given)}."
-    )
+  _refuse_settings(
+    design.name,
+    f"gelujax.study.confirm.{confirm.variable(design)}",
+    f"arms {', '.join(design.arms)}, lr {design.learning_rate:g}, seeds "
+    f"{design.seeds[0]}-{design.seeds[-1]}, {design.epochs} epochs, {design.dataset}",
+  )
   return _run_design(design, confirm_report.reproduce, len(design.seeds), root, project)
 
 
 def run_pilot(design: pilot.Pilot, root: Path, project: bool) -> Path:
   """A pilot of the transformer study: its design is fixed in code, so only where it runs can be
   chosen (``root`` and ``project``: `gelujax.cli._flags.working_folder`)."""
-  given = [
-    f"--{flag.name}" for flag in (*_SETTINGS, _DATASET, _REFERENCE) if flag.value is not None
-  ]
-  if given:
-    seeds = f"{design.seeds[0]}-{design.seeds[-1]}"
-    lrs = ", ".join(f"{lr:g}" for lr in design.learning_rates)
-    raise ValueError(
-      f"--task {design.name} trains the design fixed in gelujax.study.pilot."
-      f"{pilot.variable(design)} before its runs (arms {', '.join(design.arms)}, lrs {lrs}, "
-      f"seeds {seeds}, {design.epochs} epochs, {design.dataset}); leave out {', '.join(given)}."
-    )
+  lrs = ", ".join(f"{lr:g}" for lr in design.learning_rates)
+  _refuse_settings(
+    design.name,
+    f"gelujax.study.pilot.{pilot.variable(design)}",
+    f"arms {', '.join(design.arms)}, lrs {lrs}, seeds {design.seeds[0]}-{design.seeds[-1]}, "
+    f"{design.epochs} epochs, {design.dataset}",
+  )
   members = len(design.learning_rates) * len(design.seeds)
   return _run_design(design, pilot_report.reproduce, members, root, project)
+
+
+def run_transformer(design: transformer.Design, root: Path, project: bool) -> Path:
+  """The transformer study: its hypotheses and rules are fixed in code and its numbers come from
+  its pilot's committed result (`gelujax.study.transformer.filled`, which refuses where it is
+  missing), so only where it runs can be chosen (``root`` and ``project``:
+  `gelujax.cli._flags.working_folder`)."""
+  _refuse_settings(
+    design.name,
+    f"gelujax.study.transformer.{transformer.variable(design)}",
+    f"arms {', '.join(design.arms)}, each arm's lr, the margins and the seeds from its pilot "
+    f"{design.pilot} by gelujax.study.transformer.from_pilot, {design.epochs} epochs, "
+    f"{design.dataset}",
+  )
+  design = transformer.filled(design, root, readme.command_name(project))
+  return _run_design(design, transformer_report.reproduce, len(design.seeds), root, project)
 
 
 def _run_design(design, reproduce, members: int, root: Path, project: bool) -> Path:

@@ -36,6 +36,10 @@
 - :mod:`~gelujax.study.pilot`, :mod:`~gelujax.study.pilot_report`: the pilots of the transformer
   study (each feed-forward activation on selection seeds, validation metrics alone: each arm's
   lr, the paired spread between arms, the pairs candidate margins need), and their README.
+- :mod:`~gelujax.study.transformer`, :mod:`~gelujax.study.transformer_report`: the transformer
+  study (feed-forward activations on fresh paired seeds: ranking, forms and control families,
+  its lrs, margins and seeds taken from the pilot's result by a fixed rule, each network's wrong
+  form), and its README.
 """
 
 from gelujax.study.grids import Grid, evaluation_grids, make_grids, train_grids

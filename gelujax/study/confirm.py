@@ -272,18 +272,32 @@ class Outcome:
 
 
 def judge(design: Confirmation, values: Mapping[str, Mapping[int, float]]) -> list[Outcome]:
-  """The family's verdicts from each finished arm's counts (``values``: arm -> seed -> count).
+  """The family's verdicts from each finished arm's counts (``values``: arm -> seed -> count), by
+  :func:`judge_family` at the design's level."""
+  return judge_family(design.hypotheses(), values, design.alpha)
 
-  The rule: each hypothesis compares GELU's counts with the baseline's seed by seed (a seed
+
+def judge_family(
+  family: Sequence[Hypothesis],
+  values: Mapping[str, Mapping[int, float]],
+  alpha: float = stats.ALPHA,
+  *,
+  supported: str = CONFIRMED,
+) -> list[Outcome]:
+  """The verdicts of a family of directional hypotheses from each finished arm's values
+  (``values``: arm -> seed -> value, NaN for a diverged member), paired by seed.
+
+  The rule: each hypothesis compares GELU's values with the baseline's seed by seed (a seed
   with a diverged member drops its pair) by the exact two-sided Wilcoxon signed-rank test
   (zeros dropped, mid-ranks for ties: `gelujax.study.stats.signed_rank_test`); the family's p
   are adjusted by Holm's method, a hypothesis whose runs are not finished counting as p = 1.
-  Where the Holm p is below ``alpha`` the verdict is *confirmed* if the test's statistic lies
-  on the claim's side of 0 and *refuted* if on the other; otherwise *inconclusive*, with the
-  pairs that would decide the observed shift; *pending* while a run is missing.
+  Where the Holm p is below ``alpha`` the verdict is ``supported`` (*confirmed*) if the test's
+  statistic lies on the claim's side of 0 and *refuted* if on the other; otherwise
+  *inconclusive*, with the pairs that would decide the observed shift; *pending* while a run is
+  missing.
   """
   found = []
-  for number, h in enumerate(design.hypotheses(), 1):
+  for number, h in enumerate(family, 1):
     missing = tuple(a for a in (h.gelu, h.baseline) if a not in values)
     if missing:
       found.append(Outcome(h, number, None, (math.nan, math.nan), 1.0, missing=missing))
@@ -299,7 +313,7 @@ def judge(design: Confirmation, values: Mapping[str, Mapping[int, float]]) -> li
     p = 1.0 if paired.zeros == len(paired.seeds) else paired.p
     found.append(Outcome(h, number, paired, medians, p))
   adjusted = stats.holm([o.p for o in found])
-  level = design.alpha / max(1, len(found))
+  level = alpha / max(1, len(found))
   judged = []
   for o, holm in zip(found, adjusted, strict=True):
     if o.paired is None:
@@ -309,9 +323,9 @@ def judge(design: Confirmation, values: Mapping[str, Mapping[int, float]]) -> li
       continue
     side = stats.signed_rank_direction(o.paired.differences)
     needed = None
-    if holm < design.alpha:
+    if holm < alpha:
       claimed = -1 if o.hypothesis.direction == LOWER else 1
-      verdict = CONFIRMED if side == claimed else REFUTED
+      verdict = supported if side == claimed else REFUTED
     else:
       verdict = INCONCLUSIVE
       needed = stats.pairs_for_shift(o.paired.differences, level=level)
@@ -363,11 +377,7 @@ def tied_members(run: runs.Run, design: Confirmation) -> list[dict[str, Any]]:
 
 def at_last_epoch(run: runs.Run, design: Confirmation) -> int:
   """How many of ``run``'s members at the design's lr have their best epoch at the last one."""
-  return sum(
-    1
-    for m in runs.lr_members(run, design.learning_rate)
-    if not m["diverged"] and m["best_epoch"] == run.summary["epochs"]
-  )
+  return len(runs.best_at_last_epoch(run, design.learning_rate))
 
 
 def tie_sensitivity(
@@ -471,10 +481,16 @@ def estimate(design: Confirmation, earlier: Path) -> dict[str, Any]:
 
 
 def find_earlier(design: Confirmation, root: Path) -> Path | None:
-  """The earlier result's folder: under ``root``, else under the checkout this code lies in;
-  None where neither has its summary.json."""
+  """The earlier result's folder (:func:`find_result`)."""
+  return find_result(design.earlier, root)
+
+
+def find_result(relative: str, root: Path) -> Path | None:
+  """A committed result's folder (``relative``: its path from a checkout's root, e.g.
+  ``results/twitter_pos/twitter_pos_spelling``): under ``root``, else under the checkout this
+  code lies in (`CHECKOUT`); None where neither has its summary.json."""
   for base in (root, CHECKOUT):
-    folder = base / design.earlier
+    folder = base / relative
     if (folder / SUMMARY_FILE).exists():
       return folder
   return None

@@ -46,10 +46,13 @@ def points(count: float, design: Confirmation) -> float:
   return 100.0 * count / design.examples
 
 
-def shift_words(design: Confirmation, shift: float, low: float, high: float) -> str:
-  """``"+33.5 tokens [+1.5, +65] (+0.468 points [+0.021, +0.909])"``."""
+def shift_words(
+  design: Confirmation, shift: float, low: float, high: float, digits: int = 3
+) -> str:
+  """``"+33.5 tokens [+1.5, +65] (+0.468 points [+0.021, +0.909])"``: the counts to ``digits``
+  significant digits, the points to 3."""
   return (
-    f"{signed(shift)} {design.unit} [{signed(low)}, {signed(high)}] "
+    f"{signed(shift, digits)} {design.unit} [{signed(low, digits)}, {signed(high, digits)}] "
     f"({signed(points(shift, design))} points [{signed(points(low, design))}, "
     f"{signed(points(high, design))}])"
   )
@@ -608,14 +611,8 @@ def reproduce(
   there. Training records ``command`` and the code's revision
   (`gelujax.study.forms_report.record_provenance`). ``root`` and ``project`` as
   :func:`gelujax.study.reproduce` takes them."""
-  if train:
-    forms_report.record_provenance(out, root, command)
-    grids.train_grids(
-      confirm.make_grids(design, out), seeds=design.seeds, data_dir=data_dir, out=out
-    )
-  elif not (out / "runs").is_dir():
-    raise ValueError(
-      f"`render`: {out / 'runs'} holds no runs to render. Pass the `out` of a {design.name} study "
-      "that trained, or leave `render` out to train it."
-    )
+  forms_report.train_or_check(
+    design.name, lambda: confirm.make_grids(design, out), seeds=design.seeds, out=out, root=root,
+    data_dir=data_dir, train=train, command=command,
+  )  # fmt: skip
   return write_result(design, out=out, root=root, project=project)

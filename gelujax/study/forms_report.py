@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -922,17 +923,43 @@ def reproduce(
   and the code's revision (:func:`record_provenance`). ``root`` and ``project`` as
   :func:`gelujax.study.reproduce` takes them: a user's study (``project=False``) leaves the
   project's overview alone."""
+  train_or_check(
+    design.name, lambda: forms.make_grids(design, out), seeds=design.seeds, out=out, root=root,
+    data_dir=data_dir, train=train, command=command,
+    after=lambda grid: (
+      design.swaps and forms.evaluate_swaps(design, grid, out=out, data_dir=data_dir)
+    ),
+  )  # fmt: skip
+  return write_result(design, out=out, root=root, project=project)
+
+
+def train_or_check(
+  name: str,
+  make_grids: Callable[[], Sequence[grids.Grid]],
+  *,
+  seeds: Sequence[int],
+  out: Path,
+  root: Path,
+  data_dir: str | None,
+  train: bool,
+  command: str,
+  after: Callable[[grids.Grid], Any] | None = None,
+  kind: str = "study",
+) -> None:
+  """What a study fixed in code does before it writes its result: with ``train``, records
+  ``command`` and the code's revision (:func:`record_provenance`) and trains every grid of
+  ``make_grids()`` that is not finished (`gelujax.study.grids.train_grids`, calling ``after``
+  with each); without, only checks that ``out`` holds runs to render.
+
+  Raises:
+    ValueError: ``train`` is False and ``out`` holds no runs (``name``: the study's, a
+      ``kind``).
+  """
   if train:
     record_provenance(out, root, command)
-    grids.train_grids(
-      forms.make_grids(design, out), seeds=design.seeds, data_dir=data_dir, out=out,
-      after=lambda grid: (
-        design.swaps and forms.evaluate_swaps(design, grid, out=out, data_dir=data_dir)
-      ),
-    )  # fmt: skip
+    grids.train_grids(make_grids(), seeds=seeds, data_dir=data_dir, out=out, after=after)
   elif not (out / "runs").is_dir():
     raise ValueError(
-      f"`render`: {out / 'runs'} holds no runs to render. Pass the `out` of a {design.name} study "
+      f"`render`: {out / 'runs'} holds no runs to render. Pass the `out` of a {name} {kind} "
       "that trained, or leave `render` out to train it."
     )
-  return write_result(design, out=out, root=root, project=project)

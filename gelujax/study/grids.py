@@ -65,6 +65,22 @@ def make_grids(
   return grids
 
 
+def arm_grids(
+  spec: Any, arms: Sequence[str], out: Path, learning_rates: Callable[[str], Sequence[float]]
+) -> list[Grid]:
+  """One grid per activation of ``arms`` (``spec`` with it), in ``out/runs/<run>/`` as
+  `gelujax.study.runs.run_name` names it, at ``learning_rates(arm)``: a study fixed in code."""
+  return [
+    Grid(
+      runs.run_name(arm),
+      spec.replace(activation=arm),
+      out / "runs" / runs.run_name(arm),
+      tuple(learning_rates(arm)),
+    )
+    for arm in arms
+  ]
+
+
 def activation_order(activation: str) -> tuple[int, str]:
   """Sorts activations as ``DEFAULT_ACTIVATIONS`` lists them, others after, by name."""
   known = DEFAULT_ACTIVATIONS

@@ -518,14 +518,5 @@ def analyse(design: Pilot, finished: Mapping[str, runs.Run]) -> Analysis:
 
 
 def make_grids(design: Pilot, out: Path) -> list[grids.Grid]:
-  """One grid per arm, the design's lrs x seeds its members."""
-  spec = design.spec()
-  return [
-    grids.Grid(
-      design.folder(arm),
-      spec.replace(activation=arm),
-      out / "runs" / design.folder(arm),
-      design.learning_rates,
-    )
-    for arm in design.arms
-  ]
+  """One grid per arm (in :meth:`Pilot.folder`), the design's lrs x seeds its members."""
+  return grids.arm_grids(design.spec(), design.arms, out, lambda arm: design.learning_rates)

@@ -347,12 +347,8 @@ def reproduce(
   Training records ``command`` and the code's revision
   (`gelujax.study.forms_report.record_provenance`). ``root`` and ``project`` as
   :func:`gelujax.study.reproduce` takes them."""
-  if train:
-    forms_report.record_provenance(out, root, command)
-    grids.train_grids(pilot.make_grids(design, out), seeds=design.seeds, data_dir=data_dir, out=out)
-  elif not (out / "runs").is_dir():
-    raise ValueError(
-      f"`render`: {out / 'runs'} holds no runs to render. Pass the `out` of a {design.name} pilot "
-      "that trained, or leave `render` out to train it."
-    )
+  forms_report.train_or_check(
+    design.name, lambda: pilot.make_grids(design, out), seeds=design.seeds, out=out, root=root,
+    data_dir=data_dir, train=train, command=command, kind="pilot",
+  )  # fmt: skip
   return write_result(design, out=out, root=root, project=project)

@@ -146,6 +146,17 @@ class WrongForm:
       "summary": [s.to_json() for s in self.summary],
     }
 
+  @classmethod
+  def from_json(cls, found: Mapping[str, Any]) -> WrongForm:
+    """The row :meth:`to_json` wrote, read back from JSON (where a non-finite value is null):
+    each network's costs as written (null as NaN), the summary derived from them again
+    (:func:`summarize`), not read."""
+    networks = tuple(
+      NetworkCost(**{k: math.nan if v is None and k in STATISTICS else v for k, v in n.items()})
+      for n in found["networks"]
+    )
+    return cls(found["trained"], found["run_with"], found["dtype"], networks, summarize(networks))
+
 
 def counted_positions(objective: Objective, split: Mapping[str, np.ndarray]) -> np.ndarray:
   """Which positions of a split's outputs ``objective`` counts, as bools: ``[N]`` (every

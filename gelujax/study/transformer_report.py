@@ -1,0 +1,676 @@
+"""The README, table and summary of the transformer study (:mod:`gelujax.study.transformer`),
+written from its runs' files, its kept wrong-form rows and its pilot's numbers alone: every
+verdict, direction, count, margin and seed count is derived here or by the design's rule, none
+typed by hand; while an arm is not finished, no verdict is given. :func:`reproduce` is the study
+end to end: its grids trained, their wrong forms evaluated, then the result written here."""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import math
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from gelujax import workdir as workdirs
+from gelujax.study import (
+  confirm_report,
+  forms_report,
+  grids,
+  overview,
+  pilot,
+  pilot_report,
+  readme,
+  runs,
+  stats,
+  transformer,
+  wrong_form,
+)
+from gelujax.study.transformer import NOT_ESTABLISHED, SUPPORTED, Design, Measure, Result
+from gelujax.study.verdicts import REFUTED
+
+FAMILY_KIND = "family"  # a study's rows of results/README.md (`gelujax.study.overview`)
+BFLOAT16_SPACING = 2.0**-7  # bfloat16's spacing between 1 and 2 (8 significant bits)
+
+
+def signed(value: float) -> str:
+  return forms_report.signed(value)
+
+
+def effect_words(design: Design, measure: Measure, shift: float, low: float, high: float) -> str:
+  """A paired shift and its interval as compared: ``"+12 images [+3, +20] (+0.12 points
+  [...])"`` for a count of examples, ``"+0.0123 nats [...]"`` for a loss."""
+  if measure.whole:  # Counts and half counts: a digit more than the split's size has.
+    digits = len(str(design.examples)) + 1
+    return confirm_report.shift_words(design, shift, low, high, digits=digits)
+  return f"{signed(shift)} nats [{signed(low)}, {signed(high)}]"
+
+
+def value_words(design: Design, measure: Measure, value: float) -> str:
+  """A value as compared, as shown: a count of examples in percent of the split, a loss."""
+  if measure.whole:
+    return confirm_report.percent(value, design)
+  return "n/a" if not math.isfinite(value) else f"{value:.4f}"
+
+
+def margin_words(design: Design, measure: Measure) -> str:
+  """``"±20 images (0.2 points)"``, ``"±0.01 nats"``."""
+  margin = design.margins[measure.key]
+  if measure.whole:
+    return f"±{margin * design.examples:.4g} {design.unit} ({100 * margin:.3g} points)"
+  return f"±{margin:g} nats"
+
+
+def lrs_words(design: Design, first: str, second: str) -> str:
+  return f"{design.learning_rates[first]:g}, {design.learning_rates[second]:g}"
+
+
+def title(design: Design) -> str:
+  seeds = f"{len(design.seeds)} fresh paired seeds" if design.seeds else "fresh paired seeds"
+  return (
+    f"Feed-forward activations in a transformer: {design.task} on {design.dataset}, "
+    f"{len(design.arms)} arms ({design.control} the control) on {seeds}, each at its pilot's "
+    f"lr, {design.epochs} epochs"
+  )
+
+
+# ------------------------------------------------------------------------------- verdicts
+
+
+def ranking_table(design: Design, result: Result, measure: Measure, command: str) -> list[str]:
+  """The ranking family on one measure: a row per hypothesis."""
+  lines = [
+    f"| # | claim | lrs | median first vs second ({'%' if measure.whole else 'nats'}) | "
+    "paired shift [exact CI] | n | signed-rank p | Holm p | verdict |",
+    "|---|---|---|---|---|---|---|---|---|",
+  ]
+  for o in result.ranking:
+    h = o.hypothesis
+    if h.metric != measure.key:
+      continue
+    cells = ["–"] * 5
+    if o.paired is not None:
+      c = o.paired
+      cells = [
+        f"{value_words(design, measure, o.medians[0])} vs "
+        f"{value_words(design, measure, o.medians[1])}",
+        f"{effect_words(design, measure, c.shift, c.low, c.high)}, {100 * c.confidence:.1f}%",
+        str(len(c.seeds)),
+        f"{o.p:.2g}",
+        f"{o.holm:.2g}",
+      ]
+    lines.append(
+      f"| {o.number} | {h.claim()} | {lrs_words(design, h.gelu, h.baseline)} | "
+      + " | ".join(cells)
+      + f" | {confirm_report.verdict_words(o, command)} |"
+    )
+  return lines
+
+
+def forms_verdict_words(design: Design, result: Result, o: Any, measure: Measure) -> str:
+  """A forms (or control) verdict as the study reports it: the control's gate applied, and a
+  test the seeds left short of power marked."""
+  reported = result.reported(o)
+  if reported == NOT_ESTABLISHED:
+    words = f"equivalent, **{NOT_ESTABLISHED}** (the control was not found different)"
+  else:
+    words = forms_report.verdict_words(o)
+  c = o.comparison
+  if not c.control and transformer.short_of_power(design, c.first, c.second, measure):
+    words += "; could not have passed with the design's power (see Design)"
+  return words
+
+
+def forms_table(
+  design: Design, result: Result, measure: Measure, control: bool = False
+) -> list[str]:
+  """The forms family (or the control) on one measure: a row per comparison."""
+  lines = [
+    "| comparison | lrs | margin | paired shift [exact CI] | n | p (TOST) | p (beyond) | p | "
+    "Holm p | verdict |",
+    "|---|---|---|---|---|---|---|---|---|---|",
+  ]
+  for o in result.forms:
+    c = o.comparison
+    if c.metric.key != measure.key or c.control != control:
+      continue
+    e = o.equivalence
+    shift = "no pairs"
+    if o.seeds:
+      low, high, level = o.interval
+      shift = f"{effect_words(design, measure, o.shift, low, high)}, {100 * level:.1f}%"
+    lines.append(
+      f"| {c.first} − {c.second} | {lrs_words(design, c.first, c.second)} | "
+      f"{margin_words(design, measure)} | {shift} | {len(o.seeds)} | {e.p_equivalent:.3g} | "
+      f"{e.p_beyond:.3g} | {e.p:.3g} | {o.p_holm:.3g} | "
+      f"{forms_verdict_words(design, result, o, measure)} |"
+    )
+  return lines
+
+
+def gate_line(design: Design, result: Result) -> str:
+  """Whether the control passed, per measure, and what follows for the forms' *equivalent*."""
+  found = [o for o in result.forms if o.comparison.control]
+  parts = ", ".join(f"{o.comparison.metric.key}: {o.verdict}" for o in found)
+  if result.control_passed():
+    return (
+      f"The control ({design.control} − gelu) was found *different* on every metric ({parts}): "
+      "the design can tell a linear feed-forward from gelu, so its *equivalent* verdicts stand."
+    )
+  equivalents = sum(
+    result.reported(o) == NOT_ESTABLISHED for o in result.forms if not o.comparison.control
+  )
+  return (
+    f"The control ({design.control} − gelu) was not found *different* on every metric "
+    f"({parts}): the design could not tell a linear feed-forward from gelu there, so each of "
+    f"the forms' {equivalents} *equivalent* verdicts is reported as *{NOT_ESTABLISHED}*."
+  )
+
+
+def tally(result: Result) -> dict[str, dict[str, int]]:
+  """family -> verdict -> how many (forms verdicts as reported, after the gate)."""
+  found = {transformer.RANKING: count(o.verdict for o in result.ranking)}
+  for family, control in ((transformer.FORMS, False), (transformer.CONTROL, True)):
+    found[family] = count(
+      result.reported(o) for o in result.forms if o.comparison.control == control
+    )
+  return found
+
+
+def count(verdicts: Iterable[str]) -> dict[str, int]:
+  """verdict -> how many, in the order first met."""
+  return dict(collections.Counter(verdicts))
+
+
+def tally_words(counts: dict[str, int]) -> str:
+  return ", ".join(f"{n} {verdict}" for verdict, n in counts.items())
+
+
+def verdict_lines(design: Design, result: Result, command: str) -> list[str]:
+  """The verdicts, measure by measure and family by family; while an arm is pending, which, and
+  no verdict."""
+  if result.missing:
+    return [
+      f"Pending: {', '.join(result.missing)} not trained (`{command}` trains them). No verdict "
+      "is given before every arm is trained: Holm's correction runs over whole families."
+    ]
+  lines = [
+    "Each family is corrected by Holm's method within itself and its metric. Ranking: "
+    f"*{SUPPORTED}* or *{REFUTED}* at a Holm p below {design.alpha:g} (the signed-rank "
+    "statistic's side), else *inconclusive*. Forms and control: *equivalent* or *different* at "
+    f"a Holm p of at most {design.alpha:g}, else *inconclusive*. Shifts are first minus second, "
+    f"seed by seed, with their exact interval (at least {100 * stats.CONFIDENCE:g}%).",
+  ]
+  for measure in design.measures:
+    lines += [
+      "",
+      f"### {measure.label.capitalize()}",
+      "",
+      "Ranking:",
+      "",
+      *ranking_table(design, result, measure, command),
+      "",
+      "Forms:",
+      "",
+      *forms_table(design, result, measure),
+      "",
+      "Control:",
+      "",
+      *forms_table(design, result, measure, control=True),
+    ]
+  counts = tally(result)
+  lines += [
+    "",
+    gate_line(design, result),
+    "",
+    "In all: " + "; ".join(f"{family}: {tally_words(n)}" for family, n in counts.items()) + ".",
+  ]
+  return lines
+
+
+# ------------------------------------------------------------------------------- each arm
+
+
+def arm_lines(design: Design, finished: dict[str, runs.Run], result: Result) -> list[str]:
+  """Each arm's lr, members, diverged members, median and range of each measure, and the
+  members whose best epoch is the last."""
+  heads = " | ".join(f"{m.label}{' (%)' * m.whole}: median [min–max]" for m in design.measures)
+  lines = [
+    f"| arm | lr | members | diverged | {heads} | best epoch at the last ({design.epochs}) |",
+    "|---|---|---|---|" + "---|" * len(design.measures) + "---|",
+  ]
+  for arm in design.arms:
+    lr = f"{design.learning_rates[arm]:g}"
+    if arm not in finished:
+      lines.append(f"| {arm} | {lr} | pending |" + " – |" * (len(design.measures) + 2))
+      continue
+    values = transformer.arm_values(design, arm, finished[arm])
+    cells = []
+    for m in design.measures:
+      metric = design.metric(m)
+      x = [v for v in transformer.as_compared(metric, values[m.key]).values() if math.isfinite(v)]
+      cells.append(
+        "–"
+        if not x
+        else f"{value_words(design, m, float(np.median(x)))} "
+        f"[{value_words(design, m, min(x))}–{value_words(design, m, max(x))}]"
+      )
+    first = values[design.measures[0].key]
+    diverged = sum(not math.isfinite(v) for v in first.values())
+    last = result.at_last.get(arm, [])
+    seeds = f" (seeds {pilot_report.seeds_words(last)})" if last else ""
+    lines.append(
+      f"| {arm} | {lr} | {len(first)} | {diverged} | {' | '.join(cells)} | {len(last)}{seeds} |"
+    )
+  return lines
+
+
+def seed_table(design: Design, finished: dict[str, runs.Run]) -> list[str]:
+  """Every seed's compared value per arm and measure (the values the tests compare)."""
+  lines = []
+  for m in design.measures:
+    metric = design.metric(m)
+    arms = [a for a in design.arms if a in finished]
+    values = {
+      a: transformer.as_compared(metric, transformer.arm_values(design, a, finished[a])[m.key])
+      for a in arms
+    }
+    unit = design.unit + " wrong" if m.whole else "nats"
+    lines += [
+      f"## {m.label} ({unit})",
+      "",
+      "| seed | " + " | ".join(arms) + " |",
+      "|---|" + "---|" * len(arms),
+    ]
+    for seed in design.seeds:
+      cells = []
+      for a in arms:
+        v = values[a].get(seed)
+        shown = f"{v:.0f}" if m.whole else f"{v:.5f}"
+        cells.append("–" if v is None else ("diverged" if math.isnan(v) else shown))
+      lines.append(f"| {seed} | " + " | ".join(cells) + " |")
+    lines.append("")
+  return lines
+
+
+# ---------------------------------------------------------------------------- wrong form
+
+
+def form_gap() -> tuple[float, float]:
+  """The largest |gelu(x) − gelu_tanh(x)| over x in [-8, 8] (float64, a grid of 1e-4), and
+  where."""
+  x = np.linspace(-8.0, 8.0, 160_001)
+  exact = 0.5 * x * (1.0 + np.vectorize(math.erf)(x / math.sqrt(2.0)))
+  tanh = 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x**3)))
+  gap = np.abs(exact - tanh)
+  return float(gap.max()), float(abs(x[gap.argmax()]))
+
+
+def interval_words(s: wrong_form.StatisticSummary, scale: float) -> str:
+  """A statistic's paired centre and exact interval, times ``scale``."""
+  if not s.n:
+    return "–"
+  return f"{signed(s.centre * scale)} [{signed(s.low * scale)}, {signed(s.high * scale)}]"
+
+
+def wrong_form_lines(design: Design, rows: dict[str, list[wrong_form.WrongForm]]) -> list[str]:
+  """Every kept wrong-form row: per trained arm, form run with and dtype, the paired centre of
+  each change over the networks with its exact interval."""
+  lines = [
+    "| trained with | run with | dtype | networks | test error change (points): centre [CI] | "
+    "test loss change (nats): centre [CI] | largest logit change: median (max) | top-1 "
+    "agreement (%): median (min) |",
+    "|---|---|---|---|---|---|---|---|",
+  ]
+  for arm in design.wrong_forms:
+    if arm not in rows:
+      lines.append(f"| {arm} | pending | – | – | – | – | – | – |")
+      continue
+    for r in rows[arm]:
+      error, loss = r.statistic("error_change"), r.statistic("loss_change")
+      largest, agreement = r.statistic("largest_change"), r.statistic("agreement")
+      kept = [n for n in r.networks if not n.diverged]
+      most = max((n.largest_change for n in kept), default=math.nan)
+      least = min((n.agreement for n in kept), default=math.nan)
+      lines.append(
+        f"| {r.trained} | {r.run_with} | {r.dtype} | {error.n} | "
+        f"{interval_words(error, 100.0)} | {interval_words(loss, 1.0)} | "
+        f"{largest.median:.3g} ({most:.3g}) | {100 * agreement.median:.2f} ({100 * least:.2f}) |"
+      )
+  return lines
+
+
+def bfloat16_words() -> str:
+  """Why the bfloat16 rows of gelu against gelu_tanh measure bfloat16's rounding."""
+  gap, where = form_gap()
+  return (
+    f"In float32 a row measures the form. In bfloat16 the rows of gelu against gelu_tanh (and "
+    f"back) measure bfloat16's rounding more than the form: the two forms differ by at most "
+    f"{gap:.2g} (at x = ±{where:.2f}), while bfloat16 rounds values between 1 and 2 to steps of "
+    f"{BFLOAT16_SPACING:.4g}, so each network computes erf and tanh with rounding errors many "
+    "times the forms' gap, and the change between them is mostly those errors "
+    "(`gelujax.study.wrong_form` compares both forms in the one dtype)."
+  )
+
+
+# ---------------------------------------------------------------------------------- design
+
+
+def sizing_lines(design: Design) -> list[str]:
+  """The rule's numbers: each metric's candidate margins and the pairs each needs, the forms
+  comparisons' SD bounds and power at the seeds, the ranking's detectable shifts, the control's
+  pilot gap."""
+  s = design.sizing
+  n = len(design.seeds)
+  lines = []
+  for m in design.measures:
+    scale = design.examples if m.whole else 1.0
+    needs = ", ".join(
+      f"{pilot_report.amount(margin, m.pilot)} {m.pilot.unit}: {pairs}"
+      + (" (chosen)" if margin == design.margins[m.key] else "")
+      for margin, pairs in s.needed[m.key].items()
+    )
+    lines.append(
+      f"- {m.label.capitalize()}: margin {margin_words(design, m)}, from the pilot's "
+      f"{m.pilot.label}. Pairs the forms family needs at each candidate margin: {needs}."
+    )
+    for first, second in design.forms:
+      spread = s.spread(first, second, m)
+      margin = design.margins[m.key]
+      need = transformer.pairs_for_tost(design, spread.sd_bound, margin)
+      power = transformer.tost_power(design, spread.sd_bound, margin, n)
+      short = transformer.short_of_power(design, first, second, m)
+      lines.append(
+        f"  - {first} − {second}: the pilot's SD {pilot_report.amount(spread.sd, m.pilot)} "
+        f"{m.pilot.unit} ({pilot_report.amount(spread.sd_bound, m.pilot)} at its bound), "
+        f"{need} pairs for {100 * design.power:g}% power; {n} seeds give "
+        f"{100 * power:.0f}%"
+        + (": this test could not have passed with the design's power" if short else "")
+        + "."
+      )
+    level = design.alpha / len(design.ranking)
+    for first, second in design.ranking:
+      spread = s.spread(first, second, m)
+      if spread is None:
+        continue
+      shift = stats.detectable_shift(spread.sd_bound * scale, n, level=level)
+      words = f"{shift:.3g} nats"
+      if m.whole:
+        words = f"{shift:.3g} {design.unit} ({100 * shift / design.examples:.3g} points)"
+      lines.append(
+        f"  - ranking {first} below {second}: {n} pairs detect a shift of {words} with "
+        f"{100 * design.power:g}% power at the family's strictest level ({level:.3g}, "
+        "two-sided), the SD at the pilot's bound; the pilot's mean difference "
+        f"{pilot_report.signed(spread.mean, m.pilot)} {m.pilot.unit}."
+      )
+    control = s.spread(design.control, "gelu", m)
+    if control is not None:
+      lines.append(
+        f"  - control {design.control} − gelu: the pilot's mean difference "
+        f"{pilot_report.signed(control.mean, m.pilot)} {m.pilot.unit}, "
+        f"{abs(control.mean) / design.margins[m.key]:.3g} margins."
+      )
+  return lines
+
+
+def design_lines(design: Design, out: Path, root: Path) -> list[str]:
+  """The design as :mod:`gelujax.study.transformer` fixes it, and the numbers its rule took from
+  the pilot (its README linked where it lies under ``root``, relative to ``out``)."""
+  s = design.sizing
+  spec = design.spec()
+  lr_rows = ", ".join(f"{arm} {design.learning_rates[arm]:g}" for arm in design.arms)
+  renamed = "; ".join(
+    f"{arm} in `runs/{design.folder(arm)}/`" for arm in design.arms if design.folder(arm) != arm
+  )
+  source = f"`{s.folder}`"
+  target = root / s.folder / "README.md"
+  if target.exists():
+    source = f"[{source}]({Path(os.path.relpath(target, out)).as_posix()})"
+  lines = [
+    f"Fixed in `gelujax/study/transformer.py` (`{transformer.variable(design)}`, {design.date}) "
+    "before any of its runs was trained; its lrs, margins and seeds taken from the pilot's "
+    f"result {source} (`{s.pilot}`) by the rule fixed with it "
+    "(`gelujax.study.transformer.from_pilot`):",
+    "",
+    f"- Task: `{design.task}` on {design.dataset} (model `{spec.model}`, batch size "
+    f"{spec.batch_size}, dropout {spec.dropout:g}, {spec.optimizer}), {design.epochs} epochs: "
+    f"{design.epochs_reason}. The best epoch: {design.tie_rule}.",
+    f"- Arms: {', '.join(design.arms)}, one run each (`runs/<arm>/`"
+    + (f"; {renamed}" if renamed else "")
+    + "), every arm on the same seeds: one seed gives one initial draw, one batch order and one "
+    "dropout stream whatever the activation, so each comparison is paired by seed.",
+    f"- Learning rates (from the pilot): {lr_rows}: {design.lr_rule}.",
+    f"- Seeds (from the pilot): {len(design.seeds)}, "
+    f"{pilot_report.seeds_words(design.seeds)}: {design.seeds_rule}; the floor is {s.floor} "
+    f"pairs, the cap {design.max_seeds} ({design.cap_reason}). They are {design.seeds_reason}.",
+    f"- Margins (from the pilot): {design.margin_rule}. Each forms test is sized at the forms "
+    f"family's strictest one-sided level {s.level:.3g} (`gelujax.study.transformer."
+    "tost_level`), the SD at the pilot's one-sided "
+    f"{100 * pilot.PILOTS[s.pilot].bound:g}% upper bound:",
+    *[f"  {line}" for line in sizing_lines(design)],
+    f"- Compared: {design.measures_reason}.",
+    f"- Ranking family ({len(design.ranking)} a metric: "
+    + "; ".join(f"{a} below {b}" for a, b in design.ranking)
+    + f"): {design.ranking_reason}.",
+    f"- Forms family ({len(design.forms)} a metric: "
+    + "; ".join(f"{a} − {b}" for a, b in design.forms)
+    + f"): {design.forms_reason}.",
+    f"- Control ({design.control} − gelu, one a metric): {design.control_reason}.",
+    f"- The wrong form: {design.wrong_form_reason}.",
+  ]
+  return lines
+
+
+def caveat_lines(design: Design) -> list[str]:
+  return [
+    f"- Two small transformers on CPU-sized tasks: `{design.task}`, {design.epochs} epochs, one "
+    "data set. Shazeer's comparisons were made in T5's pre-training at a far larger scale; a "
+    "verdict here is about this task.",
+    "- Each arm's lr was chosen from the task's two on the pilot's 4 selection seeds: an arm's "
+    "best lr may lie elsewhere, and an ordering here holds at these lrs.",
+    "- *Equivalent* is within the stated margin only, a margin the budget could show; "
+    "*inconclusive* is not *no difference*: the seeds were sized for the forms family, and the "
+    "shifts the ranking tests detect are stated under Design.",
+    "- The wrong form is measured on the networks after their last epoch, not at their "
+    "best-validation epoch, and bfloat16 as XLA computes it on this CPU, which may differ from "
+    "an accelerator's.",
+  ]
+
+
+# ----------------------------------------------------------------------------- the result
+
+
+def headline_rows(design: Design, result: Result) -> list[dict[str, Any]]:
+  """The study's rows of ``results/README.md``: one per family and measure (none while an arm
+  is pending)."""
+  if result.missing:
+    return []
+  rows = []
+  for m in design.measures:
+    ranking = [o for o in result.ranking if o.hypothesis.metric == m.key]
+    rows.append(
+      {
+        "kind": FAMILY_KIND,
+        "where": f"{design.name}, {transformer.RANKING}: {m.key}",
+        "claim": "; ".join(o.hypothesis.claim() for o in ranking) + f": {m.label}",
+        "paper": "–",
+        "ours": "<br>".join(
+          f"{o.hypothesis.claim()}: "
+          + (
+            effect_words(design, m, o.paired.shift, o.paired.low, o.paired.high)
+            if o.paired
+            else "no pairs"
+          )
+          + f" ({o.verdict})"
+          for o in ranking
+        ),
+        "verdict": tally_words(count(o.verdict for o in ranking)),
+        "caveats": "",
+      }
+    )
+    for control in (False, True):
+      chosen = [
+        o
+        for o in result.forms
+        if o.comparison.metric.key == m.key and o.comparison.control == control
+      ]
+      family = transformer.CONTROL if control else transformer.FORMS
+      gate = "" if control or result.control_passed() else "the control was not found different"
+      rows.append(
+        {
+          "kind": FAMILY_KIND,
+          "where": f"{design.name}, {family}: {m.key}",
+          "claim": "; ".join(f"{o.comparison.first} − {o.comparison.second}" for o in chosen)
+          + f" {'beyond' if control else 'within'} {margin_words(design, m)}: {m.label}",
+          "paper": "–",
+          "ours": "<br>".join(
+            f"{o.comparison.first} − {o.comparison.second}: "
+            f"{effect_words(design, m, o.shift, *o.interval[:2])} ({result.reported(o)})"
+            for o in chosen
+          ),
+          "verdict": tally_words(count(result.reported(o) for o in chosen)),
+          "caveats": gate,
+        }
+      )
+  return rows
+
+
+def headline_summary(design: Design, result: Result) -> str:
+  if result.missing:
+    return f"{title(design)}: pending ({', '.join(result.missing)} not trained)."
+  counts = tally(result)
+  return (
+    f"gelujax's transformer study on {design.task} (`{design.name}`): "
+    + "; ".join(f"{family} {tally_words(n)}" for family, n in counts.items())
+    + f"; the control {'passed' if result.control_passed() else 'failed'}."
+  )
+
+
+def training_lines(design: Design, out: Path, root: Path, project: bool) -> list[str]:
+  command = readme.command_name(project)
+  lines = forms_report.provenance_lines(out, when_none="- none trained yet")
+  return [
+    *lines,
+    "",
+    f"Train (or resume): `{command} --task={design.name}{design.pilot_command}`. Re-render "
+    f"from these files alone: `{command} --task={design.name} "
+    f"--out={grids.repo_relative(out, root)} --render`.",
+  ]
+
+
+def design_json(design: Design) -> dict[str, Any]:
+  """What the rule gave, for summary.json."""
+  s = design.sizing
+  return {
+    "pilot": s.pilot,
+    "pilot_folder": s.folder,
+    "learning_rates": dict(design.learning_rates),
+    "margins": dict(design.margins),
+    "seeds": list(design.seeds),
+    "floor": s.floor,
+    "level": s.level,
+    "needed": {k: [{"margin": m, "pairs": n} for m, n in v.items()] for k, v in s.needed.items()},
+    "spreads": [sp.to_json() for sp in s.spreads],
+  }
+
+
+def write_result(design: Design, *, out: Path, root: Path, project: bool = True) -> Path:
+  """Writes ``out``'s README.md, table.md and summary.json from the runs and kept wrong-form
+  rows there; returns ``out``; and the project's overview where ``out`` is under its results/."""
+  design.check_filled()
+  finished = transformer.finished_runs(design, out)
+  result = transformer.analyse(design, finished)
+  wrong = transformer.read_all_wrong_forms(design, out)
+  command = f"{readme.command_name(project)} --task={design.name}{design.pilot_command}"
+  (out / "table.md").write_text(
+    "\n".join(["# Every seed", "", *seed_table(design, finished)]) + "\n"
+  )
+  lines = [
+    f"# {title(design)}",
+    "",
+    "Which feed-forward activation does a small transformer train best with, and do the two "
+    "GELU forms (and their gated counterparts) train to networks as good? A pre-registered "
+    f"study on `{design.task}` (issue 44): its hypotheses fixed in code before its runs, each "
+    "arm's lr, the margins and the seeds taken from its pilot by a stated rule.",
+    "",
+    "## Verdicts",
+    "",
+    *verdict_lines(design, result, command),
+    "",
+    "## Each arm",
+    "",
+    *arm_lines(design, finished, result),
+    "",
+    "## The wrong form (exploratory)",
+    "",
+    "Each trained network run with another form than it was trained with, on the test split: "
+    "the change (other form minus its own) per network, its paired Hodges–Lehmann centre over "
+    "the networks with the exact interval (`gelujax.study.wrong_form`).",
+    "",
+    *wrong_form_lines(design, wrong),
+    "",
+    bfloat16_words(),
+    "",
+    "## What this does not show",
+    "",
+    *caveat_lines(design),
+    "",
+    "## Design",
+    "",
+    *design_lines(design, out, root),
+    "",
+    "## Training",
+    "",
+    *training_lines(design, out, root, project),
+    "",
+    "Every seed's values: `table.md`.",
+  ]
+  (out / "README.md").write_text("\n".join(lines) + "\n")
+  workdirs.write_json(
+    out / workdirs.SUMMARY_FILE,
+    {
+      "study": design.name,
+      "title": title(design),
+      "missing": list(result.missing),
+      "headline": headline_rows(design, result),
+      "headline_summary": headline_summary(design, result),
+      "design": design_json(design),
+      "control_passed": None if result.missing else result.control_passed(),
+      "best_at_last_epoch": dict(result.at_last),
+      "ranking": [o.to_json() for o in result.ranking],
+      "outcomes": [{**dataclasses.asdict(o), "reported": result.reported(o)} for o in result.forms],
+      "wrong_form": {arm: [r.to_json() for r in rows] for arm, rows in wrong.items()},
+    },
+  )
+  if project and out.resolve().is_relative_to((root / "results").resolve()):
+    overview.write_results_overview(root)
+  return out
+
+
+def reproduce(
+  design: Design,
+  *,
+  out: Path,
+  root: Path,
+  data_dir: str | None = None,
+  train: bool = True,
+  command: str = f"python experiments/reproduce.py --task={transformer.VIT.name}",
+  project: bool = True,
+) -> Path:
+  """Trains every arm's grid of the (filled) design that is not finished (resuming partial
+  ones), evaluates each finished grid's wrong forms, and writes the result into ``out``;
+  ``train=False`` trains and evaluates nothing and renders from the files already there.
+  Training records ``command`` and the code's revision
+  (`gelujax.study.forms_report.record_provenance`). ``root`` and ``project`` as
+  :func:`gelujax.study.reproduce` takes them."""
+  design.check_filled()
+  forms_report.train_or_check(
+    design.name, lambda: transformer.make_grids(design, out), seeds=design.seeds, out=out,
+    root=root, data_dir=data_dir, train=train, command=command,
+    after=lambda grid: transformer.evaluate_wrong_forms(design, grid, out=out, data_dir=data_dir),
+  )  # fmt: skip
+  return write_result(design, out=out, root=root, project=project)
