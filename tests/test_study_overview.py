@@ -68,6 +68,17 @@ def test_one_table_and_a_summary_that_counts_it(tmp_path):
     "Inconclusive: 1 of the paper's 3 pre-registered hypotheses, §3.3 (twitter_pos) primary 2.",
     "The forms: 1 equivalent.",
   ]
+  # A study that leads the results: its rows and its line first, before the paper's.
+  write(tmp_path, "b/vit_study", {
+    "study": "vit_study", "title": "The transformer", overview.LEADS: True,
+    "headline": [row("vit_study, ranking: k", "1 supported", kind="family")],
+    "headline_summary": "The transformer: 1 supported.",
+  })  # fmt: skip
+  table = overview.results_readme(tmp_path).split("|---|---|---|---|---|---|\n", 1)[1]
+  assert table.startswith("| [vit_study, ranking: k](b/vit_study/README.md) |")
+  assert overview.summary_lines(tmp_path)[0] == "The transformer: 1 supported."
+  assert overview.summary_lines(tmp_path)[1].startswith("Confirmed: 2 of the paper's 3")
+  (tmp_path / "results" / "b" / "vit_study" / "summary.json").unlink()
   # The top-level README keeps those lines and the link; results/README.md is written beside.
   (tmp_path / "README.md").write_text(
     f"x\n{overview.OVERVIEW_BEGIN}\nold\n{overview.OVERVIEW_END}\n"

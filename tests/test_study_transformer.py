@@ -675,7 +675,12 @@ def test_the_readme_states_the_verdicts_the_code_derives(study):
   ]  # fmt: skip
   results = (root / "results" / "README.md").read_text()
   assert f"| [{design.name}, ranking: best.test_error](fashion_mnist/{design.name}/" in results
-  assert summary["headline_summary"] in (root / "README.md").read_text()
+  # The study leads the top-level README's results, its line with the float32 gelu → gelu_tanh
+  # row and what it does not show.
+  top = (root / "README.md").read_text().split(overview.OVERVIEW_BEGIN, 1)[1]
+  assert top.startswith(f"\n- {summary['headline_summary']}\n")
+  assert f"gelu_tanh in float32 (exploratory): test error change {cell} points" in top
+  assert "It shows one small transformer on vit_fashion_mnist, 3 epochs on CPUs" in top
   before = outputs(out)
   transformer_report.reproduce(design, out=out, root=root, train=False)
   assert outputs(out) == before

@@ -30,6 +30,8 @@ OVERVIEW_BEGIN = (
 )
 OVERVIEW_END = "<!-- end of the results overview -->"
 HYPOTHESIS, FAMILY = "hypothesis", "family"
+# A summary.json key: True where the study leads the results (its line first, its rows first).
+LEADS = "leads"
 
 
 def _ours(v: Verdict) -> str:
@@ -83,12 +85,13 @@ def hypothesis_rows(task: str, analysis: Analysis) -> list[dict[str, Any]]:
 
 
 def _summaries(root: Path) -> list[tuple[Path, dict[str, Any]]]:
-  """Every committed result's summary.json: the paper's, in its order, then gelujax's own
-  studies."""
+  """Every committed result's summary.json: the studies that lead the results (``"leads"``: the
+  transformer studies), then the paper's, in its order, then gelujax's other studies."""
   order = {task: i for i, task in enumerate(PAPER_TASKS)}
   return sorted(
     ((path, workdirs.read_json(path)) for path in (root / "results").glob("*/*/summary.json")),
     key=lambda found: (
+      not found[1].get(LEADS, False),
       "study" in found[1],
       order.get(found[1].get("task", "").removesuffix(NOISE_SUFFIX), len(order)),
       found[0].parent.parent.name,
@@ -178,9 +181,9 @@ def _grouped(found: list[tuple[str, str, str, bool]]) -> str:
 
 
 def summary_lines(root: Path) -> list[str]:
-  """The top-level README's summary: per verdict, how many of the paper's hypotheses got it and
-  which (``*``: with caveats), then each study's own line."""
-  hypotheses, studies = [], []
+  """The top-level README's summary: the leading studies' lines, then per verdict how many of
+  the paper's hypotheses got it and which (``*``: with caveats), then each other study's line."""
+  hypotheses, leading, studies = [], [], []
   summaries = _summaries(root)
   names = _labels(summaries)
   for path, summary in summaries:
@@ -192,8 +195,8 @@ def summary_lines(root: Path) -> list[str]:
           result += f" ({names[path]})"
         hypotheses.append((result, family, number, row))
     if summary.get("headline_summary"):
-      studies.append(summary["headline_summary"])
-  lines = []
+      (leading if summary.get(LEADS) else studies).append(summary["headline_summary"])
+  lines = list(leading)
   for verdict in VERDICTS:
     found = [
       (r, f, n, bool(row["caveats"])) for r, f, n, row in hypotheses if row["word"] == verdict

@@ -539,14 +539,33 @@ def headline_rows(design: Design, result: Result) -> list[dict[str, Any]]:
   return rows
 
 
-def headline_summary(design: Design, result: Result) -> str:
+def headline_summary(
+  design: Design, result: Result, wrong: dict[str, list[wrong_form.WrongForm]]
+) -> str:
+  """The study's line in the top-level README: its families' tallies, the control, the wrong
+  form's first float32 row (the exact form run with the other), and what it does not show."""
   if result.missing:
     return f"{title(design)}: pending ({', '.join(result.missing)} not trained)."
   counts = tally(result)
-  return (
+  text = (
     f"gelujax's transformer study on {design.task} (`{design.name}`): "
     + "; ".join(f"{family} {tally_words(n)}" for family, n in counts.items())
     + f"; the control {'passed' if result.control_passed() else 'failed'}."
+  )
+  arm, others = next(iter(design.wrong_forms.items()))
+  first = next(
+    (r for r in wrong.get(arm, []) if r.run_with == others[0] and r.dtype == "float32"), None
+  )
+  if first is not None:
+    error, agreement = first.statistic("error_change"), first.statistic("agreement")
+    text += (
+      f" Its {first.trained} networks run with {first.run_with} in float32 (exploratory): test "
+      f"error change {interval_words(error, 100.0)} points, top-1 agreement median "
+      f"{100 * agreement.median:.2f}%."
+    )
+  return text + (
+    f" It shows one small transformer on {design.task}, {design.epochs} epochs on CPUs, each arm "
+    "at one lr; not Shazeer's pre-training scale."
   )
 
 
@@ -637,7 +656,8 @@ def write_result(design: Design, *, out: Path, root: Path, project: bool = True)
       "title": title(design),
       "missing": list(result.missing),
       "headline": headline_rows(design, result),
-      "headline_summary": headline_summary(design, result),
+      overview.LEADS: True,
+      "headline_summary": headline_summary(design, result, wrong),
       "design": design_json(design),
       "control_passed": None if result.missing else result.control_passed(),
       "best_at_last_epoch": dict(result.at_last),
