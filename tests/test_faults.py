@@ -151,3 +151,38 @@ def test_reproduce_interrupted_during_a_save_says_one_line_and_resumes(lab, tmp_
   assert sorted(os.listdir(checkpoints)) == ["1", "2"]
   timings = json.loads((out / "timings.json").read_text())
   assert timings["relu"]["seconds"] > 0  # the time trained so far is kept
+
+
+@pytest.mark.slow
+def test_reproduce_killed_by_sigkill_keeps_the_time_it_trained(lab, tmp_path):
+  """kill -9 runs no handler (as a session's end): the time trained until a few seconds before
+  is in timings.json all the same, written as the grid trains."""
+  from gelujax.study import grids
+
+  out = tmp_path / "out"
+  command = [
+    sys.executable, str(ROOT / "experiments" / "reproduce.py"),
+    "--task=tiny_mnist(model='mlp_mnist', data_options={'validation_size': 32})",
+    "--activations=relu", "--seeds=2", "--learning_rates=1e-3", "--epochs=400",
+    f"--data_dir={lab.data_dir}", f"--out={out}", f"--compilation_cache={lab.cache}",
+  ]  # fmt: skip
+  path = out / "timings.json"
+
+  def seconds() -> float:
+    try:
+      return json.loads(path.read_text())["relu"]["seconds"]
+    except (FileNotFoundError, KeyError, json.JSONDecodeError):
+      return 0.0
+
+  process = subprocess.Popen(
+    command, env=lab.env(), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+  )
+  begun = faults.wait_for(lambda: (out / "runs" / "relu" / "checkpoints").exists(), poll=0.05)
+  started = faults.wait_for(lambda: seconds() >= 2 * grids.CLOCK_SECONDS, timeout=60, poll=0.05)
+  process.kill()
+  process.communicate(timeout=60)
+  assert begun and started and process.returncode == -signal.SIGKILL
+  kept = seconds()
+  assert 2 * grids.CLOCK_SECONDS <= kept < 3 * grids.CLOCK_SECONDS
+  timings = json.loads(path.read_text())
+  assert len(timings["relu"]["machines"]) == 1 and not (out / "timings.json.tmp").exists()

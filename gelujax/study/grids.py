@@ -8,12 +8,13 @@ nothing, at every lr); each other candidate lr of the run (``gelujax.paper.DESIG
 its own, ``<out>/runs/<run>_eval_lr<lr>/``, with the same seeds. Finished runs (their
 summary.json) are skipped and partial ones resume from their checkpoints, so a killed study
 restarts where it stopped; each training's time and machine are added to
-``<out>/timings.json``.
+``<out>/timings.json`` as it trains.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -214,40 +215,74 @@ def train_grids(
   after: Callable[[Grid], Any] | None = None,
 ) -> None:
   """Trains (or skips, or resumes) every grid, one progress line each; records training time
-  in ``out/timings.json``, also for a grid interrupted by Ctrl-C or SIGTERM. ``after`` is
-  called with each grid once it is finished (trained now or before)."""
+  in ``out/timings.json`` every :data:`CLOCK_SECONDS` while a grid trains and when it ends,
+  so that a killed invocation (Ctrl-C, SIGTERM, or SIGKILL and a session's end, which run no
+  handler) keeps the time it trained but the last few seconds. ``after`` is called with each
+  grid once it is finished (trained now or before)."""
   timings = read_timings(out)
   machine = host.describe_machine()
   loaded: dict[tuple, Any] = {}
   for i, grid in enumerate(grids, 1):
-    start = time.time()
     lrs = ", ".join(f"{lr:g}" for lr in grid.learning_rates)
     print(
       f"[{i}/{len(grids)}] {grid.name}: lrs {lrs} x {len(seeds)} seeds, {grid.spec.epochs} "
       "epochs ...",
       flush=True,
     )
-    trained = False
-    try:
-      _, trained = run_grid(
-        grid.spec, grid.workdir, Members(grid.learning_rates, seeds), data_dir=data_dir,
-        loaded=loaded,
-      )  # fmt: skip
-    except (KeyboardInterrupt, SystemExit):  # Ctrl-C or SIGTERM: keep the time trained so far.
-      trained = True
-      raise
-    finally:
-      elapsed = time.time() - start
-      if trained:
-        timing = timings.setdefault(grid.name, {"seconds": 0.0, "machines": []})
-        timing["seconds"] += elapsed
-        if machine not in timing["machines"]:
-          timing["machines"].append(machine)
-        workdirs.write_json(out / TIMINGS_FILE, timings)
-    done = f"trained in {elapsed:.1f} s" if trained else "finished earlier: skipped"
-    print(f"[{i}/{len(grids)}] {grid.name}: {done} ({grid.workdir})", flush=True)
+    members = Members(grid.learning_rates, seeds)
+    if finished_summary(grid.workdir, members, grid.spec.epochs) is not None:
+      print(f"[{i}/{len(grids)}] {grid.name}: finished earlier: skipped ({grid.workdir})", flush=True)
+    else:
+      with _Clock(timings, grid.name, machine, out / TIMINGS_FILE) as clock:
+        run_grid(grid.spec, grid.workdir, members, data_dir=data_dir, loaded=loaded)
+      print(
+        f"[{i}/{len(grids)}] {grid.name}: trained in {clock.elapsed:.1f} s ({grid.workdir})",
+        flush=True,
+      )
     if after is not None:
       after(grid)
+
+
+# How often a training grid's time is written to timings.json: what a SIGKILL can lose.
+CLOCK_SECONDS = 5.0
+
+
+class _Clock:
+  """A grid's training time added to its ``timings`` entry and written to ``path`` every
+  :data:`CLOCK_SECONDS` from a thread while the ``with`` block runs, and once more as it ends,
+  however it ends."""
+
+  def __init__(self, timings: dict[str, Any], name: str, machine: str, path: Path):
+    self.timings, self.path = timings, path
+    self.timing = timings.setdefault(name, {"seconds": 0.0, "machines": []})
+    if machine not in self.timing["machines"]:
+      self.timing["machines"].append(machine)
+    self.before = self.timing["seconds"]
+    self.elapsed = 0.0
+    self.lock = threading.Lock()
+    self.stopped = threading.Event()
+    self.thread = threading.Thread(target=self._tick, daemon=True)
+
+  def write(self) -> None:
+    with self.lock:
+      self.elapsed = time.monotonic() - self.start
+      self.timing["seconds"] = self.before + self.elapsed
+      workdirs.write_json(self.path, self.timings)
+
+  def _tick(self) -> None:
+    while not self.stopped.wait(CLOCK_SECONDS):
+      self.write()
+
+  def __enter__(self) -> _Clock:
+    self.start = time.monotonic()
+    self.write()
+    self.thread.start()
+    return self
+
+  def __exit__(self, *exc: Any) -> None:
+    self.stopped.set()
+    self.thread.join()
+    self.write()
 
 
 def read_timings(out: Path) -> dict[str, dict[str, Any]]:
