@@ -807,3 +807,55 @@ def test_a_test_error_that_counts_no_whole_images_is_refused(study):
   )
   with pytest.raises(ValueError, match=r"a test error of 0\.12345 is not a whole number of 10000"):
     transformer.analyse(design, transformer.finished_runs(design, out))
+
+
+def test_the_readme_sets_the_arms_beside_the_window_model_and_the_paper(study):
+  """A design with a model to beat (the tagger's window MLP): its committed runs' medians and
+  ranges, the paper's medians its summary quotes, the arms' own, and each model's lowest median,
+  computed here with NumPy; no such section without one."""
+  root, out, design = study
+  design = dataclasses.replace(design, beside="results/w/window", beside_words="the window MLP")
+  window = root / "results" / "w" / "window"
+  errors = {"elu": [0.152, 0.149, 0.155], "relu": [0.158, 0.157, 0.16, 0.2]}
+  for arm, x in errors.items():
+    members = [
+      fake_workdirs.member(200 + i, 1e-3, validation_loss=[1.0, 0.5, 0.6],
+                           validation_error=[0.5, 0.2, 0.2], test_error=[0.5, e, 0.5],
+                           test_loss=[2.0, 1.0, 2.0], train_loss=[1.0, 0.9, 0.8])
+      for i, e in enumerate(x)
+    ]  # fmt: skip
+    fake_workdirs.write_workdir(window / "runs" / arm, members, activation=arm, task="twitter_pos",
+                                dataset="twitter_pos", select_metric="validation_loss")  # fmt: skip
+  hypothesis = {
+    "metric": ERROR.key,
+    "gelu": "gelu_tanh",
+    "baseline": "relu",
+    "paper": [0.1257, 0.1267],
+  }
+  summary = {"study": "window", "title": "w", "outcomes": [{"hypothesis": hypothesis}]}
+  (window / "summary.json").write_text(json.dumps(summary))
+  write_study(out, design, counts())
+  transformer_report.write_result(design, out=out, root=root)
+  text = (out / "README.md").read_text()
+  section = text.split("## Beside the window MLP (descriptive)\n", 1)[1].split("\n## ", 1)[0]
+  assert "([`results/w/window`](../../w/window/README.md))" in section
+  gelu = np.array(list(counts()["gelu"].values())) / 100  # images of 10,000, in percent
+  assert (
+    f"| this study's vit_fashion_mnist | gelu | 15 | {np.median(gelu):.2f} "
+    f"[{gelu.min():.2f}–{gelu.max():.2f}] |" in section
+  )
+  assert "| the window MLP | elu | 3 | 15.20 [14.90–15.50] |" in section
+  assert "| the window MLP | relu | 4 | 15.90 [15.70–20.00] |" in section
+  assert (
+    "| the paper | gelu_tanh | – | 12.57 |" in section
+    and "| the paper | relu | – | 12.67 |" in section
+  )
+  medians = {a: np.median(list(x.values())) / 100 for a, x in counts().items()}
+  arm = min(medians, key=medians.get)
+  assert (
+    f"Lowest median: this study's vit_fashion_mnist, {arm} {medians[arm]:.2f}%; the window MLP, "
+    "elu 15.20%; the paper, gelu_tanh 12.57%." in section
+  )
+  # The design without one: no such section.
+  transformer_report.write_result(dataclasses.replace(design, beside=""), out=out, root=root)
+  assert "## Beside" not in (out / "README.md").read_text()

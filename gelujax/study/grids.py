@@ -231,7 +231,8 @@ def train_grids(
     )
     members = Members(grid.learning_rates, seeds)
     if finished_summary(grid.workdir, members, grid.spec.epochs) is not None:
-      print(f"[{i}/{len(grids)}] {grid.name}: finished earlier: skipped ({grid.workdir})", flush=True)
+      done = f"[{i}/{len(grids)}] {grid.name}: finished earlier: skipped ({grid.workdir})"
+      print(done, flush=True)
     else:
       with _Clock(timings, grid.name, machine, out / TIMINGS_FILE) as clock:
         run_grid(grid.spec, grid.workdir, members, data_dir=data_dir, loaded=loaded)

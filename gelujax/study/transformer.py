@@ -239,6 +239,10 @@ class Design:
     margins: measure key -> its margin, in the pilot metric's units (from the pilot).
     seeds: the fresh seeds every arm trains (from the pilot's spread).
     sizing: what the rule read and found (None until filled).
+    beside: a committed result (its folder under the project) whose runs' test error the README
+      sets beside the arms', with the paper's medians its summary quotes: the number the task is
+      to beat, shown, never tested (other seeds, another model); "" for none.
+    beside_words: that result's model, in a few words.
   """
 
   name: str
@@ -279,6 +283,8 @@ class Design:
   margins: Mapping[str, float] = dataclasses.field(default_factory=dict)
   seeds: tuple[int, ...] = ()
   sizing: Sizing | None = None
+  beside: str = ""
+  beside_words: str = ""
 
   @property
   def is_filled(self) -> bool:
@@ -359,6 +365,8 @@ TAGGER = Design(
   epochs_reason="the task's 80 (`gelujax.tasks.EPOCHS_TAGGER`) and the pilot's, so that the "
   "pilot's spread applies",
   tie_rule=_TIE_RULE + " (validation error)",
+  beside="results/twitter_pos/twitter_pos_confirm",
+  beside_words="the window MLP",
 )
 
 # The studies by the name they have here, and by their own (``reproduce.py --task``).

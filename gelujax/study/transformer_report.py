@@ -33,6 +33,8 @@ from gelujax.study import (
 from gelujax.study.transformer import NOT_ESTABLISHED, SUPPORTED, Design, Measure, Result
 from gelujax.study.verdicts import REFUTED
 
+ERROR_KEY = transformer.ERROR.key
+
 FAMILY_KIND = "family"  # a study's rows of results/README.md (`gelujax.study.overview`)
 BFLOAT16_SPACING = 2.0**-7  # bfloat16's spacing between 1 and 2 (8 significant bits)
 
@@ -294,6 +296,81 @@ def seed_table(design: Design, finished: dict[str, runs.Run]) -> list[str]:
         cells.append("–" if v is None else ("diverged" if math.isnan(v) else shown))
       lines.append(f"| {seed} | " + " | ".join(cells) + " |")
     lines.append("")
+  return lines
+
+
+# -------------------------------------------------------------------------------- beside
+
+
+def beside_rows(design: Design, root: Path) -> list[tuple[str, int, list[float]]] | None:
+  """The committed result ``design.beside``'s runs: (activation, seeds, each member's test error
+  at its best-validation epoch, diverged members left out); None where it is not there."""
+  folder = root / design.beside
+  if not (folder / workdirs.SUMMARY_FILE).exists():
+    return None
+  rows = []
+  for path in sorted((folder / "runs").iterdir()):
+    if (path / workdirs.SUMMARY_FILE).exists():
+      run = runs.load_run(path)
+      x = [runs.member_value(m, ERROR_KEY) for m in run.members if not m["diverged"]]
+      rows.append((run.activation, len(run.members), [v for v in x if math.isfinite(v)]))
+  return rows
+
+
+def paper_medians(design: Design, root: Path) -> dict[str, float]:
+  """activation -> the paper's median test error, as ``design.beside``'s summary quotes them."""
+  found: dict[str, float] = {}
+  summary = workdirs.read_json(root / design.beside / workdirs.SUMMARY_FILE)
+  for outcome in summary.get("outcomes", []):
+    h = outcome["hypothesis"]
+    for name, value in zip((h["gelu"], h["baseline"]), h["paper"], strict=True):
+      if value is not None and h["metric"] == ERROR_KEY:
+        found[name] = value
+  return found
+
+
+def spread_words(x: list[float]) -> str:
+  return f"{100 * float(np.median(x)):.2f} [{100 * min(x):.2f}–{100 * max(x):.2f}]" if x else "–"
+
+
+def beside_lines(design: Design, finished: dict[str, runs.Run], out: Path, root: Path) -> list[str]:
+  """The arms' test error beside ``design.beside``'s runs and the paper's medians: a table, and
+  the lowest median of each, with no test (other seeds, other models)."""
+  found = beside_rows(design, root)
+  if found is None:
+    return [f"`{design.beside}` is not in this checkout: nothing to set beside."]
+  link = Path(os.path.relpath(root / design.beside, out)).as_posix()
+  lines = [
+    f"Test error at the best-validation epoch of this study's arms, of {design.beside_words} "
+    f"([`{design.beside}`]({link}/README.md)), and the paper's medians "
+    "(which its summary quotes; the paper's tagger read pretrained embeddings). Other models on "
+    "other seeds: set side by side, not tested.",
+    "",
+    "| model | activation | seeds | test error (%): median [min–max] |",
+    "|---|---|---|---|",
+  ]
+  lowest: dict[str, tuple[float, str]] = {}
+  ours = []
+  for arm in design.arms:
+    if arm in finished:
+      values = transformer.arm_values(design, arm, finished[arm])[ERROR_KEY]
+      x = [v for v in values.values() if math.isfinite(v)]
+      ours.append((f"this study's {design.task}", arm, len(values), x))
+  theirs = [(design.beside_words, a, n, x) for a, n, x in found]
+  paper = [("the paper", a, None, [v]) for a, v in paper_medians(design, root).items()]
+  for model, activation, seeds, x in [*ours, *theirs, *paper]:
+    n = "–" if seeds is None else str(seeds)
+    shown = f"{100 * x[0]:.2f}" if seeds is None else spread_words(x)
+    lines.append(f"| {model} | {activation} | {n} | {shown} |")
+    if x and (model not in lowest or float(np.median(x)) < lowest[model][0]):
+      lowest[model] = (float(np.median(x)), activation)
+  if lowest:
+    lines += [
+      "",
+      "Lowest median: "
+      + "; ".join(f"{m}, {a} {100 * v:.2f}%" for m, (v, a) in lowest.items())
+      + ".",
+    ]
   return lines
 
 
@@ -624,6 +701,16 @@ def write_result(design: Design, *, out: Path, root: Path, project: bool = True)
     "",
     *arm_lines(design, finished, result),
     "",
+    *(
+      [
+        f"## Beside {design.beside_words} (descriptive)",
+        "",
+        *beside_lines(design, finished, out, root),
+        "",
+      ]
+      if design.beside
+      else []
+    ),
     "## The wrong form (exploratory)",
     "",
     "Each trained network run with another form than it was trained with, on the test split: "
