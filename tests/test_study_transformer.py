@@ -681,6 +681,13 @@ def test_the_readme_states_the_verdicts_the_code_derives(study):
   assert top.startswith(f"\n- {summary['headline_summary']}\n")
   assert f"gelu_tanh in float32 (exploratory): test error change {cell} points" in top
   assert "It shows one small transformer on vit_fashion_mnist, 3 epochs on CPUs" in top
+  assert "(2 of its 105 networks still at their best at the last epoch)" in top  # relu's 300, 301
+  # The ranking's decided hypotheses named (counts(): two supported, one refuted on test error).
+  on = f"on {ERROR.label}"
+  assert (
+    f"(gelu below relu supported {on}, geglu below gelu refuted {on}, swiglu below relu "
+    f"supported {on}" in top
+  )
   before = outputs(out)
   transformer_report.reproduce(design, out=out, root=root, train=False)
   assert outputs(out) == before

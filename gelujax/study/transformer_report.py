@@ -31,7 +31,7 @@ from gelujax.study import (
   wrong_form,
 )
 from gelujax.study.transformer import NOT_ESTABLISHED, SUPPORTED, Design, Measure, Result
-from gelujax.study.verdicts import REFUTED
+from gelujax.study.verdicts import INCONCLUSIVE, REFUTED
 
 ERROR_KEY = transformer.ERROR.key
 
@@ -624,9 +624,21 @@ def headline_summary(
   if result.missing:
     return f"{title(design)}: pending ({', '.join(result.missing)} not trained)."
   counts = tally(result)
+  labels = {m.key: m.label for m in design.measures}
+  decided = [
+    f"{o.hypothesis.claim()} {o.verdict} on {labels[o.hypothesis.metric]}"
+    for o in result.ranking
+    if o.verdict != INCONCLUSIVE
+  ]
+  members = len(design.arms) * len(design.seeds)
+  improving = sum(len(seeds) for seeds in result.at_last.values())
   text = (
     f"gelujax's transformer study on {design.task} (`{design.name}`): "
-    + "; ".join(f"{family} {tally_words(n)}" for family, n in counts.items())
+    + "; ".join(
+      f"{family} {tally_words(n)}"
+      + (f" ({', '.join(decided)})" if decided and family == transformer.RANKING else "")
+      for family, n in counts.items()
+    )
     + f"; the control {'passed' if result.control_passed() else 'failed'}."
   )
   arm, others = next(iter(design.wrong_forms.items()))
@@ -642,7 +654,8 @@ def headline_summary(
     )
   return text + (
     f" It shows one small transformer on {design.task}, {design.epochs} epochs on CPUs, each arm "
-    "at one lr; not Shazeer's pre-training scale."
+    f"at one lr ({improving} of its {members} networks still at their best at the last epoch); "
+    "not Shazeer's pre-training scale."
   )
 
 
