@@ -122,15 +122,20 @@ def test_sigint_before_training_and_sigterm_mid_epoch_say_one_line_and_resume(la
     assert_ends_as_uninterrupted(outcome, epochs=4, members=2, evaluations=2)
 
 
+def reproduce_command(lab, out: Path, seeds: int, epochs: int) -> list[str]:
+  """reproduce.py training relu on tiny_mnist into ``out``, from the lab's data and cache."""
+  return [
+    sys.executable, str(ROOT / "experiments" / "reproduce.py"),
+    "--task=tiny_mnist(model='mlp_mnist', data_options={'validation_size': 32})",
+    "--activations=relu", f"--seeds={seeds}", "--learning_rates=1e-3", f"--epochs={epochs}",
+    f"--data_dir={lab.data_dir}", f"--out={out}", f"--compilation_cache={lab.cache}",
+  ]  # fmt: skip
+
+
 @pytest.mark.slow
 def test_reproduce_interrupted_during_a_save_says_one_line_and_resumes(lab, tmp_path):
   out = tmp_path / "out"
-  command = [
-    sys.executable, str(ROOT / "experiments" / "reproduce.py"),
-    "--task=tiny_mnist(model='mlp_mnist', data_options={'validation_size': 32})",
-    "--activations=relu", "--seeds=4", "--learning_rates=1e-3", "--epochs=30",
-    f"--data_dir={lab.data_dir}", f"--out={out}", f"--compilation_cache={lab.cache}",
-  ]  # fmt: skip
+  command = reproduce_command(lab, out, seeds=4, epochs=30)
   checkpoints = out / "runs" / "relu" / "checkpoints"
   for _ in range(5):
     process = subprocess.Popen(
@@ -160,12 +165,7 @@ def test_reproduce_killed_by_sigkill_keeps_the_time_it_trained(lab, tmp_path):
   from gelujax.study import grids
 
   out = tmp_path / "out"
-  command = [
-    sys.executable, str(ROOT / "experiments" / "reproduce.py"),
-    "--task=tiny_mnist(model='mlp_mnist', data_options={'validation_size': 32})",
-    "--activations=relu", "--seeds=2", "--learning_rates=1e-3", "--epochs=400",
-    f"--data_dir={lab.data_dir}", f"--out={out}", f"--compilation_cache={lab.cache}",
-  ]  # fmt: skip
+  command = reproduce_command(lab, out, seeds=2, epochs=400)
   path = out / "timings.json"
 
   def seconds() -> float:
