@@ -13,6 +13,7 @@ restarts where it stopped; each training's time and machine are added to
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import threading
 import time
@@ -174,13 +175,15 @@ def run_grid(
   data_dir: str | None = None,
   progress: bool = True,
   loaded: dict[tuple, Any] | None = None,
+  clock: contextlib.AbstractContextManager | None = None,
 ) -> tuple[dict[str, Any], bool]:
   """Trains one run's grid ``members``, unless the workdir already finished it.
 
   A partial workdir (checkpoints but no summary for ``spec.epochs``) is resumed by the trainer.
   A grid whose members all diverge is a result too (every lr then shows n/n diverged).
   ``loaded`` keeps the data read for a grid, by what determines them, for the next grids of
-  the same data (one invocation's grids read each data set once).
+  the same data (one invocation's grids read each data set once). ``clock`` is entered around
+  the training (the data read and the fit), not around the check that skips a finished grid.
 
   Returns:
     ``(summary, trained)``: the run's summary and whether this call trained.
@@ -191,18 +194,19 @@ def run_grid(
   # Imported here so that reading results and drawing tables needs no accelerator stack.
   from gelujax import engine, tasks
 
-  if loaded is None:
-    splits = spec.load_data(data_dir)
-  else:
-    key = (spec.dataset, repr(spec.data_options), spec.preprocessing, data_dir)
-    if key not in loaded:
-      loaded.clear()  # one data set held at a time
-      loaded[key] = spec.load_data(data_dir)
-    splits = loaded[key]
-  try:
-    summary = engine.fit(tasks.build(spec, splits), str(workdir), members, progress=progress)
-  except engine.DivergedError:
-    summary = read_json(Path(workdir) / SUMMARY_FILE)
+  with clock or contextlib.nullcontext():
+    if loaded is None:
+      splits = spec.load_data(data_dir)
+    else:
+      key = (spec.dataset, repr(spec.data_options), spec.preprocessing, data_dir)
+      if key not in loaded:
+        loaded.clear()  # one data set held at a time
+        loaded[key] = spec.load_data(data_dir)
+      splits = loaded[key]
+    try:
+      summary = engine.fit(tasks.build(spec, splits), str(workdir), members, progress=progress)
+    except engine.DivergedError:
+      summary = read_json(Path(workdir) / SUMMARY_FILE)
   return summary, True
 
 
@@ -229,17 +233,13 @@ def train_grids(
       "epochs ...",
       flush=True,
     )
-    members = Members(grid.learning_rates, seeds)
-    if finished_summary(grid.workdir, members, grid.spec.epochs) is not None:
-      done = f"[{i}/{len(grids)}] {grid.name}: finished earlier: skipped ({grid.workdir})"
-      print(done, flush=True)
-    else:
-      with _Clock(timings, grid.name, machine, out / TIMINGS_FILE) as clock:
-        run_grid(grid.spec, grid.workdir, members, data_dir=data_dir, loaded=loaded)
-      print(
-        f"[{i}/{len(grids)}] {grid.name}: trained in {clock.elapsed:.1f} s ({grid.workdir})",
-        flush=True,
-      )
+    clock = _Clock(timings, grid.name, machine, out / TIMINGS_FILE)
+    _, trained = run_grid(
+      grid.spec, grid.workdir, Members(grid.learning_rates, seeds), data_dir=data_dir,
+      loaded=loaded, clock=clock,
+    )  # fmt: skip
+    done = f"trained in {clock.elapsed:.1f} s" if trained else "finished earlier: skipped"
+    print(f"[{i}/{len(grids)}] {grid.name}: {done} ({grid.workdir})", flush=True)
     if after is not None:
       after(grid)
 
@@ -251,14 +251,10 @@ CLOCK_SECONDS = 5.0
 class _Clock:
   """A grid's training time added to its ``timings`` entry and written to ``path`` every
   :data:`CLOCK_SECONDS` from a thread while the ``with`` block runs, and once more as it ends,
-  however it ends."""
+  however it ends; ``timings`` is untouched unless it is entered."""
 
   def __init__(self, timings: dict[str, Any], name: str, machine: str, path: Path):
-    self.timings, self.path = timings, path
-    self.timing = timings.setdefault(name, {"seconds": 0.0, "machines": []})
-    if machine not in self.timing["machines"]:
-      self.timing["machines"].append(machine)
-    self.before = self.timing["seconds"]
+    self.timings, self.name, self.machine, self.path = timings, name, machine, path
     self.elapsed = 0.0
     self.lock = threading.Lock()
     self.stopped = threading.Event()
@@ -275,6 +271,10 @@ class _Clock:
       self.write()
 
   def __enter__(self) -> _Clock:
+    self.timing = self.timings.setdefault(self.name, {"seconds": 0.0, "machines": []})
+    if self.machine not in self.timing["machines"]:
+      self.timing["machines"].append(self.machine)
+    self.before = self.timing["seconds"]
     self.start = time.monotonic()
     self.write()
     self.thread.start()
