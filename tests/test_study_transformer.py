@@ -295,13 +295,13 @@ def test_the_floor_and_the_cap_bound_the_seeds(bound, margins, seeds):
 
 def test_a_missing_pilot_is_refused_in_one_paragraph(tmp_path, monkeypatch):
   """No pilot result under the folder or the checkout: one paragraph naming the folder and the
-  command that makes it (the tagger's with its data); a pilot not finished: the arms missing."""
+  command that makes it (no data flag: the tagger's ARK files are downloaded); a pilot not
+  finished: the arms missing."""
   monkeypatch.setattr(confirm, "CHECKOUT", tmp_path / "nowhere")
   for design, command in (
     (transformer.VIT, "`python experiments/reproduce.py --task=vit_fashion_mnist_pilot`"),
-    (transformer.TAGGER, "`python experiments/reproduce.py --task=transformer_twitter_pos_pilot "
-                         "--data_dir=<the folder of the ARK files>`"),
-  ):  # fmt: skip
+    (transformer.TAGGER, "`python experiments/reproduce.py --task=transformer_twitter_pos_pilot`"),
+  ):
     with pytest.raises(ValueError) as e:
       transformer.filled(design, tmp_path)
     message = str(e.value)

@@ -219,8 +219,6 @@ class Design:
     epochs: epochs of every run (the task's and the pilot's).
     examples: the test split's size in what its error counts (images, tokens).
     unit: what an example is, in words.
-    pilot_command: what the pilot's command needs besides its task (the data's folder), shown
-      where the pilot's result is missing.
     arms: the feed-forward activations trained; the control among them.
     control: the positive control's arm, compared with gelu.
     ranking: the ranking family: (first, second) claims first below second.
@@ -253,7 +251,6 @@ class Design:
   epochs: int
   examples: int
   unit: str
-  pilot_command: str = ""
   arms: tuple[str, ...] = ARMS
   control: str = "identity"
   ranking: tuple[tuple[str, str], ...] = RANKING_PAIRS
@@ -361,7 +358,6 @@ TAGGER = Design(
   epochs=80,
   examples=7_152,
   unit="tokens",
-  pilot_command=" --data_dir=<the folder of the ARK files>",
   epochs_reason="the task's 80 (`gelujax.tasks.EPOCHS_TAGGER`) and the pilot's, so that the "
   "pilot's spread applies",
   tie_rule=_TIE_RULE + " (validation error)",
@@ -511,7 +507,7 @@ def filled(design: Design, root: Path, command: str = "python experiments/reprod
   found = pilot.PILOTS[design.pilot]
   relative = pilot_folder(design)
   folder = confirm.find_result(relative, root)
-  make = f"`{command} --task={found.name}{design.pilot_command}`"
+  make = f"`{command} --task={found.name}`"
   if folder is None:
     raise ValueError(
       f"The study {design.name} takes each arm's learning rate, its margins and its number of "

@@ -665,7 +665,7 @@ def training_lines(design: Design, out: Path, root: Path, project: bool) -> list
   return [
     *lines,
     "",
-    f"Train (or resume): `{command} --task={design.name}{design.pilot_command}`. Re-render "
+    f"Train (or resume): `{command} --task={design.name}`. Re-render "
     f"from these files alone: `{command} --task={design.name} "
     f"--out={grids.repo_relative(out, root)} --render`.",
   ]
@@ -694,7 +694,7 @@ def write_result(design: Design, *, out: Path, root: Path, project: bool = True)
   finished = transformer.finished_runs(design, out)
   result = transformer.analyse(design, finished)
   wrong = transformer.read_all_wrong_forms(design, out)
-  command = f"{readme.command_name(project)} --task={design.name}{design.pilot_command}"
+  command = f"{readme.command_name(project)} --task={design.name}"
   (out / "table.md").write_text(
     "\n".join(["# Every seed", "", *seed_table(design, finished)]) + "\n"
   )
