@@ -10,7 +10,7 @@ import collections
 import dataclasses
 import math
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -255,12 +255,7 @@ def arm_lines(design: Design, finished: dict[str, runs.Run], result: Result) -> 
     for m in design.measures:
       metric = design.metric(m)
       x = [v for v in transformer.as_compared(metric, values[m.key]).values() if math.isfinite(v)]
-      cells.append(
-        "–"
-        if not x
-        else f"{value_words(design, m, float(np.median(x)))} "
-        f"[{value_words(design, m, min(x))}–{value_words(design, m, max(x))}]"
-      )
+      cells.append(median_range(x, lambda v, m=m: value_words(design, m, v)))
     first = values[design.measures[0].key]
     diverged = sum(not math.isfinite(v) for v in first.values())
     last = result.at_last.get(arm, [])
@@ -329,8 +324,9 @@ def paper_medians(design: Design, root: Path) -> dict[str, float]:
   return found
 
 
-def spread_words(x: list[float]) -> str:
-  return f"{100 * float(np.median(x)):.2f} [{100 * min(x):.2f}–{100 * max(x):.2f}]" if x else "–"
+def median_range(x: list[float], words: Callable[[float], str]) -> str:
+  """``x``'s median [min–max], each in ``words``; "–" for none."""
+  return f"{words(float(np.median(x)))} [{words(min(x))}–{words(max(x))}]" if x else "–"
 
 
 def beside_lines(design: Design, finished: dict[str, runs.Run], out: Path, root: Path) -> list[str]:
@@ -360,7 +356,7 @@ def beside_lines(design: Design, finished: dict[str, runs.Run], out: Path, root:
   paper = [("the paper", a, None, [v]) for a, v in paper_medians(design, root).items()]
   for model, activation, seeds, x in [*ours, *theirs, *paper]:
     n = "–" if seeds is None else str(seeds)
-    shown = f"{100 * x[0]:.2f}" if seeds is None else spread_words(x)
+    shown = f"{100 * x[0]:.2f}" if seeds is None else median_range(x, lambda v: f"{100 * v:.2f}")
     lines.append(f"| {model} | {activation} | {n} | {shown} |")
     if x and (model not in lowest or float(np.median(x)) < lowest[model][0]):
       lowest[model] = (float(np.median(x)), activation)
