@@ -866,3 +866,13 @@ def test_the_readme_sets_the_arms_beside_the_window_model_and_the_paper(study):
   # The design without one: no such section.
   transformer_report.write_result(dataclasses.replace(design, beside=""), out=out, root=root)
   assert "## Beside" not in (out / "README.md").read_text()
+
+
+def test_the_caveats_name_the_pilots_learning_rates_and_seeds(monkeypatch):
+  """What the study does not show names its pilot's lrs and selection seeds as that pilot has
+  them (a pilot of 3 lrs and 5 seeds here), and one task."""
+  wider = dataclasses.replace(pilot.VIT, learning_rates=(3e-3, 1e-3, 3e-4), seeds=(0, 1, 2, 3, 4))
+  monkeypatch.setitem(pilot.PILOTS, pilot.VIT.name, wider)
+  text = "\n".join(transformer_report.caveat_lines(transformer.VIT))
+  assert "chosen from the pilot's 3 (0.003, 0.001, 0.0003) on its 5 selection seeds" in text
+  assert "One small transformer on one CPU-sized task: `vit_fashion_mnist`, 10 epochs" in text

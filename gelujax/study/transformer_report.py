@@ -539,12 +539,14 @@ def design_lines(design: Design, out: Path, root: Path) -> list[str]:
 
 
 def caveat_lines(design: Design) -> list[str]:
+  found = pilot.PILOTS[design.pilot]
   return [
-    f"- Two small transformers on CPU-sized tasks: `{design.task}`, {design.epochs} epochs, one "
-    "data set. Shazeer's comparisons were made in T5's pre-training at a far larger scale; a "
-    "verdict here is about this task.",
-    "- Each arm's lr was chosen from the task's two on the pilot's 4 selection seeds: an arm's "
-    "best lr may lie elsewhere, and an ordering here holds at these lrs.",
+    f"- One small transformer on one CPU-sized task: `{design.task}`, {design.epochs} epochs, "
+    "one data set. Shazeer's comparisons were made in T5's pre-training at a far larger scale; "
+    "a verdict here is about this task.",
+    f"- Each arm's lr was chosen from the pilot's {len(found.learning_rates)} "
+    f"({', '.join(f'{lr:g}' for lr in found.learning_rates)}) on its {len(found.seeds)} selection "
+    "seeds: an arm's best lr may lie elsewhere, and an ordering here holds at these lrs.",
     "- *Equivalent* is within the stated margin only, a margin the budget could show; "
     "*inconclusive* is not *no difference*: the seeds were sized for the forms family, and the "
     "shifts the ranking tests detect are stated under Design.",
