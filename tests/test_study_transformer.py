@@ -603,7 +603,10 @@ def test_a_pending_study_names_its_arms_and_gives_no_verdict(study):
   summary = json.loads((out / "summary.json").read_text())
   assert summary["missing"] == ["geglu", "swiglu", "identity"]
   assert summary["headline"] == [] and summary["ranking"] == [] and summary["outcomes"] == []
-  assert summary["headline_summary"].endswith("pending (geglu, swiglu, identity not trained).")
+  assert summary["headline_summary"] == (
+    "gelujax's transformer study on vit_fashion_mnist (`vit_fashion_mnist_study`): pending "
+    "(geglu, swiglu, identity not trained)."
+  )
   assert summary["control_passed"] is None
   # The design is stated all the same, with the numbers its rule took from the pilot.
   assert "- Learning rates (from the pilot): relu 0.0003, gelu 0.001" in text

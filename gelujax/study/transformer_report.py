@@ -619,8 +619,9 @@ def headline_summary(
 ) -> str:
   """The study's line in the top-level README: its families' tallies, the control, the wrong
   form's first float32 row (the exact form run with the other), and what it does not show."""
+  name = f"gelujax's transformer study on {design.task} (`{design.name}`)"
   if result.missing:
-    return f"{title(design)}: pending ({', '.join(result.missing)} not trained)."
+    return f"{name}: pending ({', '.join(result.missing)} not trained)."
   counts = tally(result)
   labels = {m.key: m.label for m in design.measures}
   decided = [
@@ -631,7 +632,7 @@ def headline_summary(
   members = len(design.arms) * len(design.seeds)
   improving = sum(len(seeds) for seeds in result.at_last.values())
   text = (
-    f"gelujax's transformer study on {design.task} (`{design.name}`): "
+    f"{name}: "
     + "; ".join(
       f"{family} {tally_words(n)}"
       + (f" ({', '.join(decided)})" if decided and family == transformer.RANKING else "")
