@@ -1257,3 +1257,75 @@ def test_the_rule_reads_whether_the_model_convolves(task, expected):
   assert engine.step.holds_convolution(program.config) is expected
   assert program.strategy == engine.mesh.RULE["cpu", expected]
   assert engine.mesh.choose_strategy(program.config, engine.make_mesh(1), 1)[0] == "vmap"
+
+
+# Trains, on 2 CPU devices, grids whose one evaluation segment is more pieces than XLA's CPU
+# devices take in flight (32 each): every piece is dispatched before the first is read. Then
+# checks that no program of the members layout holds a collective, and which layouts do.
+_MANY_PIECES = """
+import re, sys
+import jax, numpy as np
+from tiny_task import tiny
+from gelujax import engine
+from gelujax.engine.fit import PIECE_STEPS
+from gelujax.members import Members
+
+grid = Members(learning_rates=(1e-2,), seeds=(0, 1))
+root = sys.argv[1]
+for run, (axis, batch) in enumerate([(None, 1), (None, 1), (1, 2)]):
+  parts = tiny(batch_size=batch, epochs=1, data_options={"num_train": 20000 * batch})
+  engine.fit(parts, f"{root}/{run}", grid, progress=False, members_axis=axis)
+  program = engine.make_program(parts, engine.make_mesh(2, axis), 2)
+  assert program.steps_per_epoch // PIECE_STEPS >= 400
+  seeds, lrs = program.put_members(grid)
+  state = program.init(seeds, lrs)
+  split = program.put_eval_split(parts.splits["validation"])
+  lowered = {
+    "init": program.init.lower(seeds, lrs),
+    "shuffle": program.shuffle.lower(seeds, np.int32(1)),
+    "train_segment": program.train_segment.lower(
+      state, program.put_data(parts.train), program.shuffle(seeds, np.int32(1)), seeds, lrs,
+      epoch=np.int32(1), first_step=np.int32(0), num_steps=2),
+    "evaluate": program.evaluate.lower(state, split),
+    "predict": program.predict.lower(state, split),
+    "pad": program.pad.lower(program.unpad(state)),
+  }
+  found = {
+    name: sorted(set(re.findall(r"all-gather|all-reduce|collective-permute|all-to-all|"
+                                r"reduce-scatter", f.compile().as_text())))
+    for name, f in lowered.items()
+  }
+  print(program.mesh.shape["members"], program.holds_collectives, found, flush=True)
+"""
+
+
+def test_grids_with_more_pieces_in_flight_than_xla_takes_finish_under_load(tmp_path):
+  """A segment of more than 64 pieces dispatched ahead, on 2 CPU devices with a core kept busy:
+  once a program held a collective (the losses gathered onto every device), this aborted after
+  XLA's 40 s rendezvous timeout. On the members layout no program holds one; on the data
+  layout the gradient's all-reduce does, and the loop runs those one at a time."""
+  busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+  try:
+    env = dict(
+      os.environ,
+      XLA_FLAGS="--xla_force_host_platform_device_count=2",
+      PYTHONPATH=os.pathsep.join([ROOT, os.path.join(ROOT, "tests")]),
+      JAX_PLATFORMS="cpu",
+    )
+    done = subprocess.run(
+      [sys.executable, "-c", _MANY_PIECES, str(tmp_path)], env=env, capture_output=True, text=True,
+      timeout=600,
+    )  # fmt: skip
+  finally:
+    busy.kill()
+    busy.wait()
+  assert done.returncode == 0, done.stderr[-3000:]
+  lines = done.stdout.splitlines()
+  names = ("init", "shuffle", "train_segment", "evaluate", "predict", "pad")
+  none = str({name: [] for name in names})
+  assert lines[:2] == [f"2 False {none}"] * 2
+  members, collectives, found = lines[2].split(" ", 2)
+  assert (members, collectives) == ("1", "True")
+  assert "'train_segment': ['all-reduce']" in found
+  for name in ("init", "shuffle", "pad"):
+    assert f"'{name}': []" in found

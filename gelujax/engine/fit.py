@@ -67,11 +67,14 @@ def check_fit(
   checkpoint_every: int = 1,
   members_axis: int | None = None,
   member_strategy: str = "auto",
+  extendable: bool = False,
 ) -> tuple[dict[str, Any] | None, Mesh]:
   """What `fit` checks before anything else, from settings alone: the workdir can take the run
   of ``record`` (`gelujax.workdir.check_run`), the checkpoint interval, the member strategy, and
   the mesh, with the batch split evenly over its data axis. A command calls it before it reads
   the data (or downloads them), so that a refusal costs nothing; `fit` calls it again.
+  ``extendable``: whether the run may resume for another number of ``epochs``
+  (`gelujax.parts.Parts.extendable`).
 
   Returns:
     The config of the run the workdir holds (None for a new workdir) and the run's mesh.
@@ -79,7 +82,7 @@ def check_fit(
   Raises:
     ValueError: naming the argument and what would be valid.
   """
-  checked = workdirs.check_run(record, epochs, workdir, members)
+  checked = workdirs.check_run(record, epochs, workdir, members, extendable=extendable)
   if checkpoint_every < 1:
     raise ValueError(f"checkpoint_every is {checkpoint_every}; it must be at least 1.")
   check_strategy(member_strategy)
@@ -146,7 +149,8 @@ def fit(
   """Trains the grid ``members`` of ``parts`` into ``workdir``.
 
   A workdir that holds a checkpoint of this run resumes from its newest readable checkpoint
-  (``parts.epochs`` may have grown); results are bitwise equal to an uninterrupted run.
+  (``parts.epochs`` may have grown where ``parts.extendable``); results are bitwise equal to an
+  uninterrupted run.
 
   Args:
     parts: what is trained (`gelujax.tasks.build` of a task spec and its data).
@@ -179,6 +183,7 @@ def fit(
     checkpoint_every=checkpoint_every,
     members_axis=members_axis,
     member_strategy=member_strategy,
+    extendable=parts.extendable,
   )
   config = workdirs.make_config(parts.record, members)
   lead = jax.process_index() == 0
@@ -288,9 +293,13 @@ def _train_epoch(
   batches = program.shuffle(placed.seeds, np.int32(epoch))
   for first, last in itertools.pairwise(bounds):
     # Every piece is dispatched before the first is waited for, so the device never waits on
-    # the bar; the bar moves as each piece's losses arrive.
+    # the bar; the bar moves as each piece's losses arrive. A program that holds a collective
+    # is waited for before the next is dispatched: two in flight can deadlock the devices
+    # (`gelujax.engine.mesh`, "No collective along members").
     dispatched = []
     for start, stop in pieces(first, last):
+      if program.holds_collectives:
+        jax.block_until_ready(state)
       state, losses = program.train_segment(
         state,
         placed.train,
@@ -302,6 +311,8 @@ def _train_epoch(
         num_steps=stop - start,
       )
       dispatched.append((stop - start, losses))
+    if program.holds_collectives:
+      jax.block_until_ready(state)
     host = []
     for i, (steps, losses) in enumerate(dispatched):
       host.append(to_host(losses)[:num])

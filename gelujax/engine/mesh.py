@@ -15,6 +15,17 @@ where their arrays live. Every program of the engine is made here, in `make_prog
 Members never exchange values: within one compiled program a member's numbers are bitwise the
 same whatever the other members hold. Another grid size or layout is another program, whose
 sums XLA may block otherwise: equal to float32 rounding (the README states both guarantees).
+
+**No collective along members.** Every output of every program is sharded over ``members`` (or
+computed from replicated inputs), never gathered onto every device: the host reads a result
+shard by shard (`to_host`), and the state a checkpoint saves is cut from the shards on the host
+(`Program.unpad`). A program that holds a collective (an all-gather, an all-reduce) makes each
+device wait in a rendezvous for the others; on XLA's CPU devices, past 32 such programs in
+flight (its per-device limit on programs dispatched ahead) the devices wait on each other and
+XLA aborts the process after 40 s. A mesh with a ``data`` axis of more than one device, or
+several processes, cannot avoid collectives (the gradient all-reduce): there
+`Program.holds_collectives` is true and the loop waits for each program before it dispatches the
+next (`gelujax.engine.fit`).
 """
 
 from __future__ import annotations
@@ -337,6 +348,13 @@ class Program:
   def _pad_index(self) -> np.ndarray:
     return np.minimum(np.arange(self.padded_members), self.num_members - 1)
 
+  @property
+  def holds_collectives(self) -> bool:
+    """Whether the training and evaluation programs hold a collective: a ``data`` axis of more
+    than one device (the gradient's all-reduce) or devices in several processes (reading a
+    result gathers it across them). Such programs are run one at a time: never two in flight."""
+    return self.mesh.shape["data"] > 1 or jax.process_count() > 1
+
   def put_members(self, members: Members) -> tuple[jax.Array, jax.Array]:
     """``(seeds, learning_rates)`` of the padded grid, sharded over ``members``."""
     if len(members) != self.num_members:
@@ -381,16 +399,13 @@ class Program:
     sharding = NamedSharding(self.mesh, P("members"))
     return jax.jit(lambda s: jax.tree.map(lambda x: x[index], s), out_shardings=sharding)
 
-  @functools.cached_property
-  def unpad(self) -> Callable[[TrainState], TrainState]:
-    """The M real members of a padded state, replicated (for checkpoints and the host)."""
+  def unpad(self, state: TrainState) -> TrainState:
+    """The M real members of a padded state, replicated (for checkpoints and the host): read
+    shard by shard on the host, cut to M, and put back on every device, with no program (and so
+    no collective) on the devices."""
     num = self.num_members
     replicated = NamedSharding(self.mesh, P())
-    return jax.jit(lambda s: jax.tree.map(lambda x: x[:num], s), out_shardings=replicated)
-
-  @functools.cached_property
-  def _replicate(self) -> Callable[[jax.Array], jax.Array]:
-    return jax.jit(lambda x: x, out_shardings=NamedSharding(self.mesh, P()))
+    return jax.tree.map(lambda x: _put(to_host(x)[:num], replicated), state)
 
   def abstract_state(self) -> TrainState:
     """The shapes, dtypes and (replicated) shardings of an unpadded state: what checkpoints
@@ -412,7 +427,7 @@ class Program:
 
   def diverged_steps(self, state: TrainState) -> np.ndarray:
     """The step at which each of the M members diverged (-1: it trains), [M]."""
-    return to_host(self._replicate(state.diverged_step))[: self.num_members]
+    return to_host(state.diverged_step)[: self.num_members]
 
   def mean_metrics(
     self, state: TrainState, device_split: dict[str, jax.Array], size: int
@@ -437,8 +452,17 @@ def _put(x: np.ndarray, sharding: NamedSharding) -> jax.Array:
 
 
 def to_host(x: jax.Array) -> np.ndarray:
-  """A replicated array as NumPy (this process's copy; works in a multi-process run)."""
-  return np.asarray(x.addressable_data(0))
+  """An array's whole value as NumPy, read from its shards on the host: no program runs on the
+  devices, except in a multi-process run, where the shards other processes hold are gathered
+  (call it there only with nothing else in flight: `Program.holds_collectives`)."""
+  if x.is_fully_addressable:
+    return np.asarray(x)
+  if x.sharding.is_fully_replicated:
+    return np.asarray(x.addressable_data(0))
+  from jax.experimental import multihost_utils
+
+  jax.block_until_ready(x)
+  return np.asarray(multihost_utils.process_allgather(x, tiled=True))
 
 
 # XLA's options for compiling `Program.init` on CPU (see `make_program`).
@@ -531,7 +555,6 @@ def make_program(
   config = dataclasses.replace(config, has_batch_stats=has_batch_stats, train_loss=train_loss)
   strategy, strategy_reason = choose_strategy(config, mesh, num_members, member_strategy)
   members = NamedSharding(mesh, P("members"))
-  replicated = NamedSharding(mesh, P())
   # init runs once a run, and on CPU most of its compile time is LLVM optimizing the unrolled
   # threefry rounds of every parameter's initializer: at XLA's level 1 of 3 it compiles up to
   # 3.4x faster and draws the same bits for every task (level 0 does not: the normal
@@ -556,13 +579,13 @@ def make_program(
       functools.partial(train_segment, config, mesh, strategy=strategy),
       static_argnames="num_steps",
       donate_argnums=0,
-      out_shardings=(members, replicated),
+      out_shardings=(members, members),
     ),
     evaluate=jax.jit(
-      functools.partial(evaluate, config, mesh, strategy=strategy), out_shardings=replicated
+      functools.partial(evaluate, config, mesh, strategy=strategy), out_shardings=members
     ),
     predict=jax.jit(
-      functools.partial(predict, config, mesh, strategy=strategy), out_shardings=replicated
+      functools.partial(predict, config, mesh, strategy=strategy), out_shardings=members
     ),
   )
   while len(_PROGRAMS) > _KEPT_PROGRAMS:
