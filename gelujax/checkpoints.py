@@ -90,6 +90,28 @@ def checksums(state: Any) -> dict[str, str]:
   return sums
 
 
+class _OrbaxFilter(logging.Filter):
+  """Drops the warnings and errors Orbax logs, from whichever thread and whenever: gelujax turns
+  every failure of a save or a restore into one line of its own (`CheckpointError`,
+  `gelujax.workdir.WorkdirError`, the warning of a checkpoint moved aside), and Orbax's own lines
+  (a background thread's traceback on a full disk, a missing metadata file) would follow it in
+  an order that depends on the threads. Its informational lines are left to the verbosity."""
+
+  def filter(self, record: logging.LogRecord) -> bool:
+    orbax = f"{os.sep}orbax{os.sep}" in record.pathname
+    return not (orbax and logging.WARNING <= record.levelno < logging.CRITICAL)
+
+
+_ORBAX_FILTER = _OrbaxFilter()
+
+
+def _filter_orbax_logs() -> None:
+  """Installs `_OrbaxFilter` on absl's logger (which Orbax logs to), once a process."""
+  absl_logger = logging.getLogger("absl")
+  if _ORBAX_FILTER not in absl_logger.filters:
+    absl_logger.addFilter(_ORBAX_FILTER)
+
+
 @contextlib.contextmanager
 def _quiet() -> Iterator[None]:
   """Keeps what a failing Orbax/TensorStore read leaves behind off the terminal: its log lines
@@ -136,6 +158,7 @@ class Checkpointer:
         f"keep_checkpoints must be at least 2 so that a damaged newest "
         f"checkpoint leaves one to resume from; got {keep}."
       )
+    _filter_orbax_logs()
     self._workdir = workdir
     self._config = config
     self._identity = None if config is None else workdirs.identity(config)
@@ -219,6 +242,8 @@ class Checkpointer:
   def _restore_one(self, epoch: int, abstract_state: Any) -> tuple[Restored, bool]:
     """``(restored, verified)`` of one checkpoint; raises CheckpointError saying what is wrong."""
     record = self.read_record(epoch)
+    if record is not None and record.get("epoch", epoch) != epoch:
+      raise CheckpointError(f"it holds the checkpoint of epoch {record['epoch']}, not of {epoch}")
     if record is not None and self._identity is not None:
       if record["identity"] != self._identity:
         raise CheckpointError(
@@ -259,7 +284,8 @@ class Checkpointer:
       n += 1
       target = os.path.join(target_dir, f"checkpoint-{epoch}.{n}")
     shutil.move(os.path.join(self.directory, str(epoch)), target)
-    self._manager.reload()
+    with _quiet():
+      self._manager.reload()
     return target
 
   def restore_latest(self, abstract_state: Any) -> Restored | None:

@@ -16,6 +16,16 @@ from gelujax.registry import Registry
 
 # (learning_rate, *, epochs, steps_per_epoch) -> optax.GradientTransformation.
 OPTIMIZERS: Registry = Registry("optimizer")
+# The optimizers whose every step is the same whatever the run's total epochs: a run of one of
+# them may be trained further from its checkpoint. Any other (a schedule over the whole run,
+# or an optimizer registered later and not listed here) makes a longer run a new run.
+EXTENDABLE = frozenset({"adam"})
+
+
+def extendable(name: str) -> bool:
+  """Whether a run with the optimizer ``name`` may be trained for more epochs from its
+  checkpoint: its steps so far do not depend on the total (`EXTENDABLE`)."""
+  return name in EXTENDABLE
 
 
 def build(

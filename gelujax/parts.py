@@ -39,6 +39,9 @@ class Parts:
     group_batches: batches are ``batch_size`` whole groups of ``splits["train"]["groups"]``.
     dropout_bits: ``"hash"`` or ``"threefry"`` (`gelujax.prng`).
     select_metric: the metric whose lowest value picks a member's best evaluation.
+    extendable: whether a run may be trained for another number of ``epochs`` from its
+      checkpoint: true only where no step it took depends on the total (an optimizer whose
+      schedule spans the run makes a longer run a new run, `gelujax.optimizers.extendable`).
     grid: the members trained when `fit` is given none.
     record: the run as config.json records it, JSON values only: ``task``, ``dataset``,
       ``activation``, ``spec`` (every setting; `fit` fills in the grid it trains) and, for a
@@ -61,6 +64,7 @@ class Parts:
   group_batches: bool = False
   dropout_bits: str = "hash"
   select_metric: str = "validation_loss"
+  extendable: bool = False
   grid: Members
   record: Mapping[str, Any]
 

@@ -828,6 +828,7 @@ def build(spec: TaskSpec, splits: Mapping[str, Any]) -> Parts:
     group_batches=spec.group_batches,
     dropout_bits=spec.dropout_bits,
     select_metric=spec.select_metric,
+    extendable=optimizers.extendable(spec.optimizer),
     grid=Members(spec.learning_rates, tuple(range(spec.seeds))),
     record=record(spec),
   )

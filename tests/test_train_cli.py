@@ -2,6 +2,7 @@
 
 import gzip
 import importlib.util
+import logging
 import os
 import re
 import shutil
@@ -736,3 +737,45 @@ def test_vit_cifar10_trains_from_the_command_line_on_cifar10_files(tmp_path):
   fewest, most = wrong_share_bounds(logits, splits["test"]["targets"])
   record = workdirs.read_metrics(str(workdir))[-1]
   assert fewest - 1e-12 <= record["test_error"] <= most + 1e-12
+
+
+def test_a_longer_run_of_a_schedule_over_the_run_is_refused_untouched(script, tmp_path):
+  """nesterov_cosine's rate falls to 0 at the run's last step: a 1-epoch run trained on to 2
+  epochs would have taken its first epoch on another schedule than a 2-epoch run's. Refused in
+  one line, the files untouched; Adam's constant rate continues (`test_trainer`)."""
+  write_mnist_files(str(tmp_path / "mnist"))
+  task = "--task=tiny_mnist(data_options={'validation_size': 32}, optimizer='nesterov_cosine')"
+  args = [task, f"--data_dir={tmp_path / 'mnist'}", f"--workdir={tmp_path / 'run'}"]
+  assert run_main(script, *args, "--epochs=1", "--seeds=1") is None
+  before = hash_tree(str(tmp_path / "run"))
+  exit_ = run_main(script, *args, "--epochs=2", "--seeds=1")
+  assert exit_ is not None and "\n" not in exit_.code
+  assert exit_.code == (
+    f"train.py: error: Workdir {tmp_path / 'run'} holds this run set for --epochs 1, and its "
+    "optimizer's schedule (nesterov_cosine) depends on the run's total epochs: trained for 2, its "
+    "steps would follow another schedule than the ones it took, so a run of another length is a "
+    "new run. Its files are left as they are. Pass --epochs 1 to resume or report it, or another "
+    "--workdir to train 2 epochs from the start."
+  )
+  assert hash_tree(str(tmp_path / "run")) == before
+
+
+def test_a_folder_named_for_an_epoch_is_no_finished_epoch(script, tmp_path, caplog):
+  """An empty ``checkpoints/99`` (or one holding another epoch's record) is not counted as
+  trained: the run is not refused as trained for 99 epochs (advice that, taken, trained on and
+  rotated the real checkpoints away); the resume moves the folders aside, kept, and goes on."""
+  write_mnist_files(str(tmp_path / "mnist"))
+  workdir = tmp_path / "run"
+  args = [TASK, f"--data_dir={tmp_path / 'mnist'}", f"--workdir={workdir}", "--seeds=1"]
+  assert run_main(script, *args, "--epochs=1") is None
+  os.makedirs(workdir / "checkpoints" / "99")
+  shutil.copytree(workdir / "checkpoints" / "1", workdir / "checkpoints" / "98")
+  assert workdirs.trained_epochs(str(workdir)) == 1
+  caplog.clear()
+  assert run_main(script, *args, "--epochs=2") is None
+  assert sorted(os.listdir(workdir / "checkpoints")) == ["1", "2"]
+  assert sorted(os.listdir(workdir / "damaged")) == ["checkpoint-98", "checkpoint-99"]
+  assert max(r["epoch"] for r in workdirs.read_metrics(str(workdir))) == 2
+  warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+  assert len(warnings) == 1 and "Skipping checkpoints of epoch 99, 98" in warnings[0], warnings
+  assert "it holds the checkpoint of epoch 1, not of 98" in warnings[0]

@@ -134,6 +134,7 @@ def _tiny(key: str) -> Parts:
     group_batches=settings["group_batches"],
     dropout_bits=settings["dropout_bits"],
     select_metric=settings["select_metric"],
+    extendable=True,  # Adam at a constant rate
     grid=Members(tuple(settings["learning_rates"]), tuple(range(settings["seeds"]))),
     record={
       "task": "tiny",

@@ -15,7 +15,7 @@ import sys
 
 from absl import app, flags, logging
 
-from gelujax import engine, host, tasks
+from gelujax import engine, host, optimizers, tasks
 from gelujax import workdir as workdirs
 from gelujax.cli import _flags
 from gelujax.members import Members
@@ -129,7 +129,13 @@ def main(argv: list[str]) -> None:
     )
     # Every refusal the settings alone decide comes before the data are read (or downloaded).
     engine.check_fit(
-      tasks.record(spec), workdir, members, epochs=spec.epochs, batch_size=spec.batch_size, **run
+      tasks.record(spec),
+      workdir,
+      members,
+      epochs=spec.epochs,
+      batch_size=spec.batch_size,
+      extendable=optimizers.extendable(spec.optimizer),
+      **run,
     )
     with host.repairing_compilation_cache():
       engine.fit(tasks.build(spec, spec.load_data(_DATA_DIR.value)), workdir, members, **run)

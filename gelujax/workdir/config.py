@@ -182,10 +182,16 @@ def _changed_imports(old: Any, new: list[dict[str, Any]]) -> list[str]:
 
 
 def check_run(
-  record: Mapping[str, Any], epochs: int, workdir: str, members: Members
+  record: Mapping[str, Any],
+  epochs: int,
+  workdir: str,
+  members: Members,
+  *,
+  extendable: bool = False,
 ) -> dict[str, Any] | None:
   """Checks that ``workdir`` can take the run of ``record`` (`make_config`) over ``members``
-  for ``epochs``: free, or holding this same run to resume.
+  for ``epochs``: free, or holding this same run to resume (for another number of ``epochs``
+  only where ``extendable``: no step it took depends on the total).
 
   Touches nothing. `gelujax.engine.fit` calls it once, before any work, and passes what it
   returns to `writing`, which refuses the workdir if another process changed it since.
@@ -202,6 +208,16 @@ def check_run(
     return None
   check_same_run(old, make_config(record, members), workdir)
   check_epochs(workdir, epochs)
+  if not extendable and old["spec"]["epochs"] != epochs:
+    optimizer = old["spec"].get("optimizer")
+    what = f"its optimizer's schedule ({optimizer})" if optimizer else "its optimizer's schedule"
+    raise WorkdirError(
+      f"Workdir {workdir} holds this run set for `epochs` {old['spec']['epochs']}, and "
+      f"{what} depends on the run's total epochs: trained for {epochs}, its steps would follow "
+      "another schedule than the ones it took, so a run of another length is a new run. Its "
+      f"files are left as they are. Pass `epochs` {old['spec']['epochs']} to resume or report "
+      f"it, or another `workdir` to train {epochs} epochs from the start."
+    )
   check_resumable(workdir)
   return old
 

@@ -54,9 +54,27 @@ def checkpoint_epochs(workdir: str) -> list[int]:
   return sorted(int(name) for name in os.listdir(directory) if name.isdigit())
 
 
+def holds_checkpoint(workdir: str, epoch: int) -> bool:
+  """Whether ``checkpoints/<epoch>`` holds what a finished save leaves: its record, readable and
+  naming that epoch (or, for a checkpoint written before checkpoints carried records, the state's
+  Orbax metadata). A folder that merely has an epoch's name (empty, or another epoch's record)
+  is no finished epoch: a restore moves it aside, and no refusal counts it."""
+  folder = os.path.join(workdir, CHECKPOINT_DIR, str(epoch))
+  record = os.path.join(folder, RECORD_ITEM, RECORD_FILE)
+  if not os.path.lexists(os.path.join(folder, RECORD_ITEM)):
+    return os.path.isfile(os.path.join(folder, "default", "_METADATA"))
+  try:
+    with open(record) as f:
+      found = json.load(f)
+  except (OSError, ValueError, UnicodeDecodeError):
+    return False
+  return isinstance(found, dict) and found.get("epoch", epoch) == epoch
+
+
 def trained_epochs(workdir: str) -> int:
-  """The newest epoch a finished checkpoint of ``workdir`` holds (0 without one)."""
-  return max(checkpoint_epochs(workdir), default=0)
+  """The newest epoch a finished checkpoint of ``workdir`` holds (`holds_checkpoint`; 0 without
+  one)."""
+  return max((e for e in checkpoint_epochs(workdir) if holds_checkpoint(workdir, e)), default=0)
 
 
 def has_content(workdir: str, name: str) -> bool:
