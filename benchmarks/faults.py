@@ -955,10 +955,9 @@ def compilation_cache(lab: Lab) -> list[Outcome]:
   outcomes = []
   cache = lab.root / "damaged-cache"  # JAX keys entries by the cache's path too: one of its own
   lab.train(lab.root / "damaged-cache-first", "--epochs=2", f"--compilation_cache={cache}")
-  # JAX's own cache keeps the run's small programs (the state's copy for a checkpoint, ...).
-  # Exactly two: their order follows JAX's keys, which differ from machine to machine, and two
-  # swapped are the same pair on every machine.
-  entries = sorted(cache.glob("jit__lambda-*-cache"))
+  # The programs that start the members and train them: one entry each, of other arities (so
+  # JAX refuses the swapped program's arguments itself), the same pair on every machine.
+  entries = sorted([*cache.glob("jit_init_members-*-cache"), *cache.glob("jit_train_segment-*")])
   assert len(entries) == 2, entries
   first, second = entries
   _swap(first, second)
@@ -968,7 +967,8 @@ def compilation_cache(lab: Lab) -> list[Outcome]:
   outcomes.append(
     Outcome(
       "two entries of JAX's compilation cache swapped",
-      "the files of two small programs (`jit__lambda`) in JAX's cache swapped, then a run on "
+      "the files of two programs (`jit_init_members`, `jit_train_segment`) in JAX's cache "
+      "swapped, then a run on "
       "that cache; then the same command with `--compilation_cache=none`",
       user_saw(failed) + " — then: " + user_saw(resumed),
       one_line(failed, "re-run the same command with --compilation_cache=none")
@@ -987,12 +987,12 @@ def compilation_cache(lab: Lab) -> list[Outcome]:
   outcomes.append(
     Outcome(
       "an entry of JAX's compilation cache cut short",
-      "the file of a small program (`jit__lambda`) in JAX's cache cut to 1,000 bytes (what a "
+      "the file of a program (`jit_init_members`) in JAX's cache cut to 1,000 bytes (what a "
       "kill -9 while JAX writes it leaves), then a run on that cache, then another",
       user_saw(result) + " — then: " + user_saw(again),
       result.returncode == 0
       and len(result.seen) == 1
-      and f"the compilation cache {cache} held an entry of jit__lambda that cannot be read"
+      and f"the compilation cache {cache} held an entry of jit_init_members that cannot be read"
       in result.seen[0]
       and "Error reading persistent compilation cache entry" not in result.stderr
       and same_results(workdir, lab.reference(2))

@@ -356,6 +356,16 @@ def padding_mask(owner: str, x: Array, mask: ArrayLike | None) -> Array | None:
   return nn.make_attention_mask(mask, mask)
 
 
+def attention_mask(owner: str, x: Array, mask: ArrayLike | None, causal: bool) -> Array | None:
+  """A block's attention mask: :func:`padding_mask`'s, and with ``causal`` a position attends
+  only to itself and the positions before it (``nn.make_causal_mask``), so that no later token
+  changes an earlier position's output (a decoder, as in GPT)."""
+  padding = padding_mask(owner, x, mask)
+  if not causal:
+    return padding
+  return nn.combine_masks(padding, nn.make_causal_mask(jnp.ones(x.shape[:2], jnp.bool_)))
+
+
 class FeedForward(nn.Module):
   """A transformer's feed-forward block: dense ``hidden``, the activation, dense ``out``.
 
@@ -414,11 +424,12 @@ class TransformerBlock(nn.Module):
   The norms come first (pre-LN, as in GPT-2 and ViT), so the residual stream is a sum of the
   branches and trains without warmup tricks. ``mask``, ``[batch, length]`` booleans (True: a
   real token), masks attention to and from padded positions (:func:`padding_mask`), so their
-  values never change a real position's output. Dropout (rate ``dropout``, rng stream
-  ``'dropout'``) on both branches is active only when ``deterministic=False``. With a ``dtype``
-  the input is cast to it, and the block computes and returns it (bfloat16 for mixed
-  precision); parameters stay ``param_dtype``. The parameters are those of its Flax NNX twin,
-  :class:`gelujax.nnx.TransformerBlock`.
+  values never change a real position's output; with ``causal``, each position attends only to
+  itself and those before it (a decoder block, :func:`attention_mask`). Dropout (rate
+  ``dropout``, rng stream ``'dropout'``) on both branches is active only when
+  ``deterministic=False``. With a ``dtype`` the input is cast to it, and the block computes and
+  returns it (bfloat16 for mixed precision); parameters stay ``param_dtype``. The parameters are
+  those of its Flax NNX twin, :class:`gelujax.nnx.TransformerBlock`.
 
   Attributes:
     num_heads: the attention heads; they must divide the features.
@@ -432,6 +443,7 @@ class TransformerBlock(nn.Module):
     dtype: the dtype of the computation; None (default) infers it from the input and the
       parameters, as Flax's modules do.
     param_dtype: the dtype of the parameters (default float32).
+    causal: whether a position attends only to itself and the positions before it.
   """
 
   num_heads: int
@@ -440,21 +452,20 @@ class TransformerBlock(nn.Module):
   dropout: float = 0.0
   dtype: Any = None
   param_dtype: Any = jnp.float32
+  causal: bool = False
 
   @nn.compact
   def __call__(
     self, x: ArrayLike, mask: ArrayLike | None = None, *, deterministic: bool = True
   ) -> Array:
     x = jnp.asarray(x, self.dtype)
-    attention_mask = padding_mask("TransformerBlock", x, mask)
+    mask_ = attention_mask("TransformerBlock", x, mask, self.causal)
     transformer_problems(
       "TransformerBlock", x.shape[-1], self.num_heads, self.hidden_features, self.dropout
     )
     typed = {"dtype": self.dtype, "param_dtype": self.param_dtype}
     y = nn.LayerNorm(**typed, name="attention_norm")(x)
-    y = nn.MultiHeadDotProductAttention(self.num_heads, **typed, name="attention")(
-      y, mask=attention_mask
-    )
+    y = nn.MultiHeadDotProductAttention(self.num_heads, **typed, name="attention")(y, mask=mask_)
     x = x + nn.Dropout(self.dropout)(y, deterministic=deterministic)
     y = nn.LayerNorm(**typed, name="mlp_norm")(x)
     y = FeedForward(self.hidden_features, self.activation, **typed, name="mlp")(
@@ -482,6 +493,7 @@ class Encoder(nn.Module):
     dropout: the drop rate of every residual branch, in [0, 1).
     dtype: the dtype of the computation; None (default) infers it.
     param_dtype: the dtype of the parameters (default float32).
+    causal: whether each block is a decoder's (:class:`TransformerBlock`).
   """
 
   num_layers: int
@@ -491,6 +503,7 @@ class Encoder(nn.Module):
   dropout: float = 0.0
   dtype: Any = None
   param_dtype: Any = jnp.float32
+  causal: bool = False
 
   @nn.compact
   def __call__(
@@ -505,7 +518,7 @@ class Encoder(nn.Module):
     for i in range(self.num_layers):
       block = TransformerBlock(
         self.num_heads, self.hidden_features, self.activation, self.dropout, **typed,
-        name=f"block_{i}",
+        causal=self.causal, name=f"block_{i}",
       )  # fmt: skip
       x = block(x, mask, deterministic=deterministic)
     return nn.LayerNorm(**typed, name="final_norm")(x)

@@ -620,6 +620,72 @@ class TransformerTagger(nn.Module):
     return nn.Dense(self.num_classes, dtype=self.dtype, name="head")(x)
 
 
+class CharGPT(nn.Module):
+  """A character-level GPT: a decoder-only transformer that predicts each next character.
+
+  Its inputs are windows of character ids ``[B, L]`` (any integer type). A character's vector
+  is its row of the table ``embed`` (``vocab_size`` x ``width``, N(0, 0.02) as in GPT-2) plus a
+  learned position embedding (``position``, one per position of the ``L``, N(0, 0.02)); then
+  :class:`gelujax.linen.Encoder` with ``causal=True`` (``depth`` pre-LayerNorm blocks, each
+  position attending only to itself and the positions before it, and the final LayerNorm);
+  then the logits of the next character, ``[B, L, vocab_size]``, from the same table: the
+  output head is **tied** to the embedding (``embed.attend``), as in GPT-2 and nanoGPT. The
+  feed-forward takes any activation, or a gated linear unit at the plain block's parameter
+  count. *(choice)* gelujax's blocks keep Flax's biases and initializers in the attention and
+  feed-forward layers, where nanoGPT drops the biases and scales its residual projections'
+  initial weights by ``1/sqrt(2 depth)``.
+
+  Attributes:
+    vocab_size: the characters (rows of the table); 0 until set from the data
+      (``gelujax.tasks.build``).
+    width: features of a position.
+    depth: decoder blocks.
+    num_heads: attention heads (dividing ``width``).
+    hidden_features: the plain feed-forward's hidden width (``4 * width`` in GPT).
+    activation: the feed-forward's activation or gated linear unit.
+    dropout: drop rate on both residual branches of every block and on the embedding.
+    dtype: the type the blocks compute in (parameters stay float32; the logits are computed
+      in float32).
+  """
+
+  vocab_size: int = 0
+  width: int = 128
+  depth: int = 4
+  num_heads: int = 4
+  hidden_features: int = 512
+  activation: Callable[..., Any] = gelu_tanh
+  dropout: float = 0.0
+  dtype: Any = jnp.float32
+  takes_gated_units: ClassVar[bool] = True
+
+  @nn.compact
+  def __call__(self, ids: jax.Array, train: bool) -> jax.Array:
+    if not jnp.issubdtype(ids.dtype, jnp.integer) or ids.ndim != 2:
+      raise ValueError(
+        f"CharGPT takes integer character ids [windows, characters], got {ids.dtype} inputs "
+        f"of shape {list(ids.shape)}."
+      )
+    embed = nn.Embed(
+      self.vocab_size, self.width, embedding_init=nn.initializers.normal(0.02), name="embed"
+    )
+    position = self.param(
+      "position", nn.initializers.normal(0.02), (1, ids.shape[1], self.width), jnp.float32
+    )
+    x = embed(ids.astype(jnp.int32)) + position
+    x = nn.Dropout(self.dropout)(x, deterministic=not train)
+    x = Encoder(
+      num_layers=self.depth,
+      num_heads=self.num_heads,
+      hidden_features=self.hidden_features,
+      activation=self.activation,
+      dropout=self.dropout,
+      dtype=self.dtype,
+      causal=True,
+      name="decoder",
+    )(x.astype(self.dtype), deterministic=not train)
+    return embed.attend(x.astype(jnp.float32))
+
+
 MODELS.register("mlp_mnist", functools.partial(MLP, features=(128,) * 8, num_outputs=10))
 MODELS.register(
   "mlp_mnist_gated", functools.partial(MLP, features=(128,) * 8, num_outputs=10, gated=True)
@@ -675,3 +741,17 @@ MODELS.register(
   functools.partial(ViT, num_classes=10, patch_size=7, width=16, depth=1, num_heads=2,
                     hidden_features=32),
 )  # fmt: skip
+# nanoGPT's shakespeare_char configurations: its CPU one (block 64 from the data) and its GPU
+# one (block 256 from the data; its dropout 0.2 is the task's), and a tiny one for tests.
+MODELS.register(
+  "char_gpt_cpu",
+  functools.partial(CharGPT, width=128, depth=4, num_heads=4, hidden_features=512),
+)
+MODELS.register(
+  "char_gpt_gpu",
+  functools.partial(CharGPT, width=384, depth=6, num_heads=6, hidden_features=1536),
+)
+MODELS.register(
+  "char_gpt_tiny",
+  functools.partial(CharGPT, width=16, depth=1, num_heads=2, hidden_features=64),
+)

@@ -44,6 +44,7 @@ from jax.typing import ArrayLike, DTypeLike
 
 from gelujax.activations import gated, gaussian_gelu
 from gelujax.linen import (
+  attention_mask,
   gated_hidden_features,
   keeps_width,
   padding_mask,
@@ -405,6 +406,7 @@ class TransformerBlock(nnx.Module):
     dtype: the dtype of the computation; None (default) infers it, as Flax's modules do.
     param_dtype: the dtype of the parameters (default float32).
     deterministic: whether dropout (and ``soi_map``) is off, as for ``nnx.Dropout``.
+    causal: whether a position attends only to itself and those before it (a decoder).
     rngs: the random streams: the parameters' initial values and the dropout masks.
 
   Examples:
@@ -427,10 +429,11 @@ class TransformerBlock(nnx.Module):
     dtype: DTypeLike | None = None,
     param_dtype: DTypeLike = jnp.float32,
     deterministic: bool | None = False,
+    causal: bool = False,
     rngs: nnx.Rngs,
   ):
     transformer_problems("TransformerBlock", in_features, num_heads, hidden_features, dropout)
-    self.in_features, self.dtype = in_features, dtype
+    self.in_features, self.dtype, self.causal = in_features, dtype, causal
     typed = {"dtype": dtype, "param_dtype": param_dtype, "rngs": rngs}
     self.attention_norm = nnx.LayerNorm(in_features, **typed)
     self.attention = nnx.MultiHeadAttention(
@@ -452,8 +455,8 @@ class TransformerBlock(nnx.Module):
     rngs: nnx.Rngs | nnx.RngStream | Array | None = None,
   ) -> Array:
     x = _features(self, "TransformerBlock", x)
-    attention_mask = padding_mask("TransformerBlock", x, mask)
-    y = self.attention(self.attention_norm(x), mask=attention_mask, deterministic=True)
+    mask_ = attention_mask("TransformerBlock", x, mask, self.causal)
+    y = self.attention(self.attention_norm(x), mask=mask_, deterministic=True)
     x = x + self.attention_dropout(y, deterministic=deterministic, rngs=rngs)
     y = self.mlp(self.mlp_norm(x), deterministic=deterministic, rngs=rngs)
     return x + self.mlp_dropout(y, deterministic=deterministic, rngs=rngs)
@@ -478,6 +481,7 @@ class Encoder(nnx.Module):
     dtype: the dtype of the computation; None (default) infers it.
     param_dtype: the dtype of the parameters (default float32).
     deterministic: whether dropout (and ``soi_map``) is off, as for ``nnx.Dropout``.
+    causal: whether a position attends only to itself and those before it (a decoder).
     rngs: the random streams: the parameters' initial values and the dropout masks.
   """
 
@@ -493,6 +497,7 @@ class Encoder(nnx.Module):
     dtype: DTypeLike | None = None,
     param_dtype: DTypeLike = jnp.float32,
     deterministic: bool | None = False,
+    causal: bool = False,
     rngs: nnx.Rngs,
   ):
     positive_int_problem("Encoder", "num_layers", num_layers)
@@ -501,7 +506,8 @@ class Encoder(nnx.Module):
     for i in range(num_layers):
       block = TransformerBlock(
         in_features, num_heads, hidden_features, activation=activation, dropout=dropout,
-        dtype=dtype, param_dtype=param_dtype, deterministic=deterministic, rngs=rngs,
+        dtype=dtype, param_dtype=param_dtype, deterministic=deterministic, causal=causal,
+        rngs=rngs,
       )  # fmt: skip
       setattr(self, f"block_{i}", block)
     self.final_norm = nnx.LayerNorm(in_features, dtype=dtype, param_dtype=param_dtype, rngs=rngs)

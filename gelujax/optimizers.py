@@ -93,3 +93,38 @@ def _nesterov_cosine(
     return learning_rate * 0.5 * (1.0 + jnp.cos(jnp.pi * jnp.minimum(count, total) / total))
 
   return optax.sgd(rate, momentum=0.9, nesterov=True)
+
+
+# nanoGPT's schedule: linear warmup over these steps, then a cosine to a tenth of the peak rate.
+WARMUP_STEPS = 100
+FINAL_RATE_FRACTION = 0.1
+
+
+@OPTIMIZERS.register("adamw_cosine")
+def _adamw_cosine(
+  learning_rate, *, epochs: int, steps_per_epoch: int
+) -> optax.GradientTransformation:
+  """nanoGPT's AdamW (``shakespeare_char``): β1 0.9, β2 0.99, ε 1e-8, weight decay 0.1 on the
+  matrices and embeddings (parameters of two or more axes; not on biases and norms), the global
+  gradient norm clipped to 1, and a rate warmed up linearly over `WARMUP_STEPS` steps from 0,
+  then decayed by a cosine over the rest of the run (T = epochs · steps_per_epoch) to
+  `FINAL_RATE_FRACTION` of the peak.
+  """
+  total = epochs * steps_per_epoch
+  warmup = min(WARMUP_STEPS, max(total - 1, 1))
+
+  def rate(count: jax.Array) -> jax.Array:
+    step = count.astype(jnp.float32)
+    warm = (step + 1) / warmup
+    progress = jnp.clip((step - warmup) / max(total - warmup, 1), 0.0, 1.0)
+    cosine = 0.5 * (1.0 + jnp.cos(jnp.pi * progress))
+    decayed = FINAL_RATE_FRACTION + (1 - FINAL_RATE_FRACTION) * cosine
+    return learning_rate * jnp.where(step < warmup, warm, decayed)
+
+  def matrices(params):
+    return jax.tree.map(lambda p: p.ndim >= 2, params)
+
+  return optax.chain(
+    optax.clip_by_global_norm(1.0),
+    optax.adamw(rate, b1=0.9, b2=0.99, eps=1e-8, weight_decay=0.1, mask=matrices),
+  )

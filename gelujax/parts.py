@@ -38,6 +38,8 @@ class Parts:
     evals_per_epoch: evaluations per epoch.
     group_batches: batches are ``batch_size`` whole groups of ``splits["train"]["groups"]``.
     dropout_bits: ``"hash"`` or ``"threefry"`` (`gelujax.prng`).
+    steps_per_epoch: the steps of an epoch, drawn from a fresh permutation of the training
+      items (at most every whole batch of them); None: every whole batch.
     select_metric: the metric whose lowest value picks a member's best evaluation.
     extendable: whether a run may be trained for another number of ``epochs`` from its
       checkpoint: true only where no step it took depends on the total (an optimizer whose
@@ -63,6 +65,7 @@ class Parts:
   evals_per_epoch: int = 1
   group_batches: bool = False
   dropout_bits: str = "hash"
+  steps_per_epoch: int | None = None
   select_metric: str = "validation_loss"
   extendable: bool = False
   grid: Members

@@ -55,6 +55,9 @@ _USER_SPEC = re.compile(r"\s*([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\s*:(.*)", re.DOTA
 _PROBE = (np.arange(-5, 7, dtype=np.float32) * np.float32(0.8)).reshape(3, 4)
 # Functions registered by scripts (`register_activation`): their source is recorded in runs.
 _REGISTERED: dict[str, Callable[..., Array]] = {}
+# A user's module -> the sha256 of its source read as it was imported (`user_activation`): what
+# trained, not what the file holds when the run's record is written.
+_IMPORTED_SHA256: dict[str, str | None] = {}
 # A user's module -> the modules that first came into `sys.modules` while `user_activation`
 # imported it and called its function.
 _IMPORTED_WITH: dict[str, set[str]] = {}
@@ -124,6 +127,7 @@ def user_activation(spec: str) -> Callable[..., Array]:
   before = set(sys.modules)
   try:
     module = importlib.import_module(module_name)
+    _IMPORTED_SHA256.setdefault(module_name, _sha256(module))
   except Exception as e:  # The user's module: whatever its import raises is the reason.
     problem = (
       f"{what}: module {module_name!r} does not import ({type(e).__name__}: {e}); it must be "
@@ -210,9 +214,79 @@ def activation_source(spec: str) -> dict[str, Any] | None:
     "module": module_name,
     "function": function,
     "file": getattr(module, "__file__", None),
-    "sha256": _sha256(module),
+    "sha256": _IMPORTED_SHA256.get(module_name) or _sha256(module),
     "imports": [module_record(m) for m in user_imports(module_name)],
   }
+
+
+# Where `activation_fingerprint` reads an activation: the GELUs' range and both tails.
+_FINGERPRINT_POINTS = (
+  -30.0, -8.0, -4.0, -3.0, -2.0, -1.5, -1.0, -0.5, -0.25, -0.1, 0.0,
+  0.1, 0.25, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 8.0, 30.0,
+)  # fmt: skip
+# How far a value may move (in units of its dtype's epsilon, relative) and still be the same
+# function: another CPU's or XLA version's rounding of the same code, never an edit.
+FINGERPRINT_ULPS = 4
+
+
+@functools.cache
+def activation_fingerprint(spec: str, dtype: str) -> dict[str, Any] | None:
+  """What the activation ``spec`` computes, for a run's record: its values and derivatives at
+  fixed points (``-30`` to ``30``), computed in ``dtype`` (the run's compute dtype), with whether
+  JAX computes in 64 bits. Whatever makes a function compute otherwise (its file edited, a stale
+  ``.pyc``, an environment variable or a file it reads, a changed argument) changes these
+  numbers, so a resume compares them (`same_function`) rather than trust a file's hash. A gated
+  unit is read with its value and gate both ``x``; None for an activation with parameters (a
+  module: its parameters are in the checkpoint, its code gelujax's).
+
+  Raises:
+    ValueError: the function fails on the points (naming it), as `check_elementwise` would.
+  """
+  unit = gated_unit(spec)
+  if unit is not None:
+
+    def fn(x):
+      return unit(jnp.stack([x, x], axis=-1))[..., 0]
+
+  else:
+    fn = resolve_activation(spec)[2]
+    made = fn.func if isinstance(fn, functools.partial) else fn
+    if isinstance(made, type):
+      return None
+  x = jnp.asarray(_FINGERPRINT_POINTS, dtype)
+  try:  # One program, not one per operation of the function.
+    values, slopes = jax.jit(lambda x: jax.jvp(fn, (x,), (jnp.ones_like(x),)))(x)
+  except Exception as e:  # The user's code: whatever it raises is the reason.
+    raise ValueError(
+      f"activation {spec!r} raised {type(e).__name__} when differentiated in {dtype}: {e}"
+    ) from None
+  return {
+    "dtype": dtype,
+    "x64": bool(jax.config.read("jax_enable_x64")),
+    "points": list(_FINGERPRINT_POINTS),
+    "values": [float(v) for v in np.asarray(values, np.float64)],
+    "derivatives": [float(v) for v in np.asarray(slopes, np.float64)],
+  }
+
+
+def same_function(old: dict[str, Any], new: dict[str, Any]) -> str | None:
+  """Why two `activation_fingerprint` records are not one function (None when they are): the
+  first point where a value or a derivative differs by more than `FINGERPRINT_ULPS` of its
+  dtype's epsilon, or another dtype, 64-bit setting or set of points."""
+  for key in ("dtype", "x64", "points"):
+    if old.get(key) != new.get(key):
+      return f"its {key} {old.get(key)!r} (now {new.get(key)!r})"
+  eps = float(jnp.finfo(jnp.dtype(new["dtype"])).eps)
+  for key in ("values", "derivatives"):
+    a, b = (np.asarray(r[key], np.float64) for r in (old, new))
+    scale = np.maximum(np.maximum(np.abs(a), np.abs(b)), 1.0)
+    far = ~((np.abs(a - b) <= FINGERPRINT_ULPS * eps * scale) | (np.isnan(a) & np.isnan(b)))
+    if a.shape != b.shape or far.any():
+      i = int(np.flatnonzero(far)[0]) if a.shape == b.shape else 0
+      point = old["points"][i]
+      word = "value" if key == "values" else "derivative"
+      return f"its {word} at {point:g}: {a[i]:.9g} (now {b[i]:.9g})"
+  return None
 
 
 def module_record(name: str) -> dict[str, Any] | None:

@@ -19,6 +19,8 @@ a spec with fields overridden.
   Fashion-MNIST, the GELU family in a transformer's feed-forward.
 - ``transformer_twitter_pos``: not in the paper; a tagger that reads the whole tweet (2 pre-LN
   blocks of width 64 over each token's spelling features), a tag per token, on Twitter POS.
+- ``char_lm``: not in the paper; a character-level GPT on Tiny Shakespeare at nanoGPT's CPU
+  configuration (4 causal pre-LN blocks of width 128, windows of 64 characters), 2000 steps.
 - ``tiny_mnist``: a 2x16 MLP for 2 epochs, for fast trainer tests.
 - ``tiny_cifar``: a depth-10 width-1 WRN with crops, noise and L2, for fast trainer tests with BN.
 
@@ -51,7 +53,12 @@ from gelujax.parts import Parts
 from gelujax.preprocessing import PREPROCESSING
 from gelujax.prng import DROPOUT_BITS
 from gelujax.registry import Registry, close_names, did_you_mean, parse_name, sentences
-from gelujax.specs import activation_names, activation_source, gated_unit
+from gelujax.specs import (
+  activation_fingerprint,
+  activation_names,
+  activation_source,
+  gated_unit,
+)
 
 TASKS: Registry = Registry("task")
 
@@ -95,7 +102,12 @@ class TaskSpec:
       loss and error), ``"token_classification"`` (the same per token of each example, padding
       left out; means per token) or ``"reconstruction"`` (per-example mean squared error,
       targets are the inputs); see `gelujax.objectives`.
-    optimizer: an ``OPTIMIZERS`` name: ``"adam"``, ``"adam_anneal"`` or ``"nesterov_cosine"``.
+    optimizer: an ``OPTIMIZERS`` name: ``"adam"``, ``"adam_anneal"``, ``"nesterov_cosine"`` or
+      ``"adamw_cosine"`` (nanoGPT's).
+    steps_per_epoch: the steps of an epoch, each epoch a fresh permutation of the training
+      items of which it takes ``steps_per_epoch * batch_size`` (without replacement within the
+      epoch); None (default): every whole batch of the items. For a split of many overlapping
+      windows (a language model's), where a pass over all of them is longer than a run.
     weight_decay: coefficient of the L2 penalty ``weight_decay * Σθ²`` over the conv/dense
       kernels and batch-norm scales, added to the training loss.
     preprocessing: host-side ``PREPROCESSING`` steps, in order.
@@ -123,6 +135,7 @@ class TaskSpec:
   select_metric: str = "validation_loss"
   objective: str = "classification"
   optimizer: str = "adam"
+  steps_per_epoch: int | None = None
   weight_decay: float = 0.0
   preprocessing: tuple[str, ...] = ()
   input_noise: float = 0.0
@@ -405,6 +418,10 @@ _CHECKS: dict[str, tuple[Callable[[TaskSpec, Any], bool], Callable[[TaskSpec], s
     ),
   ),
   "evals_per_epoch": (lambda s, v: _is_int(v, 1), lambda s: "an integer >= 1"),
+  "steps_per_epoch": (
+    lambda s, v: v is None or _is_int(v, 1),
+    lambda s: "None (every whole batch of the training items) or an integer >= 1",
+  ),
   "group_batches": (lambda s, v: isinstance(v, bool), lambda s: "True or False"),
   "objective": (
     lambda s, v: isinstance(v, str) and v in OBJECTIVES.names(),
@@ -827,6 +844,7 @@ def build(spec: TaskSpec, splits: Mapping[str, Any]) -> Parts:
     evals_per_epoch=spec.evals_per_epoch,
     group_batches=spec.group_batches,
     dropout_bits=spec.dropout_bits,
+    steps_per_epoch=spec.steps_per_epoch,
     select_metric=spec.select_metric,
     extendable=optimizers.extendable(spec.optimizer),
     grid=Members(spec.learning_rates, tuple(range(spec.seeds))),
@@ -837,7 +855,9 @@ def build(spec: TaskSpec, splits: Mapping[str, Any]) -> Parts:
 def record(spec: TaskSpec) -> dict[str, Any]:
   """The run of ``spec`` as config.json records it (`gelujax.parts.Parts.record`): ``task``,
   ``dataset``, ``activation``, ``spec`` as given (the data's own facts, such as a vocabulary
-  size, are not settings), and where a user's activation comes from (``activation_source``,
+  size, are not settings), what the activation computes (``activation_fingerprint``,
+  `gelujax.specs.activation_fingerprint`: a resume that would train another function is
+  refused), and where a user's activation comes from (``activation_source``,
   `gelujax.specs.activation_source`; None for gelujax's own)."""
   return {
     "task": spec.name,
@@ -845,6 +865,7 @@ def record(spec: TaskSpec) -> dict[str, Any]:
     "activation": spec.activation,
     "spec": json.loads(json.dumps(dataclasses.asdict(spec))),
     "activation_source": activation_source(spec.activation),
+    "activation_fingerprint": activation_fingerprint(spec.activation, spec.dtype),
   }
 
 
@@ -884,3 +905,42 @@ def from_config(config: Mapping[str, Any]) -> TaskSpec:
 def task_names() -> list[str]:
   """The registered task names, sorted."""
   return TASKS.names()
+
+
+@_register
+def char_lm_task() -> TaskSpec:
+  """Not in the paper: a character-level language model, where the GELU family's claims were
+  made (GPT-2's tanh form, Gemma's GEGLU, LLaMA's SwiGLU): :class:`gelujax.models.CharGPT` on
+  Tiny Shakespeare (`gelujax.data.shakespeare`: 65 characters; the first 90% of the text to
+  train on, then 5% to validate and 5% to test), at nanoGPT's ``shakespeare_char`` CPU
+  configuration: windows of 64 characters, batches of 12, 4 decoder blocks of 4 heads at width
+  128 (feed-forward 512), dropout 0, AdamW (β2 0.99, weight decay 0.1, clipping at 1) at a peak
+  rate of 1e-3 warmed up over 100 steps and decayed by a cosine to 1e-4 at the last step, 2000
+  steps. The loss is the mean cross-entropy of the next character in nats (bits per character
+  = nats / ln 2), over every character of a batch's windows; evaluation covers every character
+  of the validation and test texts (``token_classification``: ``error`` is the share of
+  characters whose most likely prediction is wrong).
+
+  *(choice)* An epoch is 500 steps of windows drawn from a fresh permutation of all the training
+  text's windows (every start position), without replacement within it (nanoGPT draws windows
+  with replacement), so the 2000 steps are 4 epochs, evaluated twice an epoch (every 250 steps,
+  nanoGPT's interval) on the whole validation text (nanoGPT estimates it from 20 random batches);
+  the best evaluation selects by validation loss. *(choice)* The exact GELU, as nanoGPT's
+  ``nn.GELU()``. *(choice)* One seed; a study sets its own.
+  """
+  return TaskSpec(
+    name="char_lm",
+    dataset="tiny_shakespeare",
+    datasets=("tiny_shakespeare",),
+    model="char_gpt_cpu",
+    data_options={"block_size": 64},
+    activation="gelu",
+    learning_rates=(1e-3,),
+    seeds=1,
+    batch_size=12,
+    epochs=4,
+    steps_per_epoch=500,
+    evals_per_epoch=2,
+    objective="token_classification",
+    optimizer="adamw_cosine",
+  )

@@ -64,7 +64,7 @@ def no_debian(monkeypatch, tmp_path):
 
 def test_dataset_names():
   assert data.dataset_names() == sorted(
-    ["mnist", "fashion_mnist", "cifar10", "cifar100", "twitter_pos", "timit"]
+    ["mnist", "fashion_mnist", "cifar10", "cifar100", "twitter_pos", "timit", "tiny_shakespeare"]
   )
 
 
@@ -152,7 +152,7 @@ def test_list_shows_where_load_reads_each_data_set(tmp_path, no_tfds, monkeypatc
   monkeypatch.setattr(mnist, "DEBIAN_FASHION_MNIST", tmp_path / "debian")
   cache = tmp_path / "cache"
   assert data_main(["list", "--data_dir", str(cache)]) == 0
-  listing = {line[:14].strip(): line[14:] for line in capsys.readouterr().out.splitlines()[1:]}
+  listing = {line[:18].strip(): line[18:] for line in capsys.readouterr().out.splitlines()[1:]}
   assert sorted(listing) == data.dataset_names()
   assert listing["fashion_mnist"].startswith(f"found     IDX files in {tmp_path / 'debian'}; ")
   assert listing["mnist"] == (

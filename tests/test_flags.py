@@ -146,13 +146,13 @@ def test_make_spec_names_an_unknown_task(task):
     (
       "mnsit",
       {},
-      "--task 'mnsit' is unknown. Did you mean mnist? Known tasks: cifar10, cifar100, mnist, ",
+      "--task 'mnsit' is unknown. Did you mean mnist? Known tasks: char_lm, cifar10, cifar100, ",
     ),
     (
       "mnist(optimizer='adm')",
       {},
       "--task \"mnist(optimizer='adm')\" sets field 'optimizer' to 'adm': expected adam, "
-      "adam_anneal, nesterov_cosine. Did you mean adam?",
+      "adam_anneal, adamw_cosine, nesterov_cosine. Did you mean adam?",
     ),
     (
       "mnist(optimiser='adam')",

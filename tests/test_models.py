@@ -657,8 +657,9 @@ def test_a_gated_unit_builds_the_vits_gated_feed_forward_and_is_refused_by_an_ml
   with pytest.raises(ValueError, match="is a gated linear unit") as error:
     tasks.get("mnist(activation='geglu')")
   takes = (
-    "(models transformer_tagger_tiny, transformer_twitter_pos, vit_cifar10, vit_fashion_mnist, "
-    "vit_tiny; tasks transformer_twitter_pos, vit_cifar10, vit_fashion_mnist)"
+    "(models char_gpt_cpu, char_gpt_gpu, char_gpt_tiny, transformer_tagger_tiny, "
+    "transformer_twitter_pos, vit_cifar10, vit_fashion_mnist, vit_tiny; tasks char_lm, "
+    "transformer_twitter_pos, vit_cifar10, vit_fashion_mnist)"
   )
   assert takes in str(error.value)
 

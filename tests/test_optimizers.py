@@ -15,7 +15,7 @@ def get(name, **overrides):
 
 
 def test_optimizer_names():
-  assert optimizers.OPTIMIZERS.names() == ["adam", "adam_anneal", "nesterov_cosine"]
+  assert optimizers.OPTIMIZERS.names() == ["adam", "adam_anneal", "adamw_cosine", "nesterov_cosine"]
 
 
 def set_counts(state, count):

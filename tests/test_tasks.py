@@ -169,7 +169,7 @@ def test_build_model_uses_activation_dropout_and_options():
     ("model", "resnet", "mlp_mnist"),
     ("activation", "swish", "gelu_tanh"),
     ("objective", "regression", "classification, reconstruction"),
-    ("optimizer", "rmsprop", "adam, adam_anneal, nesterov_cosine"),
+    ("optimizer", "rmsprop", "adam, adam_anneal, adamw_cosine, nesterov_cosine"),
     ("select_metric", "validation_accuracy", "validation, test"),
     ("weight_decay", -1e-4, ">= 0"),
     ("input_noise", -0.1, ">= 0"),

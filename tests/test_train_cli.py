@@ -1,6 +1,7 @@
 """Tests for experiments/train.py: flags, clear one-line errors, whole runs of tiny_mnist."""
 
 import gzip
+import hashlib
 import importlib.util
 import logging
 import os
@@ -779,3 +780,29 @@ def test_a_folder_named_for_an_epoch_is_no_finished_epoch(script, tmp_path, capl
   warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
   assert len(warnings) == 1 and "Skipping checkpoints of epoch 99, 98" in warnings[0], warnings
   assert "it holds the checkpoint of epoch 1, not of 98" in warnings[0]
+
+
+def test_a_resume_on_other_data_is_refused_untouched(script, tmp_path):
+  """The same run resumed with a `--data_dir` whose test file differs (65 test images, not 64):
+  refused in one line naming the file and both sha256, the run's files untouched; config.json
+  keeps the data its epochs were trained on."""
+  write_mnist_files(str(tmp_path / "mnist"))
+  write_mnist_files(str(tmp_path / "other"), num_test=65)
+  workdir = tmp_path / "run"
+  args = [TASK, f"--workdir={workdir}", "--seeds=1"]
+  assert run_main(script, *args, f"--data_dir={tmp_path / 'mnist'}", "--epochs=1") is None
+  before = hash_tree(str(workdir))
+  digest = {
+    name: hashlib.sha256(
+      (tmp_path / folder / "t10k-images-idx3-ubyte.gz").read_bytes()
+    ).hexdigest()[:12]
+    for name, folder in (("old", "mnist"), ("new", "other"))
+  }
+  exit_ = run_main(script, *args, f"--data_dir={tmp_path / 'other'}", "--epochs=2")
+  assert exit_ is not None and "\n" not in exit_.code
+  assert exit_.code.startswith(
+    f"train.py: error: Workdir {workdir} holds a run trained on other data: its file "
+    f"t10k-images-idx3-ubyte.gz had sha256 {digest['old']} ("
+  )
+  assert f"and the data read now have {digest['new']} (" in exit_.code
+  assert hash_tree(str(workdir)) == before

@@ -344,3 +344,49 @@ def test_register_activation_for_scripts():
     "diverges."
   )
   assert "reciprocal_for_a_test" not in gelujax.activation_names()
+
+
+ENV_ACTS = """
+import os
+
+import jax
+
+
+def swish(x):  # beta read from the environment when the activation is traced
+  return x * jax.nn.sigmoid(float(os.environ.get("SWISH_BETA", "1.0")) * x)
+"""
+
+
+def test_a_resume_that_would_train_another_function_is_refused_whatever_changed_it(lab, tmp_path):
+  """The module reads its beta from an environment variable: its file, and so its sha256, never
+  change, but what it computes does. config.json records the function's values and derivatives
+  at fixed points (SciPy's reference below), and a resume that computes others is refused in one
+  line naming the first point that moved, the run untouched; with the same beta it resumes."""
+  from scipy import special
+
+  (tmp_path / "envacts.py").write_text(ENV_ACTS)
+  workdir, flags = tmp_path / "run", ("--activation=envacts:swish",)
+  first = train(lab, workdir, "--epochs=1", *flags, cwd=tmp_path, path=[tmp_path])
+  assert first.returncode == 0, first.stderr
+  recorded = json.loads((workdir / "config.json").read_text())["activation_fingerprint"]
+  x = np.asarray(recorded["points"], np.float64)
+  np.testing.assert_allclose(recorded["values"], x * special.expit(x), rtol=2e-6, atol=1e-30)
+  slope = special.expit(x) * (1 + x * (1 - special.expit(x)))
+  np.testing.assert_allclose(recorded["derivatives"], slope, rtol=2e-6, atol=1e-30)
+  metrics = (workdir / "metrics.jsonl").read_bytes()
+  env = {"SWISH_BETA": "1.5"}
+  before = dict(os.environ)
+  os.environ.update(env)
+  try:
+    refused = train(lab, workdir, "--epochs=2", *flags, cwd=tmp_path, path=[tmp_path])
+  finally:
+    os.environ.clear()
+    os.environ.update(before)
+  assert refused.returncode == 1
+  line = refused.stderr.strip().splitlines()[-1]
+  assert line.startswith(f"train.py: error: Workdir {workdir} holds another run ")
+  assert "what the activation envacts:swish computes: its value at -8: -0.00268" in line
+  assert "a resume would train another function than the run's first epochs did" in line
+  assert (workdir / "metrics.jsonl").read_bytes() == metrics
+  resumed = train(lab, workdir, "--epochs=2", *flags, cwd=tmp_path, path=[tmp_path])
+  assert resumed.returncode == 0, resumed.stderr

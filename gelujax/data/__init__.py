@@ -26,7 +26,8 @@ re-wrote is put back).
 
 Each format's reader is a module of its own, which documents its files and layout:
 :mod:`gelujax.data.mnist` (IDX files: ``mnist``, ``fashion_mnist``), :mod:`gelujax.data.cifar`
-(the python pickle batches), :mod:`gelujax.data.twitter` (ARK TweetNLP files: ``twitter_pos``)
+(the python pickle batches), :mod:`gelujax.data.twitter` (ARK TweetNLP files: ``twitter_pos``),
+:mod:`gelujax.data.shakespeare` (one text file: ``tiny_shakespeare``, character by character)
 and :mod:`gelujax.data.timit` (``.npz`` files, and the converter from the authors' h5 files).
 The search above, and what else the readers share, is :mod:`gelujax.data.sources`.
 
@@ -48,7 +49,7 @@ from pathlib import Path
 from typing import Any
 
 # The readers enter their loaders in DATASETS as they are imported.
-from gelujax.data import cifar, mnist, timit, twitter  # noqa: F401
+from gelujax.data import cifar, mnist, shakespeare, timit, twitter  # noqa: F401
 from gelujax.data.sources import DATASETS, NoSource, Splits, searching
 from gelujax.data.timit import convert_timit_h5  # noqa: F401  (gelujax.data.convert_timit_h5)
 
@@ -120,11 +121,11 @@ def describe_sources(cache: str | Path | None = None) -> list[str]:
       record = load(name, network=False, cache=cache).info["record"]
     except NoSource as e:
       looked = "; ".join(f"{where} ({why})" for where, why in e.reasons)
-      lines.append(f"{name:<14}missing   looked in: {looked}")
+      lines.append(f"{name:<18}missing   looked in: {looked}")
     except ValueError as e:
-      lines.append(f"{name:<14}unusable  {' '.join(str(e).split())}")
+      lines.append(f"{name:<18}unusable  {' '.join(str(e).split())}")
     else:
-      lines.append(f"{name:<14}found     {record['source']}; {record['verified']}")
+      lines.append(f"{name:<18}found     {record['source']}; {record['verified']}")
   return lines
 
 

@@ -148,6 +148,19 @@ PUBLISHED: dict[str, Published] = {
     ),
     locations=(_ARK,),
   ),
+  "tiny_shakespeare": Published(
+    files=(
+      PublishedFile(
+        "input.txt", "86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed", 1115394
+      ),
+    ),
+    # karpathy/char-rnn at the commit the checksum was read from, then its master branch.
+    locations=(
+      "https://raw.githubusercontent.com/karpathy/char-rnn/"
+      "6f9487a6fe5b420b7ca9afb0d7c078e37c1d1b4e/data/tinyshakespeare/",
+      "https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/",
+    ),
+  ),
 }
 
 

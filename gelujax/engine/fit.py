@@ -188,9 +188,11 @@ def fit(
   config = workdirs.make_config(parts.record, members)
   lead = jax.process_index() == 0
   # Where the data came from and what was verified: recorded, never part of the run's identity
-  # (`workdir.identity` and `check_run` read the record and the members only).
+  # (`workdir.identity` and `check_run` read the record and the members only); a resume on
+  # other data (another file's sha256) is refused, so every epoch of a run saw the same data.
   record = getattr(parts.splits, "info", {}).get("record")
   if record is not None:
+    workdirs.check_same_data(checked, record, workdir)
     config["data"] = record
     if progress and lead:
       print(f"gelujax: {data.describe_record(record)}", file=sys.stderr, flush=True)

@@ -493,7 +493,7 @@ def _program_key(parts: Parts, mesh, num_members, strategy, train_loss) -> tuple
   groups = train.get("groups") if parts.group_batches else None
   digest = None if groups is None else hashlib.sha256(np.ascontiguousarray(groups)).hexdigest()
   built = (id(parts.model), id(parts.optimizer), id(parts.objective))
-  batches = (parts.batch_size, parts.group_batches, parts.dropout_bits)
+  batches = (parts.batch_size, parts.group_batches, parts.dropout_bits, parts.steps_per_epoch)
   return (built, batches, mesh, shapes, digest, num_members, strategy, train_loss)
 
 
@@ -536,6 +536,13 @@ def make_program(
   if parts.group_batches:
     groups = step.find_groups(train["groups"], parts.batch_size, mesh.shape["data"])
   num_items = len(groups.starts) if groups is not None else len(train["targets"])
+  whole = max(num_items // parts.batch_size, 1)
+  if parts.steps_per_epoch is not None and parts.steps_per_epoch > whole:
+    raise ValueError(
+      f"steps_per_epoch {parts.steps_per_epoch} is more than the {whole} whole batches of "
+      f"{parts.batch_size} that the training split's {num_items} items make; an epoch draws "
+      f"its batches without replacement: give at most {whole}, or None."
+    )
   config = StepConfig(
     model=parts.model,
     optimizer=parts.optimizer,
@@ -544,7 +551,7 @@ def make_program(
     sample={k: np.zeros_like(v[:1]) for k, v in train.items() if k != "groups"},
     num_items=num_items,
     batch_size=parts.batch_size,
-    steps_per_epoch=max(num_items // parts.batch_size, 1),
+    steps_per_epoch=parts.steps_per_epoch or whole,
     groups=groups,
     dropout_bits=parts.dropout_bits,
   )

@@ -45,9 +45,12 @@ from gelujax.workdir.records import check_resumable
 RESUMABLE_FIELDS = ("epochs",)
 # config.json's record of a user's activation (`gelujax.specs.activation_source`).
 ACTIVATION_SOURCE = "activation_source"
+# config.json's record of what the activation computes (`gelujax.specs.activation_fingerprint`):
+# not part of the identity (runs written before it keep theirs), compared on every resume.
+ACTIVATION_FINGERPRINT = "activation_fingerprint"
 # Spec fields added after runs were committed: config.json leaves each out at its default, so
 # the configs (and identities) of runs written before it stay the same.
-OMITTED_AT_DEFAULT = {"dropout_bits": "hash", "dtype": "float32"}
+OMITTED_AT_DEFAULT = {"dropout_bits": "hash", "dtype": "float32", "steps_per_epoch": None}
 # config.json's record of the software that ran the run (`software_record`): not part of its
 # identity, so a run resumes under other versions.
 SOFTWARE = "software"
@@ -74,6 +77,8 @@ def make_config(record: Mapping[str, Any], members: Members) -> dict[str, Any]:
   }
   if record.get(ACTIVATION_SOURCE) is not None:  # the user's function: module, name, sha256
     config[ACTIVATION_SOURCE] = record[ACTIVATION_SOURCE]
+  if record.get(ACTIVATION_FINGERPRINT) is not None:  # its values and derivatives
+    config[ACTIVATION_FINGERPRINT] = record[ACTIVATION_FINGERPRINT]
   return json.loads(json.dumps(config))
 
 
@@ -243,6 +248,16 @@ def check_same_run(old: Mapping[str, Any], new: Mapping[str, Any], workdir: str)
     )
   elif old_source is not None:
     differences += _changed_imports(old_source.get("imports"), new_source.get("imports"))
+  old_print, new_print = (c.get(ACTIVATION_FINGERPRINT) for c in (old, new))
+  if old_print is not None and new_print is not None:
+    from gelujax.specs import same_function  # here: reading runs needs no JAX
+
+    changed = same_function(old_print, new_print)
+    if changed is not None:
+      differences.append(
+        f"what the activation {new['activation']} computes: {changed}, so a resume would "
+        "train another function than the run's first epochs did"
+      )
   if old["members"] != new["members"]:
     old_members, members = (Members.from_json(c["members"]) for c in (old, new))
     text = f"members {old_members.describe()} (now {members.describe()})"
@@ -258,6 +273,29 @@ def check_same_run(old: Mapping[str, Any], new: Mapping[str, Any], workdir: str)
       f"{'; '.join(differences)}. Pass another `workdir`, or the same settings to resume it "
       "(only `epochs` may change)."
     )
+
+
+def check_same_data(old: Mapping[str, Any] | None, record: Mapping[str, Any], workdir: str) -> None:
+  """Refuses to resume the run of ``old`` (the config ``workdir`` holds; None: a new run) on
+  data whose files' sha256 differ from those its epochs so far were trained on (``record``:
+  `gelujax.data`'s record of the data read now). Where the files came from may change.
+
+  Raises:
+    WorkdirError: naming the first file that differs.
+  """
+  before = (old or {}).get("data")
+  if not isinstance(before, Mapping) or not isinstance(before.get("sha256"), Mapping):
+    return  # a new run, or one recorded before its data were
+  then, now = before["sha256"], record.get("sha256", {})
+  for name in sorted(set(then) | set(now)):
+    if then.get(name) != now.get(name):
+      was, is_ = ((d.get(name) or "none")[:12] for d in (then, now))
+      raise WorkdirError(
+        f"Workdir {workdir} holds a run trained on other data: its file {name} had sha256 "
+        f"{was} ({before.get('source')}), and the data read now have {is_} ({record.get('source')}"
+        "); a resume would train the rest of the run on other data. Its files are left as they "
+        "are. Pass the data it was trained on (`data_dir`), or another `workdir`."
+      )
 
 
 def check_epochs(workdir: str, epochs: int) -> None:
