@@ -1,4 +1,5 @@
-"""The command line: ``gelujax train``, ``gelujax reproduce`` and ``gelujax data``.
+"""The command line: ``gelujax train``, ``gelujax reproduce``, ``gelujax data`` and
+``gelujax sample``.
 
 ``gelujax`` is the console script ``pyproject.toml`` installs (:func:`main`), and ``python -m
 gelujax`` the same; each command is also ``python -m gelujax.<command>``, and
@@ -32,6 +33,7 @@ COMMANDS = {
     "gelujax.data.__main__",
     "download data sets ahead of time, or list where each would be read from",
   ),
+  "sample": ("gelujax.cli.sample", "print text drawn from a trained character-level model"),
 }
 
 
@@ -69,7 +71,7 @@ def main(argv: Sequence[str] | None = None) -> int:
   name, *rest = words
   program = f"gelujax {name}"
   module = importlib.import_module(COMMANDS[name][0])
-  if name == "data":
+  if name in ("data", "sample"):  # argparse commands
     return module.main(rest, prog=program)
   sys.argv = [program, *rest]  # absl parses sys.argv, and names the command by its first word.
   module.run_command()
