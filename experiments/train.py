@@ -4,5 +4,7 @@
 from gelujax.cli import train
 from gelujax.cli.train import main  # noqa: F401  (tests and benchmarks call a script's main)
 
+train.define_flags()  # The script's flags, for a test or benchmark that parses them and calls main.
+
 if __name__ == "__main__":
   train.run_command()

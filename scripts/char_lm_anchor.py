@@ -5,7 +5,7 @@ against nanoGPT's published figure (a validation loss of about 1.88 after 2000 s
   python scripts/char_lm_anchor.py --data_dir=PATH [--out=results/tiny_shakespeare/char_lm_anchor]
   python scripts/char_lm_anchor.py --render      (the README again from the committed files)
 
-It keeps the run's config.json, metrics.jsonl and summary.json (not its checkpoints), the
+It keeps the run's config.json, metrics.jsonl and summary.json in ``run/`` (not its checkpoints), the
 wall-clock seconds of the command (``timing.json``, with the machine) and a sample of 500
 characters (``sample.txt``, ``gelujax sample`` at temperature 1, seed 0), and writes README.md
 from those files alone.
@@ -47,25 +47,25 @@ def train(out: Path, data_dir: str | None) -> None:
        *([f"--data_dir={data_dir}"] if data_dir else [])],
       check=True, capture_output=True, text=True,
     ).stdout  # fmt: skip
-    out.mkdir(parents=True, exist_ok=True)
+    (out / "run").mkdir(parents=True, exist_ok=True)
     for name in KEPT:
-      shutil.copy(workdir / name, out / name)
+      shutil.copy(workdir / name, out / "run" / name)
   (out / "sample.txt").write_text(sample)
   timing = {"seconds": round(seconds, 1), "machine": describe_machine()}
   (out / "timing.json").write_text(json.dumps(timing, indent=1) + "\n")
 
 
 def render(out: Path) -> str:
-  config = json.loads((out / "config.json").read_text())
-  records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+  config = json.loads((out / "run" / "config.json").read_text())
+  records = [json.loads(line) for line in (out / "run" / "metrics.jsonl").read_text().splitlines()]
   timing = json.loads((out / "timing.json").read_text())
   sample = (out / "sample.txt").read_text()
   software = config["software"][-1]
   spec = config["spec"]
   steps = spec["epochs"] * spec["steps_per_epoch"]
   last = records[-1]
-  reached = last["validation_loss"] <= NANOGPT_CPU_VALIDATION_LOSS
-  verdict = "at most" if reached else "above"
+  gap = last["validation_loss"] - NANOGPT_CPU_VALIDATION_LOSS
+  verdict = "below" if gap < 0 else ("equal to" if gap == 0 else "above")
   rows = [
     f"| {r['step']} | {r['train_loss']:.4f} | {r['validation_loss']:.4f} | "
     f"{r['validation_loss'] / math.log(2):.4f} | {r['test_loss']:.4f} | "

@@ -249,3 +249,25 @@ def test_the_engine_knows_nothing_of_task_specs():
   for path in (ROOT / "gelujax" / "engine").glob("*.py"):
     code = path.read_text()
     assert "TaskSpec" not in code and "task: Any" not in code, path
+
+
+def test_every_module_imports_in_one_process_and_defines_no_flag():
+  """Documentation tools and a user's script import every module: the two commands share flag
+  names, so neither defines its flags on import (only when it runs)."""
+  import os
+  import subprocess
+  import sys
+
+  code = (
+    "import pkgutil, importlib, gelujax\n"
+    "from absl import flags\n"
+    "for m in pkgutil.walk_packages(gelujax.__path__, 'gelujax.'):\n"
+    "  importlib.import_module(m.name)\n"
+    "print(sorted(n for n in ('task', 'workdir', 'activations') if n in flags.FLAGS))\n"
+  )
+  env = dict(os.environ, PYTHONPATH=str(ROOT), JAX_PLATFORMS="cpu")
+  done = subprocess.run(
+    [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300
+  )
+  assert done.returncode == 0, done.stderr[-2000:]
+  assert done.stdout.strip() == "[]"

@@ -63,6 +63,20 @@ def test_a_second_process_is_refused_naming_the_holder_and_a_dead_one_blocks_not
   lock.release()
 
 
+def test_a_lock_file_removed_under_a_running_writer_lets_no_second_one_in(tmp_path):
+  """``rm workdir/lock`` while another process holds the workdir: the next process makes a new
+  lock file, whose lock it could take, but the folder's own lock is still held: refused."""
+  holder = hold_lock(tmp_path / "run")
+  try:
+    (tmp_path / "run" / "lock").unlink()
+    with pytest.raises(workdir.WorkdirError, match="one process writes a workdir at a time"):
+      workdir.Lock(str(tmp_path / "run"))
+  finally:
+    holder.send_signal(signal.SIGKILL)
+    holder.wait()
+  workdir.Lock(str(tmp_path / "run")).release()
+
+
 def test_the_lock_is_held_until_released(tmp_path):
   lock = workdir.Lock(str(tmp_path))
   with pytest.raises(workdir.WorkdirError, match=f"in use by process {os.getpid()}"):

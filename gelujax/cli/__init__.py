@@ -9,9 +9,9 @@ two. Whichever way in, a command is one implementation with one definition of ea
 :mod:`gelujax.cli._flags`) and :mod:`gelujax.data.__main__` (argparse). Nothing else in gelujax
 defines or parses a flag.
 
-A command's module defines its absl flags when it is imported, and absl keeps one set of flags
-a process (the two commands share flag names with different help): the dispatcher imports only
-the command it runs.
+A command's module defines its absl flags when it runs (``define_flags``), never when it is
+imported: absl keeps one set of flags a process and the two commands share flag names with
+different help, so importing both (a documentation tool, a script) must define neither.
 """
 
 from __future__ import annotations

@@ -47,76 +47,107 @@ from gelujax.study import (
   transformer_report,
 )
 
-_TASK = flags.DEFINE_string(
-  "task",
-  None,
-  f"The experiment: one of {', '.join(PAPER_TASKS)} (or any registered task), or "
-  f"{forms.TASK} or {forms.POWERED_TASK}, the studies of the GELU forms (their designs are "
-  f"fixed: gelujax.study.forms.DESIGN and POWERED), {confirm.TASK}, §3.3's primary family "
-  f"re-tested on fresh paired seeds (fixed: gelujax.study.confirm.TWITTER), or "
-  f"{' or '.join(pilot.PILOTS)}, the pilots of the transformer study: each feed-forward "
-  "activation on selection seeds, validation metrics only (fixed: gelujax.study.pilot.VIT and "
-  f"TAGGER), or {' or '.join(transformer.DESIGNS)}, the transformer study (fixed: "
-  "gelujax.study.transformer.VIT and TAGGER, their lrs, margins and seeds from the pilot's "
-  "committed result).",
-)
-_DATASET = flags.DEFINE_string("dataset", None, "Dataset for the task (default: the task's own).")
-_ACTIVATIONS = flags.DEFINE_list(
-  "activations", None, f"Activations, one run each; default: {','.join(DEFAULT_ACTIVATIONS)}."
-)
-_SEEDS = flags.DEFINE_list(
-  "seeds",
-  None,
-  "The selection seeds of every grid: a count N (seeds 0..N-1) or a comma list ('7,' is the one "
-  "seed 7); default: the task's count.",
-)
-_EVALUATION_SEEDS = flags.DEFINE_list(
-  "evaluation_seeds",
-  None,
-  f"The seeds of the evaluation runs, trained at each run's candidate lrs (the selected one "
-  f"and those its selection seeds cannot tell apart from it): a count N (seeds "
-  f"{EVALUATION_SEED_START}..{EVALUATION_SEED_START}+N-1) or a comma list; none may be a "
-  "selection seed; default: the task's (its design in gelujax.paper.PAPER).",
-)
-_LEARNING_RATES = flags.DEFINE_list("learning_rates", None, "Learning rates; default: the task's.")
-_DROPOUT_RATES = flags.DEFINE_list(
-  "dropout_rates", None, "Dropout rates, one run each; default: the paper's."
-)
-_EPOCHS = flags.DEFINE_integer(
-  "epochs", None, "Training epochs; default: the task's (the paper's)."
-)
-_DATA_DIR = flags.DEFINE_string(
-  "data_dir", None, "Folder with the dataset's files, the only place looked when given; "
-  "default: a known local copy, TFDS, the cache, then a download (see WORKSPACE.md)."
-)  # fmt: skip
-_EMBEDDINGS = flags.DEFINE_string(
-  "embeddings",
-  None,
-  "twitter_pos only: the pretrained word vectors file (one word + vector a line).",
-)
-_OUT = flags.DEFINE_string("out", None, "Output directory; default: results/<dataset>/<task>/.")
-_CPU_DEVICES = flags.DEFINE_string(
-  "cpu_devices", "auto", "CPU hosts: the devices to split this host into, or 'auto' (see "
-  "experiments/train.py --help)."
-)  # fmt: skip
-_COMPILATION_CACHE = flags.DEFINE_string(
-  "compilation_cache", host.DEFAULT_CACHE, "Folder that keeps compiled programs between "
-  "runs; 'none' disables it."
-)  # fmt: skip
-_REFERENCE = flags.DEFINE_list(
-  "reference",
-  None,
-  f"The activations every other one is compared with, besides the baselines "
-  f"({','.join(BASELINES)}), where trained in the same result: exploratory comparisons with "
-  f"intervals, paired by seed; default: {','.join(REFERENCES)}. Also with --render.",
-)
-_RENDER = flags.DEFINE_bool(
-  "render", False, "Train nothing: rebuild tables, figures and README from the runs in --out."
-)
-# The flags that set what is trained: --render reads all of it from the runs' files.
-_SETTINGS = (
-  _ACTIVATIONS, _SEEDS, _EVALUATION_SEEDS, _LEARNING_RATES, _DROPOUT_RATES, _EPOCHS, _EMBEDDINGS
-)  # fmt: skip
+# Whether `define_flags` has run in this process.
+_DEFINED: list[bool] = []
+
+
+def define_flags() -> None:
+  """Defines the command's flags in absl's global flags, once a process: when the command
+  runs (or a script that runs it is imported), never when this module is imported, so that
+  importing every module of gelujax (documentation tools, a user's script) defines none
+  and the two commands' flags of one name never meet."""
+  global \
+    _ACTIVATIONS, \
+    _COMPILATION_CACHE, \
+    _CPU_DEVICES, \
+    _DATASET, \
+    _DATA_DIR, \
+    _DROPOUT_RATES, \
+    _EMBEDDINGS, \
+    _EPOCHS, \
+    _EVALUATION_SEEDS, \
+    _LEARNING_RATES, \
+    _OUT, \
+    _REFERENCE, \
+    _RENDER, \
+    _SEEDS, \
+    _SETTINGS, \
+    _TASK
+  if _DEFINED:
+    return
+  _DEFINED.append(True)
+  _TASK = flags.DEFINE_string(
+    "task",
+    None,
+    f"The experiment: one of {', '.join(PAPER_TASKS)} (or any registered task), or "
+    f"{forms.TASK} or {forms.POWERED_TASK}, the studies of the GELU forms (their designs are "
+    f"fixed: gelujax.study.forms.DESIGN and POWERED), {confirm.TASK}, §3.3's primary family "
+    f"re-tested on fresh paired seeds (fixed: gelujax.study.confirm.TWITTER), or "
+    f"{' or '.join(pilot.PILOTS)}, the pilots of the transformer study: each feed-forward "
+    "activation on selection seeds, validation metrics only (fixed: gelujax.study.pilot.VIT and "
+    f"TAGGER), or {' or '.join(transformer.DESIGNS)}, the transformer study (fixed: "
+    "gelujax.study.transformer.VIT and TAGGER, their lrs, margins and seeds from the pilot's "
+    "committed result).",
+  )
+  _DATASET = flags.DEFINE_string("dataset", None, "Dataset for the task (default: the task's own).")
+  _ACTIVATIONS = flags.DEFINE_list(
+    "activations", None, f"Activations, one run each; default: {','.join(DEFAULT_ACTIVATIONS)}."
+  )
+  _SEEDS = flags.DEFINE_list(
+    "seeds",
+    None,
+    "The selection seeds of every grid: a count N (seeds 0..N-1) or a comma list ('7,' is the one "
+    "seed 7); default: the task's count.",
+  )
+  _EVALUATION_SEEDS = flags.DEFINE_list(
+    "evaluation_seeds",
+    None,
+    f"The seeds of the evaluation runs, trained at each run's candidate lrs (the selected one "
+    f"and those its selection seeds cannot tell apart from it): a count N (seeds "
+    f"{EVALUATION_SEED_START}..{EVALUATION_SEED_START}+N-1) or a comma list; none may be a "
+    "selection seed; default: the task's (its design in gelujax.paper.PAPER).",
+  )
+  _LEARNING_RATES = flags.DEFINE_list(
+    "learning_rates", None, "Learning rates; default: the task's."
+  )
+  _DROPOUT_RATES = flags.DEFINE_list(
+    "dropout_rates", None, "Dropout rates, one run each; default: the paper's."
+  )
+  _EPOCHS = flags.DEFINE_integer(
+    "epochs", None, "Training epochs; default: the task's (the paper's)."
+  )
+  _DATA_DIR = flags.DEFINE_string(
+    "data_dir", None, "Folder with the dataset's files, the only place looked when given; "
+    "default: a known local copy, TFDS, the cache, then a download (see WORKSPACE.md)."
+  )  # fmt: skip
+  _EMBEDDINGS = flags.DEFINE_string(
+    "embeddings",
+    None,
+    "twitter_pos only: the pretrained word vectors file (one word + vector a line).",
+  )
+  _OUT = flags.DEFINE_string("out", None, "Output directory; default: results/<dataset>/<task>/.")
+  _CPU_DEVICES = flags.DEFINE_string(
+    "cpu_devices", "auto", "CPU hosts: the devices to split this host into, or 'auto' (see "
+    "experiments/train.py --help)."
+  )  # fmt: skip
+  _COMPILATION_CACHE = flags.DEFINE_string(
+    "compilation_cache", host.DEFAULT_CACHE, "Folder that keeps compiled programs between "
+    "runs; 'none' disables it."
+  )  # fmt: skip
+  _REFERENCE = flags.DEFINE_list(
+    "reference",
+    None,
+    f"The activations every other one is compared with, besides the baselines "
+    f"({','.join(BASELINES)}), where trained in the same result: exploratory comparisons with "
+    f"intervals, paired by seed; default: {','.join(REFERENCES)}. Also with --render.",
+  )
+  _RENDER = flags.DEFINE_bool(
+    "render", False, "Train nothing: rebuild tables, figures and README from the runs in --out."
+  )
+  # The flags that set what is trained: --render reads all of it from the runs' files.
+  _SETTINGS = (
+    _ACTIVATIONS, _SEEDS, _EVALUATION_SEEDS, _LEARNING_RATES, _DROPOUT_RATES, _EPOCHS, _EMBEDDINGS
+  )  # fmt: skip
 
 
 def run() -> Path:
@@ -332,4 +363,5 @@ def main(argv: list[str]) -> None:
 def run_command(program: str | None = None) -> None:
   """``gelujax reproduce`` with ``sys.argv``'s flags, named ``program``
   (`gelujax.cli._flags.run`)."""
+  define_flags()
   _flags.run(sys.modules[__name__], program)

@@ -20,74 +20,108 @@ from gelujax import workdir as workdirs
 from gelujax.cli import _flags
 from gelujax.members import Members
 
-_TASK = flags.DEFINE_string(
-  "task", None, "The experiment, one of gelujax.tasks.task_names(), optionally with field "
-  "overrides, e.g. 'mnist(evals_per_epoch=5)'."
-)  # fmt: skip
-_ACTIVATION = flags.DEFINE_string(
-  "activation", None, "Activation spec, e.g. gelu or 'gaussian_gelu(sigma=0.5)'; "
-  "default: the task's (gelu_tanh, as in the paper)."
-)  # fmt: skip
-_DATASET = flags.DEFINE_string(
-  "dataset", None, "Dataset, one of the task's compatible datasets; default: the task's."
-)
-_DATA_DIR = flags.DEFINE_string(
-  "data_dir", None, "Folder with the dataset's files, the only place looked when given; "
-  "default: a known local copy, TFDS, the cache, then a download (see WORKSPACE.md)."
-)  # fmt: skip
-_WORKDIR = flags.DEFINE_string(
-  "workdir", None, "Where the run's files go; default: workdirs/<task>_<dataset>_<activation>."
-)
-_EPOCHS = flags.DEFINE_integer(
-  "epochs", None, "Epochs to train (1 to 100,000); default: the task's."
-)
-_BATCH_SIZE = flags.DEFINE_integer(
-  "batch_size", None, "Global batch size, a multiple of the devices on the mesh's data axis; "
-  "default: the task's."
-)  # fmt: skip
-_LEARNING_RATES = flags.DEFINE_list(
-  "learning_rates", None, "Comma list of learning rates (> 0); default: the task's grid."
-)
-_SEEDS = flags.DEFINE_list(
-  "seeds", None, "A count N (seeds 0..N-1) or a comma list of seeds ('7,' is the one seed 7); "
-  "default: the task's count."
-)  # fmt: skip
-_DROPOUT = flags.DEFINE_float(
-  "dropout", None, "Dropout drop rate in [0, 1); 0 disables it; default: the task's."
-)
-_DTYPE = flags.DEFINE_string(
-  "dtype", None, "What the model's layers and activations compute in: float32 or bfloat16 "
-  "(mixed precision: parameters, optimizer state, losses and metrics stay float32); default: "
-  "the task's (float32)."
-)  # fmt: skip
-_CHECKPOINT_EVERY = flags.DEFINE_integer("checkpoint_every", 1, "Save a checkpoint every N epochs.")
-_CPU_DEVICES = flags.DEFINE_string(
-  "cpu_devices", "auto", "CPU hosts: the devices to split this host into, or 'auto' (one per "
-  "core for a grid, one using every core for a single member; see gelujax.host)."
-)  # fmt: skip
-_MEMBERS_AXIS = flags.DEFINE_integer(
-  "members_axis", None, "Devices along the mesh's members axis (a divisor of the device count; "
-  "the rest split each batch); default: every device when the grid has as many members."
-)  # fmt: skip
-_MEMBER_STRATEGY = flags.DEFINE_enum(
-  "member_strategy", "auto", ["auto", "vmap", "map"], "How a device takes the members it holds: "
-  "vmap (batched into one computation), map (one after another in the same program), or auto "
-  "(the measured rule, gelujax.engine.mesh.RULE: on a GPU map for convolutional models and vmap "
-  "for others, on a CPU map; a resume keeps the strategy its run began with)."
-)  # fmt: skip
-_COMPILATION_CACHE = flags.DEFINE_string(
-  "compilation_cache", host.DEFAULT_CACHE, "Folder that keeps compiled programs between runs "
-  "(a re-run or resume does not compile again); 'none' disables it."
-)  # fmt: skip
-_COORDINATOR = flags.DEFINE_string(
-  "coordinator_address", None, "Multi-host runs: host:port of process 0 (unset: one process)."
-)
-_NUM_PROCESSES = flags.DEFINE_integer("num_processes", 1, "Multi-host runs: how many processes.")
-_PROCESS_ID = flags.DEFINE_integer("process_id", 0, "Multi-host runs: this process's index.")
+# Whether `define_flags` has run in this process.
+_DEFINED: list[bool] = []
 
 
-# The flags that set a field of the task's spec, each of its own name.
-_SPEC_FLAGS = (_ACTIVATION, _DATASET, _EPOCHS, _BATCH_SIZE, _DROPOUT, _DTYPE)
+def define_flags() -> None:
+  """Defines the command's flags in absl's global flags, once a process: when the command
+  runs (or a script that runs it is imported), never when this module is imported, so that
+  importing every module of gelujax (documentation tools, a user's script) defines none
+  and the two commands' flags of one name never meet."""
+  global \
+    _ACTIVATION, \
+    _BATCH_SIZE, \
+    _CHECKPOINT_EVERY, \
+    _COMPILATION_CACHE, \
+    _COORDINATOR, \
+    _CPU_DEVICES, \
+    _DATASET, \
+    _DATA_DIR, \
+    _DROPOUT, \
+    _DTYPE, \
+    _EPOCHS, \
+    _LEARNING_RATES, \
+    _MEMBERS_AXIS, \
+    _MEMBER_STRATEGY, \
+    _NUM_PROCESSES, \
+    _PROCESS_ID, \
+    _SEEDS, \
+    _SPEC_FLAGS, \
+    _TASK, \
+    _WORKDIR
+  if _DEFINED:
+    return
+  _DEFINED.append(True)
+  _TASK = flags.DEFINE_string(
+    "task", None, "The experiment, one of gelujax.tasks.task_names(), optionally with field "
+    "overrides, e.g. 'mnist(evals_per_epoch=5)'."
+  )  # fmt: skip
+  _ACTIVATION = flags.DEFINE_string(
+    "activation", None, "Activation spec, e.g. gelu or 'gaussian_gelu(sigma=0.5)'; "
+    "default: the task's (gelu_tanh, as in the paper)."
+  )  # fmt: skip
+  _DATASET = flags.DEFINE_string(
+    "dataset", None, "Dataset, one of the task's compatible datasets; default: the task's."
+  )
+  _DATA_DIR = flags.DEFINE_string(
+    "data_dir", None, "Folder with the dataset's files, the only place looked when given; "
+    "default: a known local copy, TFDS, the cache, then a download (see WORKSPACE.md)."
+  )  # fmt: skip
+  _WORKDIR = flags.DEFINE_string(
+    "workdir", None, "Where the run's files go; default: workdirs/<task>_<dataset>_<activation>."
+  )
+  _EPOCHS = flags.DEFINE_integer(
+    "epochs", None, "Epochs to train (1 to 100,000); default: the task's."
+  )
+  _BATCH_SIZE = flags.DEFINE_integer(
+    "batch_size", None, "Global batch size, a multiple of the devices on the mesh's data axis; "
+    "default: the task's."
+  )  # fmt: skip
+  _LEARNING_RATES = flags.DEFINE_list(
+    "learning_rates", None, "Comma list of learning rates (> 0); default: the task's grid."
+  )
+  _SEEDS = flags.DEFINE_list(
+    "seeds", None, "A count N (seeds 0..N-1) or a comma list of seeds ('7,' is the one seed 7); "
+    "default: the task's count."
+  )  # fmt: skip
+  _DROPOUT = flags.DEFINE_float(
+    "dropout", None, "Dropout drop rate in [0, 1); 0 disables it; default: the task's."
+  )
+  _DTYPE = flags.DEFINE_string(
+    "dtype", None, "What the model's layers and activations compute in: float32 or bfloat16 "
+    "(mixed precision: parameters, optimizer state, losses and metrics stay float32); default: "
+    "the task's (float32)."
+  )  # fmt: skip
+  _CHECKPOINT_EVERY = flags.DEFINE_integer(
+    "checkpoint_every", 1, "Save a checkpoint every N epochs."
+  )
+  _CPU_DEVICES = flags.DEFINE_string(
+    "cpu_devices", "auto", "CPU hosts: the devices to split this host into, or 'auto' (one per "
+    "core for a grid, one using every core for a single member; see gelujax.host)."
+  )  # fmt: skip
+  _MEMBERS_AXIS = flags.DEFINE_integer(
+    "members_axis", None, "Devices along the mesh's members axis (a divisor of the device count; "
+    "the rest split each batch); default: every device when the grid has as many members."
+  )  # fmt: skip
+  _MEMBER_STRATEGY = flags.DEFINE_enum(
+    "member_strategy", "auto", ["auto", "vmap", "map"], "How a device takes the members it holds: "
+    "vmap (batched into one computation), map (one after another in the same program), or auto "
+    "(the measured rule, gelujax.engine.mesh.RULE: on a GPU map for convolutional models and vmap "
+    "for others, on a CPU map; a resume keeps the strategy its run began with)."
+  )  # fmt: skip
+  _COMPILATION_CACHE = flags.DEFINE_string(
+    "compilation_cache", host.DEFAULT_CACHE, "Folder that keeps compiled programs between runs "
+    "(a re-run or resume does not compile again); 'none' disables it."
+  )  # fmt: skip
+  _COORDINATOR = flags.DEFINE_string(
+    "coordinator_address", None, "Multi-host runs: host:port of process 0 (unset: one process)."
+  )
+  _NUM_PROCESSES = flags.DEFINE_integer("num_processes", 1, "Multi-host runs: how many processes.")
+  _PROCESS_ID = flags.DEFINE_integer("process_id", 0, "Multi-host runs: this process's index.")
+
+  # The flags that set a field of the task's spec, each of its own name.
+  _SPEC_FLAGS = (_ACTIVATION, _DATASET, _EPOCHS, _BATCH_SIZE, _DROPOUT, _DTYPE)
 
 
 def main(argv: list[str]) -> None:
@@ -146,5 +180,6 @@ def main(argv: list[str]) -> None:
 def run_command(program: str | None = None) -> None:
   """``gelujax train`` with ``sys.argv``'s flags, named ``program``
   (`gelujax.cli._flags.run`)."""
+  define_flags()
   flags.mark_flag_as_required("task")
   _flags.run(sys.modules[__name__], program)

@@ -1,10 +1,13 @@
 """One writer per workdir: the lock a run holds for its whole length, and the block that writes.
 
-`writing` holds an OS lock (``fcntl.flock`` on ``workdir/lock``) for the whole run, checks that
+`writing` holds an OS lock (``fcntl.flock`` on the workdir folder itself, and on ``workdir/lock``,
+which names the holder) for the whole run, checks that
 the workdir still holds what `gelujax.workdir.check_run` saw, and maps every disk error
 (`gelujax.workdir.disk_errors`) into one `WorkdirError` line naming the file. The kernel releases
 the lock when its process dies, however it dies, so a lock left by a killed run never blocks the
-next one.
+next one. The folder's own lock is what makes two writers impossible: a ``lock`` file removed
+by hand (or by a cleaning script) while a run holds it is made anew by the next process, and
+its lock would be taken; the folder's is the same folder's for as long as it exists.
 """
 
 from __future__ import annotations
@@ -46,19 +49,22 @@ class Lock:
           f"Cannot create `workdir` {workdir} ({e.strerror}); pass a folder that can be created."
         ) from None
       check_lock_file(workdir)
+      folder = os.open(workdir, os.O_RDONLY | os.O_DIRECTORY)
       fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
+      fcntl.flock(folder, fcntl.LOCK_EX | fcntl.LOCK_NB)
       fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
       holder = os.read(fd, 1000).decode(errors="replace").split()
       os.close(fd)
+      os.close(folder)
       pid, host, since = [*holder, "?", "?", "?"][:3]
       raise WorkdirError(
         f"Workdir {workdir} is in use by process {pid} on host {host} (since {since}): one "
         "process writes a workdir at a time. Wait for it to finish (re-running the same "
         "command then resumes or reports the run), or pass another `workdir`."
       ) from None
-    self._fd = fd
+    self._fd, self._folder = fd, folder
     since = datetime.datetime.now().isoformat(timespec="seconds")
     with contextlib.suppress(OSError):  # Only words for the message; a full disk keeps none.
       os.ftruncate(fd, 0)
@@ -67,8 +73,10 @@ class Lock:
   def release(self) -> None:
     if self._fd is not None:
       fcntl.flock(self._fd, fcntl.LOCK_UN)
+      fcntl.flock(self._folder, fcntl.LOCK_UN)
       os.close(self._fd)
-      self._fd = None
+      os.close(self._folder)
+      self._fd = self._folder = None
 
 
 @contextlib.contextmanager
