@@ -429,11 +429,27 @@ class Interrupted(KeyboardInterrupt):
     super().__init__(text)
 
 
+# The signals `interrupt` received in this process, oldest first.
+_RECEIVED: list[int] = []
+
+
 def interrupt(signum: int, frame: Any = None) -> None:
   """A signal handler that raises `Interrupted` (install it for SIGTERM so that ``kill``
-  unwinds like Ctrl-C: files are closed, the workdir's lock is released)."""
+  unwinds like Ctrl-C: files are closed, the workdir's lock is released), and remembers it:
+  raised while Python runs a finalizer (an object's ``__del__``, a progress bar's clean-up), the
+  exception is reported as ignored and lost, and the run would go on; `raise_if_interrupted`
+  raises it again at the next safe point."""
   del frame
+  _RECEIVED.append(signum)
   raise Interrupted(signum)
+
+
+def raise_if_interrupted() -> None:
+  """Raises `Interrupted` for a signal `interrupt` received whose exception was lost (see
+  there); nothing if none came. The training loop calls it after each segment, and the
+  commands before they report success."""
+  if _RECEIVED:
+    raise Interrupted(_RECEIVED[0])
 
 
 @contextlib.contextmanager

@@ -5,10 +5,10 @@ against nanoGPT's published figure (a validation loss of about 1.88 after 2000 s
   python scripts/char_lm_anchor.py --data_dir=PATH [--out=results/tiny_shakespeare/char_lm_anchor]
   python scripts/char_lm_anchor.py --render      (the README again from the committed files)
 
-It keeps the run's config.json, metrics.jsonl and summary.json in ``run/`` (not its checkpoints), the
-wall-clock seconds of the command (``timing.json``, with the machine) and a sample of 500
-characters (``sample.txt``, ``gelujax sample`` at temperature 1, seed 0), and writes README.md
-from those files alone.
+It keeps the run's config.json, metrics.jsonl and summary.json in ``run/`` (not its
+checkpoints), the wall-clock seconds of the command (``timing.json``, with the machine) and a
+sample of 500 characters (``sample.txt``, ``gelujax sample`` at temperature 1, seed 0), and
+writes README.md from those files alone.
 """
 
 from __future__ import annotations

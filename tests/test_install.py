@@ -154,7 +154,12 @@ def test_the_wheels_gelujax_command_trains_from_a_folder_outside_any_checkout(
   )  # fmt: skip
   assert listed.returncode == 0, listed.stderr
   commands = listed.stdout.split("commands:\n", 1)[1].split("\n\n", 1)[0]
-  assert [line.split()[0] for line in commands.splitlines()] == ["train", "reproduce", "data", "sample"]
+  assert [line.split()[0] for line in commands.splitlines()] == [
+    "train",
+    "reproduce",
+    "data",
+    "sample",
+  ]
   for name, command in (("console", [str(script), "train"]), ("module", ["-m", "gelujax.train"])):
     mine = tmp_path / name  # the user's folder, outside any checkout
     mine.mkdir()

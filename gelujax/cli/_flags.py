@@ -16,6 +16,7 @@ from __future__ import annotations
 import atexit
 import functools
 import gc
+import io
 import itertools
 import logging
 import os
@@ -63,6 +64,60 @@ def begin() -> None:
   if os.getcwd() not in sys.path:
     sys.path.append(os.getcwd())
   _freeze_at_exit()
+  _tolerate_lost_streams()
+
+
+class _Tolerant(io.TextIOBase):
+  """A text stream that drops what it can no longer write: a terminal closed, a reader gone
+  (``| head -1``), a full device (``2>/dev/full``), a stream closed before the command started
+  (``2>&-``). The run's records are its files, not its messages: losing the messages must not
+  stop it. It remembers that it was lost and writes nothing more."""
+
+  def __init__(self, stream: Any):
+    super().__init__()
+    self._stream = stream
+    self.lost = stream is None
+
+  def write(self, text: str) -> int:
+    if not self.lost:
+      try:
+        self._stream.write(text)
+      except (OSError, ValueError):  # EPIPE, ENOSPC, EBADF; ValueError: closed
+        self.lost = True
+    return len(text)
+
+  def flush(self) -> None:
+    if not self.lost:
+      try:
+        self._stream.flush()
+      except (OSError, ValueError):
+        self.lost = True
+
+  def isatty(self) -> bool:
+    try:
+      return not self.lost and self._stream.isatty()
+    except (OSError, ValueError):
+      return False
+
+  def fileno(self) -> int:
+    if self.lost:
+      raise OSError("the stream is lost")
+    return self._stream.fileno()
+
+  @property
+  def encoding(self) -> str:
+    return getattr(self._stream, "encoding", None) or "utf-8"
+
+  def writable(self) -> bool:
+    return True
+
+
+def _tolerate_lost_streams() -> None:
+  """Puts `_Tolerant` around ``sys.stdout`` and ``sys.stderr`` (once)."""
+  for name in ("stdout", "stderr"):
+    stream = getattr(sys, name)
+    if not isinstance(stream, _Tolerant):
+      setattr(sys, name, _Tolerant(stream))
 
 
 @functools.cache

@@ -354,6 +354,7 @@ def main(argv: list[str]) -> None:
   try:
     with host.repairing_compilation_cache():
       out = run()
+    host.raise_if_interrupted()  # a kill whose exception a finalizer swallowed: not a success
   # Ctrl-C or kill, a refused value (a diverged run is reported in the table), a damaged cache.
   except (KeyboardInterrupt, Exception) as e:
     _flags.exit_stopped(_flags.program_name(argv), e)

@@ -173,6 +173,7 @@ def main(argv: list[str]) -> None:
     )
     with host.repairing_compilation_cache():
       engine.fit(tasks.build(spec, spec.load_data(_DATA_DIR.value)), workdir, members, **run)
+    host.raise_if_interrupted()  # a kill whose exception a finalizer swallowed: not a success
   except (KeyboardInterrupt, Exception) as e:  # Ctrl-C or kill, a refused value, a damaged cache.
     _flags.exit_stopped(_flags.program_name(argv), e, refused=(ValueError, engine.DivergedError))
 

@@ -315,12 +315,12 @@ def _train_epoch(
       dispatched.append((stop - start, losses))
     if program.holds_collectives:
       jax.block_until_ready(state)
-    host = []
+    fetched = []
     for i, (steps, losses) in enumerate(dispatched):
-      host.append(to_host(losses)[:num])
+      fetched.append(to_host(losses)[:num])
       if i < len(dispatched) - 1:  # The last piece moves the bar with the evaluation's note.
         show(steps, None, None)
-    losses_MxS = np.concatenate(host, axis=1)
+    losses_MxS = np.concatenate(fetched, axis=1)
     metrics = {"train_loss": losses_MxS.mean(axis=1, dtype=np.float64)}
     for name, (split, size) in placed.evals.items():
       for key, mean in program.mean_metrics(state, split, size).items():
@@ -332,6 +332,7 @@ def _train_epoch(
       writer.write_step_losses(point[1] - (last - first), losses_MxS)
       writer.write(records[-num:])
     show(dispatched[-1][0], metrics, diverged)
+    host.raise_if_interrupted()  # A kill whose exception a finalizer swallowed stops here.
   return state, diverged
 
 
