@@ -156,7 +156,24 @@ def initialize_distributed(coordinator_address: str, num_processes: int, process
   Every process runs the same command with its own ``process_id``; process 0 serves as the
   coordinator at ``coordinator_address`` (host:port) and writes the workdir's files. CPU
   processes exchange collectives through gloo (GPUs and TPUs use their own transport).
+
+  Raises:
+    ValueError: an address that is not ``host:port`` with a port in 1..65535, fewer than 1
+      process, or a ``process_id`` outside ``0..num_processes - 1``.
   """
+  host, _, port = str(coordinator_address).rpartition(":")
+  if not host or not port.isdecimal() or not 1 <= int(port) <= 65535:
+    raise ValueError(
+      f"`coordinator_address` {coordinator_address!r} is not host:port (process 0's host name "
+      "or address, and a port from 1 to 65535, e.g. 10.0.0.1:1234)."
+    )
+  if not (isinstance(num_processes, int) and num_processes >= 1):
+    raise ValueError(f"`num_processes` {num_processes!r} must be an integer >= 1.")
+  if not (isinstance(process_id, int) and 0 <= process_id < num_processes):
+    raise ValueError(
+      f"`process_id` {process_id!r} must be one of 0..{num_processes - 1} (`num_processes` "
+      f"{num_processes})."
+    )
   jax.config.update("jax_cpu_collectives_implementation", "gloo")
   jax.distributed.initialize(
     coordinator_address=coordinator_address, num_processes=num_processes, process_id=process_id

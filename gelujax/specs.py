@@ -87,7 +87,8 @@ def check_elementwise(fn: Callable[..., Any], what: str) -> None:
   for dtype in (jnp.float32, jnp.bfloat16):
     x = jnp.asarray(_PROBE, dtype)
     try:
-      y = fn(x) if dtype == jnp.float32 else jax.eval_shape(fn, x)
+      # Traced through a Python function: jax.jit of a NumPy ufunc itself crashes the process.
+      y = fn(x) if dtype == jnp.float32 else jax.eval_shape(lambda v: fn(v), x)
     except Exception as e:  # The user's code: whatever it raises is the reason.
       first = str(e).strip().splitlines()[0] if str(e).strip() else ""
       raise ValueError(

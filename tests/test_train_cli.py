@@ -114,15 +114,28 @@ def test_help_lists_every_flag_with_its_default():
     (["--task=tiny_mnist", "--epochs=0"], "epochs"),
     (["--task=tiny_mnist", "--seeds=0"], "--seeds '0' is a count"),
     (["--task=tiny_mnist", "--seeds=a,b"], "--seeds 'a,b' is not"),
+    (["--task=tiny_mnist", "--coordinator_address=notahost"], "'notahost' is not host:port"),
+    (["--task=tiny_mnist", "--coordinator_address=h:99999"], "and a port from 1 to 65535"),
+    (
+      ["--task=tiny_mnist", "--coordinator_address=h:1234", "--process_id=5"],
+      "--process_id 5 must be one of 0..0 (--num_processes 1)",
+    ),
+    (
+      ["--task=tiny_mnist", f"--workdir=/tmp/{'/'.join(['x' * 200] * 19)}"],
+      "bytes deeper (a checkpoint's arrays, a TensorBoard file), beyond the 4,096 a path may",
+    ),
+    # A NumPy ufunc: traced itself by jax.jit, it crashed the process (a segmentation fault).
+    (["--task=tiny_mnist", "--activation=numpy:tanh"], "raised TracerArrayConversionError"),
   ],
 )
 def test_bad_values_fail_in_one_line_before_any_work(script, tmp_path, args, message):
   workdir = str(tmp_path / "run")
-  exit_ = run_main(script, *args, f"--workdir={workdir}")
+  given = [a for a in args if a.startswith("--workdir=")]
+  exit_ = run_main(script, *args, *([] if given else [f"--workdir={workdir}"]))
   assert exit_ is not None and isinstance(exit_.code, str)
   assert exit_.code.startswith("train.py: error: ") and "\n" not in exit_.code
   assert message in exit_.code
-  assert not os.path.exists(workdir)
+  assert not os.path.exists(workdir) and not os.path.exists("/tmp/" + "x" * 200)
 
 
 @pytest.fixture(scope="module")

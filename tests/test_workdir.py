@@ -18,6 +18,7 @@ import pytest
 
 from benchmarks import faults
 from gelujax import checkpoints, host, workdir, writers
+from gelujax.members import Members
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CONFIG = {
@@ -423,3 +424,29 @@ def test_checkpoints_written_before_records_still_resume_to_the_uninterrupted_re
   with pytest.raises(workdir.WorkdirError, match="holds none to restore them from"):
     fit(workdir_, 3)
   assert faults.results(workdir_) == before
+
+
+@pytest.mark.parametrize(
+  ("name", "make", "found", "kind"),
+  [
+    ("metrics.jsonl", os.mkdir, "a folder", "file"),
+    ("config.json", os.mkdir, "a folder", "file"),
+    ("summary.json", os.mkdir, "a folder", "file"),
+    ("tensorboard", lambda p: open(p, "w").close(), "a file", "folder"),
+    ("checkpoints", lambda p: open(p, "w").close(), "a file", "folder"),
+  ],
+)
+def test_a_run_name_holding_the_other_kind_is_refused_in_one_line_untouched(
+  tmp_path, name, make, found, kind
+):
+  run = tmp_path / "run"
+  run.mkdir()
+  make(str(run / name))
+  with pytest.raises(workdir.WorkdirError) as error:
+    record = {key: CONFIG[key] for key in ("task", "dataset", "activation", "spec")}
+    workdir.check_run(record, 2, str(run), Members.from_json(CONFIG["members"]))
+  message = str(error.value)
+  assert "\n" not in message
+  assert f"holds {run / name}, which is {found}, where the run keeps a {kind}" in message
+  assert f"`mv {run / name} {run / name}.old`" in message
+  assert sorted(os.listdir(run)) == [name]

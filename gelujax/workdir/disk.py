@@ -19,7 +19,17 @@ import tempfile
 import types
 from collections.abc import Iterator
 
-from gelujax.workdir.files import CHECKPOINT_DIR, LOCK_FILE, WorkdirError, trained_epochs
+from gelujax.workdir.files import (
+  CHECKPOINT_DIR,
+  CONFIG_FILE,
+  DAMAGED_DIR,
+  LOCK_FILE,
+  METRICS_FILE,
+  SUMMARY_FILE,
+  TENSORBOARD_DIR,
+  WorkdirError,
+  trained_epochs,
+)
 from gelujax.workdir.records import unresumable_results
 
 # OS errors that mean the workdir's disk cannot take the write, not a bug.
@@ -45,6 +55,7 @@ def check_writable(workdir: str) -> None:
       f"`workdir` {workdir} is a file, not a folder; pass a new folder or this run's workdir."
     )
   check_lock_file(workdir)
+  check_entries(workdir)
   existing = path
   while not os.path.exists(existing):
     existing = os.path.dirname(existing)
@@ -59,6 +70,13 @@ def check_writable(workdir: str) -> None:
     raise WorkdirError(
       f"`workdir` {workdir}: {existing} is not writable by this user (permission denied); pass "
       "a folder you can write."
+    )
+  most = os.pathconf(existing, "PC_PATH_MAX")
+  if len(os.fsencode(path)) + _DEEPEST > most:
+    raise WorkdirError(
+      f"`workdir` {workdir[:60]}... is a path of {len(os.fsencode(path)):,} bytes: the run's "
+      f"files lie up to {_DEEPEST} bytes deeper (a checkpoint's arrays, a TensorBoard file), "
+      f"beyond the {most:,} a path may have on this system; pass a shorter `workdir`."
     )
   longest = os.pathconf(existing, "PC_NAME_MAX")
   for name in path[len(existing) :].split(os.sep):
@@ -75,6 +93,46 @@ def check_writable(workdir: str) -> None:
         f"`workdir` {workdir}: no folder can be created in {existing} ({e.strerror}); pass a "
         "folder on a disk you can write."
       ) from None
+
+
+# How far below the workdir the run's deepest path may reach, in bytes: a checkpoint's array
+# file while Orbax writes it (checkpoints/<epoch>.orbax-checkpoint-tmp-<n>/default/
+# ocdbt.process_0/d/<32 hex digits>: about 120) or a TensorBoard file (tensorboard/<member>/
+# events.out.tfevents.<time>.<host name>), with room to spare.
+_DEEPEST = 512
+
+# What a workdir holds under each name, when it holds it: a file or a folder.
+_ENTRIES = {
+  CONFIG_FILE: "file",
+  METRICS_FILE: "file",
+  SUMMARY_FILE: "file",
+  TENSORBOARD_DIR: "folder",
+  CHECKPOINT_DIR: "folder",
+  DAMAGED_DIR: "folder",
+}
+
+
+def check_entries(workdir: str) -> None:
+  """Refuses a workdir where one of the run's names holds the other kind (``metrics.jsonl`` a
+  folder, ``tensorboard`` a file): nothing is written and what is there is left as it is.
+
+  Raises:
+    WorkdirError: naming the path, what it is, and the command that moves it aside.
+  """
+  for name, kind in _ENTRIES.items():
+    path = os.path.join(workdir, name)
+    if not os.path.lexists(path) or (os.path.isdir(path) == (kind == "folder")):
+      continue
+    found = "a folder" if os.path.isdir(path) else "a file" if os.path.isfile(path) else "neither"
+    if found == "neither":
+      found = "a link to nothing" if os.path.islink(path) else "a pipe, socket or device"
+    aside = _unused_name(path)
+    raise WorkdirError(
+      f"Workdir {workdir} holds {path}, which is {found}, where the run keeps a {kind}; what is "
+      f"there is left as it is and nothing was written. Move it aside (`mv {shlex.quote(path)} "
+      f"{shlex.quote(aside)}`) and re-run the same command (a resume rebuilds the run's files "
+      "from its checkpoint), or pass another `workdir`."
+    )
 
 
 def check_lock_file(workdir: str) -> None:
