@@ -83,7 +83,7 @@ def test_the_selection_seeds_are_no_evaluation_seeds_of_the_project():
   for d in pilot.PILOTS.values():
     assert max(d.seeds) < paper.EVALUATION_SEED_START
     shared = {}
-    for task in (*paper.PAPER, "vit_fashion_mnist", "transformer_twitter_pos"):
+    for task in (*paper.PAPER, "vit_fashion_mnist", "transformer_twitter_pos", "char_lm"):
       shared[task] = set(d.seeds) & set(paper.design(task, 10).evaluation_seeds)
     for other in (*confirm.DESIGNS.values(), forms.POWERED):
       shared[other.name] = set(d.seeds) & set(other.seeds)
@@ -402,6 +402,44 @@ def test_the_tagger_pilot_trains_end_to_end_on_ark_files(tmp_path):
   }
   text = (out / "README.md").read_text()
   assert "Trained with `the test`" in text and "Pending" not in text
+  before = outputs(out)
+  pilot_report.reproduce(design, out=out, root=tmp_path, train=False, project=False)
+  assert outputs(out) == before
+
+
+def test_the_language_models_pilot_is_fixed_and_trains_end_to_end(tmp_path):
+  """char_lm_pilot: the issue's arms (relu, gelu, gelu_tanh, both GEGLUs, SwiGLU, ReGLU) and
+  identity, its lrs, selection seeds 0-3 and the task's 4 epochs; then two of its arms at the
+  tiny preset on a small text, trained and read back, and re-rendered from the files alone."""
+  from tests.test_char_lm import write_text
+
+  d = pilot.CHAR_LM
+  assert (d.name, d.task, d.dataset, d.date) == (
+    "char_lm_pilot", "char_lm", "tiny_shakespeare", "2026-11-29"
+  )  # fmt: skip
+  assert d.arms == (
+    "relu", "gelu", "gelu_tanh", "geglu(approximate=True)", "geglu", "swiglu", "reglu",
+    "identity",
+  )  # fmt: skip
+  assert d.seeds == (0, 1, 2, 3) and d.epochs == tasks.get("char_lm").epochs == 4
+  assert d.comparisons[-1] == ("identity", "gelu") and pilot.variable(d) == "CHAR_LM"
+  for arm in d.arms:
+    assert (gated_unit(arm) is not None) == ("glu" in arm)
+  write_text(tmp_path / "text")
+  arms = ("gelu", "reglu")
+  design = dataclasses.replace(
+    d,
+    task="char_lm(model='char_gpt_tiny', data_options={'block_size': 16}, steps_per_epoch=6)",
+    arms=arms, comparisons=(arms[::-1],), seeds=(0, 1), epochs=2,
+  )  # fmt: skip
+  out = tmp_path / "out"
+  pilot_report.reproduce(
+    design, out=out, root=tmp_path, data_dir=str(tmp_path / "text"), command="the test",
+    project=False,
+  )  # fmt: skip
+  summary = json.loads((out / "summary.json").read_text())
+  assert summary["missing"] == [] and len(summary["pilot"]["cells"]) == 4
+  assert len(summary["pilot"]["spreads"]) == 2
   before = outputs(out)
   pilot_report.reproduce(design, out=out, root=tmp_path, train=False, project=False)
   assert outputs(out) == before

@@ -83,9 +83,9 @@ def define_flags() -> None:
     f"{forms.TASK} or {forms.POWERED_TASK}, the studies of the GELU forms (their designs are "
     f"fixed: gelujax.study.forms.DESIGN and POWERED), {confirm.TASK}, §3.3's primary family "
     f"re-tested on fresh paired seeds (fixed: gelujax.study.confirm.TWITTER), or "
-    f"{' or '.join(pilot.PILOTS)}, the pilots of the transformer study: each feed-forward "
-    "activation on selection seeds, validation metrics only (fixed: gelujax.study.pilot.VIT and "
-    f"TAGGER), or {' or '.join(transformer.DESIGNS)}, the transformer study (fixed: "
+    f"{' or '.join(pilot.PILOTS)}, the pilots of the transformer studies (the language "
+    "model's too): each feed-forward activation on selection seeds, validation metrics only "
+    "(fixed: gelujax.study.pilot.VIT, TAGGER and CHAR_LM), or {' or '.join(transformer.DESIGNS)}, the transformer study (fixed: "
     "gelujax.study.transformer.VIT and TAGGER, their lrs, margins and seeds from the pilot's "
     "committed result).",
   )

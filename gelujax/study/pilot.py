@@ -215,8 +215,72 @@ TAGGER = Pilot(
   margins_reason=_MARGINS_REASON,
 )
 
+# The language model's arms (`gelujax.tasks.char_lm_task`): the family as language models run
+# it, the gated units after Shazeer (2020), and identity, the candidate control.
+CHAR_LM_ARMS = (
+  "relu", "gelu", "gelu_tanh", "geglu(approximate=True)", "geglu", "swiglu", "reglu", "identity",
+)  # fmt: skip
+CHAR_LM_COMPARISONS = (
+  ("gelu", "relu"),
+  ("geglu", "gelu"),
+  ("geglu(approximate=True)", "gelu_tanh"),
+  ("swiglu", "relu"),
+  ("reglu", "relu"),
+  ("gelu_tanh", "gelu"),
+  ("geglu(approximate=True)", "geglu"),
+  ("identity", "gelu"),
+)
+CHAR_LM = Pilot(
+  name="char_lm_pilot",
+  date="2026-11-29",
+  task="char_lm",
+  dataset="tiny_shakespeare",
+  arms=CHAR_LM_ARMS,
+  learning_rates=(2e-3, 1e-3),
+  seeds=(0, 1, 2, 3),
+  epochs=4,
+  select_metric="validation_loss",
+  comparisons=CHAR_LM_COMPARISONS,
+  metrics=(LOSS, ERROR),
+  arms_reason=(
+    "the feed-forward activations of the language models the family's claims come from, each in "
+    "the decoder's feed-forward block (`gelujax.linen.FeedForward`): relu (the original "
+    "transformer's), gelu (the exact form, nanoGPT's), gelu_tanh (GPT-2's), and the gated units "
+    "at the plain block's parameter count: geglu(approximate=True) (Gemma's), geglu (the exact "
+    "gate), swiglu (LLaMA's) and reglu, Shazeer's (2020) variants; and identity, a candidate "
+    "positive control"
+  ),
+  control_reason=(
+    "identity leaves the feed-forward linear. Its gap to gelu is measured here; a control many "
+    "margins away shows only that the design sees a large gap, so the study to come calibrates "
+    "its *equivalent* verdicts by the sensitivity of its own paired differences as well, and "
+    "takes identity as its positive control only where its gap is of the margin's size"
+  ),
+  lr_reason=(
+    "nanoGPT's peak rate for this configuration, 1e-3, and twice it, 2e-3, under nanoGPT's "
+    "schedule (`adamw_cosine`); each arm's is selected here on the validation loss, so that the "
+    "study trains each arm at its own lr on fresh seeds"
+  ),
+  seeds_reason=(
+    "the selection seeds 0–3, never evaluation seeds of the study to come, which draws fresh "
+    "ones; 4 seeds give each paired SD 3 degrees of freedom, which its upper bound states, in 8 "
+    "grids of 8 members: 2000 steps each, about 12 minutes a grid on 2 CPU cores "
+    "(benchmarks/results/char_lm_speed.md's grid throughput), about 100 minutes in all"
+  ),
+  epochs_reason=(
+    "the task's 4 epochs of 500 steps, nanoGPT's 2000 steps at this configuration, so that "
+    "the spread measured is that of the runs the study trains"
+  ),
+  margins_reason=(
+    "candidates, not the study's margin: 0.005 to 0.05 nats of validation loss (a third of a "
+    "per cent to three per cent of a loss near 1.5 nats; Shazeer's gaps are a few hundredths), "
+    "a tenth of a point to a point of next-character error; the study chooses its margin with "
+    "these numbers in view and states why"
+  ),
+)
+
 # The pilots by name (``reproduce.py --task``).
-PILOTS = {p.name: p for p in (VIT, TAGGER)}
+PILOTS = {p.name: p for p in (VIT, TAGGER, CHAR_LM)}
 
 
 def variable(design: Pilot) -> str:
