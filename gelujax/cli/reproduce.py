@@ -85,7 +85,8 @@ def define_flags() -> None:
     f"re-tested on fresh paired seeds (fixed: gelujax.study.confirm.TWITTER), or "
     f"{' or '.join(pilot.PILOTS)}, the pilots of the transformer studies (the language "
     "model's too): each feed-forward activation on selection seeds, validation metrics only "
-    "(fixed: gelujax.study.pilot.VIT, TAGGER and CHAR_LM), or {' or '.join(transformer.DESIGNS)}, the transformer study (fixed: "
+    "(fixed: gelujax.study.pilot.VIT, TAGGER and CHAR_LM), or "
+    f"{' or '.join(transformer.DESIGNS)}, the transformer study (fixed: "
     "gelujax.study.transformer.VIT and TAGGER, their lrs, margins and seeds from the pilot's "
     "committed result).",
   )
