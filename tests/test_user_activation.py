@@ -390,3 +390,51 @@ def test_a_resume_that_would_train_another_function_is_refused_whatever_changed_
   assert (workdir / "metrics.jsonl").read_bytes() == metrics
   resumed = train(lab, workdir, "--epochs=2", *flags, cwd=tmp_path, path=[tmp_path])
   assert resumed.returncode == 0, resumed.stderr
+
+
+def test_every_way_in_imports_the_run_folders_module_first(lab, tmp_path):
+  """A module named ``acts`` in the folder the command runs in and another ``acts`` on
+  PYTHONPATH: the console script, ``python -m gelujax.train`` and the script all train (and
+  record) the run folder's, as the docs say."""
+  import shutil
+
+  here, elsewhere = tmp_path / "here", tmp_path / "elsewhere"
+  for folder, body in ((here, "def act(x):\n  return x * (x > 0)\n"),
+                       (elsewhere, "def act(x):\n  return x\n")):  # fmt: skip
+    folder.mkdir()
+    (folder / "acts.py").write_text(body)
+  console = shutil.which("gelujax")
+  assert console, "the gelujax console script is installed (pip install -e .)"
+  env = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, str(elsewhere)]), JAX_PLATFORMS="cpu")
+  flags = [TASK, f"--data_dir={lab / 'mnist'}", "--activation=acts:act", "--epochs=1", *GRID]
+  for name, command in (
+    ("console", [console, "train"]),
+    ("module", [sys.executable, "-m", "gelujax.train"]),
+    ("script", [sys.executable, TRAIN]),
+  ):
+    done = subprocess.run(
+      [*command, *flags, f"--workdir={tmp_path / name}"], cwd=here, env=env,
+      capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, (name, done.stderr[-2000:])
+    config = json.loads((tmp_path / name / "config.json").read_text())
+    assert config["activation_source"]["file"] == str(here / "acts.py"), name
+
+
+def test_a_users_activation_does_not_start_jax_before_the_cpu_is_split(lab, tmp_path):
+  """Checking a user's function runs JAX; the command splits the CPU first, so a grid with one
+  gets the devices a grid of gelujax's own gets (`gelujax.host.choose_cpu_devices`)."""
+  from gelujax import host
+
+  env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+  env.update(PYTHONPATH=ROOT, JAX_PLATFORMS="cpu")
+  devices = host.choose_cpu_devices(2, host.host_cores())
+  for activation in ("user_pkg.acts:my_relu", "relu"):
+    done = subprocess.run(
+      [sys.executable, TRAIN, TASK, f"--data_dir={lab / 'mnist'}", "--epochs=1", "--seeds=2",
+       "--learning_rates=1e-3", f"--activation={activation}",
+       f"--workdir={tmp_path / activation.replace(':', '_')}"],
+      cwd=lab, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert f"2 members on a mesh of {devices} (members)" in done.stderr, activation

@@ -58,11 +58,13 @@ def begin() -> None:
   """What a command's ``main`` does first.
 
   A user's ``--activation=module:function`` is imported from the folder the command runs in, as
-  ``python -m`` would find it: the commands put that folder on the path, after the rest (the
-  library itself leaves sys.path as it found it; a console script's path holds its own folder).
+  ``python -m`` finds it: the commands put that folder first on the path, so that every way in
+  (the console script, whose path starts with its own folder; ``python -m``; a script) imports
+  the same module where another of its name lies elsewhere on the path (the library itself
+  leaves sys.path as it found it).
   """
   if os.getcwd() not in sys.path:
-    sys.path.append(os.getcwd())
+    sys.path.insert(0, os.getcwd())
   _freeze_at_exit()
   _tolerate_lost_streams()
 
@@ -127,6 +129,22 @@ def _freeze_at_exit() -> None:
   # cores (benchmarks/startup.py). Frozen, they are skipped; the process ends after its files
   # are closed. Once a process: a test calls a command's main many times.
   atexit.register(gc.freeze)
+
+
+def member_count(task: str | None, learning_rates: Any, seeds: Any) -> int:
+  """The grid's size as the flags ``learning_rates`` and ``seeds`` and ``task`` (a registered
+  task, possibly with overrides of those two fields) give it, read without building the task's
+  spec (which checks, and so runs, a user's activation); 1 where they cannot be read (building
+  the spec then refuses them, naming the flag)."""
+  try:
+    base, overrides = parse_name(task or "")
+    registered = tasks.TASKS.lookup(base)
+    rates = parse_floats(
+      "learning_rates", learning_rates, overrides.get("learning_rates", registered.learning_rates)
+    )
+    return len(rates) * len(parse_seeds(seeds, overrides.get("seeds", registered.seeds)))
+  except Exception:
+    return 1
 
 
 def working_folder() -> tuple[Path, bool]:

@@ -222,10 +222,11 @@ def run() -> Path:
         f"{field} is one of --{flag} (by default {','.join(map(str, values))}); give "
         f"--{flag}={given[field]} instead."
       )
+  # Before a user's activation is checked: checking it runs JAX, which fixes the device count.
+  host.configure_cpu(_CPU_DEVICES.value, len(learning_rates) * len(seeds))
   _flags.check_runs(
     spec, {"activation": ("activations", activations), "dropout": ("dropout_rates", dropout_rates)}
   )
-  host.configure_cpu(_CPU_DEVICES.value, len(learning_rates) * len(seeds))
   return study.reproduce(
     task,
     spec,

@@ -137,6 +137,11 @@ def main(argv: list[str]) -> None:
       _DATA_DIR, _COMPILATION_CACHE,
     )  # fmt: skip
     _flags.check_utf8(**{flag.name: flag.value for flag in text_flags})
+    # Before JAX starts (checking a user's activation runs it): how the host is split into
+    # devices, for the grid's size as the flags and the registered task give it.
+    host.configure_cpu(
+      _CPU_DEVICES.value, _flags.member_count(_TASK.value, _LEARNING_RATES.value, _SEEDS.value)
+    )
     # Each value parsed once, here; the library takes values (a TaskSpec, Members).
     _, spec = _flags.make_spec(
       _TASK.value,
@@ -147,8 +152,7 @@ def main(argv: list[str]) -> None:
       _flags.parse_floats("learning_rates", _LEARNING_RATES.value, spec.learning_rates),
       _flags.parse_seeds(_SEEDS.value, spec.seeds),
     )
-    # Before JAX starts: how the host is split into devices, and where compiled programs go.
-    host.configure_cpu(_CPU_DEVICES.value, len(members))
+    # Where compiled programs go.
     host.enable_compilation_cache(_COMPILATION_CACHE.value)
     if _COORDINATOR.value:
       host.initialize_distributed(_COORDINATOR.value, _NUM_PROCESSES.value, _PROCESS_ID.value)
