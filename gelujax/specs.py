@@ -261,6 +261,14 @@ def activation_fingerprint(spec: str, dtype: str) -> dict[str, Any] | None:
     raise ValueError(
       f"activation {spec!r} raised {type(e).__name__} when differentiated in {dtype}: {e}"
     ) from None
+  for name, found in (("value", values), ("derivative", slopes)):
+    bad = np.flatnonzero(~np.isfinite(np.asarray(found, np.float64)))
+    if bad.size:
+      raise ValueError(
+        f"activation {spec!r} has the {name} {np.asarray(found)[bad[0]]} at the finite input "
+        f"{_FINGERPRINT_POINTS[bad[0]]} ({dtype}); an activation must be finite, with a finite "
+        "derivative, wherever its input is, or every member that meets such an input diverges."
+      )
   return {
     "dtype": dtype,
     "x64": bool(jax.config.read("jax_enable_x64")),

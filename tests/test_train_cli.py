@@ -124,6 +124,8 @@ def test_help_lists_every_flag_with_its_default():
       ["--task=tiny_mnist", f"--workdir=/tmp/{'/'.join(['x' * 200] * 19)}"],
       "bytes deeper (a checkpoint's arrays, a TensorBoard file), beyond the 4,096 a path may",
     ),
+    (["--task=tiny_mnist", "--epochs=1", "--epochs=2"], "--epochs is given 2 times; give it"),
+    (["--task=tiny_mnist", "--activation="], "--activation is empty; give it a value, or leave"),
     # A NumPy ufunc: traced itself by jax.jit, it crashed the process (a segmentation fault).
     (["--task=tiny_mnist", "--activation=numpy:tanh"], "raised TracerArrayConversionError"),
   ],
@@ -233,7 +235,8 @@ def test_a_run_whose_members_all_diverge_exits_non_zero_and_none_keeps_no_progra
   assert result.returncode == 1, result.stderr
   assert result.stderr.strip().splitlines()[-1] == (
     "train.py: error: All 2 members diverged (their training loss became non-finite, at epochs "
-    f"[1, 1]); see {workdir}/metrics.jsonl. Lower the learning rates."
+    f"[1, 1]); see {workdir}/metrics.jsonl. Lower the learning rates, or check that the model's "
+    "functions are finite on every input the network meets."
   )
   summary = workdirs.read_json(workdir / "summary.json")
   assert [(m["diverged"], m["diverged_epoch"]) for m in summary["members"]] == [(True, 1)] * 2

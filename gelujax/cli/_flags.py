@@ -344,6 +344,20 @@ def _check_distinct(flag: str, values: Sequence[str], parsed: Sequence[Any]) -> 
     raise ValueError(f"--{flag} {','.join(values)!r} repeats {listed}; give each value once.")
 
 
+def check_given_once(module_name: str, not_empty: Sequence[str] = ()) -> None:
+  """Refuses a flag of the command ``module_name`` given more than once (absl would keep the
+  last silently) and an empty value for the flags ``not_empty`` (``--activation=``, which
+  would otherwise stand for the default)."""
+  for flag in flags.FLAGS.get_key_flags_for_module(module_name):
+    if flag.present > 1:
+      raise ValueError(
+        f"--{flag.name} is given {flag.present} times; give it once (the command would take "
+        "the last one silently)."
+      )
+    if flag.name in not_empty and flag.present and flag.value in ("", []):
+      raise ValueError(f"--{flag.name} is empty; give it a value, or leave it out for its default.")
+
+
 def check_utf8(**flag_values: str | Sequence[str] | None) -> None:
   """Refuses flag values that are not UTF-8 text (Python hands the undecodable bytes of a
   command line over as lone surrogates, which no later step can encode)."""

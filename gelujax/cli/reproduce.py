@@ -162,6 +162,8 @@ def run() -> Path:
     _DATA_DIR, _EMBEDDINGS, _OUT, _CPU_DEVICES, _COMPILATION_CACHE, _REFERENCE,
   )  # fmt: skip
   _flags.check_utf8(**{flag.name: flag.value for flag in text_flags})
+  not_empty = (_TASK, _DATASET, _OUT, _CPU_DEVICES)
+  _flags.check_given_once(__name__, [flag.name for flag in not_empty])
   host.enable_compilation_cache(_COMPILATION_CACHE.value)
   root, project = _flags.working_folder()
   if task in forms.DESIGNS:

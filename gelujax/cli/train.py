@@ -137,6 +137,8 @@ def main(argv: list[str]) -> None:
       _DATA_DIR, _COMPILATION_CACHE,
     )  # fmt: skip
     _flags.check_utf8(**{flag.name: flag.value for flag in text_flags})
+    not_empty = (_TASK, _ACTIVATION, _DATASET, _WORKDIR, _DTYPE, _CPU_DEVICES)
+    _flags.check_given_once(__name__, [flag.name for flag in not_empty])
     # Before JAX starts (checking a user's activation runs it): how the host is split into
     # devices, for the grid's size as the flags and the registered task give it.
     host.configure_cpu(

@@ -428,7 +428,8 @@ def _finish(workdir, config, parts: Parts, program, state, diverged) -> dict[str
   if diverged.all():
     raise DivergedError(
       f"All {len(diverged)} members diverged (their training loss became non-finite, at "
-      f"epochs {diverged_epochs}); see {workdir}/metrics.jsonl. Lower the learning rates."
+      f"epochs {diverged_epochs}); see {workdir}/metrics.jsonl. Lower the learning rates, or "
+      "check that the model's functions are finite on every input the network meets."
     )
   return summary
 
