@@ -124,10 +124,13 @@ class Lab:
     self._references: dict[tuple, Path] = {}
 
   def command(self, workdir: Path, *flags: str, task: str = TASK, grid=GRID) -> list[str]:
-    return [
-      sys.executable, str(TRAIN), task, f"--data_dir={self.data_dir}", f"--workdir={workdir}",
-      f"--compilation_cache={self.cache}", *grid, *flags,
-    ]  # fmt: skip
+    """train.py's command line: the lab's defaults, less those ``flags`` give again (a flag
+    given twice is refused)."""
+    given = {flag.split("=")[0] for flag in flags}
+    defaults = [f"--data_dir={self.data_dir}", f"--workdir={workdir}",
+                f"--compilation_cache={self.cache}", *grid]  # fmt: skip
+    kept = [flag for flag in defaults if flag.split("=")[0] not in given]
+    return [sys.executable, str(TRAIN), task, *kept, *flags]
 
   @staticmethod
   def env(**extra: str) -> dict[str, str]:

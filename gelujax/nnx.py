@@ -527,6 +527,84 @@ class Encoder(nnx.Module):
     return self.final_norm(x)
 
 
+class CharGPT(nnx.Module):
+  """A character-level GPT in NNX: the Linen :class:`gelujax.models.CharGPT` (the model the
+  engine trains as ``char_lm``), with its parameters (``embed``, ``position``, ``decoder``) and
+  numbers: character ids ``[batch, length]`` -> next-character logits ``[batch, length,
+  vocab_size]``, ``length`` at most ``block_size``. The character table ``embed`` (N(0, 0.02))
+  plus a learned position (``position``, N(0, 0.02)); :class:`Encoder` with ``causal=True``; the
+  logits from the same table (the head tied to the embedding).
+
+  Args:
+    vocab_size: the characters.
+    block_size: the longest window (rows of ``position``).
+    width, depth, num_heads, hidden_features: as :class:`Encoder` takes them.
+    activation: the feed-forward's activation or gated linear unit.
+    dropout: the drop rate of the embedding and of every residual branch, in [0, 1).
+    dtype: the dtype of the blocks' computation (parameters float32; logits float32).
+    deterministic: whether dropout is off, as for ``nnx.Dropout``.
+    rngs: the random streams.
+
+  Examples:
+    >>> from flax import nnx
+    >>> model = CharGPT(65, 8, width=16, depth=1, num_heads=2, hidden_features=64,
+    ...                 rngs=nnx.Rngs(0))
+    >>> model(jnp.zeros((2, 8), jnp.int32)).shape
+    (2, 8, 65)
+  """
+
+  def __init__(
+    self,
+    vocab_size: int,
+    block_size: int,
+    *,
+    width: int = 128,
+    depth: int = 4,
+    num_heads: int = 4,
+    hidden_features: int = 512,
+    activation: str | Callable[..., Any] = "gelu",
+    dropout: float = 0.0,
+    dtype: DTypeLike | None = None,
+    deterministic: bool | None = False,
+    rngs: nnx.Rngs,
+  ):
+    positive_int_problem("CharGPT", "vocab_size", vocab_size)
+    positive_int_problem("CharGPT", "block_size", block_size)
+    self.block_size, self.dtype = block_size, dtype
+    self.embed = nnx.Embed(
+      vocab_size, width, embedding_init=nnx.initializers.normal(0.02), rngs=rngs
+    )
+    self.position = nnx.Param(nnx.initializers.normal(0.02)(rngs.params(), (1, block_size, width)))
+    self.dropout = nnx.Dropout(dropout, deterministic=deterministic, rngs=rngs)
+    self.decoder = Encoder(
+      width, depth, num_heads, hidden_features, activation=activation, dropout=dropout,
+      dtype=dtype, deterministic=deterministic, causal=True, rngs=rngs,
+    )  # fmt: skip
+
+  def __call__(
+    self,
+    ids: ArrayLike,
+    *,
+    deterministic: bool | None = None,
+    rngs: nnx.Rngs | nnx.RngStream | Array | None = None,
+  ) -> Array:
+    ids = jnp.asarray(ids)
+    if not jnp.issubdtype(ids.dtype, jnp.integer) or ids.ndim != 2:
+      raise ValueError(
+        f"CharGPT takes integer character ids [batch, length], got {ids.dtype} of shape "
+        f"{list(ids.shape)}."
+      )
+    if ids.shape[1] > self.block_size:
+      raise ValueError(
+        f"CharGPT(block_size={self.block_size}) got windows of {ids.shape[1]} characters; "
+        f"give at most {self.block_size}."
+      )
+    x = self.embed(ids.astype(jnp.int32)) + self.position[:, : ids.shape[1]]
+    x = self.dropout(x, deterministic=deterministic, rngs=rngs)
+    x = self.decoder(jnp.asarray(x, self.dtype), deterministic=deterministic, rngs=rngs)
+    return self.embed.attend(jnp.asarray(x, jnp.float32))
+
+
 def _features(module: Any, owner: str, x: ArrayLike) -> Array:
   """``x`` in the module's dtype, refused unless its last axis has ``in_features``."""
   x = jnp.asarray(x, module.dtype)

@@ -806,7 +806,9 @@ def build(spec: TaskSpec, splits: Mapping[str, Any]) -> Parts:
   The one place a spec's values become objects: the model (its activation resolved, and the
   options the data decide: a vocabulary's size), the optimizer for a learning rate, the
   objective, the default grid, and the run's record (config.json's ``task``, ``dataset``,
-  ``activation``, ``spec`` as given, and a user's activation's ``activation_source``). Specs
+  ``activation``, ``spec`` as given, a user's activation's ``activation_source``, and
+  ``activation_fingerprint``, what the activation computes: a resume that would train another
+  function is refused, `gelujax.specs.activation_fingerprint`). Specs
   that differ only in their grid, batches or evaluations get the same model, optimizer and
   objective objects, so the engine compiles their programs once.
 
@@ -848,16 +850,19 @@ def build(spec: TaskSpec, splits: Mapping[str, Any]) -> Parts:
     select_metric=spec.select_metric,
     extendable=optimizers.extendable(spec.optimizer),
     grid=Members(spec.learning_rates, tuple(range(spec.seeds))),
-    record=record(spec),
+    # What the activation computes: with the parts, not in `record`, which a command reads
+    # before the data (computing it runs JAX).
+    record={
+      **record(spec),
+      "activation_fingerprint": activation_fingerprint(spec.activation, spec.dtype),
+    },
   )
 
 
 def record(spec: TaskSpec) -> dict[str, Any]:
   """The run of ``spec`` as config.json records it (`gelujax.parts.Parts.record`): ``task``,
   ``dataset``, ``activation``, ``spec`` as given (the data's own facts, such as a vocabulary
-  size, are not settings), what the activation computes (``activation_fingerprint``,
-  `gelujax.specs.activation_fingerprint`: a resume that would train another function is
-  refused), and where a user's activation comes from (``activation_source``,
+  size, are not settings), and where a user's activation comes from (``activation_source``,
   `gelujax.specs.activation_source`; None for gelujax's own)."""
   return {
     "task": spec.name,
@@ -865,7 +870,6 @@ def record(spec: TaskSpec) -> dict[str, Any]:
     "activation": spec.activation,
     "spec": json.loads(json.dumps(dataclasses.asdict(spec))),
     "activation_source": activation_source(spec.activation),
-    "activation_fingerprint": activation_fingerprint(spec.activation, spec.dtype),
   }
 
 

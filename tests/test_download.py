@@ -343,13 +343,13 @@ def test_the_download_command_fetches_ahead_and_list_verifies(
   listing = capsys.readouterr().out.splitlines()
   folder = target / "twitter_pos"
   assert (
-    f"twitter_pos   found     ARK files {folder / 'oct27.train'}, "
+    f"twitter_pos       found     ARK files {folder / 'oct27.train'}, "
     f"{folder / 'oct27.dev'}, {folder / 'oct27.test'}; each of the 3 files matches its published "
     "sha256 and size (checked at this load)"
   ) in listing
   # Missing: every place the loader looks, in its order, the download not tried.
   (cifar,) = [line for line in listing if line.startswith("cifar10 ")]
-  assert cifar.startswith("cifar10       missing   looked in: --data_dir (not given); TFDS ")
+  assert cifar.startswith("cifar10           missing   looked in: --data_dir (not given); TFDS ")
   assert f"; the cache {target / 'cifar10'} (no such folder); a download from " in cifar
   assert cifar.endswith(
     "https://www.cs.toronto.edu/~kriz/ (not tried: the network was not asked for)"

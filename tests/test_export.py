@@ -50,6 +50,8 @@ TASKS = {
   "vit_fashion_mnist": "vit_fashion_mnist(data_options={'validation_size': 32})",
   "vit_cifar10": "vit_cifar10(data_options={'validation_size': 5})",
   "transformer_twitter_pos": "transformer_twitter_pos",
+  # The decoder's causal attention and tied head, the next-character loss, nanoGPT's AdamW.
+  "char_lm": "char_lm(model='char_gpt_tiny', data_options={'block_size': 16}, steps_per_epoch=4)",
 }
 LAYOUTS = {"one member": 1, "grid": 6, "looped grid": 6}
 # Each layout's member strategy (`gelujax.engine.mesh.STRATEGIES`): the looped grid is the grid
@@ -91,6 +93,10 @@ def write_fixtures(folder: Path) -> dict[str, Path]:
   for name in ("mnist", "mnist_threefry", "mnist_ae", "vit_fashion_mnist"):
     dirs[name] = folder / "mnist"
   dirs["transformer_twitter_pos"] = dirs["twitter_pos"]
+  from tests.test_char_lm import write_text
+
+  dirs["char_lm"] = folder / "text"
+  write_text(dirs["char_lm"])
   dirs["vit_cifar10"] = dirs["cifar10"]
   return dirs
 

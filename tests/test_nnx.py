@@ -21,6 +21,7 @@ from test_activations import (
 )
 
 import gelujax
+from gelujax import models
 from gelujax import nnx as gnnx
 
 X_16x3 = np.linspace(-4, 4, 48).reshape(16, 3).astype(np.float32)
@@ -426,3 +427,24 @@ def test_nnx_mlp_trains_with_nnx_optimizer():
 def test_module_docstring_example_runs():
   results = doctest.testmod(gnnx, optionflags=doctest.NORMALIZE_WHITESPACE)
   assert results.attempted >= 12 and results.failed == 0
+
+
+def test_the_nnx_char_gpt_has_the_linen_models_parameters_and_outputs():
+  """One parameter tree: the Linen model's parameters loaded into the NNX twin give its logits
+  (to float32 rounding: two programs), and the NNX model is causal too."""
+  ids = np.random.default_rng(0).integers(0, 11, (2, 8))
+  linen = models.MODELS.get("char_gpt_tiny")(vocab_size=11, activation="gelu")
+  params = linen.init(jax.random.key(0), ids, train=False)["params"]
+  model = gnnx.CharGPT(11, 8, width=16, depth=1, num_heads=2, hidden_features=64,
+                       activation="gelu", deterministic=True, rngs=nnx.Rngs(1))  # fmt: skip
+  state = nnx.state(model, nnx.Param)
+  chex.assert_trees_all_equal_shapes_and_dtypes(nnx.to_pure_dict(state), params)
+  nnx.replace_by_pure_dict(state, params)
+  nnx.update(model, state)
+  expected = linen.apply({"params": params}, ids, train=False)
+  np.testing.assert_allclose(model(ids), expected, rtol=1e-5, atol=1e-5)
+  later = ids.copy()
+  later[:, 5:] = (later[:, 5:] + 1) % 11
+  np.testing.assert_array_equal(np.asarray(model(later))[:, :5], np.asarray(model(ids))[:, :5])
+  with pytest.raises(ValueError, match="windows of 9 characters; give at most 8"):
+    model(np.zeros((1, 9), np.int32))

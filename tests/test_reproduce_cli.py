@@ -153,7 +153,7 @@ def test_tiny_mnist_end_to_end_evaluation_seeds_and_noise(tmp_path):
     ["--task=tiny_mnist", f"--out={out}", "--render"],
     [*relu_flags, f"--out={out}"],
     ["--task=tiny_mnist", f"--out={out}", "--render"],
-    [*flags, f"--out={noise_out}", "--task=tiny_mnist_noise"],
+    [*flags[1:], f"--out={noise_out}", "--task=tiny_mnist_noise"],
     ["--task=tiny_mnist_noise", f"--out={noise_out}", "--render"],
   ]
   changing = [

@@ -242,10 +242,13 @@ def train_one_epoch(tmp_path, task, *flags):
   for name, tokens in (("oct27.train", 480), ("oct27.dev", 64), ("oct27.test", 64)):
     write_learnable_ark(data_dir / name, tokens, rng)
   env = dict(os.environ, PYTHONPATH=ROOT, JAX_PLATFORMS="cpu")
+  given = {flag.split("=")[0] for flag in flags}  # a flag given here replaces the default
+  defaults = [f for f in ("--epochs=1", "--seeds=1", "--learning_rates=1e-2") if f.split("=")[0]
+              not in given]  # fmt: skip
   command = [
     sys.executable, os.path.join(ROOT, "experiments", "train.py"), f"--task={task}",
-    f"--data_dir={data_dir}", f"--workdir={workdir}", "--epochs=1", "--seeds=1",
-    "--learning_rates=1e-2", "--compilation_cache=none", *flags,
+    f"--data_dir={data_dir}", f"--workdir={workdir}", *defaults, "--compilation_cache=none",
+    *flags,
   ]  # fmt: skip
   result = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
   assert result.returncode == 0, result.stderr
