@@ -16,6 +16,7 @@ results/<dataset>/<task>/ (see WORKSPACE.md, "Reproducing the paper"). --render 
 and rebuilds the result from the runs' files alone.
 """
 
+import functools
 import signal
 import sys
 from pathlib import Path
@@ -47,15 +48,11 @@ from gelujax.study import (
   transformer_report,
 )
 
-# Whether `define_flags` has run in this process.
-_DEFINED: list[bool] = []
 
-
+@functools.cache  # once a process
 def define_flags() -> None:
-  """Defines the command's flags in absl's global flags, once a process: when the command
-  runs (or a script that runs it is imported), never when this module is imported, so that
-  importing every module of gelujax (documentation tools, a user's script) defines none
-  and the two commands' flags of one name never meet."""
+  """The command's flags in absl's global flags, as `gelujax.cli.train.define_flags` defines
+  train's: when the command runs, never when this module is imported."""
   global \
     _ACTIVATIONS, \
     _COMPILATION_CACHE, \
@@ -73,9 +70,6 @@ def define_flags() -> None:
     _SEEDS, \
     _SETTINGS, \
     _TASK
-  if _DEFINED:
-    return
-  _DEFINED.append(True)
   _TASK = flags.DEFINE_string(
     "task",
     None,

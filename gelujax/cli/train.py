@@ -10,6 +10,7 @@ A multi-host run starts the same command on every host with --coordinator_addres
 of process 0), --num_processes and that host's --process_id.
 """
 
+import functools
 import signal
 import sys
 
@@ -20,10 +21,8 @@ from gelujax import workdir as workdirs
 from gelujax.cli import _flags
 from gelujax.members import Members
 
-# Whether `define_flags` has run in this process.
-_DEFINED: list[bool] = []
 
-
+@functools.cache  # once a process
 def define_flags() -> None:
   """Defines the command's flags in absl's global flags, once a process: when the command
   runs (or a script that runs it is imported), never when this module is imported, so that
@@ -50,9 +49,6 @@ def define_flags() -> None:
     _SPEC_FLAGS, \
     _TASK, \
     _WORKDIR
-  if _DEFINED:
-    return
-  _DEFINED.append(True)
   _TASK = flags.DEFINE_string(
     "task", None, "The experiment, one of gelujax.tasks.task_names(), optionally with field "
     "overrides, e.g. 'mnist(evals_per_epoch=5)'."
