@@ -191,11 +191,24 @@ def enable_compilation_cache(path: str | None) -> str | None:
 
   Returns:
     The cache folder, or None when disabled.
+
+  Raises:
+    ValueError: ``path``, or the nearest of its parents that exists, is not a folder (a file,
+      ``/dev/null``): JAX would fail every write there without a word.
   """
   if path is None or str(path).strip().lower() in ("", "none"):
     jax.config.update("jax_enable_compilation_cache", False)
     return None
-  path = os.path.abspath(os.path.expanduser(path))
+  given, path = path, os.path.abspath(os.path.expanduser(path))
+  existing = path
+  while not os.path.exists(existing):
+    existing = os.path.dirname(existing)
+  if not os.path.isdir(existing):
+    what = "it is" if existing == path else f"{existing} is"
+    raise ValueError(
+      f"`compilation_cache` {given} cannot hold compiled programs: {what} not a folder; pass a "
+      "folder (made if missing), or none to keep no programs."
+    )
   jax.config.update("jax_compilation_cache_dir", path)
   jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
   jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)

@@ -266,6 +266,20 @@ def test_fresh_download_verifies_caches_and_loads(server, online, cache, monkeyp
   np.testing.assert_array_equal(again["train"]["inputs"], splits["train"]["inputs"])
 
 
+def test_a_lock_that_is_a_folder_is_named_as_such_and_nothing_is_fetched(
+  server, online, cache, monkeypatch
+):
+  publish(monkeypatch, server, "twitter_pos", twitter_files())
+  (cache / "twitter_pos" / ".lock").mkdir(parents=True)
+  with pytest.raises(ValueError) as error:
+    data.load("twitter_pos")
+  message = str(error.value)
+  assert f"{cache}/twitter_pos/.lock, the lock of the data cache" in message, message
+  assert "is a folder, not a file" in message and "rmdir" in message
+  assert "you can write" not in message  # the cache is writable: that was the wrong advice
+  assert server.gets() == []
+
+
 def test_checksum_mismatch_deletes_the_file_and_names_url_expected_and_got(
   server, online, cache, monkeypatch
 ):

@@ -117,6 +117,26 @@ def test_bad_flags_fail_in_one_line_and_write_nothing(bad_flag_exits, flag, mess
   assert not out.exists()
 
 
+def test_refusals_of_an_arms_folder_name_reproduces_flags(tmp_path):
+  """The library names a run's folder `workdir`; reproduce has no --workdir flag, so its
+  advice is in its own words: the arm's run folder, and another --out."""
+  (tmp_path / "mnist").mkdir()
+  write_tiny_mnist(tmp_path / "mnist", 60, 20)
+  out = tmp_path / "out"
+  (out / "runs").mkdir(parents=True)
+  (out / "runs" / "gelu").write_text("a file where the arm's folder goes")
+  env = {**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONPATH": str(REPO)}
+  args = ["--task=tiny_mnist(data_options={'validation_size': 10})", "--activations=gelu",
+          f"--data_dir={tmp_path / 'mnist'}", f"--out={out}", "--seeds=1",
+          "--evaluation_seeds=1", "--epochs=1"]  # fmt: skip
+  [ended] = run_mains(REPO / "experiments" / "reproduce.py", [args], env, REPO)
+  code = ended.code
+  assert isinstance(code, str) and code.startswith("reproduce.py: error: "), ended
+  assert f"the arm's run folder {out}/runs/gelu is a file" in code, code
+  assert "pass another --out" in code and "workdir" not in code, code
+  assert (out / "runs" / "gelu").read_text() == "a file where the arm's folder goes"
+
+
 def read_metrics(workdir):
   return (workdir / "metrics.jsonl").read_text().splitlines()
 

@@ -126,6 +126,15 @@ def test_help_lists_every_flag_with_its_default():
     ),
     (["--task=tiny_mnist", "--epochs=1", "--epochs=2"], "--epochs is given 2 times; give it"),
     (["--task=tiny_mnist", "--activation="], "--activation is empty; give it a value, or leave"),
+    # JAX fails every write into a cache that is not a folder, without a word.
+    (
+      ["--task=tiny_mnist", "--compilation_cache=/dev/null"],
+      "--compilation_cache /dev/null cannot hold compiled programs: it is not a folder; pass a",
+    ),
+    (
+      ["--task=tiny_mnist", "--compilation_cache=/dev/null/cache"],
+      "--compilation_cache /dev/null/cache cannot hold compiled programs: /dev/null is not a",
+    ),
     # A NumPy ufunc: traced itself by jax.jit, it crashed the process (a segmentation fault).
     (["--task=tiny_mnist", "--activation=numpy:tanh"], "raised TracerArrayConversionError"),
   ],
@@ -705,6 +714,7 @@ def test_a_full_disk_names_the_file_that_could_not_be_written(
     assert line.startswith("train.py: error: Cannot write ") and "No space left" in line, line
     [named] = re.findall(r"^train\.py: error: Cannot write (\S+?),? ", line)
     assert named.startswith(f"{workdir}/") and not os.path.isdir(named), line
+    assert "\\" not in named, line  # not a folder quoted in TensorStore's spec
 
 
 @pytest.mark.mount

@@ -1160,6 +1160,8 @@ def test_the_two_strategies_train_each_member_alike_to_float32_rounding(other, r
   config = workdirs.read_json(os.path.join(other, "config.json"))
   expected = workdirs.read_json(os.path.join(reference, "config.json"))
   assert (config.pop("member_strategy"), expected.pop("member_strategy")) == (OTHER, RULED)
+  assert config.pop("member_strategies") == [[1, OTHER]]
+  assert expected.pop("member_strategies") == [[1, RULED]]
   assert config == expected
   _, state = engine.restore(REFERENCE, other)
   _, want = engine.restore(REFERENCE, reference)
@@ -1175,7 +1177,7 @@ def test_a_killed_run_resumes_bitwise_in_its_strategy_and_on_request_in_the_othe
   with the strategy it recorded, not the rule's, to the uninterrupted run's files and state bit
   for bit (the same program). Resumed with the rule's strategy asked for instead (allowed: the
   strategy is not the run's identity), its last epoch agrees to float32 rounding, and
-  config.json records the strategy it finished with."""
+  config.json records the strategy it finished with and which epochs each strategy trained."""
   workdir, switched = str(tmp_path / "run"), str(tmp_path / "switched")
   kill_at_save(monkeypatch, 2, after_saving=True)
   with pytest.raises(Killed):
@@ -1187,7 +1189,11 @@ def test_a_killed_run_resumes_bitwise_in_its_strategy_and_on_request_in_the_othe
   assert workdirs.read_json(os.path.join(workdir, "config.json"))["member_strategy"] == OTHER
   engine.fit(REFERENCE, switched, REFERENCE_MEMBERS, progress=False, member_strategy=RULED)
   assert_close_metrics(switched, other)
-  assert workdirs.read_json(os.path.join(switched, "config.json"))["member_strategy"] == RULED
+  config = workdirs.read_json(os.path.join(switched, "config.json"))
+  assert config["member_strategy"] == RULED
+  assert config["member_strategies"] == [[1, OTHER], [3, RULED]]
+  config = workdirs.read_json(os.path.join(workdir, "config.json"))
+  assert config["member_strategies"] == [[1, OTHER]]
 
 
 def test_a_run_recorded_before_strategies_resumes_vmapped(tmp_path, monkeypatch, capfd):

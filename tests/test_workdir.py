@@ -19,6 +19,7 @@ import pytest
 from benchmarks import faults
 from gelujax import checkpoints, host, workdir, writers
 from gelujax.members import Members
+from gelujax.workdir import disk
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CONFIG = {
@@ -128,6 +129,24 @@ def test_a_full_disk_is_one_line_naming_the_file(tmp_path):
   board = f"{disk}/run/tensorboard/lr=0.001,seed=0/events.out.tfevents."
   assert message.startswith(f"Cannot write {board}") and "(No space left on device)" in message
   assert "re-run the same command" in message and "\n" not in message
+
+
+def test_the_file_named_in_tensorstores_words_is_the_file_not_its_database_or_spec():
+  """TensorStore's error on a full disk (its words as a save on a full tmpfs gave them, cut
+  short) names the OCDBT database folder, then the file, then appends its JSON spec, where the
+  folder's path appears again, escaped: the file is the one named."""
+  folder = "/w/checkpoints/1.orbax-checkpoint-tmp/default.orbax-checkpoint-tmp/ocdbt.process_0/"
+  words = (
+    'RESOURCE_EXHAUSTED: Error opening "zarr" driver: Error writing "params.Dense_0.bias/.zarray" '
+    f'in OCDBT database at local file "{folder}": Failed writing: "{folder}d/c7e3813867": Failed '
+    'to write 192 bytes to file 15: No space left on device [tensorstore_spec=\'{\\"driver\\"'
+    f':\\"zarr\\",\\"path\\":\\"{folder}\\"}}\']'
+  )
+  assert f'\\"{folder}\\"' in words  # the spec's escaped quotes, as TensorStore writes them
+  assert disk.failed_file(ValueError(words)) == f"{folder}d/c7e3813867"
+  # Where TensorStore names no file, the database folder is not taken for one.
+  only_folder = words.replace(f'Failed writing: "{folder}d/c7e3813867": ', "")
+  assert disk.failed_file(ValueError(only_folder)) is None
 
 
 def test_a_member_count_beyond_host_memory_is_refused_without_listing_it():

@@ -159,11 +159,15 @@ def working_folder() -> tuple[Path, bool]:
   return here, project
 
 
-def name_flags(message: str, names: Iterable[str]) -> str:
-  """A library's ``message`` in a command's words: each backticked word that is one of the
-  command's flags ``names`` (absl's ``flags.FLAGS`` iterates over them) becomes that flag,
-  `` `workdir` `` -> ``--workdir``; everything else is left as it is (a backticked field the
-  command has no flag for, a command to run)."""
+def name_flags(message: str, names: Iterable[str], words: Sequence[tuple[str, str]] = ()) -> str:
+  """A library's ``message`` in a command's words: first each ``(pattern, replacement)`` of
+  ``words`` (a command's own words for a field it has no flag for: ``reproduce`` puts each arm's
+  `` `workdir` `` under ``--out``), then each backticked word that is one of the command's flags
+  ``names`` (absl's ``flags.FLAGS`` iterates over them) becomes that flag, `` `workdir` `` ->
+  ``--workdir``; everything else is left as it is (a backticked field the command has no flag
+  for, a command to run)."""
+  for pattern, replacement in words:
+    message = re.sub(pattern, replacement, message)
   known = set(names)
   return re.sub(r"`(\w+)`", lambda m: f"--{m[1]}" if m[1] in known else m[0], message)
 
@@ -390,13 +394,17 @@ def program_name(argv: Sequence[str]) -> str:
 
 
 def exit_stopped(
-  program: str, error: BaseException, refused: tuple[type[BaseException], ...] = (ValueError,)
+  program: str,
+  error: BaseException,
+  refused: tuple[type[BaseException], ...] = (ValueError,),
+  words: Sequence[tuple[str, str]] = (),
 ) -> NoReturn:
   """Ends the command ``program`` (`program_name`) with one line on stderr for what stopped its
   run: Ctrl-C or ``kill`` (`describe_interrupt`; exit 128 + the signal's number; no checkpoint is
   left half-written), a failure of programs loaded from the compilation cache
   (`gelujax.host.cache_failure`; exit 1), or a value the library refused (an error of a
-  ``refused`` type; exit 1). Any other error is raised again, with its traceback: it is a bug."""
+  ``refused`` type; exit 1). Any other error is raised again, with its traceback: it is a bug.
+  ``words``: the command's own words for fields it has no flag for (`name_flags`)."""
   if isinstance(error, KeyboardInterrupt):
     what, status = describe_interrupt(error)
     print(f"{program}: {what}; re-run the same command to resume.", file=sys.stderr)
@@ -407,7 +415,7 @@ def exit_stopped(
     line = str(error)
   if line is None:
     raise error
-  message = f"{program}: error: {name_flags(' '.join(line.split()), flags.FLAGS)}"
+  message = f"{program}: error: {name_flags(' '.join(line.split()), flags.FLAGS, words)}"
   _quiet_shutdown()
   sys.exit(message)
 

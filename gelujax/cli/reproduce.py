@@ -341,6 +341,15 @@ def _run_design(design, reproduce, members: int, root: Path, project: bool) -> P
   )
 
 
+# The library's messages name a run's folder `workdir`; reproduce makes one per arm under --out
+# and has no --workdir flag: advice to pass another workdir is advice to pass another --out.
+WORKDIR_WORDS = (
+  (r"(another|a shorter|a new|a) `workdir`", r"\1 --out"),
+  (r"a new folder or this run's workdir", "another --out, or this result's --out to resume it"),
+  (r"`workdir`", "the arm's run folder"),
+)
+
+
 def main(argv: list[str]) -> None:
   if len(argv) > 1:
     raise app.UsageError(f"Unexpected arguments: {' '.join(argv[1:])}")
@@ -355,7 +364,7 @@ def main(argv: list[str]) -> None:
     host.raise_if_interrupted()  # a kill whose exception a finalizer swallowed: not a success
   # Ctrl-C or kill, a refused value (a diverged run is reported in the table), a damaged cache.
   except (KeyboardInterrupt, Exception) as e:
-    _flags.exit_stopped(_flags.program_name(argv), e)
+    _flags.exit_stopped(_flags.program_name(argv), e, words=WORKDIR_WORDS)
   print(f"Wrote {out}/README.md, table.md, summary.json and figures.", flush=True)
 
 

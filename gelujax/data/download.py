@@ -29,6 +29,7 @@ import hashlib
 import http.client
 import json
 import os
+import shlex
 import shutil
 import socket
 import sys
@@ -106,6 +107,12 @@ def _locked(folder: Path, dataset: str) -> Iterator[None]:
   try:
     folder.mkdir(parents=True, exist_ok=True)
     fd = os.open(folder / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+  except IsADirectoryError:
+    raise ValueError(
+      f"{folder / LOCK_FILE}, the lock of the data cache {folder}, is a folder, not a file (made "
+      f"by hand?): remove it (`rmdir {shlex.quote(str(folder / LOCK_FILE))}`, if empty) and re-run "
+      "the same command."
+    ) from None
   except OSError as e:
     raise ValueError(
       f"Cannot write the data cache {folder} ({e.strerror}): set {DATA_DIR_VARIABLE} (or pass "

@@ -204,7 +204,9 @@ def fit(
     member_strategy = checked.get("member_strategy", "vmap")
   placed = _place(parts, members, mesh, member_strategy)
   program, num = placed.program, len(members)
-  config["member_strategy"] = program.strategy  # Recorded; not part of the run's identity.
+  # Recorded, not part of the run's identity: the strategy the run goes on with, and (by
+  # `_resume`, once the epoch it resumes from is known) which epochs each strategy trained.
+  config["member_strategy"] = program.strategy
   # The versions (and git commit) of every invocation that ran it: recorded, not its identity.
   config[workdirs.SOFTWARE] = workdirs.software_record(checked)
   # Where the grid lies, any padding, and how a device takes its members (where it has several).
@@ -216,7 +218,7 @@ def fit(
   # One writer, holding the workdir as checked; a full disk is one line naming the file.
   with workdirs.writing(workdir, lead, checked):
     checkpointer = checkpoints.Checkpointer(workdir, keep_checkpoints, config)
-    start, state, records = _resume(workdir, config, placed, checkpointer, bounds, lead)
+    start, state, records = _resume(workdir, config, placed, checkpointer, bounds, lead, checked)
     steps, finished = program.steps_per_epoch, start >= parts.epochs
     writer = (
       lead
@@ -259,9 +261,12 @@ def fit(
     return _finish(workdir, config, parts, program, state, diverged)
 
 
-def _resume(workdir, config, placed: _Placed, checkpointer, bounds, lead) -> tuple[int, Any, list]:
+def _resume(
+  workdir, config, placed: _Placed, checkpointer, bounds, lead, checked
+) -> tuple[int, Any, list]:
   """``(epochs done, state, records)``: from the newest readable checkpoint, or a new run.
-  Process 0 rewrites metrics.jsonl to the checkpoint's records and writes config.json."""
+  Process 0 rewrites metrics.jsonl to the checkpoint's records and writes config.json, whose
+  ``member_strategies`` (`strategy_segments`) says which epochs each strategy trained."""
   program = placed.program
   restored = checkpointer.restore_latest(program.abstract_state())
   if restored is None:
@@ -271,6 +276,7 @@ def _resume(workdir, config, placed: _Placed, checkpointer, bounds, lead) -> tup
     start, recorded = restored.epoch, restored.metrics
     state = program.pad(restored.state)
   records = list(recorded or [])
+  config["member_strategies"] = strategy_segments(checked, start, program.strategy)
   if lead:
     steps, num = program.steps_per_epoch, program.num_members
     evaluations = [
@@ -282,6 +288,21 @@ def _resume(workdir, config, placed: _Placed, checkpointer, bounds, lead) -> tup
     records = workdirs.resume_metrics(workdir, start, recorded, evaluations)
     workdirs.write_config(workdir, config)
   return start, state, records
+
+
+def strategy_segments(
+  checked: Mapping[str, Any] | None, start: int, strategy: str
+) -> list[list[Any]]:
+  """``[[first epoch, strategy], ...]``: which strategy trained which epochs of a run resumed
+  after epoch ``start`` with ``strategy``, from the run's config.json ``checked`` (None: a new
+  run). Segments that began after ``start`` are dropped (their epochs are trained again); a run
+  recorded before segments were kept trained in its one recorded strategy (vmap before
+  strategies were recorded)."""
+  if checked is None or start == 0:
+    return [[1, strategy]]
+  before = checked.get("member_strategies") or [[1, checked.get("member_strategy", "vmap")]]
+  kept = [list(segment) for segment in before if segment[0] <= start]
+  return kept if kept[-1][1] == strategy else [*kept, [start + 1, strategy]]
 
 
 def _train_epoch(

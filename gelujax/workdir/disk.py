@@ -256,8 +256,11 @@ def _deleted_folder(workdir: str, error: BaseException | None) -> str | None:
   return None
 
 
-# A path in an error's words, as TensorStore quotes it ('Failed writing: "/w/checkpoints/..."').
-_QUOTED_PATH = re.compile(r'"(/[^"]*[^"/])"')
+# A file's path in an error's words, as TensorStore quotes it ('Failed writing:
+# "/w/checkpoints/..."'): not a folder (ending in /), nor a path escaped inside the JSON spec
+# TensorStore appends ('[tensorstore_spec=\'{\\"path\\":\\"/w/.../ocdbt.process_0/\\"...').
+_QUOTED_PATH = re.compile(r'"(/[^"\\]*[^"/\\])"')
+_SPEC = " [tensorstore_spec="
 
 
 def failed_file(error: BaseException | None) -> str | None:
@@ -268,7 +271,7 @@ def failed_file(error: BaseException | None) -> str | None:
   while error is not None:
     if isinstance(error, OSError) and error.filename is not None:
       return os.fsdecode(error.filename)
-    paths = _QUOTED_PATH.findall(str(error))
+    paths = _QUOTED_PATH.findall(str(error).split(_SPEC)[0])
     if paths:
       return paths[-1]
     if isinstance(error, OSError):
