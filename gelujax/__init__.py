@@ -33,7 +33,13 @@ from gelujax.linen import (
   gated_hidden_features,
 )
 from gelujax.registry import Registry
-from gelujax.specs import activation_aliases, activation_names, get_activation, register_activation
+from gelujax.specs import (
+  activation_aliases,
+  activation_names,
+  gated_unit_names,
+  get_activation,
+  register_activation,
+)
 
 __all__ = [
   "ACTIVATIONS",
@@ -50,6 +56,7 @@ __all__ = [
   "elu",
   "gated",
   "gated_hidden_features",
+  "gated_unit_names",
   "gaussian_gelu",
   "geglu",
   "gelu",

@@ -403,8 +403,38 @@ def _sha256(module: Any) -> str | None:
 
 
 def activation_names() -> list[str]:
-  """The registered activation names, sorted (aliases are in :func:`activation_aliases`)."""
+  """The registered element-wise activation names, sorted (aliases are in
+  :func:`activation_aliases`; the gated linear units, which map ``2 n`` features to ``n``, in
+  :func:`gated_unit_names`)."""
   return ACTIVATIONS.names()
+
+
+def gated_unit_names() -> list[str]:
+  """The gated linear units, sorted: a transformer's feed-forward block (and a task whose model
+  has one) takes them by name, ``"geglu"`` or ``"geglu(approximate=True)"``; see
+  :func:`gated_unit`."""
+  return GATED_UNITS.names()
+
+
+def _gated_problem(spec: str) -> str:
+  """Why the element-wise activation ``spec`` is unknown, where the answer is a gated linear
+  unit: it is one (which only a feed-forward block takes), or its name is close to one; else
+  ``""``."""
+  try:
+    name = parse_name(spec)[0]
+  except (ParseError, ValueError):
+    return ""
+  if name in GATED_UNITS:
+    return (
+      f"{spec!r} is a gated linear unit (gelujax.{name}: it maps 2n features to n), not an "
+      "element-wise activation: a transformer's feed-forward block takes it by name (e.g. "
+      "the tasks vit_cifar10 and char_lm; gelujax.linen.FeedForward), and "
+      f"gelujax.gated_unit_names() lists them: {', '.join(GATED_UNITS.names())}."
+    )
+  near = close_names(name, GATED_UNITS.names())
+  if near:
+    return f"Gated linear units (for a transformer's feed-forward) close to it: {', '.join(near)}."
+  return ""
 
 
 def activation_aliases() -> dict[str, str]:
@@ -419,9 +449,17 @@ def resolve_activation(spec: str) -> tuple[str, dict[str, Any], Callable[..., Ar
   Cached, so a spec is parsed and checked once a process."""
   if _user_spec(spec) is not None:
     return spec, {}, user_activation(spec)
-  canonical = ACTIVATIONS.resolve(spec)
-  name, kwargs = parse_name(canonical)
-  return name, kwargs, ACTIVATIONS.get(canonical)
+  try:
+    canonical = ACTIVATIONS.resolve(spec)
+    name, kwargs = parse_name(canonical)
+    return name, kwargs, ACTIVATIONS.get(canonical)
+  except ValueError as e:
+    gated_problem = _gated_problem(spec) if spec not in ACTIVATIONS else ""
+    if not gated_problem:
+      raise
+    if "Did you mean" in str(e) and gated_problem.startswith("'"):  # a guess that is wrong
+      raise ValueError(gated_problem) from None
+    raise ValueError(sentences(str(e), gated_problem)) from None
 
 
 def gated_unit(activation: Any) -> Callable[[Array], Array] | None:

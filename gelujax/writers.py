@@ -3,8 +3,9 @@ evaluation's metrics, the training loss every few steps, the member's hyperparam
 progress bar (its summary.json is `gelujax.workdir.summarize` of its records).
 
 Every file here is written by process 0 only, under the names of `gelujax.workdir` (which also
-reads them back). The formats are documented in WORKSPACE.md ("A run's workdir") and must stay
-as they are: `gelujax.study` rebuilds tables and figures from these files alone.
+reads them back). The formats are documented in the docs' workdir page (docs/workdir.md in the
+source) and must stay as they are: `gelujax.study` rebuilds tables and figures from these files
+alone.
 """
 
 from __future__ import annotations

@@ -136,3 +136,16 @@ def test_the_walk_of_a_flag_names_public_functions_in_order():
   assert (
     walk_hops("--activation")[-1][1] == walk_hops("--learning_rates")[-1][1] == "step.train_step"
   )
+
+
+def test_the_package_cites_nothing_a_user_of_the_wheel_cannot_read():
+  """The installed package's docstrings, help and generated READMEs cite no design notes,
+  workspace pages or issue numbers: the wheel holds none of them."""
+  cited = re.compile(r"DESIGN\.md|WORKSPACE\.md|STYLE\.md|\bissues? \d+")
+  found = [
+    f"{path.relative_to(ROOT)}:{number}: {line.strip()}"
+    for path in sorted((ROOT / "gelujax").rglob("*.py"))
+    for number, line in enumerate(path.read_text().splitlines(), 1)
+    if cited.search(line)
+  ]
+  assert found == []

@@ -4,6 +4,7 @@ import functools
 
 import pytest
 
+import gelujax
 from gelujax import data, tasks
 from gelujax.models import MODELS
 from gelujax.optimizers import OPTIMIZERS
@@ -243,6 +244,25 @@ def test_activation_error_names_the_namespaced_alias(name, spellings):
     + ", ".join(activation_names())
     + "."
   )
+
+
+def test_a_gated_unit_given_as_an_element_wise_activation_is_named_as_one():
+  """'geglu' was answered "Did you mean gelu?": it is a gated linear unit, listed by
+  gated_unit_names (not activation_names), and a near miss of one is suggested by name."""
+  assert gelujax.gated_unit_names() == ["gated", "geglu", "reglu", "swiglu"]
+  assert not set(gelujax.gated_unit_names()) & set(activation_names())
+  for spec in ("geglu", "swiglu", "geglu(approximate=True)"):
+    with pytest.raises(ValueError) as info:
+      get_activation(spec)
+    message = str(info.value)
+    assert message.startswith(f"{spec!r} is a gated linear unit (gelujax."), message
+    assert "Did you mean" not in message and "gated_unit_names()" in message
+  with pytest.raises(ValueError) as info:
+    get_activation("swigl")
+  assert str(info.value).endswith("(for a transformer's feed-forward) close to it: swiglu.")
+  with pytest.raises(ValueError) as info:  # an element-wise typo: no unit is close
+    get_activation("gelu_tahn")
+  assert "Gated" not in str(info.value)
 
 
 @pytest.mark.parametrize(

@@ -11,6 +11,7 @@ import shutil
 import struct
 import subprocess
 import sys
+from pathlib import Path
 
 import jax
 import numpy as np
@@ -162,7 +163,22 @@ def finished_run(tmp_path_factory) -> str:
     JAX_COMPILATION_CACHE_DIR=str(root / "jax_cache"),
   )  # fmt: skip
   assert result.returncode == 0, result.stderr
+  (root / "stdout.txt").write_text(result.stdout)
   return workdir
+
+
+def test_a_finished_run_says_on_stdout_where_it_is_and_its_best_member(finished_run):
+  """One line on stdout: the workdir, and the member whose validation loss is lowest at its
+  best epoch (found here from metrics.jsonl), with that epoch's test metrics."""
+  stdout = (Path(finished_run).parent / "stdout.txt").read_text()
+  records = workdirs.read_metrics(finished_run)
+  best = min(records, key=lambda r: r["validation_loss"])
+  assert stdout.splitlines() == [
+    f"Trained {finished_run} (2 members, 2 epochs); best by validation_loss: lr=0.001 "
+    f"seed={best['seed']}, validation_loss {best['validation_loss']:.4g} at epoch "
+    f"{best['epoch']:g} (test_error {best['test_error']:.4g}, test_loss "
+    f"{best['test_loss']:.4g}); files: summary.json, metrics.jsonl, checkpoints/, tensorboard/."
+  ]
 
 
 def read_idx(path: str) -> np.ndarray:

@@ -151,7 +151,7 @@ def working_folder() -> tuple[Path, bool]:
   """``(root, project)``: the folder the command runs in, under which its result goes by default
   (``results/<dataset>/<task>/``) and from which its README's commands run; and whether that is
   the root of the checkout this code runs from, whose ``results/`` and README overview are the
-  project's own record (DESIGN.md decision 17). Anywhere else the result is the user's: the
+  project's own record. Anywhere else the result is the user's: the
   checkout, and its README, are left as they are."""
   here = Path.cwd()
   code = Path(gelujax.__file__).resolve().parent.parent

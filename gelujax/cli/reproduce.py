@@ -12,8 +12,8 @@ and turns them into the values those take. Examples:
   python experiments/reproduce.py --task vit_fashion_mnist_study   # its numbers from its pilot
 
 Finished runs are skipped and partial ones resume from their checkpoints; results go to
-results/<dataset>/<task>/ (see WORKSPACE.md, "Reproducing the paper"). --render trains nothing
-and rebuilds the result from the runs' files alone.
+results/<dataset>/<task>/. --render trains nothing and rebuilds the result from the runs'
+files alone.
 """
 
 import functools
@@ -113,7 +113,8 @@ def define_flags() -> None:
   )
   _DATA_DIR = flags.DEFINE_string(
     "data_dir", None, "Folder with the dataset's files, the only place looked when given; "
-    "default: a known local copy, TFDS, the cache, then a download (see WORKSPACE.md)."
+    "default: a known local copy, TFDS, the cache, then a download (`gelujax data list` says "
+    "where each set would be read from)."
   )  # fmt: skip
   _EMBEDDINGS = flags.DEFINE_string(
     "embeddings",

@@ -14,6 +14,7 @@ import functools
 import signal
 import sys
 
+import jax
 from absl import app, flags, logging
 
 from gelujax import engine, host, optimizers, tasks
@@ -62,7 +63,8 @@ def define_flags() -> None:
   )
   _DATA_DIR = flags.DEFINE_string(
     "data_dir", None, "Folder with the dataset's files, the only place looked when given; "
-    "default: a known local copy, TFDS, the cache, then a download (see WORKSPACE.md)."
+    "default: a known local copy, TFDS, the cache, then a download (`gelujax data list` says "
+    "where each set would be read from)."
   )  # fmt: skip
   _WORKDIR = flags.DEFINE_string(
     "workdir", None, "Where the run's files go; default: workdirs/<task>_<dataset>_<activation>."
@@ -174,10 +176,34 @@ def main(argv: list[str]) -> None:
       **run,
     )
     with host.repairing_compilation_cache():
-      engine.fit(tasks.build(spec, spec.load_data(_DATA_DIR.value)), workdir, members, **run)
+      parts = tasks.build(spec, spec.load_data(_DATA_DIR.value))
+      summary = engine.fit(parts, workdir, members, **run)
     host.raise_if_interrupted()  # a kill whose exception a finalizer swallowed: not a success
   except (KeyboardInterrupt, Exception) as e:  # Ctrl-C or kill, a refused value, a damaged cache.
     _flags.exit_stopped(_flags.program_name(argv), e, refused=(ValueError, engine.DivergedError))
+  if jax.process_index() == 0:
+    print(closing_line(workdir, summary, parts.select_metric), flush=True)
+
+
+def closing_line(workdir: str, summary: dict, select: str) -> str:
+  """What a finished run prints on stdout: where its files are, and its best member by the
+  task's model-selection metric ``select`` at that member's best epoch (diverged members
+  left out), with the test metrics of that epoch."""
+  members = [m for m in summary["members"] if not m["diverged"] and select in m["best"]]
+  files = "summary.json, metrics.jsonl, checkpoints/, tensorboard/"
+  count, epochs = len(summary["members"]), summary["epochs"]
+  head = (
+    f"Trained {workdir} ({count} member{'s' * (count != 1)}, {epochs} epoch{'s' * (epochs != 1)})"
+  )
+  if not members:
+    return f"{head}; files: {files}."
+  best = min(members, key=lambda m: m["best"][select])
+  tests = ", ".join(f"{k} {v:.4g}" for k, v in best["best"].items() if k.startswith("test_"))
+  return (
+    f"{head}; best by {select}: lr={best['learning_rate']:g} seed={best['seed']}, {select} "
+    f"{best['best'][select]:.4g} at epoch {best['best_epoch']:g}{f' ({tests})' if tests else ''}; "
+    f"files: {files}."
+  )
 
 
 def run_command(program: str | None = None) -> None:

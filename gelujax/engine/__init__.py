@@ -11,7 +11,7 @@ Three modules, each one job, importing only downwards; what they train is `geluj
   configuration and its jitted programs.
 - `gelujax.engine.fit`: the loop (`fit`, `restore`, `evaluate_members`, `predict_members`).
 
-Vocabulary (see DESIGN.md): a **member** is one (learning rate, seed) pair of a run's grid,
+Vocabulary: a **member** is one (learning rate, seed) pair of a run's grid,
 `gelujax.members.Members`; the members' states are stacked on a leading axis and every step is
 `jax.vmap`ped over them. All randomness comes from keys folded from (seed, stream, epoch, step)
 (`gelujax.prng`), so a resumed run is bitwise equal to an uninterrupted one.

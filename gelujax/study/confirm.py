@@ -1,5 +1,5 @@
 """The one *refuted*, re-tested: §3.3's primary family on fresh paired seeds, fixed here before
-any of its runs was trained (issue 42).
+any of its runs was trained.
 
 The project's only *refuted* verdict, Twitter POS primary hypothesis 2 of
 ``results/twitter_pos/twitter_pos_spelling`` (gelu_tanh below elu in test error at the

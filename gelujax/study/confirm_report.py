@@ -540,7 +540,7 @@ def write_result(design: Confirmation, *, out: Path, root: Path, project: bool =
     f"{figure(design.task)} of the GELU paper: “{_claim(design)}”. The earlier result of this "
     f"project found its {design.family} hypothesis {design.retested} ({h.describe()}) as the "
     "section below quotes it; this study re-tests the family on fresh seeds, paired, with the "
-    "tie rule and the comparison in whole tokens fixed before its runs (issue 42).",
+    "tie rule and the comparison in whole tokens fixed before its runs.",
     "",
     "## Verdicts",
     "",

@@ -218,7 +218,7 @@ class Correction:
   facts: tuple[str, ...] = ()
 
 
-# The corrections of each design (by its name), found after its runs (issue 42).
+# The corrections of each design (by its name), found after its runs.
 CORRECTIONS: dict[str, tuple[Correction, ...]] = {
   TASK: (
     Correction(

@@ -1,6 +1,6 @@
 """The pilot of the transformer study: each feed-forward activation of the two transformer tasks
 on selection seeds, read on validation metrics alone, fixed here before any of its runs was
-trained (issue 44).
+trained.
 
 A pre-registered study will compare feed-forward activations in ``vit_fashion_mnist`` and
 ``transformer_twitter_pos`` on fresh seeds. Before it, a pilot (:data:`PILOTS`, one a task)

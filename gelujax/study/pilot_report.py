@@ -277,7 +277,7 @@ def write_result(design: Pilot, *, out: Path, root: Path, project: bool = True) 
   lines = [
     f"# {title(design)}",
     "",
-    f"The pilot of the transformer study (issue 44): before a pre-registered study compares "
+    f"A pilot: before a pre-registered study compares "
     f"feed-forward activations in `{design.task}` on fresh seeds, this pilot trains each arm on "
     "selection seeds at each lr and reads validation metrics alone, to select each arm's lr and "
     "to measure the paired spread between arms that the study's margins, power and seed count "

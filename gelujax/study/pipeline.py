@@ -173,7 +173,7 @@ def reproduce(
     out: the output directory.
     root: the folder the result's commands run from (the repository's root for the project's
       own): paths inside it are written relative to it.
-    project: whether ``root`` is the project's own checkout (DESIGN.md decision 17): a result
+    project: whether ``root`` is the project's own checkout : a result
       written under ``root/results/`` updates the overview in ``root/README.md``, and its
       README names the design card's script; False for a user's folder, whose README names the
       installed command (`gelujax.study.readme.command_name`) and which has no overview.

@@ -37,7 +37,7 @@ from gelujax.study.analysis import Analysis
 
 # How a result's README runs it again. The project's own results (``project``: under the
 # checkout's results/, run from its root) name the design card's script; a user's result, in a
-# folder of their own (DESIGN.md decision 17), names the installed command, which runs there.
+# folder of their own, names the installed command, which runs there.
 PROJECT_COMMAND = "python experiments/reproduce.py"
 USER_COMMAND = "gelujax reproduce"
 

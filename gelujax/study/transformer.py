@@ -1,7 +1,7 @@
 """The transformer study: the feed-forward activations of the two transformer tasks compared on
 fresh paired seeds, its hypotheses fixed here before any of its runs was trained; the numbers
 that only its pilot can give (each arm's lr, the margins, the seeds) taken from the pilot's
-committed result by a rule fixed here too (issue 44).
+committed result by a rule fixed here too.
 
 Two designs, one a task (:data:`VIT`, :data:`TAGGER`): relu, gelu, gelu_tanh,
 geglu(approximate=True), geglu, swiglu and the control identity, each trained at its own lr on

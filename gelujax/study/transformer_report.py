@@ -702,7 +702,7 @@ def write_result(design: Design, *, out: Path, root: Path, project: bool = True)
     "",
     "Which feed-forward activation does a small transformer train best with, and do the two "
     "GELU forms (and their gated counterparts) train to networks as good? A pre-registered "
-    f"study on `{design.task}` (issue 44): its hypotheses fixed in code before its runs, each "
+    f"study on `{design.task}`: its hypotheses fixed in code before its runs, each "
     "arm's lr, the margins and the seeds taken from its pilot by a stated rule.",
     "",
     "## Verdicts",

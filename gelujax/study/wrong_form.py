@@ -1,5 +1,5 @@
 """What the wrong GELU form costs: a trained network run with another form than it was trained
-with (issue 44).
+with.
 
 Ports of transformer models often run a network with the other GELU form: trained with the
 exact erf ``gelu`` and run with ``gelu_tanh`` (or ``gelu_sigmoid``), or the reverse. For every
