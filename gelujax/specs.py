@@ -75,33 +75,37 @@ def _user_spec(spec: str) -> tuple[str, str, dict[str, Any]] | None:
   return match.group(1), function, kwargs
 
 
-def check_elementwise(fn: Callable[..., Any], what: str) -> None:
-  """Refuses ``fn`` unless it maps an array to one of the same shape and dtype (float32 called,
-  bfloat16 traced), as the models' activations must, and to finite values (float32): a NaN or
-  an infinity for a finite input diverges every member that meets it, which its run would only
-  report as diverged members.
+def check_elementwise(fn: Callable[..., Any], what: str, dtype: str = "float32") -> None:
+  """Refuses ``fn`` unless it maps an array to one of the same shape and dtype, as the models'
+  activations must, and to finite values (float32): a NaN or an infinity for a finite input
+  diverges every member that meets it, which its run would only report as diverged members.
+  It is called on a float32 array; ``dtype``, a run's compute dtype, is also traced where it is
+  another (a function written for float32 alone is refused only by a run that computes in
+  bfloat16, `activation_fingerprint`).
 
   Raises:
     ValueError: naming ``what``, the input and what came back.
   """
-  for dtype in (jnp.float32, jnp.bfloat16):
-    x = jnp.asarray(_PROBE, dtype)
+  for probe in dict.fromkeys((jnp.float32, jnp.dtype(dtype).type)):
+    x = jnp.asarray(_PROBE, probe)
+    in_run = "" if probe == jnp.float32 else f" (this run computes in {probe.__name__}: `dtype`)"
     try:
       # Traced through a Python function: jax.jit of a NumPy ufunc itself crashes the process.
-      y = fn(x) if dtype == jnp.float32 else jax.eval_shape(lambda v: fn(v), x)
+      y = fn(x) if probe == jnp.float32 else jax.eval_shape(lambda v: fn(v), x)
     except Exception as e:  # The user's code: whatever it raises is the reason.
       first = str(e).strip().splitlines()[0] if str(e).strip() else ""
       raise ValueError(
         f"{what} raised {type(e).__name__}{f': {first}' if first else ''} when called on a "
-        f"{dtype.__name__} array of shape {x.shape}."
+        f"{probe.__name__} array of shape {x.shape}{in_run}."
       ) from None
     shape, got = getattr(y, "shape", None), getattr(y, "dtype", type(y).__name__)
     if shape != x.shape or got != x.dtype:
       raise ValueError(
-        f"{what} maps a {dtype.__name__} array of shape {x.shape} to {got} of shape {shape}; an "
-        "activation must keep its input's shape and dtype (it is applied element-wise)."
+        f"{what} maps a {probe.__name__} array of shape {x.shape} to {got} of shape {shape}"
+        f"{in_run}; an activation must keep its input's shape and dtype (it is applied "
+        "element-wise)."
       )
-    if dtype == jnp.float32 and not np.isfinite(y).all():
+    if probe == jnp.float32 and not np.isfinite(y).all():
       i = np.flatnonzero(~np.isfinite(y))[0]
       raise ValueError(
         f"{what} returns {np.ravel(y)[i]} for the finite input {_PROBE.flat[i]} (float32); an "
@@ -254,6 +258,8 @@ def activation_fingerprint(spec: str, dtype: str) -> dict[str, Any] | None:
     made = fn.func if isinstance(fn, functools.partial) else fn
     if isinstance(made, type):
       return None
+    if _user_spec(spec) is not None or spec in _REGISTERED:  # checked in float32 when resolved
+      check_elementwise(fn, f"activation {spec!r}", dtype)
   x = jnp.asarray(_FINGERPRINT_POINTS, dtype)
   try:  # One program, not one per operation of the function.
     values, slopes = jax.jit(lambda x: jax.jvp(fn, (x,), (jnp.ones_like(x),)))(x)

@@ -30,6 +30,7 @@ GRID = ("--seeds=2", "--learning_rates=1e-3", "--compilation_cache=none")
 
 ACTS = """
 import jax.numpy as jnp
+from jax.scipy.stats import norm
 
 
 def my_relu(x):
@@ -58,6 +59,10 @@ def square_root(x):  # NaN below 0: every member diverged, "Lower the learning r
 
 def sign(x):  # NaN at 0 alone
   return x / jnp.abs(x)
+
+
+def float32_only(x):  # jax.scipy's norm.cdf takes no bfloat16
+  return x * norm.cdf(1.702 * x)
 
 
 NOT_A_FUNCTION = 3
@@ -142,6 +147,7 @@ def test_a_resume_after_the_users_file_changed_is_refused_untouched(lab, tmp_pat
 
 HELPER_ACTS = """
 import jax.numpy as jnp
+from jax.scipy.stats import norm
 
 from helperpkg.consts import K
 
@@ -275,6 +281,23 @@ def test_an_activation_that_cannot_be_used_is_refused_in_one_paragraph_before_an
     assert ended.code.startswith(f"train.py: error: --activation {spec!r} is not valid"), spec
     assert needle in ended.code, (spec, ended.code)
     assert not (lab / f"bad{i}").exists()
+
+
+def test_a_function_is_checked_in_the_runs_dtype_alone(lab):
+  """A function that takes float32 but not bfloat16 trains in a float32 run (it was refused:
+  every function was probed in bfloat16 too), and a bfloat16 run of it is refused in one line
+  that names the run's dtype, before a file of the run is written."""
+  flags = ("--epochs=1", "--activation=user_pkg.acts:float32_only")
+  trained = train(lab, lab / "f32", *flags)
+  assert trained.returncode == 0, trained.stderr[-2000:]
+  assert len(workdirs.read_metrics(str(lab / "f32"))) == 2
+  refused = train(lab, lab / "bf16", *flags, "--dtype=bfloat16")
+  assert refused.returncode == 1 and "Traceback" not in refused.stderr, refused.stderr[-2000:]
+  line = refused.stderr.strip().splitlines()[-1]
+  assert line.startswith("train.py: error: activation 'user_pkg.acts:float32_only' raised "), line
+  expected = "on a bfloat16 array of shape (3, 4) (this run computes in bfloat16: --dtype)"
+  assert expected in line, line
+  assert not (lab / "bf16").exists()
 
 
 def test_reproduce_takes_a_users_function_beside_the_papers(lab):
