@@ -156,8 +156,11 @@ class Lab:
     if ignore_sigint:
       command = [sys.executable, "-c", _EXEC_IGNORING_SIGINT, *command]
     return subprocess.Popen(
-      command, env=self.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
+      command, env=self.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+      # SIGINT as an interactive shell leaves it, even where this script was itself started
+      # with it ignored (`python benchmarks/faults.py &`): else every SIGINT fault is void.
+      preexec_fn=functools.partial(signal.signal, signal.SIGINT, signal.SIG_DFL),
+    )  # fmt: skip
 
   def reference(self, epochs: int, *flags: str, **options) -> Path:
     """A finished, uninterrupted run of ``epochs`` (made once); ``options`` as for `command`."""
