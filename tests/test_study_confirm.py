@@ -352,7 +352,8 @@ def test_a_pending_result_names_what_trains_it_and_states_the_power(tmp_path):
     "pending: gelu_tanh, relu not trained (`gelujax reproduce --task=twitter_pos_confirm`" in text
   )
   assert "**refuted**" in text  # the earlier verdict, from the checkout's result
-  assert "30 pairs detect a shift of 23.2 tokens (0.32 points; 30.0, 0.42 points" in text
+  # 23.24 tokens x sqrt(9 / chi2.ppf(0.2, 9)) = 23.24 x 1.2934 = 30.05 with the SD at its bound
+  assert "30 pairs detect a shift of 23.2 tokens (0.32 points; 30.1, 0.42 points" in text
   assert "deciding the earlier shift would take 15 pairs (25 with the SD at its bound)" in text
   assert "The pilot asks for 30 pairs for primary 2" in text
   assert "so 90 members take about 48 minutes" in text

@@ -8,7 +8,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from gelujax.study import forms, forms_report, stats
+from gelujax.study import corrections, forms, forms_report, stats
 
 
 def outcome(first, second, lr, d, metric=forms.DESIGN.metrics[0], dtype="float32"):
@@ -132,7 +132,7 @@ def test_the_corrections_quote_the_fixed_design_and_show_what_is_true():
   2's losses differ by a factor of 2 only with dropout."""
   design_text = " ".join(forms_report.design_lines(forms.DESIGN))
   assert "(0.1-0.3 points on Twitter POS)" in design_text  # not rewritten
-  for c in forms.CORRECTIONS[forms.TASK]:
+  for c in corrections.CORRECTIONS[forms.TASK]:
     if "“" in c.wrong:
       quoted = c.wrong.split("“", 1)[1].split("”", 1)[0]
       assert quoted in design_text, quoted

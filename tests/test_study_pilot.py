@@ -91,19 +91,6 @@ def test_the_selection_seeds_are_no_evaluation_seeds_of_the_project():
     assert not shared[d.task]
 
 
-def test_the_sd_bound_is_scipys_chi_square_bound():
-  """sqrt(k / q), q the chi-square quantile of k = n - 1 at 1 - confidence: equal to SciPy's
-  ppf to rounding, and its defining property through SciPy's cdf: P(chi2_k <= k / f^2) is
-  1 - confidence."""
-  for n in (2, 3, 4, 10, 30):
-    k = n - 1
-    factor = pilot.sd_upper_factor(n, 0.8)
-    assert factor == pytest.approx(math.sqrt(k / scipy.stats.chi2.ppf(0.2, k)), rel=1e-12)
-    assert scipy.stats.chi2.cdf(k / factor**2, k) == pytest.approx(0.2, rel=1e-9)
-  assert pilot.sd_upper_factor(4, 0.8) == pytest.approx(1.7276, abs=1e-4)  # sqrt(3 / 1.00517)
-  assert math.isnan(pilot.sd_upper_factor(1, 0.8))
-
-
 def test_the_pairs_needed_are_the_normal_approximation():
   """SD 0.4 points, margin 0.2 points, alpha 0.05, power 0.8: to detect, (1.95996 + 0.84162)^2
   x 2^2 = 31.4, so 32; for equivalence, (1.64485 + 1.28155)^2 x 4 = 34.3, so 35."""

@@ -29,7 +29,7 @@ import numpy as np
 from gelujax import paper
 from gelujax import workdir as workdirs
 from gelujax.paper import LOWER, Hypothesis
-from gelujax.study import grids, runs, stats, verdicts
+from gelujax.study import grids, power, runs, stats, verdicts
 from gelujax.study.verdicts import CONFIRMED, INCONCLUSIVE, PENDING, REFUTED
 from gelujax.workdir import CONFIG_FILE, SUMMARY_FILE
 
@@ -433,7 +433,7 @@ def pilot(design: Confirmation, earlier: Mapping[str, runs.Run]) -> dict[str, An
     seeds = [s for s in a if s in b and math.isfinite(a[s]) and math.isfinite(b[s])]
     d = np.asarray([a[s] - b[s] for s in seeds])
     sd = float(np.std(d, ddof=1))
-    factor = stats.sd_upper_factor(len(d), PILOT_POWER_BOUND)
+    factor = power.sd_upper_factor(len(d), PILOT_POWER_BOUND)
     shift = stats.walsh_median(d)
     found["hypotheses"].append(
       {

@@ -15,7 +15,7 @@ import numpy as np
 
 from gelujax import workdir as workdirs
 from gelujax.paper import LOWER, figure
-from gelujax.study import confirm, forms_report, grids, overview, readme, runs, stats
+from gelujax.study import confirm, corrections, forms_report, grids, overview, readme, runs, stats
 from gelujax.study.confirm import TIE_RULES, Confirmation, Outcome
 from gelujax.study.verdicts import INCONCLUSIVE, PENDING
 
@@ -531,6 +531,7 @@ def write_result(design: Confirmation, *, out: Path, root: Path, project: bool =
   command = f"{readme.command_name(project)} --task={design.name}"
   missing = [a for a in design.arms if a not in finished]
   found = findings(design, outcomes, finished, earlier, command)
+  corrected = corrections.lines(design.name, design.date)
   table = ["# Each arm", "", *arm_lines(design, finished), "", "# Every seed", ""]
   (out / "table.md").write_text("\n".join([*table, *seed_table(design, finished), ""]))
   h = design.hypotheses()[design.retested - 1]
@@ -554,6 +555,7 @@ def write_result(design: Confirmation, *, out: Path, root: Path, project: bool =
     "",
     *earlier_lines(design, earlier, out, root),
     "",
+    *(["## Corrections", "", *corrected, ""] if corrected else []),
     "## Design",
     "",
     *design_lines(design, earlier),

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import statistics
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -28,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from gelujax import workdir as workdirs
-from gelujax.study import grids, runs, stats, verdicts
+from gelujax.study import grids, power, runs, stats, verdicts
 from gelujax.workdir import SUMMARY_FILE, read_json
 
 TASK = "gelu_forms"
@@ -194,63 +193,6 @@ DESIGN = Design(
 )  # fmt: skip
 
 
-@dataclasses.dataclass(frozen=True)
-class Correction:
-  """A statement of a fixed design found wrong after its runs, kept beside the design (which
-  stays as it was fixed, its verdicts as they were reached) and rendered in its result's README.
-
-  Attributes:
-    date: when the correction was made (UTC).
-    where: what the statement is part of.
-    wrong: the statement, as the design says it (or, for a rule it left unstated, as it acts).
-    true: what is true instead, in words.
-    facts: the facts derived at render time that show it (:mod:`gelujax.study.forms_report`
-      words each): ``"paper_gaps"`` (the paper's test-error gaps against the margin),
-      ``"fig2_ratios"`` (Fig. 2's final train losses, as ratios), ``"paired_sd"`` (what the
-      design's pairs could resolve), ``"whole_images"`` (the test errors compared in whole
-      images instead).
-  """
-
-  date: str
-  where: str
-  wrong: str
-  true: str
-  facts: tuple[str, ...] = ()
-
-
-# The corrections of each design (by its name), found after its runs.
-CORRECTIONS: dict[str, tuple[Correction, ...]] = {
-  TASK: (
-    Correction(
-      "2026-11-27",
-      "the reason of the test-error margin",
-      "the design says that 0.2 points is “below the smallest gap the GELU paper reports "
-      "between activations (0.1-0.3 points on Twitter POS)”",
-      "it is not, and those are not Twitter POS's gaps",
-      ("paper_gaps", "paired_sd"),
-    ),
-    Correction(
-      "2026-11-27",
-      "the reason of the final-train-loss margin",
-      "the design says that “the GELU paper's Fig. 2 separates activations by factors of 2”",
-      "it does so only with dropout, which this design does not use",
-      ("fig2_ratios",),
-    ),
-    Correction(
-      "2026-11-27",
-      "how test error is compared, a rule the design left unstated",
-      "the design compares test error as the float rate each network's records hold",
-      "a rate of the 10,000 test images is a count of images: as floats, two networks that err "
-      "on equally many images can differ by a rounding error, differences of equally many "
-      "images are not ties, and a difference of exactly the margin (20 images) is not exactly "
-      "the margin. The verdicts are those of the rule as it acted, pre-registered and kept; the "
-      "later design compares whole images (`whole_test_error`)",
-      ("whole_images",),
-    ),
-  ),
-}
-
-
 def whole_images(design: Design, finished: dict[str, runs.Run]) -> dict[str, Any] | None:
   """What comparing ``design``'s test error (a float rate) in whole test images would change:
   the outcomes of both rules, and the counts the correction states. None where its test error
@@ -403,8 +345,8 @@ def pilot(finished: dict[str, runs.Run], design: Design = POWERED) -> dict[float
   each of its lrs, gelu_tanh − gelu's paired differences in whole test images, their SD and
   Hodges–Lehmann shift, and the pairs that decide that shift with 80% power at the forms
   family's strictest level (``pairs``; ``pairs_bound`` with the SD at its one-sided
-  `PILOT_POWER_BOUND` upper confidence bound, the chi-square quantile by Wilson and Hilferty's
-  approximation); ``seeds``: the largest ``pairs_bound``, rounded up to tens."""
+  `PILOT_POWER_BOUND` upper confidence bound, `gelujax.study.power.sd_upper_factor`);
+  ``seeds``: the largest ``pairs_bound``, rounded up to tens."""
   metric = design.metrics[0]
   family = [c for c in comparisons(design) if not c.control and c.metric.key == metric.key]
   level = design.alpha / len({(c.first, c.second, c.learning_rate) for c in family})
@@ -413,10 +355,7 @@ def pilot(finished: dict[str, runs.Run], design: Design = POWERED) -> dict[float
   for lr in design.learning_rates:
     first, second = compared_values(find_lr(tanh, lr), find_lr(gelu, lr), metric)
     d = np.asarray([first[s] - second[s] for s in first])
-    k = len(d) - 1
-    z = statistics.NormalDist().inv_cdf(1.0 - PILOT_POWER_BOUND)
-    quantile = k * (1.0 - 2.0 / (9.0 * k) + z * math.sqrt(2.0 / (9.0 * k))) ** 3
-    factor = math.sqrt(k / quantile)
+    factor = power.sd_upper_factor(len(d), PILOT_POWER_BOUND)
     shift = stats.walsh_median(d)
     found[lr] = {
       "differences": d.tolist(),

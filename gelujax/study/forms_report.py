@@ -18,7 +18,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
 from gelujax import workdir as workdirs
-from gelujax.study import forms, grids, overview, plots, readme, runs, stats
+from gelujax.study import corrections, forms, grids, overview, plots, readme, runs, stats
 from gelujax.study.forms import DIFFERENT, EQUIVALENT, INCONCLUSIVE, Design, Outcome
 
 FIGURE = "forms.png"
@@ -575,11 +575,8 @@ def whole_images_words(design: Design, finished: dict[str, runs.Run]) -> str:
 def correction_lines(
   design: Design, outcomes: Sequence[Outcome], finished: dict[str, runs.Run]
 ) -> list[str]:
-  """The design's corrections (:data:`forms.CORRECTIONS`), each with the facts that show it,
+  """The design's corrections (`gelujax.study.corrections`), each with the facts that show it,
   derived here from the paper's record and the runs."""
-  found = forms.CORRECTIONS.get(design.name, ())
-  if not found:
-    return []
   error = next((m for m in design.metrics if m.key == "best.test_error"), None)
   facts = {
     "paper_gaps": lambda: paper_gaps_words(error) if error else "",
@@ -587,19 +584,7 @@ def correction_lines(
     "paired_sd": lambda: paired_sd_words(design, outcomes),
     "whole_images": lambda: whole_images_words(design, finished),
   }
-  lines = [
-    "Statements of the design found wrong after its runs, corrected here rather than in the "
-    f"design, which stays as it was fixed on {design.date} (`gelujax.study.forms.CORRECTIONS`): "
-    "the verdicts below are those it reached.",
-    "",
-  ]
-  for c in found:
-    shown = [words for name in c.facts if (words := facts[name]())]
-    lines.append(
-      f"- {c.date}, {c.where}: {c.wrong}; in fact, {c.true}."
-      + "".join(f" {words[0].upper()}{words[1:]}." for words in shown)
-    )
-  return lines
+  return corrections.lines(design.name, design.date, facts)
 
 
 def headline_rows(
@@ -639,7 +624,7 @@ def headline_rows(
         f"last fifth of training: the margin is {fact['epochs_low']:.1f} to "
         f"{fact['epochs_high']:.1f} epochs of that fall"
       )
-    corrected = forms.CORRECTIONS.get(design.name, ())
+    corrected = corrections.CORRECTIONS.get(design.name, ())
     if corrected and not control:
       caveats.append(
         f"the design's stated reasons and rules have {len(corrected)} corrections, in its README"
@@ -829,7 +814,7 @@ def write_result(design: Design, *, out: Path, root: Path, project: bool = True)
   falling = forms.still_falling(design, finished)
   judged, swapped = findings(design, outcomes, missing, falling), swap_findings(design, swaps)
   found = judged + swapped
-  corrections = correction_lines(design, outcomes, finished) if not missing else []
+  corrected = correction_lines(design, outcomes, finished) if not missing else []
   if outcomes:
     draw_figure(design, outcomes, out / FIGURE)
   table = ["# Every comparison", "", *full_table(outcomes), "", "# Each arm", ""]
@@ -850,7 +835,7 @@ def write_result(design: Design, *, out: Path, root: Path, project: bool = True)
     "",
     limits(design),
     "",
-    *(["## Corrections", "", *corrections, ""] if corrections else []),
+    *(["## Corrections", "", *corrected, ""] if corrected else []),
     "## Design",
     "",
     *design_lines(design),

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from gelujax.study import grids, runs
+from gelujax.study import grids, power, runs
 from gelujax.workdir import SUMMARY_FILE
 
 # The only metrics the pilot reads: validation error and loss at each evaluation.
@@ -431,18 +431,6 @@ def select_lr(cells: Mapping[float, Cell], metric: str) -> float | None:
   return min(kept)[1] if kept else None
 
 
-def sd_upper_factor(pairs: int, confidence: float) -> float:
-  """What multiplies the sample SD of ``pairs`` normal values to give its one-sided
-  ``confidence`` upper confidence bound: sqrt(k / q), k = pairs - 1 and q the chi-square
-  quantile of k degrees of freedom at 1 - ``confidence`` (SciPy's, exact; NaN below 2 pairs)."""
-  if pairs < 2:
-    return math.nan
-  from scipy import stats as scipy_stats  # Here: reading a result's tables needs no SciPy.
-
-  k = pairs - 1
-  return math.sqrt(k / float(scipy_stats.chi2.ppf(1.0 - confidence, k)))
-
-
 def _z(p: float) -> float:
   return statistics.NormalDist().inv_cdf(p)
 
@@ -479,7 +467,7 @@ class Spread:
     differences: first minus second, seed by seed, in the metric's own units.
     mean: their mean.
     sd: their sample SD (ddof 1; NaN below 2 pairs).
-    sd_bound: its one-sided upper confidence bound (:func:`sd_upper_factor`).
+    sd_bound: its one-sided upper confidence bound (`gelujax.study.power.sd_upper_factor`).
     detect: margin -> :func:`pairs_to_detect` at ``sd_bound``.
     equivalence: margin -> :func:`pairs_for_equivalence` at ``sd_bound``.
   """
@@ -516,7 +504,7 @@ def spread(
   seeds = tuple(s for s in sorted(x) if s in y and math.isfinite(x[s]) and math.isfinite(y[s]))
   d = np.asarray([x[s] - y[s] for s in seeds], np.float64)
   sd = float(np.std(d, ddof=1)) if len(d) > 1 else math.nan
-  bound = sd * sd_upper_factor(len(d), design.bound)
+  bound = sd * power.sd_upper_factor(len(d), design.bound)
   kw = {"alpha": design.alpha, "power": design.power}
   return Spread(
     a, b, metric.key, (cell_a.learning_rate, cell_b.learning_rate), seeds, tuple(d.tolist()),

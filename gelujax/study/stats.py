@@ -539,14 +539,3 @@ def pairs_for_shift(
   floor = next(n for n in range(1, MAX_SEEDS + 1) if 2.0 * 0.5**n <= level)
   needed = max(needed, floor)
   return needed if needed <= MAX_SEEDS else None
-
-
-def sd_upper_factor(pairs: int, confidence: float) -> float:
-  """What multiplies a sample standard deviation of ``pairs`` values to give its one-sided
-  ``confidence`` upper confidence bound for normal values: sqrt(k / q), k = pairs - 1 and q the
-  chi-square quantile of k degrees of freedom at 1 - ``confidence`` (by Wilson and Hilferty's
-  approximation, as `gelujax.study.forms.pilot` computes it)."""
-  k = pairs - 1
-  z = _z(1.0 - confidence)
-  quantile = k * (1.0 - 2.0 / (9.0 * k) + z * math.sqrt(2.0 / (9.0 * k))) ** 3
-  return math.sqrt(k / quantile)

@@ -1,0 +1,102 @@
+"""The corrections of each fixed study: statements of a design (its reasons, or a rule it left
+unstated or stated twice) found wrong after its runs, kept beside the design, which stays as it
+was fixed, its verdicts as they were reached, and rendered in its result's README under
+Corrections, dated (:func:`lines`)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+
+
+@dataclasses.dataclass(frozen=True)
+class Correction:
+  """A statement of a fixed design found wrong after its runs, kept beside the design (which
+  stays as it was fixed, its verdicts as they were reached) and rendered in its result's README.
+
+  Attributes:
+    date: when the correction was made (UTC).
+    where: what the statement is part of.
+    wrong: the statement, as the design says it (or, for a rule it left unstated, as it acts).
+    true: what is true instead, in words.
+    facts: the facts derived at render time that show it, which the study's report words (the
+      forms study's, :mod:`gelujax.study.forms_report`): ``"paper_gaps"`` (the paper's
+      test-error gaps against the margin),
+      ``"fig2_ratios"`` (Fig. 2's final train losses, as ratios), ``"paired_sd"`` (what the
+      design's pairs could resolve), ``"whole_images"`` (the test errors compared in whole
+      images instead).
+  """
+
+  date: str
+  where: str
+  wrong: str
+  true: str
+  facts: tuple[str, ...] = ()
+
+
+# The corrections of each design, by its name.
+CORRECTIONS: dict[str, tuple[Correction, ...]] = {
+  "gelu_forms": (
+    Correction(
+      "2026-11-27",
+      "the reason of the test-error margin",
+      "the design says that 0.2 points is “below the smallest gap the GELU paper reports "
+      "between activations (0.1-0.3 points on Twitter POS)”",
+      "it is not, and those are not Twitter POS's gaps",
+      ("paper_gaps", "paired_sd"),
+    ),
+    Correction(
+      "2026-11-27",
+      "the reason of the final-train-loss margin",
+      "the design says that “the GELU paper's Fig. 2 separates activations by factors of 2”",
+      "it does so only with dropout, which this design does not use",
+      ("fig2_ratios",),
+    ),
+    Correction(
+      "2026-11-27",
+      "how test error is compared, a rule the design left unstated",
+      "the design compares test error as the float rate each network's records hold",
+      "a rate of the 10,000 test images is a count of images: as floats, two networks that err "
+      "on equally many images can differ by a rounding error, differences of equally many "
+      "images are not ties, and a difference of exactly the margin (20 images) is not exactly "
+      "the margin. The verdicts are those of the rule as it acted, pre-registered and kept; the "
+      "later design compares whole images (`whole_test_error`)",
+      ("whole_images",),
+    ),
+  ),
+  "twitter_pos_confirm": (
+    Correction(
+      "2026-11-29",
+      "the Power line's SD bounds (`gelujax.study.confirm.pilot`)",
+      "the chi-square quantile of each SD's one-sided upper bound was Wilson and Hilferty's "
+      "approximation, while the pilots and the transformer studies computed the same bound "
+      "exactly: one rule, two numbers",
+      "every study now takes the exact quantile (`gelujax.study.power.sd_upper_factor`), which "
+      "raises the bounds, and what they detect and need, slightly; the seeds the pilot asks "
+      "for, and every verdict, are unchanged",
+    ),
+  ),
+}
+
+
+def lines(name: str, fixed: str, facts: Mapping[str, Callable[[], str]] | None = None) -> list[str]:
+  """The Corrections section's lines for the design ``name``, fixed on ``fixed``: a sentence
+  saying what the corrections are, then one line each, followed by the facts that show it
+  (``facts``: a name of `Correction.facts` -> its words, derived at render time); ``[]`` for a
+  design without corrections."""
+  found = CORRECTIONS.get(name, ())
+  if not found:
+    return []
+  facts = facts or {}
+  shown = [
+    f"- {c.date}, {c.where}: {c.wrong}; in fact, {c.true}."
+    + "".join(f" {words[0].upper()}{words[1:]}." for fact in c.facts if (words := facts[fact]()))
+    for c in found
+  ]
+  return [
+    "Statements of the design found wrong after its runs, corrected here rather than in the "
+    f"design, which stays as it was fixed on {fixed} (`gelujax.study.corrections.CORRECTIONS`): "
+    "the verdicts below are those it reached.",
+    "",
+    *shown,
+  ]
