@@ -12,8 +12,10 @@
   gathered as the task's design says, with the caveats its verdict carries.
 - :mod:`~gelujax.study.analysis`: a result's verdicts, sensitivity and exploratory statistics.
 - :mod:`~gelujax.study.findings`: the fixed wording of every statement, a rule per kind of
-  line, with :mod:`~gelujax.study.wording` (the words of a verdict, an outcome, a number) and
+  line, with :mod:`~gelujax.study.wording` (the words of a verdict and an outcome) and
   :mod:`~gelujax.study.method` (how the verdicts are reached; the design changes).
+- :mod:`~gelujax.study.numbers`: how every study prints a number, a signed number, a value
+  that is not finite, a percentage, a seed set and an lr.
 - :mod:`~gelujax.study.tables`, :mod:`~gelujax.study.plots`, :mod:`~gelujax.study.readme`:
   Markdown tables, figures, READMEs; :mod:`~gelujax.study.overview`: ``results/README.md``, every
   verdict in one table, and the top-level README's summary of it.

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from gelujax.study import grids, runs
+from gelujax.study import grids, numbers, runs
 from gelujax.workdir import SUMMARY_FILE
 
 # The only metrics the pilot reads: validation error and loss at each evaluation.
@@ -62,6 +62,11 @@ class Metric:
   scale: float
   unit: str
   margins: tuple[float, ...]
+
+  def words(self, value: float) -> str:
+    """A value in the units shown, to 2 decimals in percent, else 4: ``"12.34"``, ``"0.3312"``
+    (:func:`gelujax.study.numbers.fixed`)."""
+    return numbers.fixed(value, self.scale, 2 if self.scale == 100.0 else 4)
 
 
 ERROR = Metric(
