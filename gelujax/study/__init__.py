@@ -2,6 +2,8 @@
 
 - :mod:`~gelujax.study.runs`: reading runs from their files; learning-rate selection and its
   candidates.
+- :mod:`~gelujax.study.best`: a member's best evaluation, by a named tie rule (the trainer's,
+  the earliest of tied epochs, unless stated), the members whose best ties or is the last epoch.
 - :mod:`~gelujax.study.curves`: what a run's curves show (instabilities, still improving,
   final spikes, not learning), by fixed rules.
 - :mod:`~gelujax.study.stats`: exact rank-sum and signed-rank tests, Hodges–Lehmann shifts and
