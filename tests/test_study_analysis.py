@@ -209,12 +209,6 @@ def test_every_other_activation_is_compared_with_the_gelus_seed_by_seed():
   ]  # fmt: skip
 
 
-def test_describe_seeds():
-  assert evidence.describe_seeds([0, 1, 2, 7]) == "0–2, 7"
-  assert evidence.describe_seeds(range(100, 110)) == "100–109"
-  assert evidence.describe_seeds([3, 4]) == "3, 4"
-
-
 @pytest.mark.parametrize("task", sorted(PAPER))
 def test_every_hypothesis_names_a_gelu_run_and_a_baseline(task):
   for h in PAPER[task].hypotheses:

@@ -101,13 +101,6 @@ def test_curve_lines():
     findings.curve_line("gelu", 1e-3, "other", {})
 
 
-def test_format_number():
-  assert wording.format_number(0.123456) == "0.1235"
-  assert wording.format_number(0.0612, 100) == "6.12"
-  assert wording.format_number(None) == wording.format_number(float("nan")) == "–"
-  assert wording.format_number(float("-inf")) == "-inf"
-
-
 def test_an_inconclusive_verdict_says_which_way_it_leans_and_what_its_seeds_assume():
   below, above = PAPER["mnist"].hypotheses[0], PAPER["mnist"].hypotheses[0]  # gelu_tanh below relu.
   (towards,) = verdicts.judge([below], lambda _: Evidence((1.0, 2.0, 3.5), (2.0, 3.0, 4.0), "s"))

@@ -25,7 +25,6 @@ from gelujax.study import (
   confirm,
   confirm_report,
   forms,
-  forms_report,
   grids,
   overview,
   pilot,
@@ -654,7 +653,7 @@ def test_the_readme_states_the_verdicts_the_code_derives(study):
   # The wrong form: the float32 gelu → gelu_tanh row's centre and interval, in points.
   centre, low, high = walsh_interval(np.array(changes) * 100)
   assert abs(centre - np.mean(changes) * 100) > 0.005
-  cell = f"{forms_report.signed(centre)} [{forms_report.signed(low)}, {forms_report.signed(high)}]"
+  cell = f"{centre:+.3g} [{low:+.3g}, {high:+.3g}]"
   assert f"| gelu | gelu_tanh | float32 | 15 | {cell} |" in text
   assert "| geglu | pending |" in text
   assert "measure bfloat16's rounding more than the form" in text

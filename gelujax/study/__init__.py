@@ -2,6 +2,8 @@
 
 - :mod:`~gelujax.study.runs`: reading runs from their files; learning-rate selection and its
   candidates.
+- :mod:`~gelujax.study.best`: a member's best evaluation, by a named tie rule (the trainer's,
+  the earliest of tied epochs, unless stated), the members whose best ties or is the last epoch.
 - :mod:`~gelujax.study.curves`: what a run's curves show (instabilities, still improving,
   final spikes, not learning), by fixed rules.
 - :mod:`~gelujax.study.stats`: exact rank-sum and signed-rank tests, Hodges–Lehmann shifts and
@@ -12,8 +14,10 @@
   gathered as the task's design says, with the caveats its verdict carries.
 - :mod:`~gelujax.study.analysis`: a result's verdicts, sensitivity and exploratory statistics.
 - :mod:`~gelujax.study.findings`: the fixed wording of every statement, a rule per kind of
-  line, with :mod:`~gelujax.study.wording` (the words of a verdict, an outcome, a number) and
+  line, with :mod:`~gelujax.study.wording` (the words of a verdict and an outcome) and
   :mod:`~gelujax.study.method` (how the verdicts are reached; the design changes).
+- :mod:`~gelujax.study.numbers`: how every study prints a number, a signed number, a value
+  that is not finite, a percentage, a seed set and an lr.
 - :mod:`~gelujax.study.tables`, :mod:`~gelujax.study.plots`, :mod:`~gelujax.study.readme`:
   Markdown tables, figures, READMEs; :mod:`~gelujax.study.overview`: ``results/README.md``, every
   verdict in one table, and the top-level README's summary of it.

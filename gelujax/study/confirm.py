@@ -29,7 +29,7 @@ import numpy as np
 from gelujax import paper
 from gelujax import workdir as workdirs
 from gelujax.paper import LOWER, Hypothesis
-from gelujax.study import grids, power, runs, stats, verdicts
+from gelujax.study import best, grids, power, runs, stats, verdicts
 from gelujax.study.verdicts import CONFIRMED, INCONCLUSIVE, PENDING, REFUTED
 from gelujax.workdir import CONFIG_FILE, SUMMARY_FILE
 
@@ -40,7 +40,8 @@ CHECKOUT = Path(__file__).resolve().parents[2]
 # The tie rules: which of a member's evaluations is its best where several share the lowest
 # validation error. EARLIEST is the trainer's (`gelujax.workdir.summarize` takes the first of
 # the tied records) and the design's; the others are exploratory (:func:`tie_sensitivity`).
-EARLIEST, LATEST, VALIDATION_LOSS = "earliest", "latest", "validation_loss"
+EARLIEST, LATEST, VALIDATION_LOSS = best.EARLIEST, best.LATEST, "validation_loss"
+ERROR = "validation_error"  # the metric whose ties the rules break (the task's select metric)
 TIE_RULES = {
   EARLIEST: "the earliest of the tied epochs (the design's rule, the trainer's)",
   LATEST: "the latest of the tied epochs",
@@ -187,27 +188,12 @@ def whole(value: float, examples: int) -> float:
   return float(round(count))
 
 
-def best_record(records: Sequence[Mapping[str, Any]], rule: str = EARLIEST) -> Mapping | None:
-  """A member's best evaluation (``records``: its records in epoch order) by a tie rule of
-  :data:`TIE_RULES`: the lowest validation error, the earliest or the latest of those that tie
-  on it; or the lowest validation loss (its earliest, should several tie). None without any
-  finite value."""
-  if rule not in TIE_RULES:
-    raise ValueError(f"tie rule {rule!r}: expected one of {', '.join(TIE_RULES)}.")
-  key = "validation_loss" if rule == VALIDATION_LOSS else "validation_error"
-  found = [r for r in records if r.get(key) is not None and math.isfinite(r[key])]
-  if not found:
-    return None
-  lowest = min(r[key] for r in found)
-  tied = [r for r in found if r[key] == lowest]
-  return tied[-1] if rule == LATEST else tied[0]
-
-
 def arm_values(run: runs.Run, design: Confirmation, rule: str = EARLIEST) -> dict[int, float]:
   """A finished run's test errors at the design's lr in whole examples: seed -> count (NaN for a
   diverged member). The design's rule reads each member's best as the run's summary derives it
   from its records (`gelujax.workdir.summarize`, the trainer's rule); another rule reads the
-  records (:func:`best_record`)."""
+  records (`gelujax.study.best.best_record`: the lowest validation error, the latest of those
+  that tie; or the lowest validation loss, the earliest of those that tie)."""
   key = design.metric.split(".", 1)[1]
   values: dict[int, float] = {}
   for m in runs.lr_members(run, design.learning_rate):
@@ -217,7 +203,8 @@ def arm_values(run: runs.Run, design: Confirmation, rule: str = EARLIEST) -> dic
     if rule == EARLIEST:
       value = runs.member_value(m, design.metric)
     else:
-      record = best_record(runs.member_records(run, m, "validation_error"), rule)
+      metric, tie = (VALIDATION_LOSS, EARLIEST) if rule == VALIDATION_LOSS else (ERROR, rule)
+      record = best.best_record(runs.member_records(run, m, ERROR), metric, tie)
       value = math.nan if record is None else float(record[key])
     values[m["seed"]] = math.nan if math.isnan(value) else whole(value, design.examples)
   return values
@@ -357,27 +344,19 @@ def tied_members(run: runs.Run, design: Confirmation) -> list[dict[str, Any]]:
   several epochs: seed, the tied epochs, and the count at each (the earliest's is the design's
   value)."""
   key = design.metric.split(".", 1)[1]
-  found = []
-  for m in runs.lr_members(run, design.learning_rate):
-    records = runs.member_records(run, m, "validation_error")
-    if m["diverged"] or not records:
-      continue
-    lowest = min(r["validation_error"] for r in records)
-    tied = [r for r in records if r["validation_error"] == lowest]
-    if len(tied) > 1:
-      found.append(
-        {
-          "seed": m["seed"],
-          "epochs": [r["epoch"] for r in tied],
-          "counts": [whole(r[key], design.examples) for r in tied],
-        }
-      )
-  return found
+  return [
+    {
+      "seed": seed,
+      "epochs": [r["epoch"] for r in tied],
+      "counts": [whole(r[key], design.examples) for r in tied],
+    }
+    for seed, tied in best.tied_members(run, design.learning_rate, ERROR).items()
+  ]
 
 
 def at_last_epoch(run: runs.Run, design: Confirmation) -> int:
   """How many of ``run``'s members at the design's lr have their best epoch at the last one."""
-  return len(runs.best_at_last_epoch(run, design.learning_rate))
+  return len(best.at_last_epoch(run, design.learning_rate))
 
 
 def tie_sensitivity(

@@ -15,30 +15,21 @@ import numpy as np
 
 from gelujax import workdir as workdirs
 from gelujax.paper import LOWER, figure
-from gelujax.study import confirm, corrections, forms_report, grids, overview, readme, runs, stats
+from gelujax.study import (
+  confirm,
+  corrections,
+  forms_report,
+  grids,
+  numbers,
+  overview,
+  readme,
+  runs,
+  stats,
+)
 from gelujax.study.confirm import TIE_RULES, Confirmation, Outcome
 from gelujax.study.verdicts import INCONCLUSIVE, PENDING
 
 FAMILY_KIND = "family"  # a study's rows of results/README.md (`gelujax.study.overview`)
-
-
-def seeds_words(seeds: Sequence[int]) -> str:
-  """``"200–229"`` for a run of consecutive seeds, else the list."""
-  seeds = sorted(seeds)
-  if len(seeds) > 2 and seeds == list(range(seeds[0], seeds[-1] + 1)):
-    return f"{seeds[0]}–{seeds[-1]}"
-  return ", ".join(map(str, seeds))
-
-
-def percent(count: float, design: Confirmation) -> str:
-  """A count of test examples as a percentage of the split: ``"15.86"``."""
-  return "n/a" if not math.isfinite(count) else f"{100.0 * count / design.examples:.2f}"
-
-
-def signed(value: float, digits: int = 3) -> str:
-  if not math.isfinite(value):
-    return "n/a" if math.isnan(value) else ("+inf" if value > 0 else "-inf")
-  return f"{0.0 if abs(value) < 1e-12 else value:+.{digits}g}"
 
 
 def points(count: float, design: Confirmation) -> float:
@@ -51,10 +42,11 @@ def shift_words(
 ) -> str:
   """``"+33.5 tokens [+1.5, +65] (+0.468 points [+0.021, +0.909])"``: the counts to ``digits``
   significant digits, the points to 3."""
+  counts = [numbers.signed(v, digits=digits) for v in (shift, low, high)]
+  shown = [numbers.signed(points(v, design)) for v in (shift, low, high)]
   return (
-    f"{signed(shift, digits)} {design.unit} [{signed(low, digits)}, {signed(high, digits)}] "
-    f"({signed(points(shift, design))} points [{signed(points(low, design))}, "
-    f"{signed(points(high, design))}])"
+    f"{counts[0]} {design.unit} [{counts[1]}, {counts[2]}] "
+    f"({shown[0]} points [{shown[1]}, {shown[2]}])"
   )
 
 
@@ -97,7 +89,7 @@ def verdict_table(design: Confirmation, outcomes: Sequence[Outcome], command: st
   """The family's verdicts: a row per hypothesis."""
   lines = [
     f"| # | claim | paper | ours: median {outcomes[0].hypothesis.gelu if outcomes else 'GELU'} "
-    f"vs baseline (%, seeds {seeds_words(design.seeds)}) | paired shift in {design.unit} "
+    f"vs baseline (%, seeds {numbers.seeds(design.seeds)}) | paired shift in {design.unit} "
     "[exact CI] (points) | n | signed-rank p | Holm p | verdict |",
     "|---|---|---|---|---|---|---|---|---|",
   ]
@@ -107,7 +99,7 @@ def verdict_table(design: Confirmation, outcomes: Sequence[Outcome], command: st
     else:
       c = o.paired
       cells = [
-        f"{percent(o.medians[0], design)} vs {percent(o.medians[1], design)}",
+        " vs ".join(numbers.percent(m, design.examples) for m in o.medians),
         f"{shift_words(design, c.shift, c.low, c.high)}, {100 * c.confidence:.1f}%",
         str(len(c.seeds)),
         f"{o.p:.2g}",
@@ -131,9 +123,9 @@ def hypothesis_line(design: Confirmation, o: Outcome, command: str) -> str:
   if c.zeros:
     zeros = f", {c.zeros} zero difference{'s' * (c.zeros > 1)} dropped from the test"
   return (
-    f"{head} ({h.gelu} {percent(o.medians[0], design)} vs {h.baseline} "
-    f"{percent(o.medians[1], design)}, median over {len(c.seeds)} paired seeds "
-    f"{seeds_words(c.seeds)}{zeros}; paired shift {shift_words(design, c.shift, c.low, c.high)}, "
+    f"{head} ({h.gelu} {numbers.percent(o.medians[0], design.examples)} vs {h.baseline} "
+    f"{numbers.percent(o.medians[1], design.examples)}, median over {len(c.seeds)} paired seeds "
+    f"{numbers.seeds(c.seeds)}{zeros}; paired shift {shift_words(design, c.shift, c.low, c.high)}, "
     f"signed-rank p = {o.p:.2g}, Holm {o.holm:.2g})."
   )
 
@@ -160,7 +152,7 @@ def tie_lines(
     f"{arm}: seed{'s' * (len(t) > 1)} "
     + ", ".join(
       f"{m['seed']} (epochs {', '.join(f'{e:g}' for e in m['epochs'])}: "
-      f"{', '.join(percent(c, design) + '%' for c in m['counts'])})"
+      f"{', '.join(numbers.percent(c, design.examples) + '%' for c in m['counts'])})"
       for m in t
     )
     for arm, t in ties.items()
@@ -207,10 +199,10 @@ def earlier_lines(
   lines = [
     f"The earlier result, {name}, "
     "tested the same family under the earlier design: each run's lr selected from "
-    f"{', '.join(f'{lr:g}' for lr in earlier.get('learning_rates', []))} on selection seeds "
-    f"{seeds_words(earlier.get('selection_seeds', []))}, then "
+    f"{numbers.lrs(earlier.get('learning_rates', []))} on selection seeds "
+    f"{numbers.seeds(earlier.get('selection_seeds', []))}, then "
     f"{len(earlier.get('evaluation_seeds', []))} evaluation seeds "
-    f"({seeds_words(earlier.get('evaluation_seeds', []))}) a side at that lr, compared unpaired "
+    f"({numbers.seeds(earlier.get('evaluation_seeds', []))}) a side at that lr, compared unpaired "
     "by the exact two-sided rank-sum test, Holm over the family. Its verdicts stand as that "
     "design's; quoted from its `summary.json`:",
     "",
@@ -222,12 +214,13 @@ def earlier_lines(
     paired = "–"
     if v.get("paired_shift") is not None:
       paired = (
-        f"{signed(100 * v['paired_shift'])} [{signed(100 * v['paired_low'])}, "
-        f"{signed(100 * v['paired_high'])}], p = {v['paired_p']:.2g}"
+        f"{numbers.signed(100 * v['paired_shift'])} [{numbers.signed(100 * v['paired_low'])}, "
+        f"{numbers.signed(100 * v['paired_high'])}], p = {v['paired_p']:.2g}"
       )
     shift = "–"
     if v.get("shift") is not None:
-      shift = f"{signed(100 * v['shift'])} [{signed(100 * v['low'])}, {signed(100 * v['high'])}]"
+      shift, low, high = (numbers.signed(v[k], scale=100) for k in ("shift", "low", "high"))
+      shift = f"{shift} [{low}, {high}]"
     medians = "–"
     if v.get("median_a") is not None:
       medians = f"{100 * v['median_a']:.4g} vs {100 * v['median_b']:.4g}"
@@ -269,12 +262,13 @@ def power_lines(design: Confirmation, earlier: Mapping[str, Any] | None) -> list
       f"primary {v['number']} ({h.gelu} − {h.baseline}): the earlier {len(v['seeds'])} pairs' "
       f"differences have SD {v['sd']:.1f} {design.unit} ({points(v['sd'], design):.2f} points; "
       f"{v['sd_bound']:.1f} at its one-sided {100 * confirm.PILOT_POWER_BOUND:g}% upper bound) "
-      f"and a paired shift of {signed(v['shift'])} {design.unit} "
-      f"({signed(points(v['shift'], design))} points); {n} pairs detect a shift of "
+      f"and a paired shift of {numbers.signed(v['shift'])} {design.unit} "
+      f"({numbers.signed(points(v['shift'], design))} points); {n} pairs detect a shift of "
       f"{v['detectable']:.1f} {design.unit} ({points(v['detectable'], design):.2f} points; "
       f"{v['detectable_bound']:.1f}, {points(v['detectable_bound'], design):.2f} points, with the "
-      f"SD at its bound), and deciding the earlier shift would take {v['pairs'] or 'n/a'} pairs "
-      f"({v['pairs_bound'] or 'n/a'} with the SD at its bound)"
+      f"SD at its bound), and deciding the earlier shift would take "
+      f"{numbers.count(v['pairs'])} pairs ({numbers.count(v['pairs_bound'])} with the SD at its "
+      "bound)"
     )
   gaps = []
   for h, v in zip(design.hypotheses(), p["hypotheses"], strict=True):
@@ -290,8 +284,8 @@ def power_lines(design: Confirmation, earlier: Mapping[str, Any] | None) -> list
         f"at least what {n} pairs detect with the SD as observed, below it with the SD at its bound"
       )
     gaps.append(
-      f"{h.gelu} − {h.baseline} {signed(points(gap, design))} points ({signed(gap)} "
-      f"{design.unit}), {detect}"
+      f"{h.gelu} − {h.baseline} {numbers.signed(points(gap, design))} points "
+      f"({numbers.signed(gap)} {design.unit}), {detect}"
     )
   return [
     f"- Power (`gelujax.study.confirm.pilot`, from the earlier result's evaluation runs, in "
@@ -385,8 +379,8 @@ def arm_lines(design: Confirmation, finished: Mapping[str, runs.Run]) -> list[st
     cells = ["–", "–"]
     if len(x):
       cells = [
-        percent(float(np.median(x)), design),
-        f"{percent(x.min(), design)}–{percent(x.max(), design)}",
+        numbers.percent(float(np.median(x)), design.examples),
+        "–".join(numbers.percent(v, design.examples) for v in (x.min(), x.max())),
       ]
     lines.append(
       f"| {arm} | {len(values)} | {len(values) - len(x)} | {cells[0]} | {cells[1]} | "
@@ -476,8 +470,8 @@ def headline_rows(
         "claim": f"{h.describe()}, paired, {len(design.seeds)} fresh seeds, lr "
         f"{design.learning_rate:g}",
         "paper": paper_words(o) or "–",
-        "ours": f"{h.gelu} {percent(o.medians[0], design)} vs {h.baseline} "
-        f"{percent(o.medians[1], design)}; paired shift "
+        "ours": f"{h.gelu} {numbers.percent(o.medians[0], design.examples)} vs {h.baseline} "
+        f"{numbers.percent(o.medians[1], design.examples)}; paired shift "
         f"{shift_words(design, c.shift, c.low, c.high)}",
         "verdict": verdict_words(o),
         "caveats": caveat,

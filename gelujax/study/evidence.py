@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from gelujax.paper import Design, Hypothesis
-from gelujax.study import curves, runs
+from gelujax.study import curves, numbers, runs
 from gelujax.study.verdicts import Candidate, Evidence, Verdict
 
 PENDING_EVALUATION = "pending: evaluation seeds not trained"
@@ -125,17 +125,6 @@ class RunValues:
     return {}
 
 
-def describe_seeds(seeds: Sequence[int]) -> str:
-  """``[0, 1, 2, 7]`` -> ``"0–2, 7"``: runs of consecutive seeds as ranges."""
-  parts: list[list[int]] = []
-  for seed in sorted(set(seeds)):
-    if parts and seed == parts[-1][-1] + 1:
-      parts[-1].append(seed)
-    else:
-      parts.append([seed])
-  return ", ".join(f"{p[0]}–{p[-1]}" if len(p) > 2 else ", ".join(map(str, p)) for p in parts)
-
-
 def find_run(values: Sequence[RunValues], activation: str, dropout: float) -> RunValues | None:
   return next(
     (v for v in values if v.activation == activation and math.isclose(v.dropout, dropout)), None
@@ -214,7 +203,7 @@ def gather(
       if isinstance(tested, str):
         return tested
       where = "at the selected lr" if selected else f"at lrs {lr_pair[0]:g} vs {lr_pair[1]:g}"
-      seeds = f"evaluation seeds {describe_seeds(run.evaluation_seeds)} {where}"
+      seeds = f"evaluation seeds {numbers.seeds(run.evaluation_seeds)} {where}"
     else:
       lr = h.learning_rate if lr is None else lr
       grid = run.seeded_at(lr, h.metric)
@@ -222,7 +211,7 @@ def gather(
       if isinstance(extra, str):
         return extra
       tested = None if grid is None or extra is None else {**grid, **extra}
-      seeds = f"seeds {describe_seeds([*run.selection_seeds, *run.evaluation_seeds])}"
+      seeds = f"seeds {numbers.seeds([*run.selection_seeds, *run.evaluation_seeds])}"
     if tested is None:
       return PENDING_EVALUATION
     if not tested:

@@ -29,8 +29,9 @@ rule, as a line ``- <Kind> [<where>]: ...``:
   each run's median test error against it, in words fixed by
   :func:`gelujax.study.baselines.compare`.
 
-A verdict, a pair's outcome and a number are said in the words of :mod:`gelujax.study.wording`,
-which the tables share; the README's paragraph on how the verdicts are reached is
+A verdict and a pair's outcome are said in the words of :mod:`gelujax.study.wording`, a number
+and a seed set as :mod:`gelujax.study.numbers` prints them, both shared with the tables; the
+README's paragraph on how the verdicts are reached is
 :mod:`gelujax.study.method`'s.
 
 Exploratory lines state effects (shift, interval, uncorrected p), never significance. Typed
@@ -46,16 +47,14 @@ from typing import Any
 
 from gelujax.paper import EQUIVALENT, LOWER, Hypothesis, figure
 from gelujax.study import baselines as lookups
-from gelujax.study import curves, stats
+from gelujax.study import curves, numbers, stats
 from gelujax.study.analysis import Analysis, Sensitivity
-from gelujax.study.evidence import describe_seeds
+from gelujax.study.numbers import number
 from gelujax.study.verdicts import Outcome, PairedComparison, Verdict
 from gelujax.study.wording import (
   effect,
-  format_number,
   format_shift,
   lr_pair,
-  number,
   outcome_tail,
   outcome_words,
   pair_letter,
@@ -128,9 +127,9 @@ def paired_line(task: str, label: str, h: Hypothesis, outcome: Outcome) -> str:
   c = outcome.comparison
   correlation = "–" if math.isnan(d.correlation) else f"{d.correlation:.2f}"
   zeros = f", {d.zeros} zero difference{'s' if d.zeros > 1 else ''} dropped" if d.zeros else ""
-  low, high, shift = (format_number(v, h.scale, 3) for v in (d.low, d.high, d.shift))
+  low, high, shift = (number(v, h.scale, 3) for v in (d.low, d.high, d.shift))
   if h.direction == EQUIVALENT:  # The verdict's p first: its equivalence test's, paired too.
-    margin = f"±{format_number(h.margin, h.scale)}"
+    margin = f"±{number(h.margin, h.scale)}"
     paired = stats.paired_equivalence_test(d.differences, h.margin).p
     tests = (
       f"paired equivalence p = {paired:.2g} (within or beyond {margin}), signed-rank p of a "
@@ -144,7 +143,7 @@ def paired_line(task: str, label: str, h: Hypothesis, outcome: Outcome) -> str:
   return (
     f"- Paired [{figure(task)}, {h.family} {label}: "
     f"{lr_pair(h, outcome.learning_rates)}]: {len(d.seeds)} pairs (seeds "
-    f"{describe_seeds(d.seeds)}{zeros}), correlation {correlation}; paired shift {shift} "
+    f"{numbers.seeds(d.seeds)}{zeros}), correlation {correlation}; paired shift {shift} "
     f"[{low}, {high}], {tests}; unpaired: shift {format_shift(c, h.scale)}, {unpaired}."
   )
 
@@ -442,6 +441,6 @@ def baseline_lines(
     lines.append(
       f"- Against the lookup [{c['run']}, lr {c['learning_rate']:g}]: median "
       f"{lookups.METRIC_WORDS} {number(c['median'], 100)}% ({c['which']} "
-      f"{describe_seeds(c['seeds'])}); " + "; ".join(parts) + "."
+      f"{numbers.seeds(c['seeds'])}); " + "; ".join(parts) + "."
     )
   return lines

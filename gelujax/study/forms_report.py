@@ -18,7 +18,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
 from gelujax import workdir as workdirs
-from gelujax.study import corrections, forms, grids, overview, plots, readme, runs, stats
+from gelujax.study import corrections, forms, grids, numbers, overview, plots, readme, runs, stats
 from gelujax.study.forms import DIFFERENT, EQUIVALENT, INCONCLUSIVE, Design, Outcome
 
 FIGURE = "forms.png"
@@ -26,21 +26,9 @@ PROVENANCE_FILE = "trained_with.json"  # the command and the revision a study tr
 SWAP_KEYS = (("error", "test error (points)", 100.0), ("loss", "test log loss (nats)", 1.0))
 
 
-def lrs_words(design: Design) -> str:
-  return ", ".join(f"{lr:g}" for lr in design.learning_rates)
-
-
 def pair_words(o: Outcome) -> str:
   c = o.comparison
   return f"{c.first} − {c.second}" + (" (control)" if c.control else "")
-
-
-def signed(value: float, digits: int = 3) -> str:
-  """``+0.04``; a value within rounding of zero (the mean of two opposite test errors in
-  floating point) is ``+0``."""
-  if not math.isfinite(value):
-    return "n/a"
-  return f"{0.0 if abs(value) < 1e-12 else value:+.{digits}g}"
 
 
 def shift_words(o: Outcome) -> str:
@@ -49,7 +37,8 @@ def shift_words(o: Outcome) -> str:
   if not o.seeds:
     return "no pairs"
   low, high, _ = o.interval
-  return f"{m.amount(signed(m.shown(o.shift)))} [{signed(m.shown(low))}, {signed(m.shown(high))}]"
+  shift, low, high = (numbers.signed(m.shown(v)) for v in (o.shift, low, high))
+  return f"{m.amount(shift)} [{low}, {high}]"
 
 
 def verdict_words(o: Outcome) -> str:
@@ -154,7 +143,7 @@ def arm_table(design: Design, finished: dict[str, runs.Run], metric: forms.Metri
       values = forms.find_lr(found[d], lr)
       x = metric.shown_values([v for v in values.values() if math.isfinite(v)])
       diverged = len(values) - len(x)
-      cell = f"{np.median(x):.4g} ({x.min():.4g}–{x.max():.4g})" if len(x) else "—"
+      cell = f"{np.median(x):.4g} ({x.min():.4g}–{x.max():.4g})" if len(x) else numbers.DASH
       cells.append(cell + (f", {diverged} diverged" if diverged else ""))
     lines.append(f"| {arm} | " + " | ".join(cells) + " |")
   return lines
@@ -222,13 +211,12 @@ def swap_table(design: Design, swaps: Sequence[Swap], key: str, scale: float) ->
     for lr in design.learning_rates:
       s = by_lr.get(lr)
       if s is None or not s.changes:
-        cells.append("—")
+        cells.append(numbers.DASH)
         continue
       low, high, _ = s.interval
       largest = max(abs(c) for c in s.changes) * scale
-      cells.append(
-        f"{signed(s.shift * scale)} [{signed(low * scale)}, {signed(high * scale)}]; {largest:.3g}"
-      )
+      shift, low, high = (numbers.signed(v, scale=scale) for v in (s.shift, low, high))
+      cells.append(f"{shift} [{low}, {high}]; {largest:.3g}")
     lines.append(f"| {arm}, {dtype} | {activation}, {to_dtype} | " + " | ".join(cells) + " |")
   return lines
 
@@ -452,9 +440,9 @@ def swap_findings(design: Design, swaps: Sequence[Swap]) -> list[str]:
       networks = max(networks, len(changes))
       low, high = changes.min() * scale, changes.max() * scale
       part = (
-        f"{words} median {signed(float(np.median(changes)) * scale)}, "
+        f"{words} median {numbers.signed(float(np.median(changes)) * scale)}, "
         f"{int((changes > 0).sum())} up and {int((changes < 0).sum())} down, from "
-        f"{signed(low)} to {signed(high)}"
+        f"{numbers.signed(low)} to {numbers.signed(high)}"
       )
       metric = margins.get(f"best.test_{key}")
       if metric is not None and not metric.log:
@@ -633,7 +621,7 @@ def headline_rows(
       {
         "kind": "family",
         "where": f"{design.name}, {kind}: {key}, {dtype}",
-        "claim": f"{claim}: {metric.label}, {dtype}, lrs {lrs_words(design)}",
+        "claim": f"{claim}: {metric.label}, {dtype}, lrs {numbers.lrs(design.learning_rates)}",
         "paper": "–",
         "ours": "<br>".join(
           f"{pair_words(o)}, lr {o.comparison.learning_rate:g}: {shift_words(o)} ({o.verdict}"
@@ -699,8 +687,9 @@ def design_lines(design: Design) -> list[str]:
     f"dropout {design.dropout:g}, the paper's batch size and optimizer, {design.epochs} epochs: "
     f"{design.epochs_reason}.",
     f"- Arms: {', '.join(design.arms)} ({design.control_reason}).",
-    f"- Every arm at every lr ({lrs_words(design)}), with the same {n} seeds (one seed: one "
-    "initial draw and one batch order in every arm, so every comparison is paired by seed), "
+    f"- Every arm at every lr ({numbers.lrs(design.learning_rates)}), with the same {n} seeds "
+    "(one seed: one initial draw and one batch order in every arm, so every comparison is "
+    "paired by seed), "
     f"computing in {' and '.join(design.dtypes)} (parameters, optimizer state and losses are "
     "float32 either way).",
     f"- Compared: each pair of forms (later minus earlier) and {design.control} − gelu, at "
@@ -800,7 +789,7 @@ def title(design: Design) -> str:
   return (
     f"Which GELU? The forms trained{' and swapped' * design.swaps} on {design.dataset} "
     f"({', '.join(design.forms)}; {design.control} as the control; {len(design.seeds)} paired "
-    f"seeds, lrs {lrs_words(design)}, "
+    f"seeds, lrs {numbers.lrs(design.learning_rates)}, "
     f"{' and '.join(design.dtypes)}, {design.epochs} epochs)"
   )
 

@@ -15,9 +15,9 @@ from gelujax.paper import (
   PAPER_NOISE_ACCURACY,
   REFERENCES,
 )
-from gelujax.study import analysis, findings, grids, noise, plots, readme, runs, tables
+from gelujax.study import analysis, findings, grids, noise, numbers, plots, readme, runs, tables
 from gelujax.study.analysis import Analysis
-from gelujax.study.evidence import RunValues, describe_seeds
+from gelujax.study.evidence import RunValues
 from gelujax.study.grids import Grid
 from gelujax.study.runs import Run, RunRow
 from gelujax.study.stages import (
@@ -153,7 +153,7 @@ def write_noise(
   )
   table = write_noise_table(task + NOISE_SUFFIX, shown, result, out)
   labels = {
-    f"{name} (lr {r['learning_rate']:g}, seeds {describe_seeds(r['seeds'])}"
+    f"{name} (lr {r['learning_rate']:g}, seeds {numbers.seeds(r['seeds'])}"
     + (f", {r['diverged']}/{r['members']} diverged)" if r["diverged"] else ")"): r
     for name, r in shown.items()
   }

@@ -19,7 +19,7 @@ from typing import Any
 
 from gelujax import workdir as workdirs
 from gelujax.paper import NOISE_SUFFIX, PAPER_TASKS, figure
-from gelujax.study import grids, wording
+from gelujax.study import grids, numbers, wording
 from gelujax.study.analysis import Analysis
 from gelujax.study.verdicts import PENDING, VERDICTS, Verdict
 
@@ -45,8 +45,8 @@ def _ours(v: Verdict) -> str:
       parts.append(f"{lrs}{PENDING}")
       continue
     parts.append(
-      f"{lrs}{h.gelu} {wording.number(c.median_a, h.scale)} vs {h.baseline} "
-      f"{wording.number(c.median_b, h.scale)}; shift {wording.format_shift(c, h.scale)}"
+      f"{lrs}{h.gelu} {numbers.number(c.median_a, h.scale)} vs {h.baseline} "
+      f"{numbers.number(c.median_b, h.scale)}; shift {wording.format_shift(c, h.scale)}"
     )
   return "<br>".join(parts) or "–"
 
@@ -61,7 +61,7 @@ def hypothesis_rows(task: str, analysis: Analysis) -> list[dict[str, Any]]:
     for i, v in enumerate(family, 1):
       h = v.hypothesis
       paper = " vs ".join(
-        f"{name} {wording.format_number(x, h.scale)}"
+        f"{name} {numbers.number(x, h.scale)}"
         for name, x in zip((h.gelu, h.baseline), h.paper, strict=True)
         if x is not None
       )

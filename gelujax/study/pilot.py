@@ -21,13 +21,13 @@ from __future__ import annotations
 import dataclasses
 import math
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from gelujax.study import grids, power, runs
+from gelujax.study import best, grids, numbers, power, runs
 from gelujax.workdir import SUMMARY_FILE
 
 # The only metrics the pilot reads: validation error and loss at each evaluation.
@@ -62,6 +62,11 @@ class Metric:
   scale: float
   unit: str
   margins: tuple[float, ...]
+
+  def words(self, value: float) -> str:
+    """A value in the units shown, to 2 decimals in percent, else 4: ``"12.34"``, ``"0.3312"``
+    (:func:`gelujax.study.numbers.fixed`)."""
+    return numbers.fixed(value, self.scale, 2 if self.scale == 100.0 else 4)
 
 
 ERROR = Metric(
@@ -332,24 +337,14 @@ def validation_records(run: runs.Run, member: Mapping[str, Any]) -> list[dict[st
   return sorted(found, key=lambda r: r["epoch"])
 
 
-def best_record(records: Sequence[Mapping[str, Any]], metric: str) -> Mapping[str, Any] | None:
-  """The record of ``records`` (in epoch order) with the lowest finite ``metric``, the earliest
-  of those that tie on it; None without any finite value."""
-  found = [r for r in records if r.get(metric) is not None and math.isfinite(r[metric])]
-  if not found:
-    return None
-  lowest = min(r[metric] for r in found)
-  return next(r for r in found if r[metric] == lowest)
-
-
 def member_bests(run: runs.Run, design: Pilot) -> list[Best]:
-  """Each member's best evaluation by the design's selection metric (:func:`best_record`), in
-  the run's member order."""
+  """Each member's best evaluation by the design's selection metric, the earliest of tied epochs
+  (`gelujax.study.best.best_record` on :func:`validation_records`), in the run's member order."""
   found = []
   nan = dict.fromkeys(VALIDATION_KEYS, math.nan)
   for m in run.members:
     record = (
-      None if m["diverged"] else best_record(validation_records(run, m), design.select_metric)
+      None if m["diverged"] else best.best_record(validation_records(run, m), design.select_metric)
     )
     values = nan if record is None else {k: _value(record[k]) for k in VALIDATION_KEYS}
     epoch = None if record is None else float(record["epoch"])

@@ -4,25 +4,12 @@ none typed by hand, and no sentence states a verdict or a ranking."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from pathlib import Path
 
 from gelujax import workdir as workdirs
-from gelujax.study import forms_report, grids, overview, pilot, readme
+from gelujax.study import forms_report, grids, numbers, overview, pilot, readme
 from gelujax.study.pilot import Analysis, Metric, Pilot, Spread
-
-
-def seeds_words(seeds: Sequence[int]) -> str:
-  """``"0–3"`` for a run of consecutive seeds, else the list."""
-  seeds = sorted(seeds)
-  if len(seeds) > 2 and seeds == list(range(seeds[0], seeds[-1] + 1)):
-    return f"{seeds[0]}–{seeds[-1]}"
-  return ", ".join(map(str, seeds))
-
-
-def lrs_words(learning_rates: Sequence[float]) -> str:
-  return ", ".join(f"{lr:g}" for lr in learning_rates)
 
 
 def metric_of(design: Pilot, key: str) -> Metric:
@@ -31,35 +18,11 @@ def metric_of(design: Pilot, key: str) -> Metric:
   return found[key]
 
 
-def value(x: float, metric: Metric) -> str:
-  """A value in the units shown: ``"12.34"`` (percent), ``"0.3312"`` (nats)."""
-  if not math.isfinite(x):
-    return "n/a"
-  return f"{x * metric.scale:.2f}" if metric.scale == 100.0 else f"{x * metric.scale:.4f}"
-
-
-def signed(x: float, metric: Metric) -> str:
-  """A difference in the units shown, signed, 3 significant digits."""
-  if not math.isfinite(x):
-    return "n/a"
-  shown = x * metric.scale
-  return f"{0.0 if abs(shown) < 1e-12 else shown:+.3g}"
-
-
-def amount(x: float, metric: Metric) -> str:
-  """An SD or a margin in the units shown, 3 significant digits."""
-  return "n/a" if not math.isfinite(x) else f"{x * metric.scale:.3g}"
-
-
-def pairs_words(n: int | None) -> str:
-  return "n/a" if n is None else str(n)
-
-
 def title(design: Pilot) -> str:
   return (
     f"Pilot of the transformer study on {design.task}: {len(design.arms)} feed-forward "
-    f"activations at lrs {lrs_words(design.learning_rates)} on selection seeds "
-    f"{seeds_words(design.seeds)}, {design.epochs} epochs, validation metrics only"
+    f"activations at lrs {numbers.lrs(design.learning_rates)} on selection seeds "
+    f"{numbers.seeds(design.seeds)}, {design.epochs} epochs, validation metrics only"
   )
 
 
@@ -70,7 +33,7 @@ def headline_summary(design: Pilot, analysis: Analysis) -> str:
     pending = f"; pending ({', '.join(analysis.missing)} not trained)"
   return (
     f"gelujax's pilot of the transformer study on {design.task} (`{design.name}`): validation "
-    f"metrics on selection seeds {seeds_words(design.seeds)}, no verdicts{pending}."
+    f"metrics on selection seeds {numbers.seeds(design.seeds)}, no verdicts{pending}."
   )
 
 
@@ -92,12 +55,12 @@ def cell_lines(design: Pilot, analysis: Analysis) -> list[str]:
       for metric in (error, loss):
         s = c.stats(metric.key)
         cells.append(
-          f"{value(s['median'], metric)} [{value(s['low'], metric)}–{value(s['high'], metric)}]"
+          f"{metric.words(s['median'])} [{metric.words(s['low'])}–{metric.words(s['high'])}]"
         )
       epochs = ", ".join("–" if b.epoch is None else f"{b.epoch:g}" for b in c.bests)
       median = c.selection_median(design.select_metric)
       lines.append(
-        f"| {arm} | {lr:g} | {len(c.bests)} | {c.diverged} | {value(median, select)} | "
+        f"| {arm} | {lr:g} | {len(c.bests)} | {c.diverged} | {select.words(median)} | "
         f"{cells[0]} | {cells[1]} | {epochs} |"
       )
   return lines
@@ -118,7 +81,7 @@ def selected_lines(design: Pilot, analysis: Analysis) -> list[str]:
       continue
     lr = analysis.selected[arm]
     medians = [
-      value(analysis.cells[arm][x].selection_median(design.select_metric), select)
+      select.words(analysis.cells[arm][x].selection_median(design.select_metric))
       for x in design.learning_rates
     ]
     chosen = "every member diverged" if lr is None else f"{lr:g}"
@@ -130,7 +93,7 @@ def spread_lines(design: Pilot, metric: Metric, spreads: Sequence[Spread]) -> li
   """A metric's paired spreads: per comparison, the differences' mean, SD and its bound, and
   the pairs each candidate margin needs (to detect a shift of it / to show equivalence within
   it)."""
-  margins = " | ".join(f"δ {amount(m, metric)}" for m in metric.margins)
+  margins = " | ".join(f"δ {numbers.number(m, metric.scale, 3)}" for m in metric.margins)
   lines = [
     f"| comparison | lrs | pairs | mean | SD | SD, {100 * design.bound:g}% upper bound | "
     f"{margins} |",
@@ -138,12 +101,13 @@ def spread_lines(design: Pilot, metric: Metric, spreads: Sequence[Spread]) -> li
   ]
   for s in spreads:
     pairs = " | ".join(
-      f"{pairs_words(s.detect[m])} / {pairs_words(s.equivalence[m])}" for m in metric.margins
+      f"{numbers.count(s.detect[m])} / {numbers.count(s.equivalence[m])}" for m in metric.margins
     )
     lines.append(
       f"| {s.first} − {s.second} | {s.learning_rates[0]:g}, {s.learning_rates[1]:g} | "
-      f"{len(s.seeds)} | {signed(s.mean, metric)} | {amount(s.sd, metric)} | "
-      f"{amount(s.sd_bound, metric)} | {pairs} |"
+      f"{len(s.seeds)} | {numbers.signed(s.mean, scale=metric.scale)} | "
+      f"{numbers.number(s.sd, metric.scale, 3)} | {numbers.number(s.sd_bound, metric.scale, 3)} | "
+      f"{pairs} |"
     )
   return lines
 
@@ -223,7 +187,7 @@ def design_lines(design: Pilot) -> list[str]:
     f"- Arms: {', '.join(design.arms)}, each one run of {len(design.learning_rates)} lrs x "
     f"{len(design.seeds)} seeds (`runs/<arm>/`{renamed}): {design.arms_reason}.",
     f"- Control: {design.control_reason}.",
-    f"- Learning rates {lrs_words(design.learning_rates)}: {design.lr_reason}.",
+    f"- Learning rates {numbers.lrs(design.learning_rates)}: {design.lr_reason}.",
     f"- Seeds: {design.seeds_reason}.",
     "- Comparisons (the study's): "
     + ", ".join(f"{a} − {b}" for a, b in design.comparisons)
@@ -257,8 +221,8 @@ def seed_table(design: Pilot, analysis: Analysis) -> list[str]:
           continue
         epoch = "–" if b.epoch is None else f"{b.epoch:g}"
         lines.append(
-          f"| {arm} | {lr:g} | {b.seed} | {epoch} | {value(b.values[error.key], error)} | "
-          f"{value(b.values[loss.key], loss)} |"
+          f"| {arm} | {lr:g} | {b.seed} | {epoch} | {error.words(b.values[error.key])} | "
+          f"{loss.words(b.values[loss.key])} |"
         )
   return lines
 

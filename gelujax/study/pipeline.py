@@ -29,9 +29,9 @@ from gelujax.paper import (
   REFERENCES,
   design,
 )
-from gelujax.study import analysis, findings, grids, overview, plots, readme
+from gelujax.study import analysis, findings, grids, numbers, overview, plots, readme
 from gelujax.study import baselines as lookups
-from gelujax.study.evidence import RunValues, describe_seeds
+from gelujax.study.evidence import RunValues
 from gelujax.study.noise_task import evaluate_noise, find_noise_grids, write_noise
 from gelujax.study.runs import Run
 from gelujax.study.stages import (
@@ -102,7 +102,7 @@ def write_runs(
     figure = plots.draw_autoencoder_figure(
       list(zip(selection, rows, strict=True)),
       out,
-      f"seeds {describe_seeds(selection[0].seeds())}",
+      f"seeds {numbers.seeds(selection[0].seeds())}",
     )
   else:
     figure = plots.draw_loss_figure(

@@ -174,16 +174,6 @@ def lr_members(run: Run, learning_rate: float) -> list[dict[str, Any]]:
   return [m for m in run.members if same_lr(m["learning_rate"], learning_rate)]
 
 
-def best_at_last_epoch(run: Run, learning_rate: float) -> list[int]:
-  """The seeds of ``run``'s members at ``learning_rate`` whose best epoch is the run's last (a
-  run still improving when it stopped), diverged members left out."""
-  return [
-    m["seed"]
-    for m in lr_members(run, learning_rate)
-    if not m["diverged"] and m["best_epoch"] == run.summary["epochs"]
-  ]
-
-
 def member_value(member: dict[str, Any], key: str) -> float:
   """``"best.test_error"`` -> member["best"]["test_error"], NaN when absent or null."""
   where, metric = key.split(".", 1)

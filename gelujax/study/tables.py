@@ -1,8 +1,8 @@
 """The Markdown tables of a result, from its rows (:func:`gelujax.study.runs.summarize_run`),
 noise evaluations and :class:`gelujax.study.analysis.Analysis`.
 
-Every number is formatted by :func:`format_number` (4 significant digits; shifts and intervals
-3), every verdict and outcome worded by :mod:`gelujax.study.wording`.
+Every number is printed by :func:`gelujax.study.numbers.number` (4 significant digits; shifts and
+intervals 3), every verdict and outcome worded by :mod:`gelujax.study.wording`.
 """
 
 from __future__ import annotations
@@ -10,13 +10,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from gelujax.study import evidence, runs, wording
+from gelujax.study import numbers, runs, wording
 from gelujax.study.analysis import Analysis, Exploratory
 from gelujax.study.noise import noise_at
+from gelujax.study.numbers import number
 from gelujax.study.runs import LrRow, RunRow
 from gelujax.study.stats import Stats
 from gelujax.study.verdicts import Outcome, Verdict
-from gelujax.study.wording import format_number, format_shift
+from gelujax.study.wording import format_shift
 
 
 def diverged_label(row: RunRow) -> str:
@@ -74,7 +75,7 @@ def format_table(
         "–",
         diverged_label(row),
         "–",
-        format_number(paper.get(row.run), scale),
+        number(paper.get(row.run), scale),
       ]
       cells += ["–"] * (len(head) - len(cells))
     else:
@@ -82,15 +83,15 @@ def format_table(
       cells = [
         row.run,
         f"{selected.learning_rate:g}",
-        evidence.describe_seeds(selected.seeds),
+        numbers.seeds(selected.seeds),
         diverged_label(row) or f"0/{selected.members}",
         unstable_label(row, selected),
-        format_number(paper.get(row.run), scale),
-        format_number(stats.median, scale),
-        f"{format_number(stats.mean, scale)} ± {format_number(stats.std, scale, 2)}",
+        number(paper.get(row.run), scale),
+        number(stats.median, scale),
+        f"{number(stats.mean, scale)} ± {number(stats.std, scale, 2)}",
       ]
       for key, _, extra_scale in extra:
-        cells.append(format_number(selected.median(key), extra_scale))
+        cells.append(number(selected.median(key), extra_scale))
       if selection is not None:
         cells.append(selection.get(row.run, "–"))
     lines.append("| " + " | ".join(cells) + " |")
@@ -118,8 +119,8 @@ def format_grid(
       mark = " (selected)" if mark_selected and g is row.selected else ""
       lines.append(
         f"| {row.run} | {g.learning_rate:g}{mark} | {g.diverged}/{g.members} | "
-        f"{unstable_label(row, g)} | {format_number(g.select_median)} "
-        f"({row.select_metric}) | {format_number(g.median(metric), scale)} |"
+        f"{unstable_label(row, g)} | {number(g.select_median)} "
+        f"({row.select_metric}) | {number(g.median(metric), scale)} |"
       )
   return "\n".join(lines) + "\n"
 
@@ -145,14 +146,14 @@ def format_noise_table(
     cells = [
       name,
       f"{result['learning_rate']:g}",
-      evidence.describe_seeds(result["seeds"]),
+      numbers.seeds(result["seeds"]),
       f"{result['diverged']}/{result['members']}",
     ]
     for a in at:
-      ours = format_number(noise_at(result, "accuracy", a), digits=3)
+      ours = number(noise_at(result, "accuracy", a), digits=3)
       theirs = paper.get(name.removesuffix(runs.EVAL_SUFFIX), {}).get(a)
       cells.append(ours if theirs is None else f"{ours} ({theirs:g})")
-    cells += [format_number(noise_at(result, "loss", a), digits=3) for a in at]
+    cells += [number(noise_at(result, "loss", a), digits=3) for a in at]
     lines.append("| " + " | ".join(cells) + " |")
   return "\n".join(lines) + "\n"
 
@@ -174,7 +175,7 @@ def _outcome_cells(v: Verdict, o: Outcome) -> list[str]:
   if c is None:
     return [_lrs(o.learning_rates), "–", "–", "–", "–"]
   ours = (
-    f"{format_number(c.median_a, h.scale)} vs {format_number(c.median_b, h.scale)} "
+    f"{number(c.median_a, h.scale)} vs {number(c.median_b, h.scale)} "
     f"({o.seeds}; {len(c.a)} vs {len(c.b)})"
   )
   return [_lrs(o.learning_rates), ours, format_shift(c, h.scale), f"{o.p:.2g}", f"{o.holm:.2g}"]
@@ -196,7 +197,7 @@ def format_hypotheses(
   lines = [HYPOTHESES_HEAD, "|---|---|---|---|---|---|---|---|---|"]
   for i, v in enumerate(family, first):
     h = v.hypothesis
-    paper = " vs ".join(format_number(x, h.scale) for x in h.paper)
+    paper = " vs ".join(number(x, h.scale) for x in h.paper)
     if all(x is None for x in h.paper):
       paper = "–"
     words = wording.verdict_words(v, analysis)
@@ -231,7 +232,7 @@ def format_exploratory(found: Sequence[Exploratory]) -> str:
     paired = "0 | – | –" if d is None else f"{len(d.seeds)} | {format_shift(d, scale)} | {d.p:.2g}"
     lines.append(
       f"| {e.scope} | {e.metric.label} | {e.run} | {e.baseline} | {e.seeds} | "
-      f"{format_number(c.median_a, scale)} | {format_number(c.median_b, scale)} | "
+      f"{number(c.median_a, scale)} | {number(c.median_b, scale)} | "
       f"{format_shift(c, scale)} | {c.p:.2g} | {paired} |"
     )
   return "\n".join(lines) + "\n"
@@ -247,6 +248,6 @@ def format_jumps(analysis: Analysis) -> str:
     if kind == "jump":
       lines.append(
         f"| {run} | {j['learning_rate']:g} | {j['seed']} | {j['epoch']:g} | "
-        f"{format_number(j['value'])} | {format_number(j['running_min'])} | {j['ratio']:.3g} |"
+        f"{number(j['value'])} | {number(j['running_min'])} | {j['ratio']:.3g} |"
       )
   return "\n".join(lines) + "\n"

@@ -42,7 +42,7 @@ from typing import Any
 
 from gelujax import workdir as workdirs
 from gelujax.paper import LOWER, Hypothesis
-from gelujax.study import confirm, forms, grids, pilot, runs, stats, wrong_form
+from gelujax.study import best, confirm, forms, grids, pilot, runs, stats, wrong_form
 from gelujax.study.forms import CONTROL_FAMILY, DIFFERENT, EQUIVALENT
 from gelujax.workdir import SUMMARY_FILE
 
@@ -626,7 +626,7 @@ def analyse(design: Design, finished: Mapping[str, runs.Run]) -> Result:
   design.check_filled()
   values = {arm: arm_values(design, arm, run) for arm, run in finished.items()}
   at_last = {
-    arm: runs.best_at_last_epoch(run, design.learning_rates[arm]) for arm, run in finished.items()
+    arm: best.at_last_epoch(run, design.learning_rates[arm]) for arm, run in finished.items()
   }
   return dataclasses.replace(judge(design, values), at_last=at_last)
 

@@ -21,9 +21,9 @@ from gelujax.study import (
   confirm_report,
   forms_report,
   grids,
+  numbers,
   overview,
   pilot,
-  pilot_report,
   readme,
   runs,
   stats,
@@ -39,24 +39,21 @@ FAMILY_KIND = "family"  # a study's rows of results/README.md (`gelujax.study.ov
 BFLOAT16_SPACING = 2.0**-7  # bfloat16's spacing between 1 and 2 (8 significant bits)
 
 
-def signed(value: float) -> str:
-  return forms_report.signed(value)
-
-
 def effect_words(design: Design, measure: Measure, shift: float, low: float, high: float) -> str:
   """A paired shift and its interval as compared: ``"+12 images [+3, +20] (+0.12 points
   [...])"`` for a count of examples, ``"+0.0123 nats [...]"`` for a loss."""
   if measure.whole:  # Counts and half counts: a digit more than the split's size has.
     digits = len(str(design.examples)) + 1
     return confirm_report.shift_words(design, shift, low, high, digits=digits)
-  return f"{signed(shift)} nats [{signed(low)}, {signed(high)}]"
+  shift, low, high = (numbers.signed(v) for v in (shift, low, high))
+  return f"{shift} nats [{low}, {high}]"
 
 
 def value_words(design: Design, measure: Measure, value: float) -> str:
   """A value as compared, as shown: a count of examples in percent of the split, a loss."""
   if measure.whole:
-    return confirm_report.percent(value, design)
-  return "n/a" if not math.isfinite(value) else f"{value:.4f}"
+    return numbers.percent(value, design.examples)
+  return numbers.fixed(value, places=4)
 
 
 def margin_words(design: Design, measure: Measure) -> str:
@@ -68,7 +65,7 @@ def margin_words(design: Design, measure: Measure) -> str:
 
 
 def lrs_words(design: Design, first: str, second: str) -> str:
-  return f"{design.learning_rates[first]:g}, {design.learning_rates[second]:g}"
+  return numbers.lrs(design.learning_rates[arm] for arm in (first, second))
 
 
 def title(design: Design) -> str:
@@ -259,7 +256,7 @@ def arm_lines(design: Design, finished: dict[str, runs.Run], result: Result) -> 
     first = values[design.measures[0].key]
     diverged = sum(not math.isfinite(v) for v in first.values())
     last = result.at_last.get(arm, [])
-    seeds = f" (seeds {pilot_report.seeds_words(last)})" if last else ""
+    seeds = f" (seeds {numbers.seeds(last)})" if last else ""
     lines.append(
       f"| {arm} | {lr} | {len(first)} | {diverged} | {' | '.join(cells)} | {len(last)}{seeds} |"
     )
@@ -386,8 +383,9 @@ def form_gap() -> tuple[float, float]:
 def interval_words(s: wrong_form.StatisticSummary, scale: float) -> str:
   """A statistic's paired centre and exact interval, times ``scale``."""
   if not s.n:
-    return "–"
-  return f"{signed(s.centre * scale)} [{signed(s.low * scale)}, {signed(s.high * scale)}]"
+    return numbers.DASH
+  centre, low, high = (numbers.signed(v, scale=scale) for v in (s.centre, s.low, s.high))
+  return f"{centre} [{low}, {high}]"
 
 
 def wrong_form_lines(design: Design, rows: dict[str, list[wrong_form.WrongForm]]) -> list[str]:
@@ -443,7 +441,7 @@ def sizing_lines(design: Design) -> list[str]:
   for m in design.measures:
     scale = design.examples if m.whole else 1.0
     needs = ", ".join(
-      f"{pilot_report.amount(margin, m.pilot)} {m.pilot.unit}: {pairs}"
+      f"{numbers.number(margin, m.pilot.scale, 3)} {m.pilot.unit}: {pairs}"
       + (" (chosen)" if margin == design.margins[m.key] else "")
       for margin, pairs in s.needed[m.key].items()
     )
@@ -458,8 +456,8 @@ def sizing_lines(design: Design) -> list[str]:
       power = transformer.tost_power(design, spread.sd_bound, margin, n)
       short = transformer.short_of_power(design, first, second, m)
       lines.append(
-        f"  - {first} − {second}: the pilot's SD {pilot_report.amount(spread.sd, m.pilot)} "
-        f"{m.pilot.unit} ({pilot_report.amount(spread.sd_bound, m.pilot)} at its bound), "
+        f"  - {first} − {second}: the pilot's SD {numbers.number(spread.sd, m.pilot.scale, 3)} "
+        f"{m.pilot.unit} ({numbers.number(spread.sd_bound, m.pilot.scale, 3)} at its bound), "
         f"{need} pairs for {100 * design.power:g}% power; {n} seeds give "
         f"{100 * power:.0f}%"
         + (": this test could not have passed with the design's power" if short else "")
@@ -478,13 +476,13 @@ def sizing_lines(design: Design) -> list[str]:
         f"  - ranking {first} below {second}: {n} pairs detect a shift of {words} with "
         f"{100 * design.power:g}% power at the family's strictest level ({level:.3g}, "
         "two-sided), the SD at the pilot's bound; the pilot's mean difference "
-        f"{pilot_report.signed(spread.mean, m.pilot)} {m.pilot.unit}."
+        f"{numbers.signed(spread.mean, scale=m.pilot.scale)} {m.pilot.unit}."
       )
     control = s.spread(design.control, "gelu", m)
     if control is not None:
       lines.append(
         f"  - control {design.control} − gelu: the pilot's mean difference "
-        f"{pilot_report.signed(control.mean, m.pilot)} {m.pilot.unit}, "
+        f"{numbers.signed(control.mean, scale=m.pilot.scale)} {m.pilot.unit}, "
         f"{abs(control.mean) / design.margins[m.key]:.3g} margins."
       )
   return lines
@@ -518,7 +516,7 @@ def design_lines(design: Design, out: Path, root: Path) -> list[str]:
     "dropout stream whatever the activation, so each comparison is paired by seed.",
     f"- Learning rates (from the pilot): {lr_rows}: {design.lr_rule}.",
     f"- Seeds (from the pilot): {len(design.seeds)}, "
-    f"{pilot_report.seeds_words(design.seeds)}: {design.seeds_rule}; the floor is {s.floor} "
+    f"{numbers.seeds(design.seeds)}: {design.seeds_rule}; the floor is {s.floor} "
     f"pairs, the cap {design.max_seeds} ({design.cap_reason}). They are {design.seeds_reason}.",
     f"- Margins (from the pilot): {design.margin_rule}. Each forms test is sized at the forms "
     f"family's strictest one-sided level {s.level:.3g} (`gelujax.study.transformer."

@@ -1,4 +1,4 @@
-"""The words of a verdict, of one pair's outcome and of a number, one fixed rule each.
+"""The words of a verdict, of one pair's outcome and of a shift, one fixed rule each.
 
 The findings (:mod:`gelujax.study.findings`) and the tables (:mod:`gelujax.study.tables`)
 say a verdict in these words alone (`verdict_words`): ``confirmed``, ``refuted``,
@@ -6,18 +6,16 @@ say a verdict in these words alone (`verdict_words`): ``confirmed``, ``refuted``
 would decide it were the observed effect the true one (`seeds_needed_words`); ``pending`` with
 the candidate lrs still to train and the command that trains them (`pending_words`); ``depends
 on the learning rate`` with each pair's outcome (`outcome_words`); and its caveats
-(`caveat_words`). Numbers are cut to fixed significant digits (`format_number`), a shift with
-its interval (`format_shift`) and its p (`effect`).
+(`caveat_words`). A number is printed by :func:`gelujax.study.numbers.number`, a shift with
+its interval by `format_shift` and with its p by `effect`.
 """
 
 from __future__ import annotations
 
-import math
-
 from gelujax.paper import EQUIVALENT, LOWER, Hypothesis
-from gelujax.study import curves, stats
+from gelujax.study import curves, numbers, stats
 from gelujax.study.analysis import Analysis
-from gelujax.study.evidence import describe_seeds
+from gelujax.study.numbers import number
 from gelujax.study.verdicts import (
   DEPENDS,
   INCONCLUSIVE,
@@ -29,27 +27,13 @@ from gelujax.study.verdicts import (
 )
 
 
-def format_number(value: float | None, scale: float = 1.0, digits: int = 4) -> str:
-  """A table cell: ``value * scale`` to ``digits`` significant digits; NaN/None -> ``"–"``;
-  infinities as ``"-inf"``, ``"inf"``."""
-  if value is None or math.isnan(value):
-    return "–"
-  if math.isinf(value):
-    return "inf" if value > 0 else "-inf"
-  return f"{value * scale:.{digits}g}"
-
-
 def format_shift(comparison: Comparison | PairedComparison, scale: float = 1.0) -> str:
   """``"-0.0271 [-0.0312, -0.0229]"``: the Hodges–Lehmann shift (or the paired one) and its
   exact interval."""
   shift, low, high = (
-    format_number(v, scale, 3) for v in (comparison.shift, comparison.low, comparison.high)
+    number(v, scale, 3) for v in (comparison.shift, comparison.low, comparison.high)
   )
   return f"{shift} [{low}, {high}]"
-
-
-def number(value: float, scale: float = 1.0, digits: int = 4) -> str:
-  return format_number(value, scale, digits)
 
 
 def effect(comparison: Comparison, scale: float = 1.0, p: float | None = None) -> str:
@@ -69,7 +53,7 @@ def verdict_effect(comparison: Comparison, h: Hypothesis) -> str:
   found = stats.equivalence_test(comparison.a, comparison.b, h.margin)
   return (
     f"shift {format_shift(comparison, h.scale)}, equivalence p = {found.p:.2g} (within or "
-    f"beyond ±{format_number(h.margin, h.scale)}), rank-sum p of a zero shift = "
+    f"beyond ±{number(h.margin, h.scale)}), rank-sum p of a zero shift = "
     f"{comparison.p:.2g}"
   )
 
@@ -132,7 +116,7 @@ def pending_words(verdict: Verdict, analysis: Analysis | None) -> str:
     pending = verdict.pending()
     return pending[0].seeds if pending else verdict.seeds
   lrs = ", ".join(f"{lr:g} of {run}" for run, lr, _ in missing)
-  seeds = describe_seeds(analysis.evaluation_seeds) if analysis.evaluation_seeds else ""
+  seeds = numbers.seeds(analysis.evaluation_seeds) if analysis.evaluation_seeds else ""
   names = ", ".join(name for *_, name in missing)
   command = f"`{analysis.command}` trains them" if analysis.command else "not trained yet"
   return (
