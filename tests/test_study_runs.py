@@ -86,6 +86,19 @@ def test_values_at_the_selected_or_a_given_lr(three_lr_run):
   assert three_lr_run.seeds() == [0, 1, 2]
 
 
+def test_a_tie_selects_the_smaller_lr_whatever_the_grids_order(tmp_path):
+  """Equal medians (0.2 at 1e-3 and at 1e-4; 1e-3 listed first): the smaller lr, 1e-4, as the
+  pilots select (it was the earlier lr of the grid here, 1e-3, while the pilots took the
+  smaller: one rule selected two ways)."""
+  members = grid([[0.1, 0.2, 0.3], [0.3, 0.2, 0.1]])
+  run = runs.load_run(write_workdir(tmp_path / "gelu", members))
+  assert run.learning_rates()[:2] == [1e-3, 1e-4]
+  assert runs.select_learning_rate(run) == 1e-4
+  assert runs.choose_lr({3e-4: 0.5, 1e-3: 0.5, 1e-2: 0.6}) == 3e-4
+  assert runs.choose_lr({1e-3: None, 1e-4: math.inf}) == 1e-4  # all diverged: never chosen
+  assert runs.choose_lr({1e-3: None}) is None
+
+
 def test_majority_diverged_lr_loses_to_stable_one(tmp_path):
   # lr 1e-3: seeds 0 and 1 diverge, seed 2 reaches 0.01 -> median over (inf, inf, 0.01) = inf.
   members = grid([[0.9, 0.9, 0.01], [0.2, 0.2, 0.2]], diverged={0: 2, 1: 3})

@@ -420,10 +420,15 @@ def _seed(b: Best) -> int:
 
 
 def select_lr(cells: Mapping[float, Cell], metric: str) -> float | None:
-  """The lr whose cell has the lowest :meth:`Cell.selection_median` of ``metric``; where several
-  are equal, the smallest lr; None where every member of every lr diverged."""
-  kept = [(c.selection_median(metric), lr) for lr, c in cells.items() if c.diverged < len(c.bests)]
-  return min(kept)[1] if kept else None
+  """The lr whose cell has the lowest :meth:`Cell.selection_median` of ``metric``, by the rule
+  every study selects with (`gelujax.study.runs.choose_lr`: where several are equal, the
+  smallest lr); None where every member of every lr diverged."""
+  return runs.choose_lr(
+    {
+      lr: c.selection_median(metric) if c.diverged < len(c.bests) else None
+      for lr, c in cells.items()
+    }
+  )
 
 
 def _z(p: float) -> float:

@@ -26,7 +26,7 @@ import dataclasses
 import math
 import re
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -204,24 +204,31 @@ def selection_median(values: Sequence[float | None]) -> float:
   return statistics.median(math.inf if v is None else v for v in values)
 
 
-def select_learning_rate(run: Run, metric: str | None = None) -> float | None:
-  """The lr with the lowest median over seeds of each member's best ``metric``.
+def choose_lr(medians: Mapping[float, float | None]) -> float | None:
+  """The one rule by which every study selects a learning rate: the lr of the lowest median
+  (``None``: every member of that lr diverged, never chosen; a diverged member counts as +inf
+  within a median); where medians are equal, the smaller lr. None where no lr is left."""
+  kept = [(median, lr) for lr, median in medians.items() if median is not None]
+  return min(kept)[1] if kept else None
 
-  Diverged members count as +inf; lrs whose members all diverged are never chosen. Ties go to
-  the earlier lr of the grid.
+
+def select_learning_rate(run: Run, metric: str | None = None) -> float | None:
+  """The lr of ``run`` with the lowest median over seeds of each member's best ``metric``, by
+  :func:`choose_lr` (diverged members count as +inf; lrs whose members all diverged are never
+  chosen; ties go to the smaller lr).
 
   Returns:
     The selected learning rate, or None when every member of every lr diverged.
   """
   metric = metric or selection_metric(run)
-  best_lr, best_median = None, math.inf
-  for lr in run.learning_rates():
-    if all(m["diverged"] for m in lr_members(run, lr)):
-      continue
-    median = selection_median(selection_values(run, lr, metric))
-    if best_lr is None or median < best_median:
-      best_lr, best_median = lr, median
-  return best_lr
+  return choose_lr(
+    {
+      lr: None
+      if all(m["diverged"] for m in lr_members(run, lr))
+      else selection_median(selection_values(run, lr, metric))
+      for lr in run.learning_rates()
+    }
+  )
 
 
 @dataclasses.dataclass(frozen=True)
