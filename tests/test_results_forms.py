@@ -105,7 +105,7 @@ def expected_outcomes(folder, arms, lrs, dtypes, metrics):
     for k, p in zip(keys, holm(np.array([found[k]["p"] for k in keys])), strict=True):
       v = found[k]
       v["p_holm"] = p
-      if p <= 0.05:
+      if p < 0.05:
         v["verdict"] = "equivalent" if v["equivalent"] else "different"
       else:
         v["verdict"] = "inconclusive"

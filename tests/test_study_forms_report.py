@@ -143,7 +143,8 @@ def test_the_corrections_quote_the_fixed_design_and_show_what_is_true():
   assert "dropout 0: relu 0.875x, elu 1.62x; dropout 0.5: relu 7.95x, elu 2.39x" in ratios
   assert ratios.endswith("A factor of 2 or more in 2 of 4, all with dropout 0.5")
   # A design without corrections renders none.
-  assert forms_report.correction_lines(forms.POWERED, [], {}) == []
+  unnamed = dataclasses.replace(forms.POWERED, name="a_design_without_corrections")
+  assert forms_report.correction_lines(unnamed, [], {}) == []
 
 
 def test_what_ten_pairs_could_resolve_is_derived_from_the_differences():

@@ -629,8 +629,8 @@ def test_the_readme_states_the_verdicts_the_code_derives(study):
   text = (out / "README.md").read_text()
   headings = re.findall(r"^## (.+)$", text, flags=re.M)
   assert headings == [
-    "Verdicts", "Each arm", "The wrong form (exploratory)", "What this does not show", "Design",
-    "Training",
+    "Verdicts", "Each arm", "The wrong form (exploratory)", "What this does not show",
+    "Corrections", "Design", "Training",
   ]  # fmt: skip
   result = transformer.judge(design, values_of(counts()))
   command = "python experiments/reproduce.py --task=vit_fashion_mnist_study"

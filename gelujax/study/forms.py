@@ -489,7 +489,8 @@ def judge(outcomes: Sequence[Outcome], alpha: float = stats.ALPHA) -> list[Outco
 
   The rule: a comparison's p is its equivalence test's (:attr:`gelujax.study.stats.Equivalence.p`,
   twice the smaller of the TOST p and the beyond-the-margin p, so either decision is made at
-  the level of one test). Where its Holm-adjusted p is at most ``alpha`` the verdict is the
+  the level of one test). Where its Holm-adjusted p is below ``alpha`` (as every judge decides:
+  an exact paired p is a multiple of 1/2^n, never exactly a level like 0.05) the verdict is the
   decision that p stands for: *equivalent* (the paired shift lies within ±margin) or *different*
   (it lies beyond the margin, ``direction`` saying which way). Otherwise *inconclusive*, with the
   pairs that would decide the observed shift. A comparison without pairs is inconclusive.
@@ -504,7 +505,7 @@ def judge(outcomes: Sequence[Outcome], alpha: float = stats.ALPHA) -> list[Outco
     for i, p in zip(members, adjusted, strict=True):
       o = outcomes[i]
       direction = "" if not o.seeds or o.shift == 0 else ("higher" if o.shift > 0 else "lower")
-      if o.seeds and p <= alpha:
+      if o.seeds and p < alpha:
         verdict = EQUIVALENT if o.equivalence.equivalent else DIFFERENT
         needed = None
       else:

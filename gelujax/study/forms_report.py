@@ -615,7 +615,8 @@ def headline_rows(
     corrected = corrections.CORRECTIONS.get(design.name, ())
     if corrected and not control:
       caveats.append(
-        f"the design's stated reasons and rules have {len(corrected)} corrections, in its README"
+        f"the design's stated reasons and rules have {len(corrected)} "
+        f"correction{'s' * (len(corrected) != 1)}, in its README"
       )
     rows.append(
       {
@@ -708,7 +709,7 @@ def design_lines(design: Design) -> list[str]:
     "the level of one test. Holm's correction runs within each family: (forms or control, "
     f"dtype, metric), {sizes}, at level {design.alpha:g}.",
     "- Verdicts: *equivalent* (the shift lies within the margin), *different* (beyond it, with "
-    "its direction) where the Holm-adjusted p is at most the level; else *inconclusive*, with "
+    "its direction) where the Holm-adjusted p is below the level; else *inconclusive*, with "
     "the way the shift leans and the pairs that would decide it with 80% power (a normal "
     "approximation, taking the observed shift as the true one). The two-sided signed-rank p "
     "of a zero shift is shown beside it, uncorrected and descriptive.",

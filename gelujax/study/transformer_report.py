@@ -19,6 +19,7 @@ import numpy as np
 from gelujax import workdir as workdirs
 from gelujax.study import (
   confirm_report,
+  corrections,
   forms_report,
   grids,
   numbers,
@@ -201,7 +202,7 @@ def verdict_lines(design: Design, result: Result, command: str) -> list[str]:
     "Each family is corrected by Holm's method within itself and its metric. Ranking: "
     f"*{SUPPORTED}* or *{REFUTED}* at a Holm p below {design.alpha:g} (the signed-rank "
     "statistic's side), else *inconclusive*. Forms and control: *equivalent* or *different* at "
-    f"a Holm p of at most {design.alpha:g}, else *inconclusive*. Shifts are first minus second, "
+    f"a Holm p below {design.alpha:g}, else *inconclusive*. Shifts are first minus second, "
     f"seed by seed, with their exact interval (at least {100 * stats.CONFIDENCE:g}%).",
   ]
   for measure in design.measures:
@@ -692,6 +693,7 @@ def write_result(design: Design, *, out: Path, root: Path, project: bool = True)
   result = transformer.analyse(design, finished)
   wrong = transformer.read_all_wrong_forms(design, out)
   command = f"{readme.command_name(project)} --task={design.name}"
+  corrected = corrections.lines(design.name, design.date)
   (out / "table.md").write_text(
     "\n".join(["# Every seed", "", *seed_table(design, finished)]) + "\n"
   )
@@ -735,6 +737,7 @@ def write_result(design: Design, *, out: Path, root: Path, project: bool = True)
     "",
     *caveat_lines(design),
     "",
+    *(["## Corrections", "", *corrected, ""] if corrected else []),
     "## Design",
     "",
     *design_lines(design, out, root),
