@@ -25,6 +25,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from flax import linen as nn
+from flax import nnx
 from jax import Array
 from jax.typing import ArrayLike
 
@@ -170,7 +171,10 @@ class Activation(nn.Module):
     cls = _module_class(fn)
     if cls is None:
       return fn(x)
-    layer = fn(name=snake_case(cls.__name__))
+    # A user's NNX module class comes wrapped for Linen (`gelujax.specs.activation_module`):
+    # its layer is named after that class, as gelujax.nnx.Activation names it.
+    named = fn.args[0] if cls is nnx.bridge.ToLinen and isinstance(fn, functools.partial) else cls
+    layer = fn(name=snake_case(named.__name__))
     if "deterministic" not in inspect.signature(cls.__call__).parameters:
       return layer(x)
     if deterministic is None:

@@ -38,7 +38,7 @@ from typing import Any
 
 import jax.numpy as jnp
 import numpy as np
-from flax import nnx
+from flax import linen, nnx
 from jax import Array
 from jax.typing import ArrayLike, DTypeLike
 
@@ -124,6 +124,27 @@ class LearnableGELU(nnx.Module):
     return gaussian_gelu(x, mu, jnp.exp(log_sigma))
 
 
+def _user_module(activation: Any, entry: Any, rngs: nnx.Rngs | nnx.RngStream | None) -> Any:
+  """A user's activation module class named by a spec (`gelujax.specs.activation_module`)
+  made into its NNX module: an NNX class constructed with the spec's arguments and ``rngs``;
+  a Linen class is refused (its parameters live in Linen's variables); anything else as it is."""
+  made = entry.func if isinstance(entry, functools.partial) else entry
+  if made is nnx.bridge.ToLinen:
+    cls, kwargs = entry.args[0], entry.keywords.get("kwargs", {})
+    if not isinstance(rngs, nnx.Rngs):
+      raise ValueError(
+        f"Activation({activation!r}) is an NNX module class with parameters; pass rngs (an "
+        "nnx.Rngs) to construct it."
+      )
+    return cls(**kwargs, rngs=rngs)
+  if isinstance(made, type) and issubclass(made, linen.Module):
+    raise ValueError(
+      f"Activation({activation!r}) is a Linen module class; gelujax.nnx models take an NNX "
+      "module class (flax.nnx.Module) or a function, and gelujax.linen models a Linen one."
+    )
+  return entry
+
+
 class Activation(nnx.Module):
   """Applies an activation, as the Linen :class:`gelujax.Activation` does.
 
@@ -184,6 +205,7 @@ class Activation(nnx.Module):
       entry = LearnableGELU(
         num_features if per_feature else None, **kwargs, dtype=dtype, param_dtype=param_dtype
       )
+    entry = _user_module(activation, entry, rngs)
     if isinstance(entry, nnx.Module):
       self.submodule, self.fn = snake_case(type(entry).__name__), None
       if hasattr(self, self.submodule):

@@ -114,6 +114,46 @@ def check_elementwise(fn: Callable[..., Any], what: str, dtype: str = "float32")
       )
 
 
+def activation_module(cls: type, kwargs: dict[str, Any], what: str, where: str) -> Any:
+  """A user's activation with parameters, the module class ``cls`` with ``kwargs`` bound: a
+  Linen module class as it is, an NNX module class (constructed with ``rngs``, as NNX modules
+  are) wrapped for Linen models by ``flax.nnx.bridge.ToLinen``. It is initialised and applied
+  once on a float32 array, which it must map to one of the same shape and dtype, finite.
+
+  Raises:
+    ValueError: any other class, arguments the class does not take, or a module that fails
+      on the array or changes its shape or dtype (naming ``what`` and ``where``).
+  """
+  import flax.linen as nn
+  from flax import nnx
+
+  if issubclass(cls, nn.Module):
+    made, built = (functools.partial(cls, **kwargs) if kwargs else cls), "its arguments"
+  elif issubclass(cls, nnx.Module):
+    made = functools.partial(nnx.bridge.ToLinen, cls, kwargs=kwargs)
+    built = "its arguments and rngs"
+  else:
+    raise ValueError(
+      f"{what}: {where} is a class, neither a Linen module (flax.linen.Module) nor an NNX "
+      "module (flax.nnx.Module); an activation is a function of an array, or, with parameters "
+      "of its own that train with the network, a Linen or NNX module class."
+    )
+  x = jnp.asarray(_PROBE)
+  try:
+    module = made()
+    variables = module.init(jax.random.key(0), x)
+    module.apply(variables, x)
+  except Exception as e:  # The user's code: whatever it raises is the reason.
+    first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+    raise ValueError(
+      f"{what}: {where}{f'({kwargs})' if kwargs else ''} raised {type(e).__name__}"
+      f"{f': {first}' if first else ''} when initialised and applied on a float32 array of "
+      f"shape {x.shape} (the class is constructed with {built})."
+    ) from None
+  check_elementwise(lambda v: module.apply(variables, v), what)
+  return made
+
+
 @functools.cache
 def user_activation(spec: str) -> Callable[..., Array]:
   """The user's function named by ``spec``, ``"module.path:function"`` or with keyword
@@ -153,6 +193,10 @@ def user_activation(spec: str) -> Callable[..., Array]:
     raise ValueError(
       f"{what}: {module_name}.{function} is a {type(fn).__name__}, not a function of an array."
     )
+  if isinstance(fn, type):  # An activation with parameters: a Linen or an NNX module class.
+    made = activation_module(fn, kwargs, what, f"{module_name}.{function}")
+    _IMPORTED_WITH.setdefault(module_name, set()).update(set(sys.modules) - before)
+    return made
   if kwargs:
     try:
       inspect.signature(fn).bind_partial(None, **kwargs)

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import zipfile
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -20,6 +21,7 @@ from tiny_task import write_mnist_files
 
 import gelujax
 from benchmarks import faults
+from gelujax import engine, tasks
 from gelujax import workdir as workdirs
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -29,7 +31,9 @@ TASK = "--task=tiny_mnist(data_options={'validation_size': 32})"
 GRID = ("--seeds=2", "--learning_rates=1e-3", "--compilation_cache=none")
 
 ACTS = """
+import flax.linen as nn
 import jax.numpy as jnp
+from flax import nnx
 from jax.scipy.stats import norm
 
 
@@ -63,6 +67,27 @@ def sign(x):  # NaN at 0 alone
 
 def float32_only(x):  # jax.scipy's norm.cdf takes no bfloat16
   return x * norm.cdf(1.702 * x)
+
+
+class ScaledTanh(nn.Module):  # parameters of its own: alpha, learned
+  start: float = 1.0
+
+  @nn.compact
+  def __call__(self, x):
+    alpha = self.param("alpha", lambda key: jnp.asarray(self.start, jnp.float32))
+    return (alpha * jnp.tanh(x)).astype(x.dtype)
+
+
+class NNXScaledTanh(nnx.Module):
+  def __init__(self, start=1.0, *, rngs):
+    self.alpha = nnx.Param(jnp.asarray(start, jnp.float32))
+
+  def __call__(self, x):
+    return (self.alpha[...] * jnp.tanh(x)).astype(x.dtype)
+
+
+class NotAModule:
+  pass
 
 
 NOT_A_FUNCTION = 3
@@ -256,6 +281,8 @@ BAD = [
   ("user_pkg.acts:summed", "maps a float32 array of shape (3, 4) to float32 of shape ()"),
   ("user_pkg.acts:to_float16", "maps a float32 array of shape (3, 4) to float16 of shape (3, 4)"),
   ("user_pkg.acts:raises", "raised RuntimeError: not today when called on a float32 array"),
+  ("user_pkg.acts:NotAModule", "NotAModule is a class, neither a Linen module"),
+  ("user_pkg.acts:ScaledTanh(begin=1)", "got an unexpected keyword argument 'begin' when"),
   (
     "user_pkg.acts:square_root",
     "activation 'user_pkg.acts:square_root' returns nan for the finite input -4.0 (float32); an "
@@ -298,6 +325,49 @@ def test_a_function_is_checked_in_the_runs_dtype_alone(lab):
   expected = "on a bfloat16 array of shape (3, 4) (this run computes in bfloat16: --dtype)"
   assert expected in line, line
   assert not (lab / "bf16").exists()
+
+
+@pytest.mark.parametrize("spec", ["ScaledTanh(start=2.0)", "NNXScaledTanh(start=2.0)"])
+def test_an_activation_with_parameters_trains_them_through_the_command(lab, spec):
+  """A Linen module class, and an NNX one (wrapped for the Linen model), with a parameter of
+  its own: each hidden layer's activation keeps an alpha, one per member, which starts at 2.0
+  and is trained (it moves)."""
+  workdir = lab / f"param-{spec.split('(')[0]}"
+  result = train(lab, workdir, "--epochs=1", f"--activation=user_pkg.acts:{spec}", path=[lab])
+  assert result.returncode == 0, result.stderr[-3000:]
+  sys.path.insert(0, str(lab))
+  try:
+    task = tasks.read_task(str(workdir))
+    parts = tasks.build(task, task.load_data(str(lab / "mnist")))
+    _, state = engine.restore(parts, str(workdir))
+  finally:
+    sys.path.remove(str(lab))
+  alphas = [
+    np.asarray(leaf)
+    for path, leaf in jax.tree_util.tree_leaves_with_path(state.params)
+    if "alpha" in jax.tree_util.keystr(path)
+  ]
+  assert len(alphas) >= 1 and all(a.shape == (2,) for a in alphas)  # one per member
+  assert all(np.all(a != np.float32(2.0)) for a in alphas), alphas  # trained
+
+
+def test_gelujax_nnx_takes_a_users_nnx_class_by_spec(lab, monkeypatch):
+  """gelujax.nnx.Activation builds the user's NNX class with the spec's arguments and rngs
+  (0.5 tanh(x), by NumPy); a Linen class, or no rngs, is refused in one sentence."""
+  from flax import nnx
+
+  from gelujax import nnx as gelujax_nnx
+
+  monkeypatch.syspath_prepend(str(lab))
+  spec = "user_pkg.acts:NNXScaledTanh(start=0.5)"
+  x = np.linspace(-3, 3, 7, dtype=np.float32)
+  layer = gelujax_nnx.Activation(spec, rngs=nnx.Rngs(0))
+  np.testing.assert_allclose(layer(x), 0.5 * np.tanh(x.astype(np.float64)), rtol=1e-6)
+  assert float(layer.nnx_scaled_tanh.alpha[...]) == 0.5
+  with pytest.raises(ValueError, match="is an NNX module class with parameters; pass rngs"):
+    gelujax_nnx.Activation(spec)
+  with pytest.raises(ValueError, match=r"is a Linen module class; gelujax\.nnx models take"):
+    gelujax_nnx.Activation("user_pkg.acts:ScaledTanh", rngs=nnx.Rngs(0))
 
 
 def test_reproduce_takes_a_users_function_beside_the_papers(lab):
