@@ -11,6 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+# End to end (commands, processes, whole runs): the full suite runs it, the fast tier not.
+pytestmark = pytest.mark.e2e
+
 ROOT = Path(__file__).resolve().parents[1]
 
 

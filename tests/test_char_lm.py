@@ -211,6 +211,7 @@ TASK = (
 )
 
 
+@pytest.mark.e2e
 def test_char_lm_trains_through_the_command_and_resumes_bitwise(script, tmp_path):  # noqa: F811
   """Two epochs of 8 steps: the validation loss starts below ln(vocabulary) and falls; the same
   run resumed from its epoch-1 checkpoint (the epoch-2 one removed, as a kill before its save

@@ -20,6 +20,9 @@ import sys
 import pytest
 from tiny_task import write_mnist_files
 
+# End to end (commands, processes, whole runs): the full suite runs it, the fast tier not.
+pytestmark = pytest.mark.e2e
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TRAIN = os.path.join(ROOT, "experiments", "train.py")
 FLAGS = (

@@ -29,6 +29,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+# End to end (commands, processes, whole runs): the full suite runs it, the fast tier not.
+pytestmark = pytest.mark.e2e
+
 ROOT = Path(__file__).resolve().parents[1]
 PLATFORMS = ("cuda", "tpu")
 # Each task's hot path: its model, augmentation, loss and metrics (TIMIT: batches of whole

@@ -24,6 +24,9 @@ import pytest
 
 from benchmarks import faults
 
+# End to end (commands, processes, whole runs): the full suite runs it, the fast tier not.
+pytestmark = pytest.mark.e2e
+
 ROOT = faults.ROOT
 
 

@@ -15,6 +15,9 @@ import pytest
 from benchmarks import faults
 from tests.test_faults import ROOT, assert_ends_as_uninterrupted
 
+# End to end (commands, processes, whole runs): the full suite runs it, the fast tier not.
+pytestmark = pytest.mark.e2e
+
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):

@@ -154,6 +154,7 @@ print([a is b for a, b in zip(before, hooks())], sys.path == path)
 """
 
 
+@pytest.mark.e2e
 def test_training_with_the_compilation_cache_leaves_the_interpreters_hooks_as_they_were(tmp_path):
   """Importing gelujax, turning the compilation cache on and training leave the interpreter's
   hooks as they were; `host.repairing_compilation_cache` replaces ``warnings.showwarning`` only

@@ -23,6 +23,9 @@ from tiny_task import write_mnist_files
 
 import gelujax
 
+# End to end (commands, processes, whole runs): the full suite runs it, the fast tier not.
+pytestmark = pytest.mark.e2e
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PACKAGE = os.path.join(ROOT, "gelujax")
 

@@ -18,6 +18,9 @@ from pathlib import Path
 import pytest
 from run_mains import run_mains
 
+# End to end (commands, processes, whole runs): the full suite runs it, the fast tier not.
+pytestmark = pytest.mark.e2e
+
 REPO = Path(__file__).resolve().parent.parent
 AE = REPO / "results" / "fashion_mnist" / "mnist_ae"
 FORMS = REPO / "results" / "fashion_mnist" / "gelu_forms"

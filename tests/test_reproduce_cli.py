@@ -14,6 +14,9 @@ import numpy as np
 import pytest
 from run_mains import run_mains
 
+# End to end (commands, processes, whole runs): the full suite runs it, the fast tier not.
+pytestmark = pytest.mark.e2e
+
 REPO = Path(__file__).resolve().parent.parent
 
 

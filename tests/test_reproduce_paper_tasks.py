@@ -22,6 +22,9 @@ from gelujax.paper import design
 from gelujax.study import pipeline
 from tests.test_data import write_cifar_batch, write_timit_split
 
+# End to end (commands, processes, whole runs): the full suite runs it, the fast tier not.
+pytestmark = pytest.mark.e2e
+
 RNG = np.random.default_rng(5)
 TAGS = "NOV^AD!,P"
 

@@ -165,6 +165,7 @@ def test_word_dropout_replaces_words_by_the_unknown_one_in_training_only():
   assert abs(same - 0.25**3) < 0.01
 
 
+@pytest.mark.e2e
 def test_train_py_trains_the_spelled_model_one_epoch(tmp_path):
   _, workdir = train_one_epoch(tmp_path, f"{SPELLED[:-1]}, model_options={{'word_dropout': 0.25}})")
   config = json.loads((workdir / "config.json").read_text())

@@ -375,6 +375,7 @@ def test_signed_rank_helpers():
   assert stats.pairs_for_shift([100.0, 101.0, 99.0], level=0.025) == 7  # 2 / 2^7 <= 0.025
 
 
+@pytest.mark.e2e
 def test_reproduce_py_refuses_to_change_the_fixed_design(tmp_path):
   """--task=twitter_pos_confirm takes where it runs, never what it trains; --render of nothing
   is a one-line error; both write nothing."""

@@ -139,6 +139,7 @@ def tiny_study(tmp_path_factory):
   return design, out, root, data
 
 
+@pytest.mark.e2e
 def test_the_study_end_to_end_writes_every_verdict_and_swap(tiny_study):
   design, out, root, _ = tiny_study
   summary = json.loads((out / "summary.json").read_text())
@@ -170,6 +171,7 @@ def test_the_study_end_to_end_writes_every_verdict_and_swap(tiny_study):
   assert (out / "README.md").read_text() == readme
 
 
+@pytest.mark.e2e
 def test_swaps_match_a_numpy_forward_pass_in_float64(tiny_study):
   """A float32 gelu network evaluated with each other form: the losses the swap file keeps are
   those of the restored parameters run through the MLP in NumPy with that form."""
@@ -209,6 +211,7 @@ def test_swaps_match_a_numpy_forward_pass_in_float64(tiny_study):
   np.testing.assert_allclose(own["loss"], [m["final"]["test_loss"] for m in summary], rtol=1e-6)
 
 
+@pytest.mark.e2e
 def test_the_second_code_path_rederives_the_tiny_study(tiny_study):
   """The checks of tests/test_results_forms.py hold on a result made here, and catch a verdict
   cell changed by hand."""
@@ -229,6 +232,7 @@ def test_the_second_code_path_rederives_the_tiny_study(tiny_study):
     (out / "README.md").write_text(readme)
 
 
+@pytest.mark.e2e
 def test_reproduce_py_refuses_to_change_the_fixed_design(tmp_path):
   """--task=gelu_forms takes where it runs, never what it trains; --render of nothing is a
   one-line error; both write nothing."""

@@ -211,6 +211,7 @@ grids.train_grids([grid], seeds=[0], data_dir={data_dir!r}, out=Path({out!r}))
 """
 
 
+@pytest.mark.e2e
 def test_a_grid_stopped_by_sigint_keeps_its_training_time(tmp_path, mnist_dir):
   (tmp_path / "timings.json").write_text(json.dumps({"gelu": 65.0}))
   workdir = tmp_path / "runs" / "gelu"

@@ -394,6 +394,7 @@ def test_the_tagger_pilot_trains_end_to_end_on_ark_files(tmp_path):
   assert outputs(out) == before
 
 
+@pytest.mark.e2e
 def test_the_language_models_pilot_is_fixed_and_trains_end_to_end(tmp_path):
   """char_lm_pilot: the issue's arms (relu, gelu, gelu_tanh, both GEGLUs, SwiGLU, ReGLU) and
   identity, its lrs, selection seeds 0-3 and the task's 4 epochs; then two of its arms at the

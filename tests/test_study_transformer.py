@@ -751,6 +751,7 @@ def test_training_records_the_command_and_trains_each_arm_at_its_lr(study, monke
     transformer_report.reproduce(design, out=root / "none", root=root, train=False)
 
 
+@pytest.mark.e2e
 def test_reproduce_py_refuses_to_change_the_design_or_to_run_without_its_pilot(tmp_path):
   """--task=<study> takes where it runs, never what it trains; with the pilot's result in the
   folder it runs in but not finished, one paragraph naming the arms and the command that

@@ -25,6 +25,9 @@ from benchmarks import faults
 from gelujax import engine, host, tasks
 from gelujax import workdir as workdirs
 
+# End to end (commands, processes, whole runs): the full suite runs it, the fast tier not.
+pytestmark = pytest.mark.e2e
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(ROOT, "experiments", "train.py")
 # tiny_mnist on a small MNIST in IDX files: 224 train, 32 validation and 64 test images.

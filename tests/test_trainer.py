@@ -1305,6 +1305,7 @@ for run, (axis, batch) in enumerate([(None, 1), (None, 1), (1, 2)]):
 """
 
 
+@pytest.mark.e2e
 def test_grids_with_more_pieces_in_flight_than_xla_takes_finish_under_load(tmp_path):
   """A segment of more than 64 pieces dispatched ahead, on 2 CPU devices with a core kept busy:
   once a program held a collective (the losses gathered onto every device), this aborted after

@@ -24,6 +24,9 @@ from benchmarks import faults
 from gelujax import engine, tasks
 from gelujax import workdir as workdirs
 
+# End to end (commands, processes, whole runs): the full suite runs it, the fast tier not.
+pytestmark = pytest.mark.e2e
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TRAIN = os.path.join(ROOT, "experiments", "train.py")
 REPRODUCE = os.path.join(ROOT, "experiments", "reproduce.py")
