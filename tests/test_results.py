@@ -17,10 +17,12 @@ hold either way. The README must state exactly the lines expected here, in order
 from __future__ import annotations
 
 import collections
+import csv
 import functools
 import itertools
 import json
 import math
+import os
 import re
 from pathlib import Path
 
@@ -30,6 +32,7 @@ import scipy.stats
 
 from gelujax.study import overview
 from tests.fake_workdirs import constant, member, write_workdir
+from tests.test_study_outputs import tex_rows
 
 ROOT = Path(__file__).resolve().parents[1]
 # A study result is a folder with its summary.json (as the overview lists them); others, such as
@@ -1527,6 +1530,78 @@ def grid_marks(text, heading):
     if lr.endswith(" (selected)"):
       marked.add((run, lr.removesuffix(" (selected)")))
   return marked
+
+
+@pytest.mark.parametrize("folder", RESULTS, ids=[f"{p.parent.name}/{p.name}" for p in RESULTS])
+def test_values_csv_holds_each_members_values_read_from_its_records(folder):
+  """values.csv, a row per run folder, member and metric, against the members' values read here
+  from metrics.jsonl: each selection grid's and evaluation run's best-epoch and final metrics
+  (unscaled), a diverged member's empty; for the noise result, each kept noise evaluation's
+  accuracy and log loss at a = 1 and 3, interpolated between the levels evaluated."""
+  expected = Expected(folder)
+  with open(folder / "values.csv", newline="") as f:
+    rows = list(csv.DictReader(f))
+  found = {(r["run"], float(r["learning_rate"]), int(r["seed"]), r["metric"]): r for r in rows}
+  assert len(found) == len(rows) > 0
+  want = {}
+  if expected.noise:
+    for result in expected.kept.values():
+      classifiers = Run(ROOT / result["workdir"])
+      run = os.path.relpath(classifiers.workdir, folder)
+      assert result["diverged"] == 0  # (a diverged member would be a row of empty values)
+      for i, seed in enumerate(result["seeds"]):
+        for key, a in itertools.product(("accuracy", "loss"), (1, 3)):
+          value = float(np.interp(a, result["levels"], result[key][i]))
+          want[(run, result["learning_rate"], seed, f"{key}@{a}")] = (value, False, classifiers)
+  else:
+    for run in [*expected.runs, *expected.evaluation.values()]:
+      for (lr, seed), records in run.members.items():
+        diverged = run.diverged(lr, seed)
+        for key in sorted(k for k in records[0] if k.endswith(("_loss", "_error"))):
+          for where in ("best", "final"):
+            value = None if diverged else run.value(lr, seed, f"{where}.{key}")
+            want[(f"runs/{run.name}", lr, seed, f"{where}.{key}")] = (value, diverged, run)
+  assert set(found) == set(want)
+  for key, (value, diverged, run) in want.items():
+    row = found[key]
+    assert (row["activation"], float(row["dropout"])) == (run.activation, run.dropout)
+    assert row["diverged"] == ("true" if diverged else "false")
+    assert row["value"] == "" if value is None else float(row["value"]) == value, (key, row)
+    stage = "evaluation" if "_eval" in key[0].rsplit("/", 1)[1] else "selection"
+    assert row["seeds"] == stage
+
+
+@pytest.mark.parametrize("folder", RESULTS, ids=[f"{p.parent.name}/{p.name}" for p in RESULTS])
+def test_verdicts_tex_states_the_readmes_hypotheses_tables(folder):
+  """verdicts.tex, parsed back, row for row against the README's hypotheses tables (which the
+  tests above re-derive): the number, claim and paper's values; the lrs, seeds a side, medians,
+  shift and interval and Holm p of each pair; the verdict's first word, marked where the README
+  states caveats with it."""
+  text = (folder / "README.md").read_text()
+  tex = tex_rows((folder / "verdicts.tex").read_text())
+  readme = []
+  for family in ("Primary", "Secondary"):
+    if f"\n## {family} hypotheses\n" in text:
+      readme += [(f"{family} hypotheses",)]
+      readme += [cells(row) for row in table_rows(text, f"## {family} hypotheses")]
+  assert [len(r) == 1 for r in tex] == [len(r) == 1 for r in readme]
+  for ours, theirs in zip(tex, readme, strict=True):
+    if len(ours) == 1:
+      assert ours == theirs
+      continue
+    number, claim, paper, lrs, seeds, medians, shift, holm_p, verdict = ours
+    assert [number, claim, paper] == theirs[:3]
+    if theirs[4] == "–":  # The verdict's row of a hypothesis tested at several pairs.
+      assert lrs == theirs[3].removesuffix(" of candidate lrs") and shift == holm_p == "–"
+    else:
+      assert [lrs, shift, holm_p] == [theirs[3], theirs[5], theirs[7]]
+      assert theirs[4] == f"{medians} ({theirs[4].split(' (', 1)[1]}"
+      assert theirs[4].endswith(f"; {seeds})")
+    words = theirs[8].split("; caveats: ")[0]
+    assert words.startswith(verdict.removesuffix("*")) or (
+      verdict == "not run" and words.startswith("not run:")
+    )
+    assert verdict.endswith("*") == ("caveats: " in theirs[8])
 
 
 @pytest.mark.parametrize("folder", RESULTS, ids=[f"{p.parent.name}/{p.name}" for p in RESULTS])

@@ -4,7 +4,7 @@ import re
 
 import numpy as np
 import pytest
-from matplotlib.collections import PolyCollection
+from matplotlib.collections import LineCollection, PolyCollection
 
 from gelujax.study import plots, runs
 from tests.fake_workdirs import constant, member, write_workdir
@@ -130,3 +130,54 @@ def test_noise_figure(tmp_path):
   np.testing.assert_allclose(fig.axes[1].lines[0].get_ydata(), [0.2 + a for a in levels])
   path = plots.save_figure(fig, tmp_path / "noise.png")
   assert path.read_bytes()[:8] == PNG_MAGIC
+
+
+def test_a_one_epoch_runs_figure_shows_its_points(tmp_path):
+  """A run evaluated once per member (one epoch, one evaluation each) has curves of one point,
+  which a line and a band would leave invisible: each is a marker, its min-max a bar."""
+  shown = []
+  for activation, scale in (("gelu", 1.0), ("my_pkg.acts:squareplus", 2.0)):
+    members = [
+      member(seed, 1e-3, train_loss=[scale * (seed + 1)], validation_loss=[scale * (seed + 2)],
+             validation_error=[0.1], test_loss=[0.3], test_error=[0.1])
+      for seed in range(3)
+    ]  # fmt: skip
+    run = runs.load_run(
+      write_workdir(
+        tmp_path / runs.run_name(activation), members, activation=activation, task="tiny_mnist"
+      )
+    )
+    shown.append((run, runs.summarize_run(run).selected, "seeds 0–2"))
+  fig = plots.loss_figure("tiny_mnist", shown)
+  (ax,) = fig.axes
+  # 2 activations x (train, validation): one point each, drawn as a visible marker, no line,
+  # at epoch 1, each activation's moved a little to its side so that equal values stay apart.
+  assert len(ax.lines) == 4
+  for line in ax.lines:
+    assert line.get_marker() == "o" and line.get_markersize() > 0
+    assert line.get_linestyle() == "None"
+    assert len(line.get_xdata()) == 1
+  x = [line.get_xdata()[0] for line in ax.lines]
+  assert x[0] == x[1] < 1.0 < x[2] == x[3] and x[2] - x[0] <= plots.DODGE_SPAN
+  # gelu's train point: the median of 1, 2, 3; squareplus's validation point: of 4, 6, 8.
+  assert [list(line.get_ydata()) for line in ax.lines] == [[2.0], [3.0], [4.0], [6.0]]
+  # Each min-max is a vertical bar at its point (a band of one point has no width): gelu's
+  # train from 1 to 3.
+  bars = [c for c in ax.collections if isinstance(c, LineCollection)]
+  assert len(bars) == 4 and not bands(ax)
+  np.testing.assert_allclose(bars[0].get_segments()[0], [[x[0], 1.0], [x[0], 3.0]])
+  # The x axis is the one epoch, ticked as such.
+  assert list(ax.get_xticks()) == [1] and ax.get_xlim() == (0.5, 1.5)
+  # The legend's split entries carry the marker and call the min-max a bar.
+  legend = ax.get_legend()
+  names = [t.get_text() for t in legend.get_texts()]
+  assert names[2:] == ["train (median, min–max bar)", "validation (median, min–max bar)"]
+  assert all(h.get_marker() == "o" for h in legend.legend_handles[2:])
+  path = plots.save_figure(fig, tmp_path / "loss_curves.png")
+  assert path.read_bytes()[:8] == PNG_MAGIC
+
+
+def test_curves_of_several_points_have_no_markers(workdirs):
+  panels = {"p": {"gelu": plots.run_curves(workdirs["gelu", 0.0], 1e-3, ("train_loss",))}}
+  (line,) = plots.plot_curves(panels, ylabel="y", title="t").axes[0].lines
+  assert line.get_marker() == "None" and len(line.get_xdata()) == 3

@@ -26,6 +26,8 @@
 - :mod:`~gelujax.study.stages`: a result's stages read from the runs' files (the selection
   grids, their candidates, the evaluation runs, the per-seed values).
 - :mod:`~gelujax.study.summary`: ``summary.json``, ``table.md`` and the loss curves.
+- :mod:`~gelujax.study.exports`: ``values.csv`` (every per-seed value a result's statistics are
+  computed on) and ``verdicts.tex`` (its verdict table as a LaTeX tabular).
 - :mod:`~gelujax.study.noise_task`: Fig. 3's result, from the noise evaluations.
 - :mod:`~gelujax.study.pipeline`: the orchestration, :func:`reproduce` and :func:`render`.
 - :mod:`~gelujax.study.forms`, :mod:`~gelujax.study.forms_report`: the GELU forms study, its

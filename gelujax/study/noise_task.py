@@ -15,7 +15,18 @@ from gelujax.paper import (
   PAPER_NOISE_ACCURACY,
   REFERENCES,
 )
-from gelujax.study import analysis, findings, grids, noise, numbers, plots, readme, runs, tables
+from gelujax.study import (
+  analysis,
+  exports,
+  findings,
+  grids,
+  noise,
+  numbers,
+  plots,
+  readme,
+  runs,
+  tables,
+)
 from gelujax.study.analysis import Analysis
 from gelujax.study.evidence import RunValues
 from gelujax.study.grids import Grid
@@ -104,9 +115,12 @@ def write_noise(
   options = {"out": out, "root": root, "data_dir": None, "evaluate": False}
   lrs = noise_lrs(rows)
   values, shown, evaluation_runs, evaluation_rows = [], {}, [], {}
+  values_rows: list[dict[str, str]] = []  # values.csv's
   for run, row in zip(selection, rows, strict=True):
     kept = {lr: noise.cached_noise(run.workdir, lr, **options) for lr in lrs}
     kept = {lr: result for lr, result in kept.items() if result is not None}
+    for lr, result in kept.items():
+      values_rows += exports.noise_values(run, exports.SELECTION, out, lr, noise_values(result))
     found = stages.evaluated[row.run]
     evaluation: dict[float, Any] | str = {}
     if len(found) == 1 and found[0][0] is None:
@@ -126,6 +140,9 @@ def write_noise(
       else:
         evaluation[lr] = noise_values(result)
         shown[classifiers.name] = result
+        values_rows += exports.noise_values(
+          classifiers, exports.EVALUATION, out, lr, evaluation[lr]
+        )
     selected = row.selected and row.selected.learning_rate
     if runs.evaluation_name(row.run) not in shown and selected in kept:
       shown[row.run] = kept[selected]
@@ -168,11 +185,17 @@ def write_noise(
     "log loss per seed and noise level of every classifier shown; the classifiers' statistics; "
     "every exploratory comparison; the findings",
     f"{figure.name}: median over seeds with min–max bands",
+    f"{exports.VALUES_FILE}: every value the statistics are computed on, a row per classifier "
+    "workdir (relative to this folder), member (lr and seed) and metric: its test accuracy and "
+    "log loss at the noise levels compared (`accuracy@1`: at a = 1, linearly interpolated "
+    "between the levels evaluated); a diverged member, not evaluated, empty, marked in "
+    "`diverged` (`gelujax.study.exports`)",
+    exports.verdicts_line(result),
     "noise/<workdir>_lr<lr>.json: each noise evaluation (the classifiers of one workdir at one lr)",
     f"classifier workdirs: {', '.join(workdirs)} (`<run>/`: selection grids, `<run>_eval/`: "
     "evaluation runs)",
   ]
-  return Result(settings, None, result, table, files, sections)
+  return Result(settings, None, result, table, files, sections, values_rows)
 
 
 def write_noise_table(

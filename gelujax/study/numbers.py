@@ -1,5 +1,5 @@
 """How every study prints a number: one rule each for a value, a signed value, a percentage, a
-count, a seed set and a learning rate.
+count, a seed set, a learning rate and a size on disk.
 
 Every printer says a value that is not a number (NaN, or None where there is none) as
 :data:`DASH` ("–"), and an infinity as ``"inf"``/``"-inf"``; a printer that signs finite
@@ -76,3 +76,20 @@ def lr(value: float) -> str:
 def lrs(values: Iterable[float]) -> str:
   """Learning rates in the order given: ``"0.001, 0.0003"``."""
   return ", ".join(map(lr, values))
+
+
+SIZE_UNITS = ("kB", "MB", "GB", "TB")  # Decimal: 1 kB = 1000 bytes.
+
+
+def size(count: int) -> str:
+  """A size on disk in bytes, in decimal units to 3 significant digits: ``"512 B"``,
+  ``"5.31 MB"``, ``"1 GB"`` (999,999 bytes round to ``"1 MB"``, never ``"1e+03 kB"``)."""
+  if count < 1000:
+    return f"{count} B"
+  value = float(count)
+  for unit in SIZE_UNITS:
+    value /= 1000
+    shown = float(f"{value:.3g}")
+    if shown < 1000 or unit == SIZE_UNITS[-1]:
+      return f"{shown:g} {unit}"
+  raise AssertionError("unreachable")

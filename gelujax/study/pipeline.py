@@ -5,8 +5,9 @@ Each run's selection grid is trained into ``<out>/runs/<run>/`` (:mod:`gelujax.s
 each run's lr is selected on those seeds; its evaluation run, fresh seeds at that lr, is
 trained into ``<out>/runs/<run>_eval/``, and the same seeds at each other candidate lr
 (``gelujax.paper.DESIGN_CHANGES``) into ``<out>/runs/<run>_eval_lr<lr>/``; then, from the
-workdir files alone, ``<out>`` receives ``table.md``, ``summary.json``, the figure PNG(s) and a
-``README.md`` that opens with the task's hypotheses and their verdicts, its tables and findings.
+workdir files alone, ``<out>`` receives ``table.md``, ``summary.json``, the figure PNG(s),
+``values.csv`` and ``verdicts.tex`` (`gelujax.study.exports`) and a ``README.md`` that opens with
+the task's hypotheses and their verdicts, its tables and findings.
 :func:`render` trains nothing and rebuilds a result from the files already there; a hypothesis
 whose evaluation run is absent or unfinished is *pending*.
 
@@ -29,7 +30,7 @@ from gelujax.paper import (
   REFERENCES,
   design,
 )
-from gelujax.study import analysis, findings, grids, numbers, overview, plots, readme
+from gelujax.study import analysis, exports, findings, grids, numbers, overview, plots, readme
 from gelujax.study import baselines as lookups
 from gelujax.study.evidence import RunValues
 from gelujax.study.noise_task import evaluate_noise, find_noise_grids, write_noise
@@ -121,12 +122,19 @@ def write_runs(
   extra = {} if found is None else {"baselines": {"found": found, "compared": compared}}
   write_summary(out, task, settings, result, sections, report=report, rows=rows,
                 evaluation_rows=evaluation_rows, evaluated=evaluated, **extra)  # fmt: skip
+  once = settings["epochs"] == 1 and settings["spec"].get("evals_per_epoch", 1) == 1
   files = [
     "table.md: the tables below",
     "summary.json: every verdict with its values, shift, interval, p and Holm p; every run's "
     "statistics (every lr of every selection grid and evaluation run: median, mean, std and the "
     "values of every seed); every exploratory comparison; the findings",
-    f"{figure.name}: median over seeds with min–max bands",
+    f"{figure.name}: median over seeds with min–max "
+    + ("bars, a marker per run and split (each member evaluated once)" if once else "bands"),
+    f"{exports.VALUES_FILE}: every value the statistics are computed on, a row per run folder, "
+    "member (lr and seed) and metric: each member's best-epoch and final metrics as its records "
+    "give them, unscaled (an error as a fraction); a diverged member's empty, marked in "
+    "`diverged` (`gelujax.study.exports`)",
+    exports.verdicts_line(result),
   ]
   if isinstance(found, dict):
     files.append(
@@ -146,7 +154,13 @@ def write_runs(
     + ", each a trainer workdir: config.json, metrics.jsonl, summary.json (and tensorboard/, "
     "checkpoints/, which git does not track under results/)",
   ]
-  return Result(settings, report, result, table, files, sections)
+  values_rows = []
+  for run, row in zip(selection, rows, strict=True):
+    values_rows += exports.run_values(run, exports.SELECTION, out)
+    for _, found_run in evaluated[row.run]:
+      if isinstance(found_run, Run):
+        values_rows += exports.run_values(found_run, exports.EVALUATION, out)
+  return Result(settings, report, result, table, files, sections, values_rows)
 
 
 def reproduce(
@@ -282,15 +296,20 @@ def write(
 def write_result(
   task: str, result: Result, *, out: Path, root: Path, trained: bool, project: bool = True
 ) -> None:
-  """The result's README, and the top-level README's overview when it lies under the project's
-  own results/ (`reproduce`'s ``project``): never a user's folder's."""
+  """The result's values.csv and verdicts.tex (`gelujax.study.exports`), then its README, which
+  ends on what fills the folder (`gelujax.study.readme.describe_disk`), and the top-level
+  README's overview when it lies under the project's own results/ (`reproduce`'s ``project``):
+  never a user's folder's."""
   noise_task = task.endswith(NOISE_SUFFIX)
   base = task.removesuffix(NOISE_SUFFIX)
   paper = tasks.get(base)
   settings = result.settings
+  title = f"GELU paper reproduction: {task} on {settings['dataset']}"
+  exports.write_values(out, result.values)
+  exports.write_verdicts(out, result.analysis, title)
   readme.write_readme(
     out,
-    title=f"GELU paper reproduction: {task} on {settings['dataset']}",
+    title=title,
     opening=readme.hypotheses_part(task, result.analysis),
     method=readme.method_part(task, result.analysis),
     command=readme.reproduce_command(settings, paper, out=out, root=root, project=project),
@@ -307,7 +326,7 @@ def write_result(
       dropout_rates=settings["dropout_rates"],
       noise=noise_task,
     ),
-    files=result.files,
+    files=[*result.files, readme.describe_disk(out)],
     sections=result.findings,
     table=result.table,
   )

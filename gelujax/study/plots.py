@@ -9,6 +9,7 @@ log loss against the noise level a.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,9 @@ SPLIT_STYLES = {
 BAND_ALPHA = 0.15
 PANEL_SIZE = (5.0, 4.0)
 LEGEND_WIDTH = 2.6  # Inches beside each loss-curve panel for its legend.
+# One-point curves of a panel's series are set apart along x (in epochs), so that equal values
+# do not hide each other: at most DODGE_STEP apart, all within DODGE_SPAN.
+DODGE_STEP, DODGE_SPAN = 0.08, 0.4
 
 
 class PlainLogFormatter(LogFormatter):
@@ -60,9 +64,34 @@ def _new_figure(columns: int, legend_width: float = 0.0) -> tuple[Figure, list[A
   return fig, list(fig.subplots(1, columns, squeeze=False)[0])
 
 
-def _draw(ax: Any, curve: Curve, color: str, width: float, alpha: float) -> None:
+def _draw(
+  ax: Any, curve: Curve, color: str, width: float, alpha: float, dodge: float = 0.0
+) -> None:
+  """The median line and its min-max band; a curve of one point (a run evaluated once, as a
+  one-epoch run with one evaluation per epoch is), which a line and a band would leave
+  invisible, as a marker with its min-max as a vertical bar, moved ``dodge`` along x so that
+  series of equal values stay apart."""
+  if len(curve.x) == 1:
+    x = curve.x + dodge
+    ax.plot(x, curve.median, color=color, alpha=alpha, linestyle="none", **_marker(width))
+    ax.vlines(x, curve.low, curve.high, color=color, linewidth=width, alpha=alpha)
+    return
   ax.plot(curve.x, curve.median, color=color, linewidth=width, alpha=alpha)
   ax.fill_between(curve.x, curve.low, curve.high, color=color, alpha=BAND_ALPHA * alpha, lw=0)
+
+
+def _dodge(index: int, count: int) -> float:
+  """How far the ``index``-th of ``count`` series' one-point curves are moved along x: spread
+  over at most :data:`DODGE_SPAN` about their epoch, at most :data:`DODGE_STEP` apart."""
+  if count < 2:
+    return 0.0
+  step = min(DODGE_STEP, DODGE_SPAN / (count - 1))
+  return (index - (count - 1) / 2) * step
+
+
+def _marker(width: float) -> dict[str, Any]:
+  """The marker of a one-point curve (:func:`_draw`), larger for the thicker splits."""
+  return {"marker": "o", "markersize": 3.0 * width + 2.0}
 
 
 def plot_curves(
@@ -85,24 +114,34 @@ def plot_curves(
     xlabel: the x axis label.
 
   Returns:
-    The figure: per panel, one line and one min-max band per drawn curve.
+    The figure: per panel, one line and one min-max band per drawn curve; a curve of one point
+    (a run evaluated once) as a marker (a line of one point, no line style) and a min-max bar,
+    each series' moved a little along x (:func:`_dodge`).
   """
   fig, axes = _new_figure(len(panels), legend_width=LEGEND_WIDTH)
   colors = _colors(panels)
   for ax, (panel, series) in zip(axes, panels.items(), strict=True):
     splits = []
-    for label, curves in series.items():
+    drawn = []  # How many points each drawn curve has (one: a marker and a bar, no band).
+    for index, (label, curves) in enumerate(series.items()):
       for split, curve in curves.items():
         _, width, alpha = SPLIT_STYLES[split]
         if split not in splits:
           splits.append(split)
         if curve is not None:
-          _draw(ax, curve, colors[label], width, alpha)
+          _draw(ax, curve, colors[label], width, alpha, _dodge(index, len(series)))
+          drawn.append(len(curve.x))
+    points = 1 in drawn
     handles = [Line2D([], [], color=colors[label], lw=1.8) for label in series]
     handles += [
-      Line2D([], [], color="black", lw=SPLIT_STYLES[s][1], alpha=SPLIT_STYLES[s][2]) for s in splits
-    ]
-    names = list(series) + [f"{SPLIT_STYLES[s][0]} (median, min–max band)" for s in splits]
+      Line2D([], [], color="black", lw=SPLIT_STYLES[s][1], alpha=SPLIT_STYLES[s][2],
+             **(_marker(SPLIT_STYLES[s][1]) if points else {}))
+      for s in splits
+    ]  # fmt: skip
+    band = {(False, True): "min–max bar", (True, True): "min–max band or bar"}.get(
+      (any(n > 1 for n in drawn), points), "min–max band"
+    )
+    names = list(series) + [f"{SPLIT_STYLES[s][0]} (median, {band})" for s in splits]
     # Beside the panel: the curves fill the whole axes area, a legend inside would hide some.
     ax.legend(handles, names, fontsize="small", loc="upper left", bbox_to_anchor=(1.02, 1.0))
     if logy:
@@ -111,6 +150,11 @@ def plot_curves(
       ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _: f"{y:g}"))
       ax.yaxis.set_minor_formatter(PlainLogFormatter(minor_thresholds=(1, 0.4)))
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # Whole epochs, never 2.5.
+    if points and max(drawn) == 1:  # Whole epochs about the points, each ticked.
+      low, high = ax.get_xlim()
+      first, last = math.floor(low + DODGE_SPAN), math.ceil(high - DODGE_SPAN)
+      ax.set_xlim(first - 0.5, last + 0.5)
+      ax.set_xticks(range(first, last + 1))
     ax.set_title(panel)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
@@ -173,13 +217,17 @@ def loss_keys(run: Run) -> tuple[str, str]:
 
 
 def draw_loss_figure(task: str, shown: Sequence[tuple[Run, LrRow | None, str]], out: Path) -> Path:
+  """:func:`loss_figure`, saved as ``out/loss_curves.png``."""
+  return save_figure(loss_figure(task, shown), out / "loss_curves.png")
+
+
+def loss_figure(task: str, shown: Sequence[tuple[Run, LrRow | None, str]]) -> Figure:
   """Fig. 2 style: a panel per dropout rate, each run at one lr.
 
   Args:
     task: the task, for the title.
     shown: per run, ``(run, its statistics at the lr shown, which seeds)``; statistics None
       where every member diverged.
-    out: the folder of ``loss_curves.png``.
   """
   panels: dict[str, dict[str, Any]] = {}
   for run, stats, seeds in shown:
@@ -189,12 +237,11 @@ def draw_loss_figure(task: str, shown: Sequence[tuple[Run, LrRow | None, str]], 
     else:
       label = series_label(run.activation, stats, seeds)
       series[label] = run_curves(run, stats.learning_rate, loss_keys(run))
-  fig = plot_curves(
+  return plot_curves(
     panels,
     ylabel="log loss (nats)",
     title=f"{task} on {shown[0][0].config['dataset']}: training (dark) and held-out (light) loss",
   )
-  return save_figure(fig, out / "loss_curves.png")
 
 
 def draw_autoencoder_figure(shown: Sequence[tuple[Run, RunRow]], out: Path, seeds: str) -> Path:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
+import os
 import shlex
 import time
 from collections.abc import Mapping, Sequence
@@ -32,7 +33,7 @@ from gelujax.paper import (
   design,
   figure,
 )
-from gelujax.study import findings, grids, method, tables
+from gelujax.study import findings, grids, method, numbers, tables
 from gelujax.study.analysis import Analysis
 
 # How a result's README runs it again. The project's own results (``project``: under the
@@ -275,6 +276,95 @@ def describe_training(timings: dict[str, dict[str, Any]]) -> list[str]:
     "- Trained on:",
     *[f"  - {', '.join(names)}: {key}" for key, names in by_machines.items()],
   ]
+
+
+README_FILE = "README.md"
+RUNS_DIR = "runs"
+# What a run's render reads of it (`gelujax.study.runs.load_run`): every other file of a run
+# folder can go without changing its result.
+RECORD_FILES = (workdirs.CONFIG_FILE, workdirs.METRICS_FILE, workdirs.SUMMARY_FILE)
+# A run folder's files but its records, checkpoints and TensorBoard files (a lock, damaged/).
+RUN_OTHERS = "runs' other files"
+DISK_KINDS = ("checkpoints", "tensorboard", "records", RUN_OTHERS, "figures", "other")
+
+
+def _disk_kind(parts: tuple[str, ...]) -> tuple[str, str]:
+  """The kind of a file of a result folder (its path's ``parts`` below the folder) as
+  :func:`describe_disk` counts it, and the name it is listed by."""
+  if parts[0] == RUNS_DIR and len(parts) >= 3:
+    if parts[2] == workdirs.CHECKPOINT_DIR:
+      return "checkpoints", ""
+    if parts[2] == workdirs.TENSORBOARD_DIR:
+      return "tensorboard", ""
+    if len(parts) == 3 and parts[2] in RECORD_FILES:
+      return "records", ""
+    return RUN_OTHERS, parts[2] + ("/" if len(parts) > 3 else "")
+  if len(parts) == 1 and parts[0].endswith(".png"):
+    return "figures", parts[0]
+  return "other", parts[0] + ("/" if len(parts) > 1 else "")
+
+
+def disk_usage(out: Path) -> dict[str, tuple[int, int, list[str]]]:
+  """What fills a result folder, walked now (links not followed; its README.md left out): per
+  kind of :data:`DISK_KINDS`, ``(files, bytes, names)``: the runs' checkpoints/,
+  tensorboard/ and records (:data:`RECORD_FILES`), their other files, the figures (PNGs) and
+  every other file; ``names``: the runs' other files by their names in a run folder, the
+  figures and other files by theirs in the result folder (a folder's as ``noise/``)."""
+  found: dict[str, tuple[int, int, list[str]]] = {kind: (0, 0, []) for kind in DISK_KINDS}
+  for folder, dirs, files in os.walk(out):
+    dirs.sort()
+    for name in sorted(files):
+      path = Path(folder, name)
+      parts = path.relative_to(out).parts
+      if parts == (README_FILE,):
+        continue
+      kind, shown = _disk_kind(parts)
+      count, size, names = found[kind]
+      if shown and shown not in names:
+        names = [*names, shown]
+      found[kind] = (count + 1, size + path.lstat().st_size, names)
+  return {kind: (count, size, sorted(names)) for kind, (count, size, names) in found.items()}
+
+
+def describe_disk(out: Path) -> str:
+  """The README's line on what fills its folder (:func:`disk_usage`, walked as it is written),
+  and, where it holds runs, that their checkpoints and TensorBoard files can go: rendering
+  reads of a run only its :data:`RECORD_FILES` (tested)."""
+  usage = disk_usage(out)
+
+  def amount(kind: str) -> str:
+    count, size, names = usage[kind]
+    listed = f" ({', '.join(names)})" if names else ""
+    return f"{listed} {'none' if not count else numbers.size(size)}"
+
+  total = sum(size for _, size, _ in usage.values())
+  runs = (out / RUNS_DIR).is_dir()
+  parts = []
+  if runs:
+    held = [
+      f"checkpoints/{amount('checkpoints')}",
+      f"tensorboard/{amount('tensorboard')}",
+      f"records ({', '.join(RECORD_FILES)}){amount('records')}",
+    ]
+    if usage[RUN_OTHERS][0]:
+      held.append(f"other files{amount(RUN_OTHERS)}")
+    parts.append(f"in {RUNS_DIR}/, " + ", ".join(held))
+  parts += [f"figures{amount('figures')}", f"other files{amount('other')}"]
+  line = (
+    f"Disk, when this README was written: {numbers.size(total)} in this folder besides the "
+    f"README: {'; '.join(parts)}."
+  )
+  if runs:
+    line += (
+      f" The runs' checkpoints/ and tensorboard/ can be deleted without changing this result: "
+      f"rendering it reads of each run only its {', '.join(RECORD_FILES[:-1])} and "
+      f"{RECORD_FILES[-1]}, besides this folder's own files; a run's checkpoints serve only to "
+      "train it on to more epochs, or to evaluate its networks under noise (a `<task>_noise` "
+      "result)."
+    )
+  else:
+    line += " It holds no runs: its classifiers are the runs of the workdirs named above."
+  return line
 
 
 def hypotheses_part(task: str, analysis: Analysis) -> list[str]:

@@ -36,6 +36,7 @@ class Result:
     table: table.md's text.
     files: the README's list of files.
     findings: :func:`gelujax.study.findings.write_findings`.
+    values: the rows of values.csv (`gelujax.study.exports`).
   """
 
   settings: dict[str, Any]
@@ -44,6 +45,7 @@ class Result:
   table: str
   files: list[str]
   findings: dict[str, list[str]]
+  values: list[dict[str, str]] = dataclasses.field(default_factory=list)
 
 
 def read_settings(
