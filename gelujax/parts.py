@@ -71,6 +71,37 @@ class Parts:
   grid: Members
   record: Mapping[str, Any]
 
+  def __post_init__(self):
+    """Checks the record before any step: a missing field fails at once, naming it, rather
+    than after an epoch when the run's files are written; the spec's ``epochs`` is this run's
+    (filled in where the record leaves it out)."""
+    record = self.record
+    if not isinstance(record, Mapping):
+      raise ValueError(
+        f"Parts {self.name!r}: record is a {type(record).__name__}; it must be a dict naming the "
+        "run: task, dataset, activation and spec (every setting the parts were built from)."
+      )
+    missing = [k for k in ("task", "dataset", "activation", "spec") if k not in record]
+    if missing:
+      raise ValueError(
+        f"Parts {self.name!r}: record has no {', '.join(repr(k) for k in missing)}; it must "
+        "name the run's task, dataset, activation and spec (a dict of every setting the parts "
+        "were built from, which config.json records and a resume compares)."
+      )
+    spec = record["spec"]
+    if not isinstance(spec, Mapping):
+      raise ValueError(
+        f"Parts {self.name!r}: record['spec'] is a {type(spec).__name__}; it must be a dict of "
+        "the settings the parts were built from."
+      )
+    if "epochs" in spec and spec["epochs"] != self.epochs:
+      raise ValueError(
+        f"Parts {self.name!r}: record['spec']['epochs'] is {spec['epochs']!r} but epochs is "
+        f"{self.epochs}; give one number of epochs."
+      )
+    if "epochs" not in spec:  # the run's own, as config.json and summary.json state it
+      object.__setattr__(self, "record", {**record, "spec": {**spec, "epochs": self.epochs}})
+
   @property
   def train(self) -> Mapping[str, np.ndarray]:
     """The training split."""
