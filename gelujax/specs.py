@@ -79,9 +79,9 @@ def check_elementwise(fn: Callable[..., Any], what: str, dtype: str = "float32")
   """Refuses ``fn`` unless it maps an array to one of the same shape and dtype, as the models'
   activations must, and to finite values (float32): a NaN or an infinity for a finite input
   diverges every member that meets it, which its run would only report as diverged members.
-  It is called on a float32 array; ``dtype``, a run's compute dtype, is also traced where it is
-  another (a function written for float32 alone is refused only by a run that computes in
-  bfloat16, `activation_fingerprint`).
+  It is traced and called on a float32 array; ``dtype``, a run's compute dtype, is also traced
+  where it is another (a function written for float32 alone is refused only by a run that
+  computes in bfloat16, `activation_fingerprint`).
 
   Raises:
     ValueError: naming ``what``, the input and what came back.
@@ -90,8 +90,10 @@ def check_elementwise(fn: Callable[..., Any], what: str, dtype: str = "float32")
     x = jnp.asarray(_PROBE, probe)
     in_run = "" if probe == jnp.float32 else f" (this run computes in {probe.__name__}: `dtype`)"
     try:
-      # Traced through a Python function: jax.jit of a NumPy ufunc itself crashes the process.
-      y = fn(x) if probe == jnp.float32 else jax.eval_shape(lambda v: fn(v), x)
+      # Traced as training traces it (a NumPy function cannot be), through a Python function
+      # (jax.jit of a NumPy ufunc itself crashes the process); called in float32.
+      traced = jax.eval_shape(lambda v: fn(v), x)
+      y = fn(x) if probe == jnp.float32 else traced
     except Exception as e:  # The user's code: whatever it raises is the reason.
       first = str(e).strip().splitlines()[0] if str(e).strip() else ""
       raise ValueError(
