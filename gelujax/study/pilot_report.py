@@ -20,8 +20,8 @@ def metric_of(design: Pilot, key: str) -> Metric:
 
 def title(design: Pilot) -> str:
   return (
-    f"Pilot of the transformer study on {design.task}: {len(design.arms)} feed-forward "
-    f"activations at lrs {numbers.lrs(design.learning_rates)} on selection seeds "
+    f"Pilot of a feed-forward activation study on {design.task}: {len(design.arms)} "
+    f"feed-forward activations at lrs {numbers.lrs(design.learning_rates)} on selection seeds "
     f"{numbers.seeds(design.seeds)}, {design.epochs} epochs, validation metrics only"
   )
 
@@ -32,8 +32,8 @@ def headline_summary(design: Pilot, analysis: Analysis) -> str:
   if analysis.missing:
     pending = f"; pending ({', '.join(analysis.missing)} not trained)"
   return (
-    f"gelujax's pilot of the transformer study on {design.task} (`{design.name}`): validation "
-    f"metrics on selection seeds {numbers.seeds(design.seeds)}, no verdicts{pending}."
+    f"gelujax's pilot of a feed-forward activation study on {design.task} (`{design.name}`): "
+    f"validation metrics on selection seeds {numbers.seeds(design.seeds)}, no verdicts{pending}."
   )
 
 
