@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 import scipy.stats
 
-from gelujax.study import confirm, confirm_report, runs, stats
+from gelujax.study import confirm, confirm_report, power, registry, runs, stats
 from tests import fake_workdirs
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -79,7 +79,7 @@ def test_the_design_trains_the_earlier_evaluation_runs_on_fresh_seeds():
   ]
   assert family[d.retested - 1].baseline == "elu"
   assert summary["verdicts"]["primary"][d.retested - 1]["verdict"] == "refuted"
-  assert confirm.DESIGNS[confirm.TASK] is d and confirm.variable(d) == "TWITTER"
+  assert registry.get(confirm.TASK) is d and registry.variable(d) == "TWITTER"
   grids = confirm.make_grids(d, Path("out"))
   assert [(g.name, g.spec.activation, g.learning_rates) for g in grids] == [
     (a, a, (1e-3,)) for a in d.arms
@@ -364,15 +364,15 @@ def test_signed_rank_helpers():
   assert stats.signed_rank_direction([-3, 1, 2]) == 0  # ranks 3 vs 1 + 2
   assert stats.signed_rank_direction([0, 0]) == 0
   rng = np.random.default_rng(7)
-  shift = stats.detectable_shift(40.0, 30, level=0.025)
+  shift = power.detectable_shift(40.0, 30, level=0.025)
   hits = [
     stats.signed_rank_test(np.round(rng.normal(shift, 40.0, 30))) <= 0.025 for _ in range(400)
   ]
   assert 0.72 <= np.mean(hits) <= 0.88
   d = rng.normal(shift, 40.0, 400)
-  assert 25 <= stats.pairs_for_shift(d, level=0.025) <= 36
-  assert stats.pairs_for_shift([0.0, 1.0, -1.0], level=0.05) is None
-  assert stats.pairs_for_shift([100.0, 101.0, 99.0], level=0.025) == 7  # 2 / 2^7 <= 0.025
+  assert 25 <= power.pairs_for_shift(d, level=0.025) <= 36
+  assert power.pairs_for_shift([0.0, 1.0, -1.0], level=0.05) is None
+  assert power.pairs_for_shift([100.0, 101.0, 99.0], level=0.025) == 7  # 2 / 2^7 <= 0.025
 
 
 @pytest.mark.e2e

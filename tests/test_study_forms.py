@@ -14,7 +14,7 @@ import pytest
 import scipy.special
 import scipy.stats
 
-from gelujax.study import forms, forms_report, runs, stats
+from gelujax.study import forms, forms_report, power, registry, runs, stats
 from tests.test_reproduce_cli import write_tiny_mnist
 from tests.test_results_forms import check_forms_result, one_sided_p
 
@@ -52,11 +52,11 @@ def test_pairs_for_power_gives_about_80_percent_power_by_simulation(shift, sd, m
   shift about 80% of the time for normal differences with that shift (simulated with the exact
   tests), and half as many decide it less often."""
   rng = np.random.default_rng(0)
-  n = stats.pairs_for_power(rng.normal(shift, sd, 400), level=0.05, margin=margin)
+  n = power.pairs_for_power(rng.normal(shift, sd, 400), level=0.05, margin=margin)
   assert n is not None and 30 <= n <= 100
-  power = simulated_power(shift, sd, margin, n, equivalent)
-  assert 0.7 <= power <= 0.92
-  assert simulated_power(shift, sd, margin, n // 2, equivalent) < power - 0.1
+  found = simulated_power(shift, sd, margin, n, equivalent)
+  assert 0.7 <= found <= 0.92
+  assert simulated_power(shift, sd, margin, n // 2, equivalent) < found - 0.1
 
 
 def outcome(first, second, lr, d, metric=forms.DESIGN.metrics[0], dtype="float32"):
@@ -295,4 +295,4 @@ def test_the_powered_design_has_the_seeds_its_pilot_asks_for():
   assert families[("control", "float32", "best.test_loss")] == [
     ("identity", "gelu", 3e-4), ("identity", "gelu", 1e-3)
   ]  # fmt: skip
-  assert len(families) == 4 and forms.DESIGNS[forms.POWERED_TASK] is forms.POWERED
+  assert len(families) == 4 and registry.get(forms.POWERED_TASK) is forms.POWERED

@@ -18,7 +18,7 @@ import scipy.stats
 
 from gelujax import paper, tasks
 from gelujax.specs import gated_unit
-from gelujax.study import confirm, forms, overview, pilot, pilot_report
+from gelujax.study import confirm, forms, overview, pilot, pilot_report, power, registry
 from tests import fake_workdirs
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -45,7 +45,7 @@ def test_the_designs_are_fixed_as_the_issue_states(name, task, dataset):
   """Both pilots: the seven arms, the task's lrs, epochs and selection metric, selection seeds
   0-3; each arm a spec the task takes (the gated units gated, the others not), in a folder a file
   system takes; the study's seven comparisons, the control's last."""
-  d = pilot.PILOTS[name]
+  d = registry.get(name)
   spec = tasks.get(task)
   assert (d.name, d.task, d.dataset, d.date) == (name, task, dataset, "2026-11-27")
   assert d.arms == ARMS and d.control == "identity"
@@ -54,7 +54,7 @@ def test_the_designs_are_fixed_as_the_issue_states(name, task, dataset):
   assert d.seeds == (0, 1, 2, 3)
   assert set(d.comparisons) == COMPARISONS and len(d.comparisons) == 7
   assert d.comparisons[-1] == ("identity", "gelu")
-  assert pilot.variable(d) == {"vit_fashion_mnist_pilot": "VIT"}.get(name, "TAGGER")
+  assert registry.variable(d) == {"vit_fashion_mnist_pilot": "VIT"}.get(name, "TAGGER")
   for reason in (d.arms_reason, d.control_reason, d.lr_reason, d.seeds_reason, d.epochs_reason):
     assert reason
   assert "fresh" in d.seeds_reason and "never evaluation seeds" in d.seeds_reason
@@ -80,12 +80,12 @@ def test_the_selection_seeds_are_no_evaluation_seeds_of_the_project():
   transformer tasks' study's default, 100 on), and are none of the evaluation seeds of the
   transformer tasks, the confirmation or the powered forms study. One paper task's design
   evaluates on seed 3: Fig. 4's autoencoder (mnist_ae, seeds 3-5), another task's networks."""
-  for d in pilot.PILOTS.values():
+  for d in (registry.get(n) for n in registry.names(registry.PILOT)):
     assert max(d.seeds) < paper.EVALUATION_SEED_START
     shared = {}
     for task in (*paper.PAPER, "vit_fashion_mnist", "transformer_twitter_pos", "char_lm"):
       shared[task] = set(d.seeds) & set(paper.design(task, 10).evaluation_seeds)
-    for other in (*confirm.DESIGNS.values(), forms.POWERED):
+    for other in (confirm.TWITTER, forms.POWERED):
       shared[other.name] = set(d.seeds) & set(other.seeds)
     assert {k: v for k, v in shared.items() if v} == {"mnist_ae": {3}}
     assert not shared[d.task]
@@ -99,10 +99,10 @@ def test_the_pairs_needed_are_the_normal_approximation():
   detect = ((z(0.975) + z(0.8)) * sd / margin) ** 2
   equivalent = ((z(0.95) + z(0.9)) * sd / margin) ** 2
   assert (detect, equivalent) == (pytest.approx(31.3955, abs=1e-3), pytest.approx(34.2555, 1e-4))
-  assert pilot.pairs_to_detect(sd, margin, alpha=0.05, power=0.8) == 32
-  assert pilot.pairs_for_equivalence(sd, margin, alpha=0.05, power=0.8) == 35
-  assert pilot.pairs_to_detect(0.0001, 0.01, alpha=0.05, power=0.8) == 2  # at least 2
-  assert pilot.pairs_to_detect(math.nan, 0.01, alpha=0.05, power=0.8) is None
+  assert power.pairs_to_detect(sd, margin, alpha=0.05, power=0.8) == 32
+  assert power.pairs_for_equivalence(sd, margin, alpha=0.05, power=0.8) == 35
+  assert power.pairs_to_detect(0.0001, 0.01, alpha=0.05, power=0.8) == 2  # at least 2
+  assert power.pairs_to_detect(math.nan, 0.01, alpha=0.05, power=0.8) is None
 
 
 # Each member's best validation error, at epoch 2 of 3 (the curve 0.3, best, best + 0.01; its
@@ -410,7 +410,7 @@ def test_the_language_models_pilot_is_fixed_and_trains_end_to_end(tmp_path):
     "identity",
   )  # fmt: skip
   assert d.seeds == (0, 1, 2, 3) and d.epochs == tasks.get("char_lm").epochs == 4
-  assert d.comparisons[-1] == ("identity", "gelu") and pilot.variable(d) == "CHAR_LM"
+  assert d.comparisons[-1] == ("identity", "gelu") and registry.variable(d) == "CHAR_LM"
   for arm in d.arms:
     assert (gated_unit(arm) is not None) == ("glu" in arm)
   write_text(tmp_path / "text")

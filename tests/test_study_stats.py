@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import scipy.stats
 
-from gelujax.study import stats
+from gelujax.study import power, stats
 
 
 def midranks(pooled):
@@ -192,22 +192,22 @@ def test_seeds_for_power_reach_about_80_percent_by_simulation():
   rng = np.random.default_rng(7)
   # A pilot whose sample shift is close to its true one: normal quantiles, shifted by 1.
   pilot = scipy.stats.norm.ppf((np.arange(10) + 0.5) / 10)
-  n = stats.seeds_for_power(pilot + 1.0, pilot, level=0.0125)
+  n = power.seeds_for_power(pilot + 1.0, pilot, level=0.0125)
   assert 10 <= n <= 40
-  power = simulated_power(1.0, n, 0.0125, rng)
-  assert 0.68 <= power <= 0.92, (n, power)
-  assert simulated_power(1.0, max(2, n // 2), 0.0125, rng) < power
+  found = simulated_power(1.0, n, 0.0125, rng)
+  assert 0.68 <= found <= 0.92, (n, found)
+  assert simulated_power(1.0, max(2, n // 2), 0.0125, rng) < found
 
 
 def test_seeds_for_power_edge_cases():
   # No shift: no number of seeds decides it; a huge shift: the least seeds that can reach the
   # level at all (2 / C(2n, n) < 0.0125 first at n = 5).
-  assert stats.seeds_for_power([1, 2, 3], [2, 1, 3], level=0.05) is None
-  assert stats.seeds_for_power([100, 101, 102], [1, 2, 3], level=0.0125) == 5
+  assert power.seeds_for_power([1, 2, 3], [2, 1, 3], level=0.05) is None
+  assert power.seeds_for_power([100, 101, 102], [1, 2, 3], level=0.0125) == 5
   # An equivalence at its margin cannot be decided; well inside it, equivalence needs seeds.
-  at_margin = stats.seeds_for_power([1.0, 2.0, 3.0], [0.0, 1.0, 2.0], level=0.05, margin=1.0)
+  at_margin = power.seeds_for_power([1.0, 2.0, 3.0], [0.0, 1.0, 2.0], level=0.05, margin=1.0)
   assert at_margin is None
-  inside = stats.seeds_for_power([0.0, 1.0, 2.0, 3.0], [0.1, 1.1, 2.1, 3.1], level=0.05, margin=3)
+  inside = power.seeds_for_power([0.0, 1.0, 2.0, 3.0], [0.1, 1.1, 2.1, 3.1], level=0.05, margin=3)
   assert inside is not None and inside >= 5
 
 

@@ -24,10 +24,10 @@ from gelujax import paper, tasks
 from gelujax.study import (
   confirm,
   confirm_report,
-  forms,
   grids,
   overview,
   pilot,
+  registry,
   transformer,
   transformer_report,
   wrong_form,
@@ -46,9 +46,9 @@ def test_the_designs_are_fixed_as_the_issue_states(name):
   """Each task's design: the seven arms, the ranking, forms and control families, test error in
   whole examples and test loss, the task's and the pilot's epochs; its lrs, margins and seeds
   empty (they come from the pilot, never typed), every rule and reason stated."""
-  d = transformer.DESIGNS[name]
+  d = registry.get(name)
   task = {"vit_fashion_mnist_study": "vit_fashion_mnist"}.get(name, "transformer_twitter_pos")
-  p = pilot.PILOTS[d.pilot]
+  p = d.pilot
   assert (d.task, d.dataset, d.date) == (task, p.dataset, "2026-11-27") and p.task == task
   assert d.epochs == p.epochs == tasks.get(task).epochs
   assert (d.examples, d.unit) == {"vit_fashion_mnist": (10_000, "images")}.get(
@@ -76,7 +76,7 @@ def test_the_designs_are_fixed_as_the_issue_states(name):
     if field.name.endswith(("_reason", "_rule")):
       assert getattr(d, field.name), field.name
   assert "Shazeer (2020" in d.ranking_reason and "not established" in d.control_reason
-  assert transformer.variable(d) == {"vit_fashion_mnist_study": "VIT"}.get(name, "TAGGER")
+  assert registry.variable(d) == {"vit_fashion_mnist_study": "VIT"}.get(name, "TAGGER")
   assert transformer.pilot_folder(d) == f"results/{p.dataset}/{p.name}"
 
 
@@ -87,13 +87,13 @@ def test_the_fresh_seeds_are_no_seeds_of_any_other_study():
   members at 15 minutes for 10 members."""
   taken = set(range(transformer.SEED_START, transformer.SEED_START + transformer.MAX_SEEDS))
   others = {}
-  own = {design.name for design in transformer.DESIGNS.values()}  # the study's own runs
+  own = set(registry.names(registry.TRANSFORMER))  # the study's own runs
   for config in (ROOT / "results").rglob("config.json"):
     if own.isdisjoint(config.relative_to(ROOT).parts):
       others[str(config)] = {m["seed"] for m in json.loads(config.read_text())["members"]}
   for task in (*paper.PAPER, "vit_fashion_mnist", "transformer_twitter_pos"):
     others[task] = set(paper.design(task, 10).evaluation_seeds)
-  for other in (*confirm.DESIGNS.values(), *forms.DESIGNS.values(), *pilot.PILOTS.values()):
+  for other in (registry.get(n) for n in registry.names() if n not in own):
     others[other.name] = set(other.seeds)
   assert others and not {k: v & taken for k, v in others.items() if v & taken}
   minutes = len(ARMS) * transformer.MAX_SEEDS / 10 * 15
@@ -163,7 +163,7 @@ def pilot_best(arm, lr, seed, spread=1.0):
 def write_pilot(root, design=transformer.VIT, spread=1.0, arms=ARMS):
   """The pilot's result under ``root`` as reproduce.py writes it (runs of 2 epochs, the best the
   second; test metrics nowhere near the validation's), with its summary.json."""
-  p = pilot.PILOTS[design.pilot]
+  p = design.pilot
   folder = root / transformer.pilot_folder(design)
   for arm in arms:
     members = []
@@ -871,11 +871,11 @@ def test_the_readme_sets_the_arms_beside_the_window_model_and_the_paper(study):
   assert "## Beside" not in (out / "README.md").read_text()
 
 
-def test_the_caveats_name_the_pilots_learning_rates_and_seeds(monkeypatch):
+def test_the_caveats_name_the_pilots_learning_rates_and_seeds():
   """What the study does not show names its pilot's lrs and selection seeds as that pilot has
   them (a pilot of 3 lrs and 5 seeds here), and one task."""
   wider = dataclasses.replace(pilot.VIT, learning_rates=(3e-3, 1e-3, 3e-4), seeds=(0, 1, 2, 3, 4))
-  monkeypatch.setitem(pilot.PILOTS, pilot.VIT.name, wider)
-  text = "\n".join(transformer_report.caveat_lines(transformer.VIT))
+  design = dataclasses.replace(transformer.VIT, pilot=wider)
+  text = "\n".join(transformer_report.caveat_lines(design))
   assert "chosen from the pilot's 3 (0.003, 0.001, 0.0003) on its 5 selection seeds" in text
   assert "One small transformer on one CPU-sized task: `vit_fashion_mnist`, 10 epochs" in text

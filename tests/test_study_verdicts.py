@@ -7,7 +7,7 @@ import pytest
 import scipy.stats
 
 from gelujax.paper import EQUIVALENT, HIGHER, LOWER, PRIMARY, Hypothesis
-from gelujax.study import stats, verdicts
+from gelujax.study import power, verdicts
 from gelujax.study.verdicts import Evidence
 
 
@@ -82,7 +82,7 @@ def test_equivalence_verdicts():
     hypothesis(EQUIVALENT, margin=0.02, metric="accuracy@1"), gelu[:3], close[:3]
   )
   assert verdict.verdict == verdicts.INCONCLUSIVE
-  assert verdict.seeds_needed == stats.seeds_for_power(gelu[:3], close[:3], level=0.05, margin=0.02)
+  assert verdict.seeds_needed == power.seeds_for_power(gelu[:3], close[:3], level=0.05, margin=0.02)
 
 
 def test_comparison_holds_the_shift_interval_and_p():

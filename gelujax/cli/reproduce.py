@@ -36,17 +36,7 @@ from gelujax.paper import (
 )
 from gelujax.registry import parse_name
 from gelujax.specs import get_activation
-from gelujax.study import (
-  confirm,
-  confirm_report,
-  forms,
-  forms_report,
-  pilot,
-  pilot_report,
-  readme,
-  transformer,
-  transformer_report,
-)
+from gelujax.study import readme, registry
 
 
 @functools.cache  # once a process
@@ -73,16 +63,15 @@ def define_flags() -> None:
   _TASK = flags.DEFINE_string(
     "task",
     None,
-    f"The experiment: one of {', '.join(PAPER_TASKS)} (or any registered task), or "
-    f"{forms.TASK} or {forms.POWERED_TASK}, the studies of the GELU forms (their designs are "
-    f"fixed: gelujax.study.forms.DESIGN and POWERED), {confirm.TASK}, §3.3's primary family "
-    f"re-tested on fresh paired seeds (fixed: gelujax.study.confirm.TWITTER), or "
-    f"{' or '.join(pilot.PILOTS)}, the pilots of the transformer studies (the language "
-    "model's too): each feed-forward activation on selection seeds, validation metrics only "
-    "(fixed: gelujax.study.pilot.VIT, TAGGER and CHAR_LM), or "
-    f"{' or '.join(transformer.DESIGNS)}, the transformer study (fixed: "
-    "gelujax.study.transformer.VIT and TAGGER, their lrs, margins and seeds from the pilot's "
-    "committed result).",
+    f"The experiment: one of {', '.join(PAPER_TASKS)} (or any registered task), their "
+    "settings from the flags below, or a study fixed in code, which only --out, --data_dir and "
+    f"--render may change: {', '.join(registry.names(registry.FORMS))} (the GELU forms), "
+    f"{', '.join(registry.names(registry.CONFIRM))} (§3.3's primary family re-tested on fresh "
+    f"paired seeds), {', '.join(registry.names(registry.PILOT))} (the pilots: each "
+    "feed-forward activation on selection seeds, validation metrics only) or "
+    f"{', '.join(registry.names(registry.TRANSFORMER))} (the transformer studies, their lrs, "
+    "margins and seeds from their pilot's committed result); each design's code path: "
+    "gelujax.study.registry.STUDIES.",
   )
   _DATASET = flags.DEFINE_string("dataset", None, "Dataset for the task (default: the task's own).")
   _ACTIVATIONS = flags.DEFINE_list(
@@ -161,14 +150,8 @@ def run() -> Path:
   _flags.check_given_once(__name__, [flag.name for flag in not_empty])
   host.enable_compilation_cache(_COMPILATION_CACHE.value)
   root, project = _flags.working_folder()
-  if task in forms.DESIGNS:
-    return run_forms(forms.DESIGNS[task], root, project)
-  if task in confirm.DESIGNS:
-    return run_confirm(confirm.DESIGNS[task], root, project)
-  if task in pilot.PILOTS:
-    return run_pilot(pilot.PILOTS[task], root, project)
-  if task in transformer.DESIGNS:
-    return run_transformer(transformer.DESIGNS[task], root, project)
+  if task in registry.STUDIES:
+    return run_study(registry.STUDIES[task], root, project)
   references = parse_references(_REFERENCE.value)
   noise = task.endswith(NOISE_SUFFIX)
   base = task.removesuffix(NOISE_SUFFIX)
@@ -255,90 +238,28 @@ def parse_references(values: list[str] | None) -> list[str]:
   return references
 
 
-def _refuse_settings(task: str, where: str, fixed: str) -> None:
-  """Refuses the flags that would change what a study fixed in code trains (``where``: the
-  design's variable; ``fixed``: what it trains, in words), before any work."""
+def run_study(study: registry.Study, root: Path, project: bool) -> Path:
+  """A study fixed in code (`gelujax.study.registry.STUDIES`): its design fixes what it trains,
+  so only where it runs can be chosen (``root`` and ``project``:
+  `gelujax.cli._flags.working_folder`); the flags that would change it are refused before any
+  work."""
   given = [
     f"--{flag.name}" for flag in (*_SETTINGS, _DATASET, _REFERENCE) if flag.value is not None
   ]
   if given:
     raise ValueError(
-      f"--task {task} trains the design fixed in {where} before its runs ({fixed}); leave out "
-      f"{', '.join(given)}."
+      f"--task {study.name} trains the design fixed in {study.where} before its runs "
+      f"({study.kind.fixed(study.design)}); leave out {', '.join(given)}."
     )
-
-
-def run_forms(design: forms.Design, root: Path, project: bool) -> Path:
-  """A study of the GELU forms: its design is fixed in code, so only where it runs can be
-  chosen (``root`` and ``project``: `gelujax.cli._flags.working_folder`)."""
-  lrs = ", ".join(f"{lr:g}" for lr in design.learning_rates)
-  _refuse_settings(
-    design.name,
-    f"gelujax.study.forms.{forms.variable(design)}",
-    f"arms {', '.join(design.arms)}, lrs {lrs}, {len(design.seeds)} seeds, {design.epochs} "
-    f"epochs, {design.dataset}",
-  )
-  members = len(design.learning_rates) * len(design.seeds)
-  return _run_design(design, forms_report.reproduce, members, root, project)
-
-
-def run_confirm(design: confirm.Confirmation, root: Path, project: bool) -> Path:
-  """A confirmation study: its design is fixed in code, so only where it runs can be chosen
-  (``root`` and ``project``: `gelujax.cli._flags.working_folder`)."""
-  _refuse_settings(
-    design.name,
-    f"gelujax.study.confirm.{confirm.variable(design)}",
-    f"arms {', '.join(design.arms)}, lr {design.learning_rate:g}, seeds "
-    f"{design.seeds[0]}-{design.seeds[-1]}, {design.epochs} epochs, {design.dataset}",
-  )
-  return _run_design(design, confirm_report.reproduce, len(design.seeds), root, project)
-
-
-def run_pilot(design: pilot.Pilot, root: Path, project: bool) -> Path:
-  """A pilot of the transformer study: its design is fixed in code, so only where it runs can be
-  chosen (``root`` and ``project``: `gelujax.cli._flags.working_folder`)."""
-  lrs = ", ".join(f"{lr:g}" for lr in design.learning_rates)
-  _refuse_settings(
-    design.name,
-    f"gelujax.study.pilot.{pilot.variable(design)}",
-    f"arms {', '.join(design.arms)}, lrs {lrs}, seeds {design.seeds[0]}-{design.seeds[-1]}, "
-    f"{design.epochs} epochs, {design.dataset}",
-  )
-  members = len(design.learning_rates) * len(design.seeds)
-  return _run_design(design, pilot_report.reproduce, members, root, project)
-
-
-def run_transformer(design: transformer.Design, root: Path, project: bool) -> Path:
-  """The transformer study: its hypotheses and rules are fixed in code and its numbers come from
-  its pilot's committed result (`gelujax.study.transformer.filled`, which refuses where it is
-  missing), so only where it runs can be chosen (``root`` and ``project``:
-  `gelujax.cli._flags.working_folder`)."""
-  _refuse_settings(
-    design.name,
-    f"gelujax.study.transformer.{transformer.variable(design)}",
-    f"arms {', '.join(design.arms)}, each arm's lr, the margins and the seeds from its pilot "
-    f"{design.pilot} by gelujax.study.transformer.from_pilot, {design.epochs} epochs, "
-    f"{design.dataset}",
-  )
-  design = transformer.filled(design, root, readme.command_name(project))
-  return _run_design(design, transformer_report.reproduce, len(design.seeds), root, project)
-
-
-def _run_design(design, reproduce, members: int, root: Path, project: bool) -> Path:
-  """Trains (or with --render, renders) a study whose design is fixed in code, with
-  ``reproduce`` (its report module's), into --out or ``root``'s results folder for it; a grid
-  has ``members`` members."""
-  out = Path(_OUT.value or root / "results" / design.dataset / design.name)
-  if not _RENDER.value:
-    host.configure_cpu(_CPU_DEVICES.value, members)
-  return reproduce(
-    design,
-    out=out,
+  return registry.reproduce(
+    study,
+    out=Path(_OUT.value or root / "results" / study.design.dataset / study.name),
     root=root,
     data_dir=_DATA_DIR.value,
     train=not _RENDER.value,
     command=" ".join([readme.command_name(project), *sys.argv[1:]]),
     project=project,
+    configure=lambda members: host.configure_cpu(_CPU_DEVICES.value, members),
   )
 
 

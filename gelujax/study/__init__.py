@@ -7,7 +7,10 @@
 - :mod:`~gelujax.study.curves`: what a run's curves show (instabilities, still improving,
   final spikes, not learning), by fixed rules.
 - :mod:`~gelujax.study.stats`: exact rank-sum and signed-rank tests, Hodges–Lehmann shifts and
-  intervals (unpaired and paired), TOST, Holm, power.
+  intervals (unpaired and paired), TOST, Holm; :mod:`~gelujax.study.power`: the seeds or pairs a
+  decision needs, the shift a design detects (the test's efficiency an argument), and the one
+  upper confidence bound of an SD every study sizes its seeds with.
+- :mod:`~gelujax.study.registry`: every study fixed in code, by name, and the one way to run one.
 - :mod:`~gelujax.study.verdicts`: pre-registered hypotheses (``gelujax.paper.PAPER``)
   judged within their family.
 - :mod:`~gelujax.study.evidence`: what each hypothesis is tested on: the runs' per-seed values,

@@ -158,19 +158,6 @@ TWITTER = Confirmation(
   "earlier result took it",
 )  # fmt: skip
 
-# The studies by name (``reproduce.py --task``).
-DESIGNS = {d.name: d for d in (TWITTER,)}
-
-
-def variable(design: Confirmation) -> str:
-  """The name ``design``'s study has in this module (``TWITTER``); its name where it is none of
-  them (a test's copy)."""
-  study = DESIGNS.get(design.name)
-  return next(
-    (k for k, v in globals().items() if k.isupper() and k != "DESIGNS" and v is study),
-    design.name,
-  )
-
 
 def whole(value: float, examples: int) -> float:
   """A rate of ``examples`` as the count it is (a float holding an integer).
@@ -315,7 +302,7 @@ def judge_family(
       verdict = supported if side == claimed else REFUTED
     else:
       verdict = INCONCLUSIVE
-      needed = stats.pairs_for_shift(o.paired.differences, level=level)
+      needed = power.pairs_for_shift(o.paired.differences, level=level)
     judged.append(
       dataclasses.replace(o, holm=holm, verdict=verdict, side=side, pairs_needed=needed)
     )
@@ -422,10 +409,10 @@ def pilot(design: Confirmation, earlier: Mapping[str, runs.Run]) -> dict[str, An
         "sd": sd,
         "sd_bound": sd * factor,
         "shift": shift,
-        "detectable": stats.detectable_shift(sd, n, level=level),
-        "detectable_bound": stats.detectable_shift(sd * factor, n, level=level),
-        "pairs": stats.pairs_for_shift(d, level=level),
-        "pairs_bound": stats.pairs_for_shift(shift + (d - shift) * factor, level=level),
+        "detectable": power.detectable_shift(sd, n, level=level),
+        "detectable_bound": power.detectable_shift(sd * factor, n, level=level),
+        "pairs": power.pairs_for_shift(d, level=level),
+        "pairs_bound": power.pairs_for_shift(shift + (d - shift) * factor, level=level),
       }
     )
   retested = found["hypotheses"][design.retested - 1]

@@ -242,7 +242,7 @@ def paired_spread(design: Design, outcomes: Sequence[Outcome]) -> dict[float, di
   """What ``design``'s pairs could resolve on test error: per lr, over the forms' comparisons,
   the range of the paired differences' SD (in the units shown), and of the pairs with which a
   true shift of 0 (the differences centred on their paired shift) would be called equivalent
-  with 80% power at the family's strictest level (:func:`gelujax.study.stats.pairs_for_power`;
+  with 80% power at the family's strictest level (:func:`gelujax.study.power.pairs_for_power`;
   None: more than ``stats.MAX_SEEDS``)."""
   metric = next((m for m in design.metrics if m.key == "best.test_error"), None)
   if metric is None:
@@ -265,7 +265,7 @@ def paired_spread(design: Design, outcomes: Sequence[Outcome]) -> dict[float, di
       sds.append(metric.shown(float(np.std(d, ddof=1))))
       level = design.alpha / sizes[o.comparison.family]
       centred = d - stats.walsh_median(d)
-      pairs.append(stats.pairs_for_power(centred, level=level, margin=metric.margin))
+      pairs.append(power.pairs_for_power(centred, level=level, margin=metric.margin))
     found[lr] = {
       "sd_low": min(sds),
       "sd_high": max(sds),
@@ -294,13 +294,10 @@ def whole_test_error(reason: str) -> Metric:
 # The powered study of the forms, fixed before any of its runs was trained: the one question the
 # first design could not answer (gelu_tanh against gelu on test metrics, where it found 4
 # equivalents all marked †), with the pairs its pilot says decide it, and a control that the
-# design can detect.
-POWERED = Design(
+# design can detect. The first design's task, data, dropout, epochs, level and tie rule.
+POWERED = dataclasses.replace(
+  DESIGN,
   date="2026-11-27",
-  task="mnist",
-  dataset="fashion_mnist",
-  dropout=0.0,
-  epochs=20,
   arms=("gelu", "gelu_tanh", "identity"),
   learning_rates=(3e-4, 1e-3),
   seeds=tuple(range(1000, 1060)),
@@ -361,23 +358,13 @@ def pilot(finished: dict[str, runs.Run], design: Design = POWERED) -> dict[float
       "differences": d.tolist(),
       "sd": float(np.std(d, ddof=1)),
       "shift": float(shift),
-      "pairs": stats.pairs_for_power(d, level=level, margin=metric.margin),
-      "pairs_bound": stats.pairs_for_power(
+      "pairs": power.pairs_for_power(d, level=level, margin=metric.margin),
+      "pairs_bound": power.pairs_for_power(
         shift + (d - shift) * factor, level=level, margin=metric.margin
       ),
     }
   needed = max(v["pairs_bound"] or stats.MAX_SEEDS for v in found.values())
   return {"level": level, "seeds": 10 * math.ceil(needed / 10), "lrs": found}
-
-
-# The studies by name (``reproduce.py --task``).
-DESIGNS = {d.name: d for d in (DESIGN, POWERED)}
-
-
-def variable(design: Design) -> str:
-  """The name the design of ``design``'s study has in this module (``DESIGN``, ``POWERED``)."""
-  study = DESIGNS.get(design.name, DESIGN)
-  return next(k for k, v in globals().items() if k.isupper() and k != "DESIGNS" and v is study)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -511,7 +498,7 @@ def judge(outcomes: Sequence[Outcome], alpha: float = stats.ALPHA) -> list[Outco
       else:
         verdict = INCONCLUSIVE
         margin = o.comparison.metric.margin
-        needed = stats.pairs_for_power(o.differences, level=strictest, margin=margin)
+        needed = power.pairs_for_power(o.differences, level=strictest, margin=margin)
       judged[i] = dataclasses.replace(
         o, p_holm=p, verdict=verdict, direction=direction, pairs_needed=needed
       )

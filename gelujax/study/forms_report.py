@@ -18,7 +18,18 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
 from gelujax import workdir as workdirs
-from gelujax.study import corrections, forms, grids, numbers, overview, plots, readme, runs, stats
+from gelujax.study import (
+  corrections,
+  forms,
+  grids,
+  numbers,
+  overview,
+  plots,
+  readme,
+  registry,
+  runs,
+  stats,
+)
 from gelujax.study.forms import DIFFERENT, EQUIVALENT, INCONCLUSIVE, Design, Outcome
 
 FIGURE = "forms.png"
@@ -54,7 +65,7 @@ def verdict_words(o: Outcome) -> str:
 
 def pairs_words(o: Outcome) -> str:
   """What would decide an inconclusive comparison: ``"~44 pairs would decide"``; ``"more than
-  1000 pairs would decide"`` where :func:`gelujax.study.stats.pairs_for_power` gives up at
+  1000 pairs would decide"`` where :func:`gelujax.study.power.pairs_for_power` gives up at
   :data:`gelujax.study.stats.MAX_SEEDS`; no number where the shift lies exactly on the margin,
   or too few pairs to tell."""
   if o.pairs_needed:
@@ -539,7 +550,7 @@ def paired_sd_words(design: Design, outcomes: Sequence[Outcome]) -> str:
     + f"; were the true shift 0, calling it *equivalent* within {margin} with 80% power at the "
     "family's strictest level would take "
     + ", ".join(f"{pairs(v['pairs'])} pairs at lr {lr:g}" for lr, v in spread.items())
-    + f" (`stats.pairs_for_power`); {seeds} pairs suffice in {enough} of the {cells} "
+    + f" (`power.pairs_for_power`); {seeds} pairs suffice in {enough} of the {cells} "
     "comparisons"
   )
 
@@ -680,7 +691,7 @@ def design_lines(design: Design) -> list[str]:
     for kind, n in sorted({(k[0], size) for k, size in families.items()})
   )
   lines = [
-    f"Fixed in `gelujax/study/forms.py` (`{forms.variable(design)}`, {design.date}) before any "
+    f"Fixed in `gelujax/study/forms.py` (`{registry.variable(design)}`, {design.date}) before any "
     "of its runs was "
     "trained:",
     "",

@@ -284,19 +284,6 @@ CHAR_LM = Pilot(
   ),
 )
 
-# The pilots by name (``reproduce.py --task``).
-PILOTS = {p.name: p for p in (VIT, TAGGER, CHAR_LM)}
-
-
-def variable(design: Pilot) -> str:
-  """The name ``design``'s pilot has in this module (``VIT``, ``TAGGER``); its name where it is
-  none of them (a test's copy)."""
-  found = PILOTS.get(design.name)
-  return next(
-    (k for k, v in globals().items() if k.isupper() and k != "PILOTS" and v is found),
-    design.name,
-  )
-
 
 @dataclasses.dataclass(frozen=True)
 class Best:
@@ -431,30 +418,6 @@ def select_lr(cells: Mapping[float, Cell], metric: str) -> float | None:
   )
 
 
-def _z(p: float) -> float:
-  return statistics.NormalDist().inv_cdf(p)
-
-
-def pairs_to_detect(sd: float, margin: float, *, alpha: float, power: float) -> int | None:
-  """The pairs with which a two-sided paired test at ``alpha`` finds a true shift of ``margin``
-  with ``power``, by the normal approximation: ((z(1 - alpha/2) + z(power)) sd / margin)^2,
-  rounded up, at least 2; None where ``sd`` is not finite."""
-  if not math.isfinite(sd):
-    return None
-  return max(2, math.ceil(((_z(1.0 - alpha / 2.0) + _z(power)) * sd / margin) ** 2))
-
-
-def pairs_for_equivalence(sd: float, margin: float, *, alpha: float, power: float) -> int | None:
-  """The pairs with which two one-sided paired tests, each at ``alpha``, find a true shift of 0
-  within ±``margin`` with ``power``, by the normal approximation: ((z(1 - alpha) +
-  z(1 - (1 - power)/2)) sd / margin)^2, rounded up, at least 2; None where ``sd`` is not
-  finite."""
-  if not math.isfinite(sd):
-    return None
-  z = _z(1.0 - alpha) + _z(1.0 - (1.0 - power) / 2.0)
-  return max(2, math.ceil((z * sd / margin) ** 2))
-
-
 @dataclasses.dataclass(frozen=True)
 class Spread:
   """One comparison's paired differences on one metric, at each arm's selected lr.
@@ -509,8 +472,8 @@ def spread(
   return Spread(
     a, b, metric.key, (cell_a.learning_rate, cell_b.learning_rate), seeds, tuple(d.tolist()),
     float(d.mean()) if len(d) else math.nan, sd, bound,
-    {m: pairs_to_detect(bound, m, **kw) for m in metric.margins},
-    {m: pairs_for_equivalence(bound, m, **kw) for m in metric.margins},
+    {m: power.pairs_to_detect(bound, m, **kw) for m in metric.margins},
+    {m: power.pairs_for_equivalence(bound, m, **kw) for m in metric.margins},
   )  # fmt: skip
 
 

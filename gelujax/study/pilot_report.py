@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from gelujax import workdir as workdirs
-from gelujax.study import forms_report, grids, numbers, overview, pilot, readme
+from gelujax.study import forms_report, grids, numbers, overview, pilot, readme, registry
 from gelujax.study.pilot import Analysis, Metric, Pilot, Spread
 
 
@@ -170,7 +170,7 @@ def caveat_lines(design: Pilot) -> list[str]:
 
 
 def design_lines(design: Pilot) -> list[str]:
-  """The design, as :data:`gelujax.study.pilot.PILOTS` fixes it."""
+  """The design, as :mod:`gelujax.study.pilot` fixes it."""
   spec = design.spec()
   renamed = "; ".join(
     f"{arm} in `runs/{design.folder(arm)}/`" for arm in design.arms if design.folder(arm) != arm
@@ -178,7 +178,7 @@ def design_lines(design: Pilot) -> list[str]:
   if renamed:
     renamed = f", the folder's name as `gelujax.study.runs.run_name` makes it: {renamed}"
   return [
-    f"Fixed in `gelujax/study/pilot.py` (`{pilot.variable(design)}`, {design.date}) before any "
+    f"Fixed in `gelujax/study/pilot.py` (`{registry.variable(design)}`, {design.date}) before any "
     "of its runs was trained:",
     "",
     f"- Task: `{design.task}` on {design.dataset} (model `{spec.model}`, batch size "

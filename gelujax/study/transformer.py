@@ -35,14 +35,13 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import statistics
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from gelujax import workdir as workdirs
 from gelujax.paper import LOWER, Hypothesis
-from gelujax.study import best, confirm, forms, grids, pilot, runs, stats, wrong_form
+from gelujax.study import best, confirm, forms, grids, pilot, power, runs, stats, wrong_form
 from gelujax.study.forms import CONTROL_FAMILY, DIFFERENT, EQUIVALENT
 from gelujax.workdir import SUMMARY_FILE
 
@@ -215,7 +214,7 @@ class Design:
     date: when the design was fixed in code (UTC), before any of its runs was trained.
     task: the registered task trained.
     dataset: its data set.
-    pilot: the name of the pilot the numbers come from (`gelujax.study.pilot.PILOTS`).
+    pilot: the pilot the numbers come from (its design, `gelujax.study.pilot`'s).
     epochs: epochs of every run (the task's and the pilot's).
     examples: the test split's size in what its error counts (images, tokens).
     unit: what an example is, in words.
@@ -247,7 +246,7 @@ class Design:
   date: str
   task: str
   dataset: str
-  pilot: str
+  pilot: pilot.Pilot
   epochs: int
   examples: int
   unit: str
@@ -293,7 +292,7 @@ class Design:
     if not self.is_filled:
       raise ValueError(
         f"The design {self.name} has no lrs, margins or seeds yet: they come from its pilot "
-        f"{self.pilot} (`gelujax.study.transformer.filled`)."
+        f"{self.pilot.name} (`gelujax.study.transformer.filled`)."
       )
 
   def spec(self) -> Any:
@@ -341,7 +340,7 @@ VIT = Design(
   date="2026-11-27",
   task="vit_fashion_mnist",
   dataset="fashion_mnist",
-  pilot=pilot.VIT.name,
+  pilot=pilot.VIT,
   epochs=10,
   examples=10_000,
   unit="images",
@@ -354,7 +353,7 @@ TAGGER = Design(
   date="2026-11-27",
   task="transformer_twitter_pos",
   dataset="twitter_pos",
-  pilot=pilot.TAGGER.name,
+  pilot=pilot.TAGGER,
   epochs=80,
   examples=7_152,
   unit="tokens",
@@ -364,17 +363,6 @@ TAGGER = Design(
   beside="results/twitter_pos/twitter_pos_confirm",
   beside_words="the window MLP",
 )
-
-# The studies by the name they have here, and by their own (``reproduce.py --task``).
-VARIABLES = {"VIT": VIT, "TAGGER": TAGGER}
-DESIGNS = {d.name: d for d in VARIABLES.values()}
-
-
-def variable(design: Design) -> str:
-  """The name ``design``'s study has in this module (``VIT``, ``TAGGER``); its name where it is
-  none of them (a test's copy under another name)."""
-  return next((k for k, v in VARIABLES.items() if v.name == design.name), design.name)
-
 
 # ------------------------------------------------------------------------- the pilot's rule
 
@@ -393,30 +381,26 @@ def floor_pairs(design: Design) -> int:
   size; a forms comparison's one-sided tests (at least 1 / 2^n each) at :func:`tost_level`; the
   control's beyond-the-margin decision (its p at least 4 / 2^n) at alpha."""
   one_sided = min(design.alpha / len(design.ranking) / 2.0, tost_level(design), design.alpha / 4.0)
-  return next(n for n in range(1, stats.MAX_SEEDS + 1) if 0.5**n <= one_sided)
+  return power.floor_pairs(one_sided)
 
 
 def pairs_for_tost(design: Design, sd: float, margin: float) -> int | None:
   """The pairs with which a forms comparison whose true shift is 0 is found *equivalent* within
   ±``margin`` with the design's power, its paired differences' SD being ``sd``: the pilot's
-  normal approximation (`gelujax.study.pilot.pairs_for_equivalence`) at :func:`tost_level`,
-  with the SD times sqrt(π/3), the signed-rank test's efficiency against the t-test for normal
-  differences. None where ``sd`` is not finite."""
-  return pilot.pairs_for_equivalence(
-    sd * math.sqrt(math.pi / 3.0), margin, alpha=tost_level(design), power=design.power
+  normal approximation (`gelujax.study.power.pairs_for_equivalence`) at :func:`tost_level`,
+  at the signed-rank test's efficiency against the t-test for normal differences (the SD times
+  sqrt(π/3)). None where ``sd`` is not finite."""
+  return power.pairs_for_equivalence(
+    sd, margin, alpha=tost_level(design), power=design.power, efficiency=power.RANK_EFFICIENCY
   )
 
 
 def tost_power(design: Design, sd: float, margin: float, pairs: int) -> float:
   """The power of a forms comparison's TOST with ``pairs`` pairs where the true shift is 0, by
-  the approximation :func:`pairs_for_tost` inverts: 1 − 2 Φ(z(1 − level) − margin √pairs /
-  (sd √(π/3)))."""
-  if not math.isfinite(sd):
-    return math.nan
-  normal = statistics.NormalDist()
-  z = normal.inv_cdf(1.0 - tost_level(design))
-  reach = margin * math.sqrt(pairs) / (sd * math.sqrt(math.pi / 3.0)) if sd > 0 else math.inf
-  return max(0.0, 1.0 - 2.0 * normal.cdf(z - reach))
+  the approximation :func:`pairs_for_tost` inverts (`gelujax.study.power.equivalence_power`)."""
+  return power.equivalence_power(
+    sd, margin, pairs, alpha=tost_level(design), efficiency=power.RANK_EFFICIENCY
+  )
 
 
 def from_pilot(design: Design, analysis: pilot.Analysis, folder: str) -> Design:
@@ -450,7 +434,7 @@ def from_pilot(design: Design, analysis: pilot.Analysis, folder: str) -> Design:
   }
   wanted |= {(design.control, "gelu", m.pilot.key) for m in design.measures}
   spreads = tuple(s for s in analysis.spreads if (s.first, s.second, s.metric) in wanted)
-  sizing = Sizing(design.pilot, folder, spreads, tost_level(design), floor_pairs(design), {})
+  sizing = Sizing(design.pilot.name, folder, spreads, tost_level(design), floor_pairs(design), {})
   needed: dict[str, dict[float, int]] = {}
   margins: dict[str, float] = {}
   for m in design.measures:
@@ -491,7 +475,7 @@ def short_of_power(design: Design, first: str, second: str, measure: Measure) ->
 
 def pilot_folder(design: Design) -> str:
   """The pilot's result, relative to a checkout's root (as `reproduce.py` writes it)."""
-  found = pilot.PILOTS[design.pilot]
+  found = design.pilot
   return f"results/{found.dataset}/{found.name}"
 
 
@@ -504,7 +488,7 @@ def filled(design: Design, root: Path, command: str = "python experiments/reprod
     ValueError: in one paragraph naming the folder and the command that makes it, where the
       pilot's result is absent or not finished.
   """
-  found = pilot.PILOTS[design.pilot]
+  found = design.pilot
   relative = pilot_folder(design)
   folder = confirm.find_result(relative, root)
   make = f"`{command} --task={found.name}`"

@@ -24,8 +24,9 @@ from gelujax.study import (
   grids,
   numbers,
   overview,
-  pilot,
+  power,
   readme,
+  registry,
   runs,
   stats,
   transformer,
@@ -454,13 +455,13 @@ def sizing_lines(design: Design) -> list[str]:
       spread = s.spread(first, second, m)
       margin = design.margins[m.key]
       need = transformer.pairs_for_tost(design, spread.sd_bound, margin)
-      power = transformer.tost_power(design, spread.sd_bound, margin, n)
+      reached = transformer.tost_power(design, spread.sd_bound, margin, n)
       short = transformer.short_of_power(design, first, second, m)
       lines.append(
         f"  - {first} − {second}: the pilot's SD {numbers.number(spread.sd, m.pilot.scale, 3)} "
         f"{m.pilot.unit} ({numbers.number(spread.sd_bound, m.pilot.scale, 3)} at its bound), "
         f"{need} pairs for {100 * design.power:g}% power; {n} seeds give "
-        f"{100 * power:.0f}%"
+        f"{100 * reached:.0f}%"
         + (": this test could not have passed with the design's power" if short else "")
         + "."
       )
@@ -469,7 +470,7 @@ def sizing_lines(design: Design) -> list[str]:
       spread = s.spread(first, second, m)
       if spread is None:
         continue
-      shift = stats.detectable_shift(spread.sd_bound * scale, n, level=level)
+      shift = power.detectable_shift(spread.sd_bound * scale, n, level=level)
       words = f"{shift:.3g} nats"
       if m.whole:
         words = f"{shift:.3g} {design.unit} ({100 * shift / design.examples:.3g} points)"
@@ -503,7 +504,7 @@ def design_lines(design: Design, out: Path, root: Path) -> list[str]:
   if target.exists():
     source = f"[{source}]({Path(os.path.relpath(target, out)).as_posix()})"
   lines = [
-    f"Fixed in `gelujax/study/transformer.py` (`{transformer.variable(design)}`, {design.date}) "
+    f"Fixed in `gelujax/study/transformer.py` (`{registry.variable(design)}`, {design.date}) "
     "before any of its runs was trained; its lrs, margins and seeds taken from the pilot's "
     f"result {source} (`{s.pilot}`) by the rule fixed with it "
     "(`gelujax.study.transformer.from_pilot`):",
@@ -522,7 +523,7 @@ def design_lines(design: Design, out: Path, root: Path) -> list[str]:
     f"- Margins (from the pilot): {design.margin_rule}. Each forms test is sized at the forms "
     f"family's strictest one-sided level {s.level:.3g} (`gelujax.study.transformer."
     "tost_level`), the SD at the pilot's one-sided "
-    f"{100 * pilot.PILOTS[s.pilot].bound:g}% upper bound:",
+    f"{100 * design.pilot.bound:g}% upper bound:",
     *[f"  {line}" for line in sizing_lines(design)],
     f"- Compared: {design.measures_reason}.",
     f"- Ranking family ({len(design.ranking)} a metric: "
@@ -538,7 +539,7 @@ def design_lines(design: Design, out: Path, root: Path) -> list[str]:
 
 
 def caveat_lines(design: Design) -> list[str]:
-  found = pilot.PILOTS[design.pilot]
+  found = design.pilot
   return [
     f"- One small transformer on one CPU-sized task: `{design.task}`, {design.epochs} epochs, "
     "one data set. Shazeer's comparisons were made in T5's pre-training at a far larger scale; "

@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from gelujax.paper import EQUIVALENT, HIGHER, LOWER, Hypothesis
-from gelujax.study import stats
+from gelujax.study import power, stats
 
 CONFIRMED, REFUTED, INCONCLUSIVE, PENDING = "confirmed", "refuted", "inconclusive", "pending"
 DEPENDS = "depends on the learning rate"
@@ -381,7 +381,7 @@ def judge(
       verdict = CONFIRMED if side == {LOWER: -1, HIGHER: 1}[h.direction] else REFUTED
     else:
       verdict = INCONCLUSIVE
-      needed = stats.seeds_for_power(comparison.a, comparison.b, level=level, margin=h.margin)
+      needed = power.seeds_for_power(comparison.a, comparison.b, level=level, margin=h.margin)
     outcomes[i].append(
       Outcome(candidate.learning_rates, verdict, comparison, e.seeds, p, holm, equivalence,
               needed, e.paired(), e.caveats)
