@@ -474,7 +474,7 @@ def test_the_wrong_form_rows_are_kept_and_read_back(tmp_path):
   grid with neither rows nor checkpoints, gives none."""
   spec, splits, members, state = tiny_run(tmp_path)
   design = dataclasses.replace(filled_design(), wrong_forms={"gelu": ("gelu_tanh",)})
-  rows = transformer.measure_wrong_forms(design, spec, splits, members, state)
+  rows = wrong_form.evaluate(spec, splits, members, state, "gelu_tanh", dtypes=design.dtypes)
   assert [(r.trained, r.run_with, r.dtype) for r in rows] == [
     ("gelu", "gelu_tanh", "float32"), ("gelu", "gelu_tanh", "bfloat16")
   ]  # fmt: skip
@@ -483,8 +483,8 @@ def test_the_wrong_form_rows_are_kept_and_read_back(tmp_path):
   out = tmp_path / "out"
   path = transformer.wrong_form_path(design, out, "gelu")
   assert path == out / "wrong_form" / "gelu.json"
-  transformer.write_wrong_forms(path, rows)
-  back = transformer.read_wrong_forms(path)
+  wrong_form.write(path, rows)
+  back = wrong_form.read(path)
   assert [json.dumps(r.to_json()) for r in back] == [json.dumps(r.to_json()) for r in rows]
   grid = grids.Grid("gelu", spec, out / "runs" / "gelu", (1e-3,))  # no checkpoint there
   kept = transformer.evaluate_wrong_forms(design, grid, out=out, data_dir=None)
@@ -506,8 +506,8 @@ def test_a_network_value_that_is_not_finite_survives_the_round_trip(tmp_path):
     "gelu", "gelu_tanh", "float32", networks, wrong_form.summarize(networks)
   )
   path = tmp_path / "rows.json"
-  transformer.write_wrong_forms(path, [row])
-  (back,) = transformer.read_wrong_forms(path)
+  wrong_form.write(path, [row])
+  (back,) = wrong_form.read(path)
   assert all(math.isnan(n.agreement) for n in back.networks)
   assert back.statistic("error_change") == row.statistic("error_change")
   assert back.statistic("agreement").n == 0 and back.networks[2].diverged
@@ -624,7 +624,7 @@ def test_the_readme_states_the_verdicts_the_code_derives(study):
   relu_lr = design.learning_rates["relu"]
   write_study(out, design, counts())
   rows, changes = kept_rows(design)
-  transformer.write_wrong_forms(transformer.wrong_form_path(design, out, "gelu"), rows)
+  wrong_form.write(transformer.wrong_form_path(design, out, "gelu"), rows)
   transformer_report.reproduce(design, out=out, root=root, train=False)
   text = (out / "README.md").read_text()
   headings = re.findall(r"^## (.+)$", text, flags=re.M)

@@ -18,10 +18,10 @@ from gelujax.paper import LOWER, figure
 from gelujax.study import (
   confirm,
   corrections,
-  forms_report,
   grids,
   numbers,
   overview,
+  provenance,
   readme,
   registry,
   runs,
@@ -507,7 +507,7 @@ def headline_summary(design: Confirmation, outcomes: Sequence[Outcome], earlier)
 
 def training_lines(design: Confirmation, out: Path, root: Path, project: bool) -> list[str]:
 
-  lines = forms_report.provenance_lines(out, when_none="- none trained yet")
+  lines = provenance.provenance_lines(out, when_none="- none trained yet")
   lines += [
     "",
     f"Train (or resume): `{readme.command_name(project)} --task={design.name}`. Re-render from "
@@ -606,9 +606,9 @@ def reproduce(
   """Trains every run of the design that is not finished (resuming partial ones) and writes the
   result into ``out``; ``train=False`` trains nothing and renders from the files already
   there. Training records ``command`` and the code's revision
-  (`gelujax.study.forms_report.record_provenance`). ``root`` and ``project`` as
+  (`gelujax.study.provenance.record_provenance`). ``root`` and ``project`` as
   :func:`gelujax.study.reproduce` takes them."""
-  forms_report.train_or_check(
+  provenance.train_or_check(
     design.name, lambda: confirm.make_grids(design, out), seeds=design.seeds, out=out, root=root,
     data_dir=data_dir, train=train, command=command,
   )  # fmt: skip

@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -25,6 +24,7 @@ from gelujax.study import (
   numbers,
   overview,
   plots,
+  provenance,
   readme,
   registry,
   runs,
@@ -33,7 +33,6 @@ from gelujax.study import (
 from gelujax.study.forms import DIFFERENT, EQUIVALENT, INCONCLUSIVE, Design, Outcome
 
 FIGURE = "forms.png"
-PROVENANCE_FILE = "trained_with.json"  # the command and the revision a study trained with
 SWAP_KEYS = (("error", "test error (points)", 100.0), ("loss", "test log loss (nats)", 1.0))
 
 
@@ -746,29 +745,8 @@ def design_lines(design: Design) -> list[str]:
   return lines
 
 
-def provenance_lines(out: Path, unit: str = "run", when_none: str | None = None) -> list[str]:
-  """A study's README lines on how it trained: the command and revision it recorded
-  (`PROVENANCE_FILE`), then each ``unit``'s wall-clock time and machines (`grids.read_timings`);
-  ``when_none``, where given, stands in for the times of a study with none trained yet."""
-  timings = grids.read_timings(out)
-  path = out / PROVENANCE_FILE
-  provenance = workdirs.read_json(path) if path.exists() else {}
-  lines = []
-  if provenance:
-    lines.append(
-      f"Trained with `{provenance['command']}` from a `git worktree` of {provenance['revision']}."
-    )
-  lines.append(f"Wall-clock time per {unit}, with whatever else ran on the machine beside it:")
-  if not timings and when_none is not None:
-    lines.append(when_none)
-  for name, t in timings.items():
-    machines = "; ".join(t["machines"]) or "unknown machine"
-    lines.append(f"- `{name}`: {t['seconds'] / 60:.1f} min on {machines}")
-  return lines
-
-
 def training_lines(design: Design, out: Path, root: Path, project: bool = True) -> list[str]:
-  lines = provenance_lines(out, "grid")
+  lines = provenance.provenance_lines(out, "grid")
   lines.append("")
   lines.append(
     f"Re-render from these files alone: `{readme.command_name(project)} --task={design.name} "
@@ -877,22 +855,6 @@ def write_result(design: Design, *, out: Path, root: Path, project: bool = True)
   return out
 
 
-def record_provenance(out: Path, root: Path, command: str) -> None:
-  """Keeps the command and the code's revision (``git rev-parse HEAD`` of ``root``, marked
-  ``+changes`` where tracked files differ from it) in ``out/trained_with.json``."""
-  import subprocess
-
-  def git(*args: str) -> str:
-    found = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True)
-    return found.stdout.strip() if found.returncode == 0 else ""
-
-  revision = git("rev-parse", "--short", "HEAD") or "unknown (not a git checkout)"
-  if git("status", "--porcelain", "--untracked-files=no"):
-    revision += "+changes"
-  out.mkdir(parents=True, exist_ok=True)
-  workdirs.write_json(out / PROVENANCE_FILE, {"command": command, "revision": revision})
-
-
 def reproduce(
   design: Design,
   *,
@@ -906,10 +868,10 @@ def reproduce(
   """Trains every grid of the design that is not finished (resuming partial ones), evaluates
   each finished grid's swaps, and writes the result into ``out``; ``train=False`` trains and
   evaluates nothing and renders from the files already there. Training records ``command``
-  and the code's revision (:func:`record_provenance`). ``root`` and ``project`` as
-  :func:`gelujax.study.reproduce` takes them: a user's study (``project=False``) leaves the
-  project's overview alone."""
-  train_or_check(
+  and the code's revision (`gelujax.study.provenance.record_provenance`). ``root`` and
+  ``project`` as :func:`gelujax.study.reproduce` takes them: a user's study
+  (``project=False``) leaves the project's overview alone."""
+  provenance.train_or_check(
     design.name, lambda: forms.make_grids(design, out), seeds=design.seeds, out=out, root=root,
     data_dir=data_dir, train=train, command=command,
     after=lambda grid: (
@@ -917,35 +879,3 @@ def reproduce(
     ),
   )  # fmt: skip
   return write_result(design, out=out, root=root, project=project)
-
-
-def train_or_check(
-  name: str,
-  make_grids: Callable[[], Sequence[grids.Grid]],
-  *,
-  seeds: Sequence[int],
-  out: Path,
-  root: Path,
-  data_dir: str | None,
-  train: bool,
-  command: str,
-  after: Callable[[grids.Grid], Any] | None = None,
-  kind: str = "study",
-) -> None:
-  """What a study fixed in code does before it writes its result: with ``train``, records
-  ``command`` and the code's revision (:func:`record_provenance`) and trains every grid of
-  ``make_grids()`` that is not finished (`gelujax.study.grids.train_grids`, calling ``after``
-  with each); without, only checks that ``out`` holds runs to render.
-
-  Raises:
-    ValueError: ``train`` is False and ``out`` holds no runs (``name``: the study's, a
-      ``kind``).
-  """
-  if train:
-    record_provenance(out, root, command)
-    grids.train_grids(make_grids(), seeds=seeds, data_dir=data_dir, out=out, after=after)
-  elif not (out / "runs").is_dir():
-    raise ValueError(
-      f"`render`: {out / 'runs'} holds no runs to render. Pass the `out` of a {name} {kind} "
-      "that trained, or leave `render` out to train it."
-    )

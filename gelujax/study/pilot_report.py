@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from gelujax import workdir as workdirs
-from gelujax.study import forms_report, grids, numbers, overview, pilot, readme, registry
+from gelujax.study import grids, numbers, overview, pilot, provenance, readme, registry
 from gelujax.study.pilot import Analysis, Metric, Pilot, Spread
 
 
@@ -196,7 +196,7 @@ def design_lines(design: Pilot) -> list[str]:
 
 
 def training_lines(design: Pilot, out: Path, root: Path, project: bool) -> list[str]:
-  lines = forms_report.provenance_lines(out, when_none="- none trained yet")
+  lines = provenance.provenance_lines(out, when_none="- none trained yet")
   command = readme.command_name(project)
   lines += [
     "",
@@ -309,9 +309,9 @@ def reproduce(
   """Trains every run of the pilot that is not finished (resuming partial ones) and writes the
   result into ``out``; ``train=False`` trains nothing and renders from the files already there.
   Training records ``command`` and the code's revision
-  (`gelujax.study.forms_report.record_provenance`). ``root`` and ``project`` as
+  (`gelujax.study.provenance.record_provenance`). ``root`` and ``project`` as
   :func:`gelujax.study.reproduce` takes them."""
-  forms_report.train_or_check(
+  provenance.train_or_check(
     design.name, lambda: pilot.make_grids(design, out), seeds=design.seeds, out=out, root=root,
     data_dir=data_dir, train=train, command=command, kind="pilot",
   )  # fmt: skip

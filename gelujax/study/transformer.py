@@ -35,11 +35,10 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from gelujax import workdir as workdirs
 from gelujax.paper import LOWER, Hypothesis
 from gelujax.study import best, confirm, forms, grids, pilot, power, runs, stats, wrong_form
 from gelujax.study.forms import CONTROL_FAMILY, DIFFERENT, EQUIVALENT
@@ -52,7 +51,6 @@ NOT_ESTABLISHED = "not established"  # an *equivalent* where the control was not
 SEED_START = 300
 MAX_SEEDS = 20
 TRAINED_DTYPE = "float32"  # what every arm trains in
-WRONG_FORM_DIR = "wrong_form"  # under the study's folder: each arm's wrong-form rows
 
 ARMS = pilot.ARMS  # relu, gelu, gelu_tanh, geglu(approximate=True), geglu, swiglu, identity
 RANKING_PAIRS = (
@@ -625,61 +623,27 @@ def make_grids(design: Design, out: Path) -> list[grids.Grid]:
 
 
 def wrong_form_path(design: Design, out: Path, arm: str) -> Path:
-  return out / WRONG_FORM_DIR / f"{design.folder(arm)}.json"
-
-
-def measure_wrong_forms(
-  design: Design, spec: Any, splits: Any, members: Any, state: Any
-) -> list[wrong_form.WrongForm]:
-  """A trained run's networks (``spec``: its task, whose activation is the arm's; ``splits``: its
-  data; ``members``, ``state``: `gelujax.engine.restore`'s) run with each of the arm's
-  :attr:`Design.wrong_forms`, in each of the design's dtypes (`gelujax.study.wrong_form.evaluate`
-  on the test split)."""
-  return [
-    row
-    for other in design.wrong_forms[spec.activation]
-    for row in wrong_form.evaluate(spec, splits, members, state, other, dtypes=design.dtypes)
-  ]
-
-
-def write_wrong_forms(path: Path, rows: Sequence[wrong_form.WrongForm]) -> None:
-  workdirs.write_json(path, {"rows": [r.to_json() for r in rows]})
-
-
-def read_wrong_forms(path: Path) -> list[wrong_form.WrongForm]:
-  """The rows :func:`write_wrong_forms` kept, each network's costs read back and their summary
-  derived again (`gelujax.study.wrong_form.WrongForm.from_json`)."""
-  return [wrong_form.WrongForm.from_json(r) for r in workdirs.read_json(path)["rows"]]
+  return out / wrong_form.KEPT_DIR / f"{design.folder(arm)}.json"
 
 
 def evaluate_wrong_forms(
   design: Design, grid: grids.Grid, *, out: Path, data_dir: str | None
 ) -> list[wrong_form.WrongForm] | None:
-  """A finished grid's wrong-form rows (:func:`measure_wrong_forms` of its networks restored
-  after their last epoch), kept in ``out/wrong_form/`` and read back from there; None for an arm
-  without wrong forms, or a grid neither kept nor restorable (no checkpoint)."""
+  """A finished grid's wrong-form rows: its networks run with each of its arm's
+  :attr:`Design.wrong_forms` in each of the design's dtypes, kept in ``out/wrong_form/``
+  (`gelujax.study.wrong_form.keep`); None for an arm without wrong forms, or a grid neither
+  kept nor restorable."""
   arm = grid.spec.activation
-  path = wrong_form_path(design, out, arm)
   if arm not in design.wrong_forms:
     return None
-  if path.exists():
-    return read_wrong_forms(path)
-  if not (grid.workdir / workdirs.CHECKPOINT_DIR).is_dir():
-    return None
-  from gelujax import engine, tasks  # Here: reading results needs no accelerator stack.
-
-  spec = tasks.read_task(str(grid.workdir))
-  splits = spec.load_data(data_dir)
-  members, state = engine.restore(tasks.build(spec, splits), str(grid.workdir))
-  rows = measure_wrong_forms(design, spec, splits, members, state)
-  write_wrong_forms(path, rows)
-  return rows
+  path = wrong_form_path(design, out, arm)
+  return wrong_form.keep(grid.workdir, design.wrong_forms[arm], design.dtypes, path, data_dir)
 
 
 def read_all_wrong_forms(design: Design, out: Path) -> dict[str, list[wrong_form.WrongForm]]:
   """arm -> its kept wrong-form rows, for the arms that have them."""
   return {
-    arm: read_wrong_forms(path)
+    arm: wrong_form.read(path)
     for arm in design.wrong_forms
     if (path := wrong_form_path(design, out, arm)).exists()
   }

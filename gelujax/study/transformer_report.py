@@ -25,6 +25,7 @@ from gelujax.study import (
   numbers,
   overview,
   power,
+  provenance,
   readme,
   registry,
   runs,
@@ -660,7 +661,7 @@ def headline_summary(
 
 def training_lines(design: Design, out: Path, root: Path, project: bool) -> list[str]:
   command = readme.command_name(project)
-  lines = forms_report.provenance_lines(out, when_none="- none trained yet")
+  lines = provenance.provenance_lines(out, when_none="- none trained yet")
   return [
     *lines,
     "",
@@ -786,10 +787,10 @@ def reproduce(
   ones), evaluates each finished grid's wrong forms, and writes the result into ``out``;
   ``train=False`` trains and evaluates nothing and renders from the files already there.
   Training records ``command`` and the code's revision
-  (`gelujax.study.forms_report.record_provenance`). ``root`` and ``project`` as
+  (`gelujax.study.provenance.record_provenance`). ``root`` and ``project`` as
   :func:`gelujax.study.reproduce` takes them."""
   design.check_filled()
-  forms_report.train_or_check(
+  provenance.train_or_check(
     design.name, lambda: transformer.make_grids(design, out), seeds=design.seeds, out=out,
     root=root, data_dir=data_dir, train=train, command=command,
     after=lambda grid: transformer.evaluate_wrong_forms(design, grid, out=out, data_dir=data_dir),

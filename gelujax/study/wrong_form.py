@@ -15,8 +15,10 @@ A position counts where the objective counts it (:func:`counted_positions`): eve
 for a token model (``token_classification``), every token with a tag, never the padding beyond
 a tweet's end. :func:`summarize` gives each statistic's median and mean over the networks with
 the paired Hodges–Lehmann centre and its exact interval (`gelujax.study.stats`); :func:`evaluate`
-does it for a run's task spec in each compute dtype. Exploratory: effect sizes with intervals,
-no verdicts.
+does it for a run's task spec in each compute dtype, and :func:`keep` for a trained run's
+folder, its rows kept in one file (``wrong_form/<run>.json``) that :func:`read` reads back, so
+that a result re-renders without its checkpoints. Exploratory: effect sizes with intervals, no
+verdicts.
 """
 
 from __future__ import annotations
@@ -24,10 +26,12 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from gelujax import workdir as workdirs
 from gelujax.members import Members
 from gelujax.study import stats
 
@@ -326,3 +330,40 @@ def evaluate(
     )
     for dtype in dtypes
   ]
+
+
+KEPT_DIR = "wrong_form"  # under a result's folder: each run's rows, `<run>.json`
+
+
+def write(path: Path, rows: Sequence[WrongForm]) -> None:
+  """Keeps ``rows`` in ``path`` (JSON; each network's costs, from which the summaries derive)."""
+  workdirs.write_json(path, {"rows": [r.to_json() for r in rows]})
+
+
+def read(path: Path) -> list[WrongForm]:
+  """The rows :func:`write` kept, each network's costs read back and their summary derived
+  again (:meth:`WrongForm.from_json`)."""
+  return [WrongForm.from_json(r) for r in workdirs.read_json(path)["rows"]]
+
+
+def keep(
+  workdir: Path, others: Sequence[str], dtypes: Sequence[str], path: Path, data_dir: str | None
+) -> list[WrongForm] | None:
+  """A finished run's rows (``workdir``: its folder): each of its networks, restored after its
+  last epoch, run with each of ``others`` in each of ``dtypes`` (:func:`evaluate` on the test
+  split), kept in ``path`` and read from there once kept; None for a run neither kept nor
+  restorable (no checkpoint)."""
+  if path.exists():
+    return read(path)
+  if not (workdir / workdirs.CHECKPOINT_DIR).is_dir():
+    return None
+  from gelujax import engine, tasks  # Here: reading results needs no accelerator stack.
+
+  spec = tasks.read_task(str(workdir))
+  splits = spec.load_data(data_dir)
+  members, state = engine.restore(tasks.build(spec, splits), str(workdir))
+  rows = [
+    row for other in others for row in evaluate(spec, splits, members, state, other, dtypes=dtypes)
+  ]
+  write(path, rows)
+  return rows
