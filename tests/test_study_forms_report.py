@@ -8,7 +8,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from gelujax.study import corrections, forms, forms_report, stats
+from gelujax.study import corrections, forms, forms_report, judge, stats
 
 
 def outcome(first, second, lr, d, metric=forms.DESIGN.metrics[0], dtype="float32"):
@@ -25,7 +25,7 @@ def test_an_inconclusive_cell_says_more_than_the_largest_count_tried(monkeypatch
   margin)."""
   noisy = np.array([0.004, -0.004, 0.003, -0.003, 0.0, 0.001, -0.002, 0.002, 0.005, -0.005])
   (found,) = forms.judge([outcome("gelu_sigmoid", "gelu_tanh", 1e-3, noisy)])
-  assert found.verdict == forms.INCONCLUSIVE and found.pairs_needed is not None
+  assert found.verdict == judge.INCONCLUSIVE and found.pairs_needed is not None
   monkeypatch.setattr(stats, "MAX_SEEDS", found.pairs_needed - 1)
   (found,) = forms.judge([outcome("gelu_sigmoid", "gelu_tanh", 1e-3, noisy)])
   assert found.pairs_needed is None
@@ -33,7 +33,7 @@ def test_an_inconclusive_cell_says_more_than_the_largest_count_tried(monkeypatch
   assert f"more than {stats.MAX_SEEDS} pairs would decide" in words, words
   at_margin = np.array([0.002] * 5 + [0.001, 0.003] * 2 + [0.002])
   (found,) = forms.judge([outcome("gelu_sigmoid", "gelu_tanh", 1e-3, at_margin)])
-  assert found.verdict == forms.INCONCLUSIVE and found.shift == 0.002
+  assert found.verdict == judge.INCONCLUSIVE and found.shift == 0.002
   assert "no number of pairs decides a shift exactly at the margin" in (
     forms_report.verdict_words(found)
   )

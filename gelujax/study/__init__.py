@@ -11,6 +11,8 @@
   decision needs, the shift a design detects (the test's efficiency an argument), and the one
   upper confidence bound of an SD every study sizes its seeds with.
 - :mod:`~gelujax.study.registry`: every study fixed in code, by name, and the one way to run one.
+- :mod:`~gelujax.study.judge`: the one decision rule every study's verdicts come from (Holm
+  within a family, decided below the level, the verdict's word from what was claimed).
 - :mod:`~gelujax.study.verdicts`: pre-registered hypotheses (``gelujax.paper.PAPER``)
   judged within their family.
 - :mod:`~gelujax.study.evidence`: what each hypothesis is tested on: the runs' per-seed values,

@@ -28,9 +28,10 @@ import numpy as np
 
 from gelujax import paper
 from gelujax import workdir as workdirs
-from gelujax.paper import LOWER, Hypothesis
+from gelujax.paper import Hypothesis
 from gelujax.study import best, grids, power, runs, stats, verdicts
-from gelujax.study.verdicts import CONFIRMED, INCONCLUSIVE, PENDING, REFUTED
+from gelujax.study import judge as judge_rule
+from gelujax.study.verdicts import CONFIRMED, INCONCLUSIVE, PENDING
 from gelujax.workdir import CONFIG_FILE, SUMMARY_FILE
 
 TASK = "twitter_pos_confirm"
@@ -286,25 +287,21 @@ def judge_family(
     medians = tuple(float(np.median([side[s] for s in paired.seeds])) for side in (gelu, baseline))
     p = 1.0 if paired.zeros == len(paired.seeds) else paired.p
     found.append(Outcome(h, number, paired, medians, p))
-  adjusted = stats.holm([o.p for o in found])
+  sides = [stats.signed_rank_direction(o.paired.differences) if o.paired else 0 for o in found]
+  family = [
+    # No pairs but every run finished: p = 1, inconclusive rather than pending.
+    judge_rule.Test(o.p, o.hypothesis.direction, side=side, pending=bool(o.missing))
+    for o, side in zip(found, sides, strict=True)
+  ]
   level = alpha / max(1, len(found))
   judged = []
-  for o, holm in zip(found, adjusted, strict=True):
-    if o.paired is None:
-      judged.append(
-        dataclasses.replace(o, holm=holm, verdict=PENDING if o.missing else INCONCLUSIVE)
-      )
-      continue
-    side = stats.signed_rank_direction(o.paired.differences)
+  for o, side, decision in zip(found, sides, judge_rule.decide(family, alpha), strict=True):
+    verdict = supported if decision.verdict == CONFIRMED else decision.verdict
     needed = None
-    if holm < alpha:
-      claimed = -1 if o.hypothesis.direction == LOWER else 1
-      verdict = supported if side == claimed else REFUTED
-    else:
-      verdict = INCONCLUSIVE
+    if o.paired is not None and verdict == INCONCLUSIVE:
       needed = power.pairs_for_shift(o.paired.differences, level=level)
     judged.append(
-      dataclasses.replace(o, holm=holm, verdict=verdict, side=side, pairs_needed=needed)
+      dataclasses.replace(o, holm=decision.holm, verdict=verdict, side=side, pairs_needed=needed)
     )
   return judged
 
@@ -369,11 +366,13 @@ def tie_sensitivity(
       b = [v for v in values[h.baseline].values() if math.isfinite(v)]
       ps.append(stats.rank_test(a, b))
       rows.append({"number": number, "a": a, "b": b, "direction": h.direction})
-    for row, p, holm in zip(rows, ps, stats.holm(ps), strict=True):
-      verdict = INCONCLUSIVE
-      if holm < design.alpha:
-        claimed = -1 if row["direction"] == LOWER else 1
-        verdict = CONFIRMED if stats.direction(row["a"], row["b"]) == claimed else REFUTED
+    family = [
+      judge_rule.Test(p, row["direction"], side=stats.direction(row["a"], row["b"]))
+      for row, p in zip(rows, ps, strict=True)
+    ]
+    decisions = judge_rule.decide(family, design.alpha)
+    for row, p, decision in zip(rows, ps, decisions, strict=True):
+      holm, verdict = decision.holm, decision.verdict
       found.setdefault(rule, []).append(
         {"number": row["number"], "p": p, "holm": holm, "verdict": verdict,
          "medians": [float(np.median(row["a"])), float(np.median(row["b"]))]}

@@ -28,12 +28,13 @@ import numpy as np
 
 from gelujax import workdir as workdirs
 from gelujax.study import grids, power, runs, stats, verdicts
+from gelujax.study import judge as judge_rule
+from gelujax.study.judge import INCONCLUSIVE
 from gelujax.workdir import SUMMARY_FILE, read_json
 
 TASK = "gelu_forms"
 FORMS = ("gelu", "gelu_tanh", "gelu_sigmoid")
 CONTROL = "relu"
-EQUIVALENT, DIFFERENT, INCONCLUSIVE = "equivalent", "different", "inconclusive"
 FORMS_FAMILY, CONTROL_FAMILY = "forms", "control"
 
 
@@ -487,21 +488,27 @@ def judge(outcomes: Sequence[Outcome], alpha: float = stats.ALPHA) -> list[Outco
     families.setdefault(o.comparison.family, []).append(i)
   judged = list(outcomes)
   for members in families.values():
-    adjusted = stats.holm([outcomes[i].equivalence.p for i in members])
+    family = [
+      # A comparison without pairs: p = 1 (never decided), inconclusive rather than pending.
+      judge_rule.Test(
+        outcomes[i].equivalence.p if outcomes[i].seeds else 1.0,
+        judge_rule.EITHER,
+        within=outcomes[i].equivalence.equivalent,
+      )
+      for i in members
+    ]
     strictest = alpha / len(members)
-    for i, p in zip(members, adjusted, strict=True):
+    for i, decision in zip(members, judge_rule.decide(family, alpha), strict=True):
       o = outcomes[i]
       direction = "" if not o.seeds or o.shift == 0 else ("higher" if o.shift > 0 else "lower")
-      if o.seeds and p < alpha:
-        verdict = EQUIVALENT if o.equivalence.equivalent else DIFFERENT
-        needed = None
-      else:
-        verdict = INCONCLUSIVE
+      needed = None
+      if decision.verdict == INCONCLUSIVE:
         margin = o.comparison.metric.margin
         needed = power.pairs_for_power(o.differences, level=strictest, margin=margin)
       judged[i] = dataclasses.replace(
-        o, p_holm=p, verdict=verdict, direction=direction, pairs_needed=needed
-      )
+        o, p_holm=decision.holm, verdict=decision.verdict, direction=direction,
+        pairs_needed=needed,
+      )  # fmt: skip
   return judged
 
 

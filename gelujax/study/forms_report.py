@@ -30,7 +30,8 @@ from gelujax.study import (
   runs,
   stats,
 )
-from gelujax.study.forms import DIFFERENT, EQUIVALENT, INCONCLUSIVE, Design, Outcome
+from gelujax.study.forms import Design, Outcome
+from gelujax.study.judge import DIFFERENT, EQUIVALENT, INCONCLUSIVE
 
 FIGURE = "forms.png"
 SWAP_KEYS = (("error", "test error (points)", 100.0), ("loss", "test log loss (nats)", 1.0))

@@ -41,7 +41,8 @@ from typing import Any
 
 from gelujax.paper import LOWER, Hypothesis
 from gelujax.study import best, confirm, forms, grids, pilot, power, runs, stats, wrong_form
-from gelujax.study.forms import CONTROL_FAMILY, DIFFERENT, EQUIVALENT
+from gelujax.study.forms import CONTROL_FAMILY
+from gelujax.study.judge import DIFFERENT, EQUIVALENT
 from gelujax.workdir import SUMMARY_FILE
 
 RANKING, FORMS, CONTROL = "ranking", "forms", CONTROL_FAMILY

@@ -36,10 +36,11 @@ from typing import Any
 
 import numpy as np
 
-from gelujax.paper import EQUIVALENT, HIGHER, LOWER, Hypothesis
+from gelujax.paper import EQUIVALENT, Hypothesis
+from gelujax.study import judge as judge_rule
 from gelujax.study import power, stats
+from gelujax.study.judge import CONFIRMED, INCONCLUSIVE, PENDING, REFUTED
 
-CONFIRMED, REFUTED, INCONCLUSIVE, PENDING = "confirmed", "refuted", "inconclusive", "pending"
 DEPENDS = "depends on the learning rate"
 VERDICTS = (CONFIRMED, REFUTED, EQUIVALENT, INCONCLUSIVE, DEPENDS, PENDING)
 
@@ -361,12 +362,21 @@ def judge(
         tests.append((i, candidate, comparison, equivalence, equivalence.p))
       else:
         tests.append((i, candidate, comparison, None, comparison.p))
-  adjusted = stats.holm([t[-1] for t in tests])
+  family = []
+  for i, _, comparison, equivalence, p in tests:
+    claim = hypotheses[i].direction
+    if comparison is None:
+      family.append(judge_rule.Test(p, claim, pending=True))
+    elif equivalence is not None:
+      family.append(judge_rule.Test(p, claim, within=equivalence.equivalent))
+    else:
+      family.append(judge_rule.Test(p, claim, side=stats.direction(comparison.a, comparison.b)))
+  decisions = judge_rule.decide(family, stats.ALPHA)
   # The strictest level a step of Holm's correction asks of a p-value.
   level = stats.ALPHA / max(1, len(tests))
   outcomes: list[list[Outcome]] = [[] for _ in hypotheses]
-  for (i, candidate, comparison, equivalence, p), holm in zip(tests, adjusted, strict=True):
-    h = hypotheses[i]
+  for (i, candidate, comparison, equivalence, p), decision in zip(tests, decisions, strict=True):
+    h, holm, verdict = hypotheses[i], decision.holm, decision.verdict
     if candidate is None:
       continue
     e = candidate.evidence
@@ -374,13 +384,7 @@ def judge(
       outcomes[i].append(Outcome(candidate.learning_rates, PENDING, None, e, p, holm))
       continue
     needed = None
-    if holm < stats.ALPHA and equivalence is not None:
-      verdict = EQUIVALENT if equivalence.equivalent else REFUTED
-    elif holm < stats.ALPHA:
-      side = stats.direction(comparison.a, comparison.b)
-      verdict = CONFIRMED if side == {LOWER: -1, HIGHER: 1}[h.direction] else REFUTED
-    else:
-      verdict = INCONCLUSIVE
+    if verdict == INCONCLUSIVE:
       needed = power.seeds_for_power(comparison.a, comparison.b, level=level, margin=h.margin)
     outcomes[i].append(
       Outcome(candidate.learning_rates, verdict, comparison, e.seeds, p, holm, equivalence,
