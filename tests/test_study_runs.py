@@ -86,6 +86,26 @@ def test_values_at_the_selected_or_a_given_lr(three_lr_run):
   assert three_lr_run.seeds() == [0, 1, 2]
 
 
+def test_the_one_values_reader_gives_every_seeds_value_by_lr(tmp_path):
+  """lr -> seed -> value from the members' summaries (the grid's test errors by hand), NaN for
+  a diverged member; one lr alone; another reading of each member where asked."""
+  members = grid(
+    [[0.3, 0.1, 0.2], [0.15, 0.5, 0.16]],
+    test_error=[[0.01, 0.02, 0.03], [0.05, 0.09, 0.06]],
+    diverged={4: 2},
+  )
+  run = runs.load_run(write_workdir(tmp_path / "gelu", members))
+  found = runs.values(run, "best.test_error")
+  assert list(found) == [1e-3, 1e-4]
+  assert found[1e-3] == pytest.approx({0: 0.01, 1: 0.02, 2: 0.03})
+  assert found[1e-4][0] == pytest.approx(0.05) and math.isnan(found[1e-4][1])
+  assert found[1e-4][2] == pytest.approx(0.06)
+  assert runs.lr_values(run, "best.test_error", 1e-3) == pytest.approx({0: 0.01, 1: 0.02, 2: 0.03})
+  assert runs.lr_values(run, "best.test_error", 0.5) == {}
+  seeds = runs.lr_values(run, "best.test_error", 1e-3, read=lambda m: float(m["seed"]))
+  assert seeds == {0: 0.0, 1: 1.0, 2: 2.0}
+
+
 def test_a_tie_selects_the_smaller_lr_whatever_the_grids_order(tmp_path):
   """Equal medians (0.2 at 1e-3 and at 1e-4; 1e-3 listed first): the smaller lr, 1e-4, as the
   pilots select (it was the earlier lr of the grid here, 1e-3, while the pilots took the

@@ -183,19 +183,16 @@ def arm_values(run: runs.Run, design: Confirmation, rule: str = EARLIEST) -> dic
   records (`gelujax.study.best.best_record`: the lowest validation error, the latest of those
   that tie; or the lowest validation loss, the earliest of those that tie)."""
   key = design.metric.split(".", 1)[1]
-  values: dict[int, float] = {}
-  for m in runs.lr_members(run, design.learning_rate):
-    if m["diverged"]:
-      values[m["seed"]] = math.nan
-      continue
-    if rule == EARLIEST:
-      value = runs.member_value(m, design.metric)
-    else:
-      metric, tie = (VALIDATION_LOSS, EARLIEST) if rule == VALIDATION_LOSS else (ERROR, rule)
-      record = best.best_record(runs.member_records(run, m, ERROR), metric, tie)
-      value = math.nan if record is None else float(record[key])
-    values[m["seed"]] = math.nan if math.isnan(value) else whole(value, design.examples)
-  return values
+
+  def by_rule(m: dict[str, Any]) -> float:
+    metric, tie = (VALIDATION_LOSS, EARLIEST) if rule == VALIDATION_LOSS else (ERROR, rule)
+    record = best.best_record(runs.member_records(run, m, ERROR), metric, tie)
+    return math.nan if record is None else float(record[key])
+
+  found = runs.lr_values(
+    run, design.metric, design.learning_rate, None if rule == EARLIEST else by_rule
+  )
+  return {s: v if math.isnan(v) else whole(v, design.examples) for s, v in found.items()}
 
 
 @dataclasses.dataclass(frozen=True)

@@ -348,7 +348,7 @@ def pilot(finished: dict[str, runs.Run], design: Design = POWERED) -> dict[float
   metric = design.metrics[0]
   family = [c for c in comparisons(design) if not c.control and c.metric.key == metric.key]
   level = design.alpha / len({(c.first, c.second, c.learning_rate) for c in family})
-  gelu, tanh = (arm_values(finished[name], metric) for name in PILOT_RUNS)
+  gelu, tanh = (runs.values(finished[name], metric.key) for name in PILOT_RUNS)
   found: dict[float, dict[str, Any]] = {}
   for lr in design.learning_rates:
     first, second = compared_values(find_lr(tanh, lr), find_lr(gelu, lr), metric)
@@ -598,15 +598,6 @@ def finished_runs(design: Design, out: Path) -> dict[str, runs.Run]:
   }
 
 
-def arm_values(run: runs.Run, metric: Metric) -> dict[float, dict[int, float]]:
-  """A finished grid's values of ``metric``: lr -> seed -> value (NaN for a diverged member)."""
-  values: dict[float, dict[int, float]] = {}
-  for m in run.members:
-    value = math.nan if m["diverged"] else runs.member_value(m, metric.key)
-    values.setdefault(m["learning_rate"], {})[m["seed"]] = value
-  return values
-
-
 def still_falling(design: Design, finished: dict[str, runs.Run]) -> dict[str, dict[str, Any]]:
   """How much each compared *final* metric (``final.train_loss``) still fell at the end of the
   runs, from their ``metrics.jsonl``: per grid and lr, the median over its members of the fall
@@ -663,7 +654,7 @@ def analyse(design: Design, finished: dict[str, runs.Run]) -> tuple[list[Outcome
   def values(arm: str, c: Comparison) -> dict[int, float]:
     name = design.run_name(arm, c.dtype)
     if (name, c.metric.key) not in cache:
-      cache[name, c.metric.key] = arm_values(finished[name], c.metric)
+      cache[name, c.metric.key] = runs.values(finished[name], c.metric.key)
     return find_lr(cache[name, c.metric.key], c.learning_rate)
 
   outcomes = [

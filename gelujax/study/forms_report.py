@@ -143,7 +143,7 @@ def arm_table(design: Design, finished: dict[str, runs.Run], metric: forms.Metri
   for arm in design.arms:
     cells = []
     found = {  # dtype -> lr -> seed -> value
-      d: forms.arm_values(finished[name], metric)
+      d: runs.values(finished[name], metric.key)
       for d in design.dtypes
       if (name := design.run_name(arm, d)) in finished
     }

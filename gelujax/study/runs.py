@@ -26,7 +26,7 @@ import dataclasses
 import math
 import re
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -179,6 +179,31 @@ def member_value(member: dict[str, Any], key: str) -> float:
   where, metric = key.split(".", 1)
   value = (member.get(where) or {}).get(metric)
   return math.nan if value is None else float(value)
+
+
+def values(
+  run: Run,
+  key: str,
+  learning_rate: float | None = None,
+  read: Callable[[dict[str, Any]], float] | None = None,
+) -> dict[float, dict[int, float]]:
+  """The one way a study reads a run's per-seed values: lr -> seed -> each member's ``key``
+  (:func:`member_value`: ``"best.test_error"``), NaN for a diverged member; at
+  ``learning_rate`` alone where given; ``read(member)`` reads each value instead (another tie
+  rule's best, from the member's records)."""
+  found: dict[float, dict[int, float]] = {}
+  members = run.members if learning_rate is None else lr_members(run, learning_rate)
+  for m in members:
+    value = math.nan if m["diverged"] else (read(m) if read else member_value(m, key))
+    found.setdefault(m["learning_rate"], {})[m["seed"]] = value
+  return found
+
+
+def lr_values(
+  run: Run, key: str, learning_rate: float, read: Callable[[dict[str, Any]], float] | None = None
+) -> dict[int, float]:
+  """:func:`values` at one lr: seed -> value, in seed order (empty where no member has it)."""
+  return next(iter(values(run, key, learning_rate, read).values()), {})
 
 
 def selection_metric(run: Run) -> str:

@@ -567,14 +567,11 @@ def arm_values(design: Design, arm: str, run: runs.Run) -> dict[str, dict[int, f
       f"{design.learning_rates[arm]:g}, not the design's {list(design.seeds)}: it is not a run "
       f"of {design.name}."
     )
-  found: dict[str, dict[int, float]] = {}
-  for measure in design.measures:
-    values = found.setdefault(measure.key, {})
-    for m in members:
-      value = math.nan if m["diverged"] else runs.member_value(m, measure.key)
-      if measure.whole and math.isfinite(value):
-        confirm.whole(value, design.examples)
-      values[m["seed"]] = value
+  found = {m.key: runs.lr_values(run, m.key, design.learning_rates[arm]) for m in design.measures}
+  for m in design.measures:
+    for value in found[m.key].values():
+      if m.whole and math.isfinite(value):
+        confirm.whole(value, design.examples)  # refuses a rate that counts no whole examples
   return found
 
 
