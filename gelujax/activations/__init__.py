@@ -26,12 +26,13 @@ halve it, so they are not in :data:`ACTIVATIONS` but in a registry of their own,
 :class:`gelujax.linen.LearnableGELU`, registered here as ``learnable_gelu``, and
 :class:`gelujax.linen.GatedMLP`, the gated units' feed-forward block) are in :mod:`gelujax.linen`;
 their NNX twins in :mod:`gelujax.nnx`. Both apply an activation through
+:func:`gelujax.specs.resolve_activation`, the one place a spec becomes a function.
 
-The modules: ``registry`` (:data:`ACTIVATIONS` and the checks of a spec's arguments),
-``gelus`` (the GELU's forms), ``baselines`` (SiLU, ReLU, ELU, the identity), ``stochastic``
-(:func:`soi_map`), ``gated_units`` (the gated linear units and :data:`GATED_UNITS`) and
-``aliases`` (other frameworks' names). Each name below is imported from here,
-``gelujax.activations``.
+The package's modules: ``registry`` (:data:`ACTIVATIONS` and the checks of a spec's
+arguments), ``gelus`` (the GELU's forms), ``baselines`` (SiLU, ReLU, ELU, the identity),
+``stochastic`` (:func:`soi_map`), ``gated_units`` (the gated linear units and
+:data:`GATED_UNITS`) and ``aliases`` (other frameworks' names); every public name is imported
+from the package itself (``gelujax.activations.gelu``).
 """
 
 from __future__ import annotations
