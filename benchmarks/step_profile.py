@@ -162,6 +162,12 @@ def _dropout_off_lines() -> tuple[str, range]:
   return inspect.getsourcefile(step), range(first + start, first + end)
 
 
+def _within(file: str) -> str:
+  """A gelujax file's path inside the package (``activations/gelus.py``, ``optimizers.py``): a
+  module's name alone is not unique (``paper.py``, ``tasks/paper.py``)."""
+  return file.rpartition("/gelujax/")[2]
+
+
 def category(frames: list[tuple[str, str, int]], dropout_off: tuple[str, range]) -> str:
   """The category of a non-product instruction made by the Python stack ``frames``."""
   step_file, lines = dropout_off
@@ -176,7 +182,9 @@ def category(frames: list[tuple[str, str, int]], dropout_off: tuple[str, range])
     return OPTIMIZER
   if name == "prng.py" or "ropout" in text or "dropout" in function:
     return DROPOUT
-  if name in ("activations.py", "_gelu_numerics.py") or "activation" in text:
+  if (
+    _within(file).startswith("activations/") or name == "_gelu_numerics.py" or "activation" in text
+  ):
     return ACTIVATION
   if name == "objectives.py" and "prepare_batch" not in function:
     return LOSS
@@ -214,7 +222,7 @@ def attribute(module: dict, thunk: str, dropout_off) -> dict[tuple[str, str], fl
     frames = stack(module, inst["frame"] or instruction["frame"])
     user = next(((f, n, ln) for f, n, ln in frames if "/gelujax/" in f), None)
     line = (
-      f"{Path(user[0]).name}:{user[2]} {_source_line(user[0], user[2])}"
+      f"{_within(user[0])}:{user[2]} {_source_line(user[0], user[2])}"
       if user
       else f"(XLA's {inst['opcode']}, no Python line)"
     )

@@ -85,7 +85,7 @@ _ROOT_COEFFS_U_SCALED = tuple(c * _T_SCALE**k / _EXP_SCALE for k, c in enumerate
 SQRT_2_OVER_PI = float(np.sqrt(2 / np.pi))
 _INV_SQRT_2PI = float(1 / np.sqrt(2 * np.pi))
 # The approximations' constants (the GELU paper's, and the truncated one of Hugging Face's
-# gelu_fast); activations.py's docstrings and README table name them.
+# gelu_fast); gelujax/activations/gelus.py's docstrings and README table name them.
 GELU_TANH_COEFF = 0.044715
 GELU_FAST_SCALE = 0.7978845608
 GELU_SIGMOID_SCALE = 1.702

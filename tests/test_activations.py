@@ -2,7 +2,9 @@
 
 import doctest
 import functools
+import importlib
 import importlib.util
+import pkgutil
 import re
 from pathlib import Path
 
@@ -822,10 +824,18 @@ def test_gated_mlp_output_width_gates_and_determinism():
 
 
 def test_docstring_examples_run():
-  results = doctest.testmod(
-    activations, optionflags=doctest.NORMALIZE_WHITESPACE, extraglobs={"jnp": jnp}
-  )
-  assert results.attempted >= 10 and results.failed == 0
+  """Every module of the package (doctest finds a function's examples in the module that
+  defines it, not in the ``__init__`` that re-exports it)."""
+  attempted = 0
+  for info in pkgutil.iter_modules(activations.__path__, "gelujax.activations."):
+    results = doctest.testmod(
+      importlib.import_module(info.name),
+      optionflags=doctest.NORMALIZE_WHITESPACE,
+      extraglobs={"jnp": jnp},
+    )
+    assert results.failed == 0, info.name
+    attempted += results.attempted
+  assert attempted >= 10
 
 
 # --- other frameworks' names
