@@ -86,7 +86,7 @@ def _data_options(spec: TaskSpec, splits) -> dict[str, Any]:
   return {"vocab_size": size}
 
 
-# The fields of a spec its built model, optimizer and objective read (`_built`).
+# The fields of a spec its built model, optimizer and objective read (the key of `build`'s cache).
 _BUILT_FROM = (
   "model", "model_options", "activation", "dropout", "dtype", "optimizer", "epochs", "objective",
   "weight_decay", "input_noise", "crop_padding",
