@@ -228,6 +228,25 @@ def outputs(out):
   return {name: (out / name).read_bytes() for name in ("README.md", "table.md", "summary.json")}
 
 
+def test_the_curves_are_each_arms_validation_loss_at_its_selected_lr(rendered):
+  """The figure's series by hand from write_runs' curves: gelu at 1e-3 (seed 0: 0.9, 0.65, 0.4;
+  seeds 1-3: 1.0, best + 0.5, best + 0.6), identity at 3e-4 without its diverged seed 3, relu
+  at 3e-4; swiglu not trained, not drawn. The README shows the figure."""
+  _, out = rendered
+  finished = pilot.finished_runs(DESIGN, out)
+  (panel,) = pilot_report.curve_panels(DESIGN, finished, pilot.analyse(DESIGN, finished)).values()
+  assert list(panel) == ["relu (lr 0.0003)", "gelu (lr 0.001)", "identity (lr 0.0003)"]
+  gelu = panel["gelu (lr 0.001)"]["validation alone"]
+  assert gelu.x.tolist() == [1.0, 2.0, 3.0] and gelu.members == 4
+  assert gelu.median == pytest.approx([1.0, 0.61, 0.695])
+  assert gelu.low == pytest.approx([0.9, 0.59, 0.4])
+  assert gelu.high == pytest.approx([1.0, 0.65, 0.72])
+  identity = panel["identity (lr 0.0003)"]["validation alone"]
+  assert identity.members == 3 and identity.median[1] == pytest.approx(0.69)
+  assert (out / pilot_report.FIGURE).stat().st_size > 10_000
+  assert f"]({pilot_report.FIGURE})" in (out / "README.md").read_text()
+
+
 def test_no_test_metric_changes_anything_the_pilot_writes(rendered):
   """The runs' test metrics replaced by other values (in metrics.jsonl and in each run's
   summary.json) leave README.md, table.md and summary.json as they were, byte for byte; the

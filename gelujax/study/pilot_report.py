@@ -4,12 +4,15 @@ none typed by hand, and no sentence states a verdict or a ranking."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from gelujax import workdir as workdirs
-from gelujax.study import grids, numbers, overview, pilot, provenance, readme, registry
+from gelujax.study import grids, numbers, overview, pilot, plots, provenance, readme, registry, runs
 from gelujax.study.pilot import Analysis, Metric, Pilot, Spread
+
+FIGURE = "curves.png"  # each arm's validation loss at its selected lr, against epoch
 
 
 def metric_of(design: Pilot, key: str) -> Metric:
@@ -87,6 +90,37 @@ def selected_lines(design: Pilot, analysis: Analysis) -> list[str]:
     chosen = "every member diverged" if lr is None else f"{lr:g}"
     lines.append(f"| {arm} | {chosen} | " + " | ".join(medians) + " |")
   return lines
+
+
+def curve_panels(
+  design: Pilot, finished: Mapping[str, runs.Run], analysis: Analysis
+) -> dict[str, dict[str, dict[str, runs.Curve | None]]]:
+  """The figure's one panel: each finished arm's validation loss against epoch at its selected
+  lr, the median over its selection seeds with their range (`gelujax.study.runs.median_curve`,
+  diverged members left out); an arm whose every member diverged is not drawn."""
+  series: dict[str, dict[str, Any]] = {}
+  for arm in design.arms:
+    lr = analysis.selected.get(arm)
+    if arm in finished and lr is not None:
+      curve = runs.median_curve(finished[arm], "validation_loss", lr)
+      series[f"{arm} (lr {lr:g})"] = {"validation alone": curve}
+  return {"validation loss at each arm's selected lr": series}
+
+
+def draw_curves(
+  design: Pilot, finished: Mapping[str, runs.Run], analysis: Analysis, out: Path
+) -> Path | None:
+  """:func:`curve_panels` drawn into ``out``/:data:`FIGURE`; None where no arm has a curve."""
+  panels = curve_panels(design, finished, analysis)
+  if not any(panels.values()):
+    return None
+  figure = plots.plot_curves(
+    panels,
+    ylabel="validation log loss (nats)",
+    title=f"{design.name}: each arm at its selected lr, median and range over seeds "
+    f"{numbers.seeds(design.seeds)}",
+  )
+  return plots.save_figure(figure, out / FIGURE)
 
 
 def spread_lines(design: Pilot, metric: Metric, spreads: Sequence[Spread]) -> list[str]:
@@ -230,7 +264,9 @@ def seed_table(design: Pilot, analysis: Analysis) -> list[str]:
 def write_result(design: Pilot, *, out: Path, root: Path, project: bool = True) -> Path:
   """Writes ``out``'s README.md, table.md and summary.json; returns ``out``; and the project's
   overview where ``out`` is under its results/."""
-  analysis = pilot.analyse(design, pilot.finished_runs(design, out))
+  finished = pilot.finished_runs(design, out)
+  analysis = pilot.analyse(design, finished)
+  figure = draw_curves(design, finished, analysis, out)
   (out / "table.md").write_text(
     "\n".join(["# Every member", "", *seed_table(design, analysis), ""])
   )
@@ -256,6 +292,11 @@ def write_result(design: Pilot, *, out: Path, root: Path, project: bool = True) 
     "",
     *selected_lines(design, analysis),
     "",
+    *(
+      [f"![Each arm's validation loss at its selected lr against epoch]({FIGURE})", ""]
+      if figure
+      else []
+    ),
     "## Paired spread at the selected learning rates",
     "",
     *spreads_section(design, analysis),

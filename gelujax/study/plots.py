@@ -28,6 +28,8 @@ SPLIT_STYLES = {
   "train": ("train", 1.8, 1.0),
   "validation": ("validation", 1.0, 0.55),
   "test": ("test", 1.0, 0.55),
+  # A figure of held-out curves alone (a pilot's): drawn as boldly as a training curve.
+  "validation alone": ("validation", 1.8, 1.0),
 }
 BAND_ALPHA = 0.15
 PANEL_SIZE = (5.0, 4.0)
