@@ -19,18 +19,16 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from gelujax import workdir as workdirs
-from gelujax.study import grids, power, runs, stats, verdicts
+from gelujax.study import grids, power, runs, stats, verdicts, wrong_form
 from gelujax.study import judge as judge_rule
 from gelujax.study.judge import INCONCLUSIVE
-from gelujax.workdir import SUMMARY_FILE, read_json
+from gelujax.workdir import SUMMARY_FILE
 
 TASK = "gelu_forms"
 FORMS = ("gelu", "gelu_tanh", "gelu_sigmoid")
@@ -548,45 +546,12 @@ def swap_path(out: Path, name: str) -> Path:
 def evaluate_swaps(
   design: Design, grid: grids.Grid, *, out: Path, data_dir: str | None
 ) -> dict[str, Any] | None:
-  """The grid's networks, restored after their last epoch, on the test split with their own
-  activation and dtype and with each of :func:`swap_targets`; kept in ``out/swaps/`` and read
-  back from there (None where neither kept nor restorable).
-
-  Returns:
-    ``{"members": [{"seed", "learning_rate"}], "evaluations": [{"activation", "dtype",
-    "loss": [M], "error": [M]}]}``, the first evaluation the network's own; a diverged member's
-    values are null.
-  """
-  path = swap_path(out, grid.name)
-  if path.exists():
-    return read_json(path)
-  if not (grid.workdir / workdirs.CHECKPOINT_DIR).is_dir():
-    return None
-  from gelujax import engine, tasks  # Here: reading results needs no accelerator stack.
-
-  start = time.time()
-  members = runs.load_run(grid.workdir).members  # As its records give them.
-  spec = tasks.read_task(str(grid.workdir))
-  splits = spec.load_data(data_dir)  # Read once: the restore's shapes and the swaps' test split.
-  _, state = engine.restore(tasks.build(spec, splits), str(grid.workdir))
-  test = splits["test"]
-  arm, dtype = spec.activation, spec.dtype
-  evaluations = []
-  for activation, to_dtype in [(arm, dtype), *swap_targets(design, arm, dtype)]:
-    swapped = spec.replace(activation=activation, dtype=to_dtype)
-    metrics = engine.evaluate_members(tasks.build(swapped, splits), state, test)
-    values = {
-      key: [None if m["diverged"] else float(v) for m, v in zip(members, metrics[key], strict=True)]
-      for key in ("loss", "error")
-    }
-    evaluations.append({"activation": activation, "dtype": to_dtype, **values})
-  result = {
-    "members": [{"seed": m["seed"], "learning_rate": m["learning_rate"]} for m in members],
-    "evaluations": evaluations,
-  }
-  workdirs.write_json(path, result)
-  print(f"{grid.name}: swaps evaluated in {time.time() - start:.1f} s", flush=True)
-  return result
+  """The grid's networks on the test split with their own activation and dtype and with each of
+  :func:`swap_targets`, kept in :func:`swap_path` (`gelujax.study.wrong_form.keep_swaps`, whose
+  format it is); None where neither kept nor restorable."""
+  spec = grid.spec
+  targets = swap_targets(design, spec.activation, spec.dtype)
+  return wrong_form.keep_swaps(grid.workdir, targets, swap_path(out, grid.name), data_dir)
 
 
 def finished_runs(design: Design, out: Path) -> dict[str, runs.Run]:
