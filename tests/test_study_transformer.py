@@ -292,6 +292,30 @@ def test_the_floor_and_the_cap_bound_the_seeds(bound, margins, seeds):
     )
 
 
+def test_the_controls_pilot_gap_is_signed_in_margins():
+  """The control's pilot gap in margins keeps its sign: identity − gelu 0.0259 nats below gelu
+  on the validation loss is -0.0259 / 0.05 = -0.518 margins of the loss's 0.05 (the largest
+  candidate, every spread so large that none fits), +0.601 points +0.601 of the error's 1."""
+  forms_spreads = [
+    hand_spread(a, b, m, 1.0)
+    for a, b in transformer.FORMS_PAIRS
+    for m in ("validation_error", "validation_loss")
+  ]
+  spreads = (
+    *forms_spreads,
+    dataclasses.replace(hand_spread("identity", "gelu", "validation_error", 1.0), mean=0.00601),
+    dataclasses.replace(hand_spread("identity", "gelu", "validation_loss", 1.0), mean=-0.0259),
+  )
+  analysis = pilot.Analysis({}, dict.fromkeys(ARMS, 1e-3), spreads, ())
+  d = transformer.from_pilot(transformer.VIT, analysis, "results/x")
+  assert d.margins == {"best.test_error": 0.01, "best.test_loss": 0.05}
+  lines = [line for line in transformer_report.sizing_lines(d) if "control identity" in line]
+  assert lines == [
+    "  - control identity − gelu: the pilot's mean difference +0.601 points, +0.601 margins.",
+    "  - control identity − gelu: the pilot's mean difference -0.0259 nats, -0.518 margins.",
+  ]
+
+
 def test_a_missing_pilot_is_refused_in_one_paragraph(tmp_path, monkeypatch):
   """No pilot result under the folder or the checkout: one paragraph naming the folder and the
   command that makes it (no data flag: the tagger's ARK files are downloaded); a pilot not

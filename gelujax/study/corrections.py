@@ -78,7 +78,17 @@ CORRECTIONS: dict[str, tuple[Correction, ...]] = {
   ),
   "gelu_forms_powered": (BOUNDARY,),
   "vit_fashion_mnist_study": (BOUNDARY,),
-  "transformer_twitter_pos_study": (BOUNDARY,),
+  "transformer_twitter_pos_study": (
+    BOUNDARY,
+    Correction(
+      "2026-11-29",
+      "the Design's control line on the test loss (`gelujax.study.transformer_report`)",
+      "the pilot's identity − gelu loss gap was printed as “-0.0259 nats, 0.518 margins”: the "
+      "gap in margins without its sign",
+      "it is -0.518 margins (identity's validation loss was the lower); the gap in margins is "
+      "now printed signed, as the gap is",
+    ),
+  ),
   "twitter_pos_confirm": (
     Correction(
       "2026-11-29",

@@ -484,7 +484,7 @@ def sizing_lines(design: Design) -> list[str]:
       lines.append(
         f"  - control {design.control} − gelu: the pilot's mean difference "
         f"{numbers.signed(control.mean, scale=m.pilot.scale)} {m.pilot.unit}, "
-        f"{abs(control.mean) / design.margins[m.key]:.3g} margins."
+        f"{numbers.signed(control.mean / design.margins[m.key])} margins."
       )
   return lines
 
