@@ -30,13 +30,26 @@ def test_an_inconclusive_cell_says_more_than_the_largest_count_tried(monkeypatch
   (found,) = forms.judge([outcome("gelu_sigmoid", "gelu_tanh", 1e-3, noisy)])
   assert found.pairs_needed is None
   words = forms_report.verdict_words(found)
-  assert f"more than {stats.MAX_SEEDS} pairs would decide" in words, words
+  assert f"more than {stats.MAX_SEEDS} pairs would find it equivalent" in words, words
   at_margin = np.array([0.002] * 5 + [0.001, 0.003] * 2 + [0.002])
   (found,) = forms.judge([outcome("gelu_sigmoid", "gelu_tanh", 1e-3, at_margin)])
   assert found.verdict == forms.INCONCLUSIVE and found.shift == 0.002
   assert "no number of pairs decides a shift exactly at the margin" in (
     forms_report.verdict_words(found)
   )
+
+
+def test_the_pairs_that_would_decide_say_which_way():
+  """An inconclusive shift inside the margin (0.001 of 0.002, noisy) would be found
+  *equivalent* with more pairs, one beyond it (0.003) *different*: the cell says which, for a
+  control as for a form (a control's *equivalent* fails it)."""
+  noise = np.array([0.004, -0.004, 0.003, -0.003, 0.0, 0.001, -0.002, 0.002, 0.005, -0.005])
+  for centre, decision in ((0.001, "equivalent"), (0.003, "different")):
+    for first in ("gelu_tanh", "relu"):
+      (found,) = forms.judge([outcome(first, "gelu", 1e-3, noise + centre)])
+      assert found.verdict == forms.INCONCLUSIVE and found.pairs_needed is not None
+      words = forms_report.verdict_words(found)
+      assert f"~{found.pairs_needed} pairs would find it {decision})" in words, words
 
 
 def swap(arm, activation, changes, key="loss", dtype="float32", to_dtype="float32", lr=1e-3):

@@ -249,6 +249,9 @@ def test_where_no_margin_fits_the_cap_the_largest_is_taken_and_the_short_test_na
   needed, margins, count = expected_rule(spread=4.0)
   assert {k: dict(v) for k, v in d.sizing.needed.items()} == needed
   assert needed["best.test_error"][0.01] == 21 and d.margins == margins
+  # The margin taken is the loosest candidate, as the rule's words say (not the tightest).
+  assert d.margins["best.test_error"] == max(transformer.ERROR.pilot.margins)
+  assert "the largest candidate (the loosest" in d.margin_rule and "tightest" not in d.margin_rule
   assert d.margins["best.test_error"] == 0.01 and count == 20 and len(d.seeds) == 20
   assert transformer.short_of_power(d, TANH_GATE, "geglu", ERROR)
   assert not transformer.short_of_power(d, "gelu_tanh", "gelu", ERROR)
@@ -721,7 +724,8 @@ def test_the_readme_states_the_verdicts_the_code_derives(study):
 
 def test_the_readme_reports_the_failed_control_and_the_short_test(tmp_path, monkeypatch):
   """A control within the margin: the forms' *equivalent* reported *not established*, in the
-  tables and the summary; a forms test the cap left short: 'could not have passed'."""
+  tables and the summary; a forms test the cap left short: 'could not have passed' where it did
+  not pass, and not where it did."""
   monkeypatch.setattr(confirm, "CHECKOUT", tmp_path / "nowhere")
   write_pilot(tmp_path, spread=4.0)
   design = dataclasses.replace(transformer.filled(transformer.VIT, tmp_path), epochs=3)
@@ -743,12 +747,48 @@ def test_the_readme_reports_the_failed_control_and_the_short_test(tmp_path, monk
     f"so each of the forms' {equivalents} *equivalent* verdicts is reported as *not established*"
     in text
   )
-  assert "; could not have passed with the design's power (see Design)" in text
-  assert "this test could not have passed with the design's power" in text
+  # 'Could not have passed' only beside a short test that did not pass; in Design, each short
+  # test is 'short of the design's power', whatever its verdict.
+  checked = shown_short(design, result, text)
+  assert checked == {(False, True), (True, False)} and "this test could not have passed" not in text
+  assert text.count(": short of the design's power.") == sum(
+    transformer.short_of_power(design, a, b, m) for a, b in design.forms for m in design.measures
+  )
   summary = json.loads((out / "summary.json").read_text())
   assert summary["control_passed"] is False
   assert "not established" in [o["reported"] for o in summary["outcomes"]]
   assert "the control failed" in summary["headline_summary"]
+  # The short test made to pass (geglu within 8 images of the tanh gate on every seed): no
+  # 'could not have passed' beside it.
+  gate = found[TANH_GATE]
+  found["geglu"] = {s: gate[s] + int(C[i % 15]) for i, s in enumerate(seeds)}
+  write_study(out, design, found)
+  transformer_report.reproduce(design, out=out, root=tmp_path, train=False, project=False)
+  text = (out / "README.md").read_text()
+  result = transformer.analyse(design, transformer.finished_runs(design, out))
+  assert (True, True) in shown_short(design, result, text)
+  assert "could not have passed" not in text
+
+
+def shown_short(design, result, text):
+  """Each forms row's (short of power, equivalent), checking that 'could not have passed' is
+  beside the short rows that did not pass and no other."""
+  checked = set()
+  for o in result.forms:
+    c = o.comparison
+    if c.control:
+      continue
+    measure = next(m for m in design.measures if m.key == c.metric.key)
+    row = next(
+      line
+      for line in text.split(f"### {measure.label.capitalize()}", 1)[1].splitlines()
+      if line.startswith(f"| {c.first} − {c.second} |")
+    )
+    short = transformer.short_of_power(design, c.first, c.second, measure)
+    marked = "; could not have passed with the design's power (see Design)" in row
+    assert marked == (short and o.verdict != "equivalent"), row
+    checked.add((short, o.verdict == "equivalent"))
+  return checked
 
 
 def test_training_records_the_command_and_trains_each_arm_at_its_lr(study, monkeypatch):

@@ -45,6 +45,36 @@ BOUNDARY = Correction(
   "one boundary are those reached",
 )
 
+# Words of a forms report found wrong after the runs, said wherever a committed README said them.
+PAIRS_WORDS = Correction(
+  "2026-11-29",
+  "the pairs that would decide an inconclusive forms or control comparison "
+  "(`gelujax.study.forms_report.pairs_words`)",
+  "each such cell named the pairs that would decide it, not the decision they would reach, so "
+  "that a control's cell (relu or identity against gelu) read as if more pairs would pass it",
+  "those pairs would find the comparison *equivalent* where its shift lies inside the margin "
+  "and *different* where beyond (`gelujax.study.stats.pairs_for_power`); each cell now says "
+  "which, and a control's *equivalent* would fail it",
+)
+MARGIN_RULE = Correction(
+  "2026-11-29",
+  "the reason of the margin rule (`gelujax.study.transformer.from_pilot`)",
+  "the design called the margin it takes “the tightest equivalence the budget can show”",
+  "where no candidate margin gives every forms test its power within the seed cap, the rule "
+  "takes the largest candidate, the loosest, at which the tests named short of power still "
+  "are; the Margins line now says so",
+)
+SHORT_OF_POWER = Correction(
+  "2026-11-29",
+  "the forms tests the seed cap left short of power",
+  "the Design said of each “this test could not have passed with the design's power”, and the "
+  "forms table said so beside gelu_tanh − gelu on the test loss, which passed (*equivalent* "
+  "before the control's gate)",
+  "a test short of power can pass by chance or by a smaller spread than the pilot's bound; the "
+  "Design now says “short of the design's power”, and the table says “could not have passed” "
+  "only beside a test that did not pass",
+)
+
 # The corrections of each design, by its name.
 CORRECTIONS: dict[str, tuple[Correction, ...]] = {
   "gelu_forms": (
@@ -75,9 +105,10 @@ CORRECTIONS: dict[str, tuple[Correction, ...]] = {
       ("whole_images",),
     ),
     BOUNDARY,
+    PAIRS_WORDS,
   ),
   "gelu_forms_powered": (BOUNDARY,),
-  "vit_fashion_mnist_study": (BOUNDARY,),
+  "vit_fashion_mnist_study": (BOUNDARY, MARGIN_RULE),
   "transformer_twitter_pos_study": (
     BOUNDARY,
     Correction(
@@ -88,6 +119,9 @@ CORRECTIONS: dict[str, tuple[Correction, ...]] = {
       "it is -0.518 margins (identity's validation loss was the lower); the gap in margins is "
       "now printed signed, as the gap is",
     ),
+    MARGIN_RULE,
+    SHORT_OF_POWER,
+    PAIRS_WORDS,
   ),
   "twitter_pos_confirm": (
     Correction(

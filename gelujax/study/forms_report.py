@@ -52,18 +52,25 @@ def verdict_words(o: Outcome) -> str:
   return f"inconclusive ({lean}; {pairs_words(o)})"
 
 
+def decision_words(o: Outcome) -> str:
+  """The decision that more pairs would reach if the observed shift were the true one
+  (:func:`gelujax.study.stats.pairs_for_power`): *equivalent* for a shift inside the margin,
+  *different* for one beyond it."""
+  return DIFFERENT if abs(o.shift) > o.comparison.metric.margin else EQUIVALENT
+
+
 def pairs_words(o: Outcome) -> str:
-  """What would decide an inconclusive comparison: ``"~44 pairs would decide"``; ``"more than
-  1000 pairs would decide"`` where :func:`gelujax.study.stats.pairs_for_power` gives up at
-  :data:`gelujax.study.stats.MAX_SEEDS`; no number where the shift lies exactly on the margin,
-  or too few pairs to tell."""
-  if o.pairs_needed:
-    return f"~{o.pairs_needed} pairs would decide"
+  """What would decide an inconclusive comparison, and which way: ``"~44 pairs would find it
+  equivalent"``; ``"more than 1000 pairs would find it different"`` where
+  :func:`gelujax.study.stats.pairs_for_power` gives up at :data:`gelujax.study.stats.MAX_SEEDS`;
+  no number where the shift lies exactly on the margin, or too few pairs to tell."""
   if len(o.seeds) < 3:
     return "too few pairs to estimate the pairs that would decide"
   if abs(o.shift) == o.comparison.metric.margin:
     return "no number of pairs decides a shift exactly at the margin"
-  return f"more than {stats.MAX_SEEDS} pairs would decide"
+  if o.pairs_needed:
+    return f"~{o.pairs_needed} pairs would find it {decision_words(o)}"
+  return f"more than {stats.MAX_SEEDS} pairs would find it {decision_words(o)}"
 
 
 def control_gaps(outcomes: Sequence[Outcome]) -> set[tuple[str, float, str]]:

@@ -20,6 +20,7 @@ from gelujax import workdir as workdirs
 from gelujax.study import (
   confirm_report,
   corrections,
+  forms,
   forms_report,
   grids,
   numbers,
@@ -120,7 +121,9 @@ def forms_verdict_words(design: Design, result: Result, o: Any, measure: Measure
   else:
     words = forms_report.verdict_words(o)
   c = o.comparison
-  if not c.control and transformer.short_of_power(design, c.first, c.second, measure):
+  passed = o.verdict == forms.EQUIVALENT
+  short = transformer.short_of_power(design, c.first, c.second, measure)
+  if not c.control and not passed and short:
     words += "; could not have passed with the design's power (see Design)"
   return words
 
@@ -460,9 +463,7 @@ def sizing_lines(design: Design) -> list[str]:
         f"  - {first} − {second}: the pilot's SD {numbers.number(spread.sd, m.pilot.scale, 3)} "
         f"{m.pilot.unit} ({numbers.number(spread.sd_bound, m.pilot.scale, 3)} at its bound), "
         f"{need} pairs for {100 * design.power:g}% power; {n} seeds give "
-        f"{100 * power:.0f}%"
-        + (": this test could not have passed with the design's power" if short else "")
-        + "."
+        f"{100 * power:.0f}%" + (": short of the design's power" if short else "") + "."
       )
     level = design.alpha / len(design.ranking)
     for first, second in design.ranking:
