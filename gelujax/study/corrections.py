@@ -69,10 +69,12 @@ SHORT_OF_POWER = Correction(
   "the forms tests the seed cap left short of power",
   "the Design said of each “this test could not have passed with the design's power”, and the "
   "forms table said so beside gelu_tanh − gelu on the test loss, which passed (*equivalent* "
-  "before the control's gate)",
+  "before the control's gate); and What this does not show called the margin “a margin the "
+  "budget could show”",
   "a test short of power can pass by chance or by a smaller spread than the pilot's bound; the "
-  "Design now says “short of the design's power”, and the table says “could not have passed” "
-  "only beside a test that did not pass",
+  "Design now says “short of the design's power”, the table says “could not have passed” "
+  "only beside a test that did not pass, and What this does not show says that some forms "
+  "tests were short of the design's power at the margin",
 )
 
 # The corrections of each design, by its name.

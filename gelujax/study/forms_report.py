@@ -466,16 +466,40 @@ def swap_findings(design: Design, swaps: Sequence[Swap]) -> list[str]:
   return lines
 
 
-def paper_gaps_words(metric: forms.Metric) -> str:
+def paper_gaps() -> list[tuple[float, str, str]]:
   """The gaps between GELU's test error and a baseline's that the paper reports (its
-  hypotheses' values), against ``metric``'s margin."""
-  from gelujax.paper import PAPER, figure  # Here: only the corrections read the paper's values.
+  hypotheses' values): (gap in points, where, baseline)."""
+  from gelujax.paper import PAPER, figure  # Here: only the reports read the paper's values.
 
-  gaps = []  # (gap in points, where, baseline)
+  gaps = []
   for task, record in PAPER.items():
     for h in record.hypotheses:
       if h.metric.endswith("test_error") and None not in h.paper:
         gaps.append((abs(h.paper[0] - h.paper[1]) * h.scale, f"{figure(task)} {task}", h.baseline))
+  return gaps
+
+
+def margin_caveat(metric: forms.Metric) -> str:
+  """Where ``metric`` is a test error whose margin exceeds the smallest gap the paper reports
+  between two activations, what an *equivalent* does not rule out; else ``""``."""
+  gaps = paper_gaps()
+  if not metric.key.endswith("test_error") or not gaps:
+    return ""
+  smallest, place, baseline = min(gaps)
+  margin = metric.shown(metric.margin)
+  if margin <= smallest:
+    return ""
+  return (
+    f"the margin ±{margin:.3g} points is {margin / smallest:.3g} times the smallest test-error "
+    f"gap the GELU paper reports ({smallest:.2f} points, {place}, {baseline}): an *equivalent* "
+    "does not rule out a gap of that size"
+  )
+
+
+def paper_gaps_words(metric: forms.Metric) -> str:
+  """The gaps between GELU's test error and a baseline's that the paper reports (its
+  hypotheses' values), against ``metric``'s margin."""
+  gaps = paper_gaps()
   if not gaps:
     return ""
   by_place: dict[str, list[str]] = {}
@@ -619,12 +643,16 @@ def headline_rows(
         f"last fifth of training: the margin is {fact['epochs_low']:.1f} to "
         f"{fact['epochs_high']:.1f} epochs of that fall"
       )
+    if not control:
+      caveats += [c for c in (margin_caveat(metric),) if c]
     corrected = corrections.CORRECTIONS.get(design.name, ())
     if corrected and not control:
       caveats.append(
         f"the design's stated reasons and rules have {len(corrected)} "
         f"correction{'s' * (len(corrected) != 1)}, in its README"
       )
+    if not control:
+      caveats.append(f"what it does not say: {'; '.join(limit_parts(design))}")
     rows.append(
       {
         "kind": "family",
@@ -775,6 +803,12 @@ def training_lines(design: Design, out: Path, root: Path, project: bool = True) 
 
 def limits(design: Design) -> str:
   """What the result does not say."""
+  return f"What this does not say: {'; '.join(limit_parts(design))}."
+
+
+def limit_parts(design: Design) -> list[str]:
+  """What the result does not say, item by item (the README's line, and each forms row's
+  caveats in the overview)."""
   parts = [
     "one data set (Fashion-MNIST), one architecture (the paper's 8-layer MLP) and one "
     f"optimizer; {design.epochs} epochs, not the paper's 50; no dropout",
@@ -790,7 +824,7 @@ def limits(design: Design) -> str:
       ", and the swap changes are those of networks trained to the end of the run, not at "
       "their best-validation epoch"
     )
-  return f"What this does not say: {'; '.join([*parts, end])}."
+  return [*parts, end]
 
 
 def title(design: Design) -> str:

@@ -538,6 +538,26 @@ def design_lines(design: Design, out: Path, root: Path) -> list[str]:
   return lines
 
 
+def short_words(design: Design, measure: Measure) -> str:
+  """The forms tests on ``measure`` the seed cap left short of the design's power, with their
+  power at the pilot's SD bound; ``""`` where none is."""
+  n = len(design.seeds)
+  short = [
+    f"{first} − {second} "
+    f"({100 * transformer.tost_power(design, spread.sd_bound, design.margins[measure.key], n):.0f}%"
+    f" at {n} seeds)"
+    for first, second in design.forms
+    if transformer.short_of_power(design, first, second, measure)
+    and (spread := design.sizing.spread(first, second, measure)) is not None
+  ]
+  if not short:
+    return ""
+  return (
+    f"short of the design's {100 * design.power:g}% power at the pilot's SD bound: "
+    + ", ".join(short)
+  )
+
+
 def caveat_lines(design: Design) -> list[str]:
   found = pilot.PILOTS[design.pilot]
   return [
@@ -547,9 +567,19 @@ def caveat_lines(design: Design) -> list[str]:
     f"- Each arm's lr was chosen from the pilot's {len(found.learning_rates)} "
     f"({', '.join(f'{lr:g}' for lr in found.learning_rates)}) on its {len(found.seeds)} selection "
     "seeds: an arm's best lr may lie elsewhere, and an ordering here holds at these lrs.",
-    "- *Equivalent* is within the stated margin only, a margin the budget could show; "
-    "*inconclusive* is not *no difference*: the seeds were sized for the forms family, and the "
-    "shifts the ranking tests detect are stated under Design.",
+    "- *Equivalent* is within the stated margin only"
+    + (
+      ", and some forms tests were short of the design's power at it (see Design)"
+      if design.is_filled
+      and any(
+        transformer.short_of_power(design, a, b, m)
+        for a, b in design.forms
+        for m in design.measures
+      )
+      else ", a margin the budget could show"
+    )
+    + "; *inconclusive* is not *no difference*: the seeds were sized for the forms family, and "
+    "the shifts the ranking tests detect are stated under Design.",
     "- The wrong form is measured on the networks after their last epoch, not at their "
     "best-validation epoch, and bfloat16 as XLA computes it on this CPU, which may differ from "
     "an accelerator's.",
@@ -561,9 +591,13 @@ def caveat_lines(design: Design) -> list[str]:
 
 def headline_rows(design: Design, result: Result) -> list[dict[str, Any]]:
   """The study's rows of ``results/README.md``: one per family and measure (none while an arm
-  is pending)."""
+  is pending), each with its caveats: the control's gate, the forms tests short of power and
+  what the study does not show."""
   if result.missing:
     return []
+  limits = "what it does not show: " + " ".join(
+    line.removeprefix("- ") for line in caveat_lines(design)
+  )
   rows = []
   for m in design.measures:
     ranking = [o for o in result.ranking if o.hypothesis.metric == m.key]
@@ -584,7 +618,7 @@ def headline_rows(design: Design, result: Result) -> list[dict[str, Any]]:
           for o in ranking
         ),
         "verdict": tally_words(count(o.verdict for o in ranking)),
-        "caveats": "",
+        "caveats": limits,
       }
     )
     for control in (False, True):
@@ -595,6 +629,7 @@ def headline_rows(design: Design, result: Result) -> list[dict[str, Any]]:
       ]
       family = transformer.CONTROL if control else transformer.FORMS
       gate = "" if control or result.control_passed() else "the control was not found different"
+      short = "" if control else short_words(design, m)
       rows.append(
         {
           "kind": FAMILY_KIND,
@@ -608,7 +643,7 @@ def headline_rows(design: Design, result: Result) -> list[dict[str, Any]]:
             for o in chosen
           ),
           "verdict": tally_words(count(result.reported(o) for o in chosen)),
-          "caveats": gate,
+          "caveats": "; ".join(c for c in (gate, short, limits) if c),
         }
       )
   return rows
