@@ -77,6 +77,20 @@ SHORT_OF_POWER = Correction(
   "tests were short of the design's power at the margin",
 )
 
+# The control's gate of the transformer studies, said in both READMEs.
+CONTROL_CALIBRATION = Correction(
+  "2026-11-29",
+  "what the control shows (`gelujax.study.transformer_report.gate_line`)",
+  "where identity was found different from gelu on every metric, the README said “the design "
+  "can tell a linear feed-forward from gelu, so its *equivalent* verdicts stand”",
+  "a control many margins away shows only that the design sees a large gap, not one of the "
+  "margin's size: an *equivalent* is now reported as calibrated only where its metric's control "
+  "was found different within 3 margins, or where its own paired differences find a true "
+  "2-margin shift different in at least 80% of 2000 seeded resamples "
+  "(`gelujax.study.calibration`), else as “equivalent (same seeds), control uncalibrated”; each "
+  "forms row also shows its zero-shift p, and how near its pairs stay to one network",
+)
+
 # The corrections of each design, by its name.
 CORRECTIONS: dict[str, tuple[Correction, ...]] = {
   "gelu_forms": (
@@ -110,7 +124,23 @@ CORRECTIONS: dict[str, tuple[Correction, ...]] = {
     PAIRS_WORDS,
   ),
   "gelu_forms_powered": (BOUNDARY,),
-  "vit_fashion_mnist_study": (BOUNDARY, MARGIN_RULE),
+  "vit_fashion_mnist_study": (
+    BOUNDARY,
+    MARGIN_RULE,
+    CONTROL_CALIBRATION,
+    Correction(
+      "2026-11-29",
+      "the forms verdicts' tight intervals",
+      "the README called gelu_tanh − gelu and geglu(approximate=True) − geglu *equivalent* "
+      "without saying that their pairs stay nearly one network (all 11 gelu_tanh − gelu pairs "
+      "pick the same best epoch and their per-seed values correlate at +1.00), and without "
+      "saying that gelu_tanh − gelu's test-error interval [-5.5, -1.5] images excludes zero",
+      "*equivalent* here is a same-seed statement (one initial draw, one batch order, the other "
+      "form); each forms row now shows the zero-shift p (0.0039 there), and the closeness lines "
+      "the per-seed correlation, the pairs with the same best epoch and each arm's SD across "
+      "seeds beside the paired SD",
+    ),
+  ),
   "transformer_twitter_pos_study": (
     BOUNDARY,
     Correction(
@@ -124,6 +154,16 @@ CORRECTIONS: dict[str, tuple[Correction, ...]] = {
     MARGIN_RULE,
     SHORT_OF_POWER,
     PAIRS_WORDS,
+    CONTROL_CALIBRATION,
+    Correction(
+      "2026-11-29",
+      "the choice of identity as the control",
+      "the study took identity as its positive control, while its pilot's condition was a gap "
+      "“many times its margin”",
+      "the pilot's gaps were +2 margins on validation error and -0.518 margins on validation "
+      "loss (identity the lower), so the condition did not hold on either metric; the Design's "
+      "control lines now say so, and on test loss the control was not found different",
+    ),
   ),
   "twitter_pos_confirm": (
     Correction(

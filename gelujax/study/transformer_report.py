@@ -10,7 +10,7 @@ import collections
 import dataclasses
 import math
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +18,7 @@ import numpy as np
 
 from gelujax import workdir as workdirs
 from gelujax.study import (
+  calibration,
   confirm_report,
   corrections,
   forms,
@@ -39,6 +40,103 @@ ERROR_KEY = transformer.ERROR.key
 
 FAMILY_KIND = "family"  # a study's rows of results/README.md (`gelujax.study.overview`)
 BFLOAT16_SPACING = 2.0**-7  # bfloat16's spacing between 1 and 2 (8 significant bits)
+
+
+# An *equivalent* whose control does not calibrate it, nor its own sensitivity (as reported).
+UNCALIBRATED = f"equivalent (same seeds), {calibration.UNCALIBRATED}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Check:
+  """A forms comparison's closeness and calibration (`gelujax.study.calibration`).
+
+  Attributes:
+    closeness: how near its two arms' networks stay, seed by seed.
+    control_margins: its metric's control gap (control − gelu, observed), in margins.
+    sensitivity: what its own paired differences detect (None: not an *equivalent*, or the
+      control calibrates it).
+    status: for an *equivalent*: calibrated by the control, by its own sensitivity, or not.
+  """
+
+  closeness: calibration.Closeness
+  control_margins: float
+  sensitivity: calibration.Sensitivity | None
+  status: str
+
+  def to_json(self) -> dict[str, Any]:
+    return {
+      "closeness": self.closeness.to_json(),
+      "control_margins": self.control_margins,
+      "sensitivity": None if self.sensitivity is None else self.sensitivity.to_json(),
+      "status": self.status,
+    }
+
+
+@dataclasses.dataclass(frozen=True)
+class Checked(Result):
+  """A :class:`gelujax.study.transformer.Result` with each forms comparison's :class:`Check`
+  (key: first, second, measure key): an *equivalent* that neither its control nor its own
+  sensitivity calibrates is reported as :data:`UNCALIBRATED`."""
+
+  checks: Mapping[tuple[str, str, str], Check] = dataclasses.field(default_factory=dict)
+
+  def check(self, o: Any) -> Check | None:
+    c = o.comparison
+    return self.checks.get((c.first, c.second, c.metric.key))
+
+  def reported(self, o: forms.Outcome) -> str:
+    found = super().reported(o)
+    check = self.check(o)
+    if found == forms.EQUIVALENT and check and check.status == calibration.UNCALIBRATED:
+      return UNCALIBRATED
+    return found
+
+
+def reported_words(result: Result, o: Any) -> str:
+  """A forms verdict as reported (:meth:`Checked.reported`), an *equivalent* with what
+  calibrates it: ``"equivalent (same seeds), calibrated by its own sensitivity"``."""
+  found = result.reported(o)
+  check = result.check(o) if isinstance(result, Checked) else None
+  if found == forms.EQUIVALENT and check is not None and not o.comparison.control:
+    return f"{found} (same seeds), {check.status}"
+  return found
+
+
+def checked(design: Design, result: Result, finished: Mapping[str, runs.Run]) -> Checked:
+  """``result`` with each forms comparison's closeness (its arms' values as compared, and their
+  best epochs) and, for an *equivalent*, its calibration: by its metric's control where that
+  was found *different* within `calibration.CONTROL_MARGINS` margins, else by the sensitivity
+  of its own paired differences at its family's strictest level."""
+  fields = {f.name: getattr(result, f.name) for f in dataclasses.fields(Result)}
+  if result.missing:
+    return Checked(**fields)
+  checks = {}
+  for measure in design.measures:
+    metric = design.metric(measure)
+    chosen = [o for o in result.forms if o.comparison.metric.key == measure.key]
+    control = next(o for o in chosen if o.comparison.control)
+    forms_only = [o for o in chosen if not o.comparison.control]
+    gap = control.shift / metric.margin
+    control_calibrates = calibration.control_calibrates(
+      control.verdict, control.shift, metric.margin
+    )
+    for o in forms_only:
+      c = o.comparison
+      values, epochs = [], []
+      for arm in (c.first, c.second):
+        run = finished[arm]
+        found = transformer.arm_values(design, arm, run)[measure.key]
+        values.append(transformer.as_compared(metric, found))
+        members = runs.lr_members(run, design.learning_rates[arm])
+        epochs.append({m["seed"]: m["best_epoch"] for m in members})
+      closeness = calibration.closeness(*values, *epochs)
+      sensitivity = None
+      if o.verdict == forms.EQUIVALENT and not control_calibrates:
+        level = design.alpha / len(forms_only)
+        sensitivity = calibration.sensitivity(o.differences, metric.margin, level)
+      status = calibration.status(control_calibrates, sensitivity)
+      checks[(c.first, c.second, measure.key)] = Check(closeness, gap, sensitivity, status)
+  return Checked(**fields, checks=checks)
 
 
 def effect_words(design: Design, measure: Measure, shift: float, low: float, high: float) -> str:
@@ -116,11 +214,18 @@ def forms_verdict_words(design: Design, result: Result, o: Any, measure: Measure
   """A forms (or control) verdict as the study reports it: the control's gate applied, and a
   test the seeds left short of power marked."""
   reported = result.reported(o)
+  check = result.check(o) if isinstance(result, Checked) else None
   if reported == NOT_ESTABLISHED:
     words = f"equivalent, **{NOT_ESTABLISHED}** (the control was not found different)"
+  elif reported == UNCALIBRATED:
+    words = f"equivalent (same seeds), **{calibration.UNCALIBRATED}**"
+  elif reported == forms.EQUIVALENT and check is not None and not o.comparison.control:
+    words = f"**equivalent** (same seeds), {check.status}"
   else:
     words = forms_report.verdict_words(o)
   c = o.comparison
+  if not c.control and o.seeds:
+    words += f"; zero-shift p {o.p_zero:.2g}"
   passed = o.verdict == forms.EQUIVALENT
   short = transformer.short_of_power(design, c.first, c.second, measure)
   if not c.control and not passed and short:
@@ -155,14 +260,92 @@ def forms_table(
   return lines
 
 
+def amount_words(design: Design, measure: Measure, value: float) -> str:
+  """A value as compared, unsigned, in its unit: ``"12.3 images"``, ``"0.0012 nats"``."""
+  unit = design.unit if measure.whole else "nats"
+  return f"{numbers.number(value, digits=3)} {unit}"
+
+
+def check_lines(design: Design, result: Result, measure: Measure) -> list[str]:
+  """Each forms comparison's closeness (how near its two arms' networks stay) and, for an
+  *equivalent*, what calibrates it (`gelujax.study.calibration`)."""
+  if not isinstance(result, Checked) or not result.checks:
+    return []
+  lines = []
+  for o in result.forms:
+    c = o.comparison
+    check = result.check(o)
+    if c.control or c.metric.key != measure.key or check is None:
+      continue
+    k = check.closeness
+    same = (
+      f", the same best epoch in {k.same_epoch} of {k.pairs} pairs"
+      if k.same_epoch is not None
+      else ""
+    )
+    line = (
+      f"- {c.first} − {c.second}: per-seed correlation of the two arms "
+      f"{k.correlation:+.2f}{same}; SD across seeds {c.first} "
+      f"{amount_words(design, measure, k.sd_first)}, {c.second} "
+      f"{amount_words(design, measure, k.sd_second)}; paired SD "
+      f"{amount_words(design, measure, k.sd_paired)}."
+    )
+    if k.nearly_one:
+      line += (
+        f" Its pairs stay nearly one network (correlation at least {calibration.NEARLY_ONE:g}): "
+        "its verdict is a same-seed statement, one initial draw and one batch order trained "
+        "with either form, not a statement about two networks drawn apart."
+      )
+    s = check.sensitivity
+    if s is not None:
+      line += (
+        f" Its own sensitivity ({s.resamples} resamples of its paired differences centred at "
+        f"zero, each judged at {s.level:.3g}): *equivalent* at a shift of 0 in "
+        f"{100 * s.equivalent_at_zero:.1f}%, *different* at 1 margin in "
+        f"{100 * s.different[1]:.1f}% and at 2 margins in {100 * s.different[2]:.1f}%"
+        + (": it calibrates." if s.calibrates else ": it does not calibrate.")
+      )
+    if o.verdict == forms.EQUIVALENT:
+      line += f" *Equivalent*: {check.status}."
+    lines.append(line)
+  if not lines:
+    return []
+  control = next(
+    o for o in result.forms if o.comparison.control and o.comparison.metric.key == measure.key
+  )
+  gap = control.shift / design.metric(measure).margin
+  return [
+    f"Closeness and calibration (`gelujax.study.calibration`): the control ({design.control} − "
+    f"gelu) was found {control.verdict} at {numbers.signed(gap, digits=3)} margins; it "
+    f"calibrates an *equivalent* only where found *different* within "
+    f"{calibration.CONTROL_MARGINS:g} margins, else an *equivalent* is calibrated where its "
+    f"own paired differences find a true {calibration.SHIFT_MARGINS}-margin shift *different* "
+    f"in at least {100 * calibration.CALIBRATED_RATE:g}% of resamples.",
+    "",
+    *lines,
+  ]
+
+
 def gate_line(design: Design, result: Result) -> str:
   """Whether the control passed, per measure, and what follows for the forms' *equivalent*."""
   found = [o for o in result.forms if o.comparison.control]
   parts = ", ".join(f"{o.comparison.metric.key}: {o.verdict}" for o in found)
   if result.control_passed():
+    equivalents = [
+      o for o in result.forms if not o.comparison.control and o.verdict == forms.EQUIVALENT
+    ]
+    statuses = count(
+      result.check(o).status
+      for o in equivalents
+      if isinstance(result, Checked) and result.check(o) is not None
+    )
+    calibrated = "; ".join(f"{n}: {status}" for status, n in statuses.items())
     return (
       f"The control ({design.control} − gelu) was found *different* on every metric ({parts}): "
-      "the design can tell a linear feed-forward from gelu, so its *equivalent* verdicts stand."
+      "the design can tell a linear feed-forward from gelu. That alone calibrates no "
+      f"*equivalent* (`gelujax.study.calibration`): of the {len(equivalents)} *equivalent*, "
+      + (calibrated or "none checked")
+      + "."
     )
   equivalents = sum(
     result.reported(o) == NOT_ESTABLISHED for o in result.forms if not o.comparison.control
@@ -179,7 +362,7 @@ def tally(result: Result) -> dict[str, dict[str, int]]:
   found = {transformer.RANKING: count(o.verdict for o in result.ranking)}
   for family, control in ((transformer.FORMS, False), (transformer.CONTROL, True)):
     found[family] = count(
-      result.reported(o) for o in result.forms if o.comparison.control == control
+      reported_words(result, o) for o in result.forms if o.comparison.control == control
     )
   return found
 
@@ -221,6 +404,7 @@ def verdict_lines(design: Design, result: Result, command: str) -> list[str]:
       "",
       *forms_table(design, result, measure),
       "",
+      *(lambda found: [*found, ""] if found else [])(check_lines(design, result, measure)),
       "Control:",
       "",
       *forms_table(design, result, measure, control=True),
@@ -435,6 +619,18 @@ def bfloat16_words() -> str:
 # ---------------------------------------------------------------------------------- design
 
 
+def pilot_condition_words(margins: float) -> str:
+  """Whether the pilot's condition for taking identity as the control (its gap "many times its
+  margin", read as beyond `gelujax.study.calibration.CONTROL_MARGINS` margins and above gelu)
+  holds at a pilot gap of ``margins``."""
+  many = margins > calibration.CONTROL_MARGINS
+  return (
+    "the pilot's condition for taking it as the control (a gap many times its margin: more "
+    f"than {calibration.CONTROL_MARGINS:g} margins, identity above gelu) "
+    + ("holds" if many else "does not hold")
+  )
+
+
 def sizing_lines(design: Design) -> list[str]:
   """The rule's numbers: each metric's candidate margins and the pairs each needs, the forms
   comparisons' SD bounds and power at the seeds, the ranking's detectable shifts, the control's
@@ -485,7 +681,9 @@ def sizing_lines(design: Design) -> list[str]:
       lines.append(
         f"  - control {design.control} − gelu: the pilot's mean difference "
         f"{numbers.signed(control.mean, scale=m.pilot.scale)} {m.pilot.unit}, "
-        f"{numbers.signed(control.mean / design.margins[m.key])} margins."
+        f"{numbers.signed(control.mean / design.margins[m.key])} margins: "
+        + pilot_condition_words(control.mean / design.margins[m.key])
+        + "."
       )
   return lines
 
@@ -639,10 +837,10 @@ def headline_rows(design: Design, result: Result) -> list[dict[str, Any]]:
           "paper": "–",
           "ours": "<br>".join(
             f"{o.comparison.first} − {o.comparison.second}: "
-            f"{effect_words(design, m, o.shift, *o.interval[:2])} ({result.reported(o)})"
+            f"{effect_words(design, m, o.shift, *o.interval[:2])} ({reported_words(result, o)})"
             for o in chosen
           ),
-          "verdict": tally_words(count(result.reported(o) for o in chosen)),
+          "verdict": tally_words(count(reported_words(result, o) for o in chosen)),
           "caveats": "; ".join(c for c in (gate, short, limits) if c),
         }
       )
@@ -726,7 +924,7 @@ def write_result(design: Design, *, out: Path, root: Path, project: bool = True)
   rows there; returns ``out``; and the project's overview where ``out`` is under its results/."""
   design.check_filled()
   finished = transformer.finished_runs(design, out)
-  result = transformer.analyse(design, finished)
+  result = checked(design, transformer.analyse(design, finished), finished)
   wrong = transformer.read_all_wrong_forms(design, out)
   command = f"{readme.command_name(project)} --task={design.name}"
   corrected = corrections.lines(design.name, design.date)
@@ -798,7 +996,14 @@ def write_result(design: Design, *, out: Path, root: Path, project: bool = True)
       "control_passed": None if result.missing else result.control_passed(),
       "best_at_last_epoch": dict(result.at_last),
       "ranking": [o.to_json() for o in result.ranking],
-      "outcomes": [{**dataclasses.asdict(o), "reported": result.reported(o)} for o in result.forms],
+      "outcomes": [
+        {
+          **dataclasses.asdict(o),
+          "reported": result.reported(o),
+          **({"check": check.to_json()} if (check := result.check(o)) else {}),
+        }
+        for o in result.forms
+      ],
       "wrong_form": {arm: [r.to_json() for r in rows] for arm, rows in wrong.items()},
     },
   )
