@@ -185,9 +185,23 @@ def check_forms_result(folder, arms=ARMS, lrs=LRS, dtypes=DTYPES, metrics=METRIC
       line = f"- {words.format(n=len(chosen))}{counts}."
       assert any(x == line or x.startswith(f"{line} ") for x in readme.splitlines()), line
       if not control and equivalent:
-        survive = len(equivalent) - daggers
-        said = f"Of the {len(equivalent)} *equivalent*, {survive} survive{'s' * (survive == 1)} the"
-        assert f"{line} {said} control" in readme, said
+        # Calibrated by the control: its cell's control found different within 3 margins
+        # (its shift here); the rest by their own sensitivity or ‡, as many as not.
+        controls = {(k[2], k[3], k[4]): e for k, e in expected.items()
+                    if e["family"][0] == "control"}  # fmt: skip
+        near = [
+          k for k in equivalent
+          if (k[2], k[3], k[4]) not in gaps
+          and abs(controls[k[2], k[3], k[4]]["shift"]) <= 3 * metrics[k[4]][0]
+        ]  # fmt: skip
+        said = (
+          f"Of the {len(equivalent)} *equivalent*, {len(near)} "
+          f"{'is' if len(near) == 1 else 'are'} calibrated by the control"
+        )
+        assert f"{line} {said}" in readme, said
+        rest = re.search(r"margins in their dtype, lr and metric\), (\d+) by their own "
+                         r"sensitivity .*?, (\d+) (?:is|are) ‡", readme)  # fmt: skip
+        assert int(rest[1]) + int(rest[2]) == len(equivalent) - daggers - len(near)
   check_swaps(folder, dtypes)
   check_falling(folder, arms, lrs, dtypes, metrics)
   if metrics is METRICS:
@@ -324,7 +338,8 @@ def test_the_studys_rows_of_results_readme_count_its_families(folder):
   """results/README.md gives the study a row per pre-registered family (forms or control,
   dtype, metric), each with its comparisons' verdicts counted, the † among the forms'
   equivalents (the control not found different there), and their shifts; the top-level
-  README's summary line counts the equivalents that survive the control."""
+  README's summary line counts the equivalents calibrated: here every one the control backs,
+  by the control (found different within 3 margins: its shift here)."""
   from tests.test_results import headline_rows
 
   expected = expected_outcomes(folder, ARMS, LRS, DTYPES, METRICS)
@@ -337,6 +352,7 @@ def test_the_studys_rows_of_results_readme_count_its_families(folder):
     families.setdefault(e["family"], []).append(k)
   assert len(rows) == len(families)
   survive, equivalent = 0, 0
+  controls = {(k[2], k[3], k[4]): e for k, e in expected.items() if e["family"][0] == "control"}
   for (kind, dtype, key), keys in families.items():
     *_, ours, verdict, caveats = rows[f"gelu_forms, {kind}: {key}, {dtype}"]
     daggers = [k for k in keys if expected[k]["verdict"] == "equivalent" and kind == "forms"
@@ -351,6 +367,10 @@ def test_the_studys_rows_of_results_readme_count_its_families(folder):
     assert (f"{len(daggers)} †" in caveats) == bool(daggers)
     if kind == "forms":
       equivalent += sum(expected[k]["verdict"] == "equivalent" for k in keys)
-      survive += sum(expected[k]["verdict"] == "equivalent" for k in keys) - len(daggers)
+      backed = [k for k in keys if expected[k]["verdict"] == "equivalent" and k not in daggers]
+      assert all(
+        abs(controls[k[2], k[3], k[4]]["shift"]) <= 3 * METRICS[k[4]][0] for k in backed
+      ), "an equivalent the control does not calibrate: its sensitivity decides"
+      survive += len(backed)
   summary = (ROOT / "README.md").read_text()
-  assert f"{survive} of the {equivalent} *equivalent* survive the control" in summary
+  assert f"{survive} of the {equivalent} *equivalent* calibrated" in summary

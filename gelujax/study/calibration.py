@@ -25,6 +25,7 @@ SD; a pair is *nearly one network* where the correlation is at least :data:`NEAR
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from collections.abc import Mapping, Sequence
 
@@ -126,6 +127,12 @@ def sensitivity(
     sum(v == "equivalent" for v in found[0]) / resamples,
     {k: sum(v == "different" for v in found[k]) / resamples for k in SHIFTS if k},
   )
+
+
+@functools.lru_cache(maxsize=256)
+def cached_sensitivity(differences: tuple[float, ...], margin: float, level: float) -> Sensitivity:
+  """:func:`sensitivity` at its defaults, kept for the render that asks for it again."""
+  return sensitivity(differences, margin, level)
 
 
 def control_calibrates(control_verdict: str, control_shift: float, margin: float) -> bool:

@@ -6,6 +6,7 @@ here."""
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import math
 from collections.abc import Callable, Sequence
@@ -18,7 +19,18 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
 from gelujax import workdir as workdirs
-from gelujax.study import corrections, forms, grids, numbers, overview, plots, readme, runs, stats
+from gelujax.study import (
+  calibration,
+  corrections,
+  forms,
+  grids,
+  numbers,
+  overview,
+  plots,
+  readme,
+  runs,
+  stats,
+)
 from gelujax.study.forms import DIFFERENT, EQUIVALENT, INCONCLUSIVE, Design, Outcome
 
 FIGURE = "forms.png"
@@ -83,10 +95,82 @@ def control_gaps(outcomes: Sequence[Outcome]) -> set[tuple[str, float, str]]:
   }
 
 
+UNCALIBRATED_MARK = "‡"  # an *equivalent* whose control does not calibrate it, nor its own spread
+
+
+def cell_key(o: Outcome) -> tuple[str, str, str, float, str]:
+  c = o.comparison
+  return (c.first, c.second, c.dtype, c.learning_rate, c.metric.key)
+
+
+def calibrations(design: Design, outcomes: Sequence[Outcome]) -> dict[tuple, str]:
+  """Each forms *equivalent* whose cell's control was found different (not †) -> what
+  calibrates it (`gelujax.study.calibration`): the control, where found different within
+  `calibration.CONTROL_MARGINS` margins; else its own paired differences' sensitivity at its
+  family's strictest level; else :data:`gelujax.study.calibration.UNCALIBRATED`."""
+  controls = {
+    (o.comparison.dtype, o.comparison.learning_rate, o.comparison.metric.key): o
+    for o in outcomes
+    if o.comparison.control
+  }
+  sizes = collections.Counter(o.comparison.family for o in outcomes)
+  found = {}
+  for o in outcomes:
+    c = o.comparison
+    control = controls.get((c.dtype, c.learning_rate, c.metric.key))
+    if c.control or o.verdict != EQUIVALENT or control is None or control.verdict != DIFFERENT:
+      continue
+    margin = c.metric.margin
+    if calibration.control_calibrates(control.verdict, control.shift, margin):
+      found[cell_key(o)] = calibration.CALIBRATED_BY_CONTROL
+      continue
+    level = design.alpha / sizes[c.family]
+    sensitivity = calibration.cached_sensitivity(tuple(o.differences), margin, level)
+    found[cell_key(o)] = calibration.status(False, sensitivity)
+  return found
+
+
+def sensitivity_lines(design: Design, outcomes: Sequence[Outcome]) -> list[str]:
+  """The sensitivity of each *equivalent* its control does not calibrate: the shares of its
+  resampled differences found *equivalent* at a shift of 0 and *different* at 1 and 2 margins
+  (`gelujax.study.calibration.sensitivity`), and the control's gap in margins."""
+  calibrated = calibrations(design, outcomes)
+  controls = {
+    (o.comparison.dtype, o.comparison.learning_rate, o.comparison.metric.key): o
+    for o in outcomes
+    if o.comparison.control
+  }
+  sizes = collections.Counter(o.comparison.family for o in outcomes)
+  lines = []
+  for o in outcomes:
+    status = calibrated.get(cell_key(o))
+    if status is None or status == calibration.CALIBRATED_BY_CONTROL:
+      continue
+    c = o.comparison
+    control = controls[(c.dtype, c.learning_rate, c.metric.key)]
+    level = design.alpha / sizes[c.family]
+    s = calibration.cached_sensitivity(tuple(o.differences), c.metric.margin, level)
+    lines.append(
+      f"{pair_words(o)}, {c.dtype}, lr {c.learning_rate:g}, {c.metric.label}: *equivalent* "
+      f"with the same seeds; the control {numbers.signed(control.shift / c.metric.margin)} "
+      f"margins away; its own sensitivity ({s.resamples} resamples of its paired differences "
+      f"centred at zero, each judged at {s.level:.3g}): *equivalent* at a shift of 0 in "
+      f"{100 * s.equivalent_at_zero:.1f}%, *different* at 1 margin in "
+      f"{100 * s.different[1]:.1f}% and at 2 margins in {100 * s.different[2]:.1f}%: {status}."
+    )
+  return lines
+
+
+def uncalibrated(o: Outcome, calibrated: dict[tuple, str]) -> bool:
+  """Whether an *equivalent* is marked ‡ (:data:`UNCALIBRATED_MARK`)."""
+  return calibrated.get(cell_key(o)) == calibration.UNCALIBRATED
+
+
 def verdict_table(design: Design, outcomes: Sequence[Outcome], metric: forms.Metric) -> list[str]:
   """One metric's verdicts: a row per pair, a column per dtype and lr."""
   columns = [(d, lr) for d in design.dtypes for lr in design.learning_rates]
   gaps = control_gaps(outcomes)
+  calibrated = calibrations(design, outcomes)
   found = {
     (pair_words(o), o.comparison.dtype, o.comparison.learning_rate): o
     for o in outcomes
@@ -105,6 +189,7 @@ def verdict_table(design: Design, outcomes: Sequence[Outcome], metric: forms.Met
         cells.append("pending")
         continue
       mark = " †" if daggered(o, gaps) else ""
+      mark += f" {UNCALIBRATED_MARK}" if uncalibrated(o, calibrated) else ""
       cells.append(f"{verdict_words(o)}{mark}<br>{shift_words(o)}")
     lines.append(f"| {pair} | " + " | ".join(cells) + " |")
   return lines
@@ -284,12 +369,32 @@ def tally(outcomes: Sequence[Outcome], control: bool) -> dict[str, int]:
   return {v: sum(o.verdict == v for o in chosen) for v in (EQUIVALENT, DIFFERENT, INCONCLUSIVE)}
 
 
-def count_words(counts: dict[str, int], daggers: int = 0) -> str:
-  """``"22 equivalent (10 †), 0 different, 32 inconclusive"``: ``daggers`` of the equivalent
-  are marked † (the control was not found different there)."""
+def count_words(counts: dict[str, int], daggers: int = 0, uncalibrated: int = 0) -> str:
+  """``"22 equivalent (10 †, 2 ‡), 0 different, 32 inconclusive"``: ``daggers`` of the
+  equivalent are marked † (the control was not found different there), ``uncalibrated`` ‡ (it
+  was, but does not calibrate them, nor does their own sensitivity)."""
+  marks = ", ".join(
+    f"{n} {mark}" for n, mark in ((daggers, "†"), (uncalibrated, UNCALIBRATED_MARK)) if n
+  )
   return ", ".join(
-    f"{n} {verdict}" + (f" ({daggers} †)" if verdict == EQUIVALENT and daggers else "")
+    f"{n} {verdict}" + (f" ({marks})" if verdict == EQUIVALENT and marks else "")
     for verdict, n in counts.items()
+  )
+
+
+UNCALIBRATED_WORDS = (
+  "the control was found different from gelu, but more than {margins:g} margins away, and "
+  "their own paired differences do not find a true {shift}-margin shift different in "
+  "{rate:g}% of resamples: *equivalent* with the same seeds, control uncalibrated"
+)
+
+
+def uncalibrated_words() -> str:
+  """What ‡ means, in words, from `gelujax.study.calibration`'s rule."""
+  return UNCALIBRATED_WORDS.format(
+    margins=calibration.CONTROL_MARGINS,
+    shift=calibration.SHIFT_MARGINS,
+    rate=100 * calibration.CALIBRATED_RATE,
   )
 
 
@@ -302,18 +407,15 @@ def daggered(o: Outcome, gaps: set[tuple[str, float, str]]) -> bool:
   )
 
 
-def survive_word(n: int) -> str:
-  return "survives" if n == 1 else "survive"
-
-
 def equivalents_line(
   design: Design, outcomes: Sequence[Outcome], falling: dict[str, dict] | None = None
 ) -> str:
-  """Which of the forms' *equivalent* verdicts survive the control (it was found different from
+  """Which of the forms' *equivalent* verdicts are calibrated (by the control, found different from
   gelu in their dtype, lr and metric), and which are † (it was not), per metric; a metric still
   falling at the end of the runs (``falling``: :func:`forms.still_falling`) says so."""
   falling = falling or {}
   gaps = control_gaps(outcomes)
+  calibrated = calibrations(design, outcomes)
   found = [o for o in outcomes if not o.comparison.control and o.verdict == EQUIVALENT]
   if not found:
     return "No comparison of the forms is *equivalent*."
@@ -322,8 +424,9 @@ def equivalents_line(
     chosen = [o for o in found if o.comparison.metric.key == metric.key]
     if chosen:
       marked = sum(daggered(o, gaps) for o in chosen)
-      part = f"{metric.label}: {len(chosen) - marked} {survive_word(len(chosen) - marked)}, "
-      part += f"{marked} †"
+      unmarked = sum(uncalibrated(o, calibrated) for o in chosen)
+      part = f"{metric.label}: {len(chosen) - marked - unmarked} calibrated, "
+      part += f"{unmarked} {UNCALIBRATED_MARK}, {marked} †"
       if metric.key in falling:
         fact = falling[metric.key]
         part += (
@@ -331,13 +434,21 @@ def equivalents_line(
           f"over the last fifth of training"
         )
       parts.append(part)
-  survive = sum(not daggered(o, gaps) for o in found)
-  marked = len(found) - survive
+  marked = sum(daggered(o, gaps) for o in found)
+  statuses = collections.Counter(calibrated.get(cell_key(o)) for o in found)
+  unmarked = statuses[calibration.UNCALIBRATED]
   head = (
-    f"Of the {len(found)} *equivalent*, {survive} {survive_word(survive)} the control "
-    f"({design.control} was found different from gelu in their dtype, lr and metric) and "
-    f"{marked} {'is' if marked == 1 else 'are'} † (it was not: there the design could not tell "
-    "the control from gelu either)"
+    f"Of the {len(found)} *equivalent*, {statuses[calibration.CALIBRATED_BY_CONTROL]} "
+    f"{'is' if statuses[calibration.CALIBRATED_BY_CONTROL] == 1 else 'are'} calibrated by the "
+    f"control ({design.control} was found different from gelu within "
+    f"{calibration.CONTROL_MARGINS:g} margins in their dtype, lr and metric), "
+    f"{statuses[calibration.CALIBRATED_BY_SENSITIVITY]} by their own sensitivity (their paired "
+    f"differences, resampled {calibration.RESAMPLES} times, find a true "
+    f"{calibration.SHIFT_MARGINS}-margin shift different in at least "
+    f"{100 * calibration.CALIBRATED_RATE:g}% of resamples: `gelujax.study.calibration`), "
+    f"{unmarked} {'is' if unmarked == 1 else 'are'} {UNCALIBRATED_MARK} ({uncalibrated_words()}) "
+    f"and {marked} {'is' if marked == 1 else 'are'} † (the control was not found different: "
+    "there the design could not tell the control from gelu either)"
   )
   return f"{head}; by metric: {'; '.join(parts)}."
 
@@ -378,12 +489,18 @@ def findings(
     ]
   lines = []
   gaps = control_gaps(outcomes)
+  calibrated = calibrations(design, outcomes)
   form_outcomes = [o for o in outcomes if not o.comparison.control]
-  counts = count_words(tally(outcomes, False), sum(daggered(o, gaps) for o in form_outcomes))
+  counts = count_words(
+    tally(outcomes, False),
+    sum(daggered(o, gaps) for o in form_outcomes),
+    sum(uncalibrated(o, calibrated) for o in form_outcomes),
+  )
   lines.append(
     f"The forms, {len(form_outcomes)} pre-registered comparisons: {counts}. "
     + equivalents_line(design, outcomes, falling)
   )
+  lines += sensitivity_lines(design, outcomes)
   lines.append(
     f"The control ({design.control} − gelu), {sum(tally(outcomes, True).values())} comparisons: "
     f"{count_words(tally(outcomes, True))}."
@@ -395,7 +512,11 @@ def findings(
         if o.comparison.metric.key == metric.key and o.comparison.dtype == dtype
       ]  # fmt: skip
       different = [o for o in chosen if o.verdict == DIFFERENT]
-      counts = count_words(tally(chosen, False), sum(daggered(o, gaps) for o in chosen))
+      counts = count_words(
+        tally(chosen, False),
+        sum(daggered(o, gaps) for o in chosen),
+        sum(uncalibrated(o, calibrated) for o in chosen),
+      )
       line = f"{metric.label}, {dtype}: {counts}"
       if different:
         line += "; different: " + "; ".join(
@@ -615,6 +736,7 @@ def headline_rows(
   control was not found different from gelu, and a final metric still falling."""
   falling = falling or {}
   gaps = control_gaps(outcomes)
+  calibrated = calibrations(design, outcomes)
   families: dict[tuple[str, str, str], list[Outcome]] = {}
   for o in outcomes:
     families.setdefault(o.comparison.family, []).append(o)
@@ -636,6 +758,9 @@ def headline_rows(
         f"{marked} † (at lr {', '.join(f'{lr:g}' for lr in lrs)} the control was not found "
         f"different from gelu: the design could not tell {design.control} from gelu there)"
       )
+    unmarked = sum(uncalibrated(o, calibrated) for o in chosen)
+    if unmarked:
+      caveats.append(f"{unmarked} {UNCALIBRATED_MARK} ({uncalibrated_words()})")
     if key in falling:
       fact = falling[key]
       caveats.append(
@@ -661,10 +786,12 @@ def headline_rows(
         "paper": "–",
         "ours": "<br>".join(
           f"{pair_words(o)}, lr {o.comparison.learning_rate:g}: {shift_words(o)} ({o.verdict}"
-          + (" †)" if daggered(o, gaps) else ")")
+          + (" †" if daggered(o, gaps) else "")
+          + (f" {UNCALIBRATED_MARK}" if uncalibrated(o, calibrated) else "")
+          + ")"
           for o in chosen
         ),
-        "verdict": count_words(tally(chosen, control), marked),
+        "verdict": count_words(tally(chosen, control), marked, unmarked),
         "caveats": "; ".join(caveats),
       }
     )
@@ -675,12 +802,14 @@ def headline_summary(
   design: Design, outcomes: Sequence[Outcome], falling: dict[str, dict] | None = None
 ) -> str:
   """The study in one line of the top-level README: its forms comparisons' tally, and how many
-  of its *equivalent* survive the control, on which metrics."""
+  of its *equivalent* are calibrated, on which metrics, and how many are not (‡)."""
   falling = falling or {}
   gaps = control_gaps(outcomes)
+  calibrated = calibrations(design, outcomes)
   chosen = [o for o in outcomes if not o.comparison.control]
   found = [o for o in chosen if o.verdict == EQUIVALENT]
-  survivors = [o for o in found if not daggered(o, gaps)]
+  survivors = [o for o in found if not daggered(o, gaps) and not uncalibrated(o, calibrated)]
+  unmarked = sum(uncalibrated(o, calibrated) for o in found)
   on = {o.comparison.metric.key: o.comparison.metric for o in survivors}
   where = "; ".join(
     f"{sum(o.comparison.metric.key == key for o in survivors)} on {m.label}"
@@ -689,9 +818,12 @@ def headline_summary(
   )
   return (
     f"gelujax's own study of the GELU forms (`{design.name}`): {len(chosen)} pre-registered "
-    f"comparisons of the forms, {count_words(tally(chosen, False), len(found) - len(survivors))}; "
-    f"{len(survivors)} of the {len(found)} *equivalent* survive the control"
+    f"comparisons of the forms, "
+    f"{count_words(tally(chosen, False), sum(daggered(o, gaps) for o in found), unmarked)}; "
+    f"{len(survivors)} of the {len(found)} *equivalent* calibrated (by the control within "
+    f"{calibration.CONTROL_MARGINS:g} margins, or by their own sensitivity)"
     + (f": {where}" if where else "")
+    + (f"; {unmarked} control uncalibrated ({UNCALIBRATED_MARK})" if unmarked else "")
     + "."
   )
 
@@ -874,7 +1006,8 @@ def write_result(design: Design, *, out: Path, root: Path, project: bool = True)
     "## Verdicts",
     "",
     f"Each cell: the verdict, then the paired shift [exact {100 * stats.CONFIDENCE:g}% "
-    "interval]. † marks an *equivalent* where the control was not found different either.",
+    "interval]. † marks an *equivalent* where the control was not found different either; "
+    f"{UNCALIBRATED_MARK} one where {uncalibrated_words()} (`gelujax.study.calibration`).",
   ]
   for metric in design.metrics:
     lines += ["", f"### {metric.label}", "", *verdict_table(design, outcomes, metric)]
