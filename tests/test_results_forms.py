@@ -374,3 +374,45 @@ def test_the_studys_rows_of_results_readme_count_its_families(folder):
       survive += len(backed)
   summary = (ROOT / "README.md").read_text()
   assert f"{survive} of the {equivalent} *equivalent* calibrated" in summary
+
+
+def test_the_powered_studys_closeness_is_rederived_from_the_runs_files():
+  """gelu_forms_powered's closeness lines, from its runs' summary.json files read here: at each
+  lr and metric, gelu_tanh's and gelu's per-seed values (test error in whole images) correlated
+  by NumPy, the pairs whose best epochs agree counted, the paired SD (ddof 1); at lr 0.0003 the
+  pairs stay nearly one network (58 of 60 at the same best epoch)."""
+  folder = ROOT / "results" / "fashion_mnist" / "gelu_forms_powered"
+  readme = (folder / "README.md").read_text()
+  members = {}
+  for arm in ("gelu", "gelu_tanh"):
+    summary = json.loads((folder / "runs" / f"{arm}_float32" / "summary.json").read_text())
+    members[arm] = summary["members"]
+  for lr in (3e-4, 1e-3):
+    for key, label, scale in (
+      ("test_error", "test error (%) at the best-validation epoch, in whole images", None),
+      ("test_loss", "test log loss (nats) at the best-validation epoch", 1.0),
+    ):
+      by_seed = {
+        arm: {m["seed"]: m for m in found if math.isclose(m["learning_rate"], lr)}
+        for arm, found in members.items()
+      }
+      seeds = sorted(by_seed["gelu"])
+      a, b = (
+        np.array([by_seed[arm][s]["best"][key] for s in seeds]) for arm in ("gelu_tanh", "gelu")
+      )
+      if scale is None:  # whole images, the SD shown in points
+        a, b = np.rint(a * 10_000), np.rint(b * 10_000)
+      same = sum(by_seed["gelu_tanh"][s]["best_epoch"] == by_seed["gelu"][s]["best_epoch"]
+                 for s in seeds)  # fmt: skip
+      paired = np.std(a - b, ddof=1) * (0.01 if scale is None else 1.0)
+      unit = "points" if scale is None else "nats"
+      line = (
+        f"- gelu_tanh − gelu, float32, lr {lr:g}, {label}: per-seed correlation of the two arms "
+        f"{np.corrcoef(a, b)[0, 1]:+.2f}, the same best epoch in {same} of {len(seeds)} pairs; "
+      )
+      assert line in readme, line
+      assert f"paired SD {paired:.3g} {unit}" in readme.split(line, 1)[1].split("\n", 1)[0]
+  assert (
+    "lr 0.0003, test error (%) at the best-validation epoch, in whole images: per-seed " in (readme)
+    and "the same best epoch in 58 of 60 pairs" in readme
+  )

@@ -102,7 +102,9 @@ FORMS_CONTROL_CALIBRATION = Correction(
   "by its own paired differences (2000 seeded resamples centred at zero find a true 2-margin "
   "shift different in at least 80%), else it is marked ‡, *equivalent* with the same seeds, "
   "control uncalibrated (`gelujax.study.calibration`); the counts of those calibrated are "
-  "those that survived before",
+  "those that survived before. An *equivalent* of paired seeds is a same-seed statement: the "
+  "findings now show, for each, the per-seed correlation of its two arms, the pairs at the same "
+  "best epoch and each arm's SD across seeds beside the paired SD",
 )
 
 # The corrections of each design, by its name.

@@ -161,6 +161,52 @@ def sensitivity_lines(design: Design, outcomes: Sequence[Outcome]) -> list[str]:
   return lines
 
 
+def closeness_lines(
+  design: Design, outcomes: Sequence[Outcome], finished: dict[str, runs.Run]
+) -> list[str]:
+  """How near the two arms' networks stay, seed by seed, for each *equivalent* the control was
+  found different beside (`gelujax.study.calibration.closeness`): the per-seed correlation of
+  their values as compared, the pairs whose members pick the same best epoch (a best-epoch
+  metric), each arm's SD across seeds beside the paired SD; where they stay nearly one network,
+  that its verdict is a same-seed statement."""
+  calibrated = calibrations(design, outcomes)
+  lines = []
+  for o in outcomes:
+    if cell_key(o) not in calibrated:
+      continue
+    c = o.comparison
+    values, epochs = [], []
+    for arm in (c.first, c.second):
+      run = finished[design.run_name(arm, c.dtype)]
+      values.append(forms.find_lr(forms.arm_values(run, c.metric), c.learning_rate))
+      epochs.append({m["seed"]: m["best_epoch"] for m in runs.lr_members(run, c.learning_rate)})
+    first, second = forms.compared_values(*values, c.metric)
+    best = c.metric.key.startswith("best.")
+    k = calibration.closeness(first, second, *(epochs if best else (None, None)))
+    same = (
+      f", the same best epoch in {k.same_epoch} of {k.pairs} pairs"
+      if k.same_epoch is not None
+      else ""
+    )
+    sds = ", ".join(c.metric.amount(numbers.number(c.metric.shown(v), digits=3)) for v in (
+      k.sd_first, k.sd_second
+    ))  # fmt: skip
+    line = (
+      f"{pair_words(o)}, {c.dtype}, lr {c.learning_rate:g}, {c.metric.label}: per-seed "
+      f"correlation of the two arms {k.correlation:+.2f}{same}; SD across seeds ({c.first}, "
+      f"{c.second}) {sds}; paired SD "
+      f"{c.metric.amount(numbers.number(c.metric.shown(k.sd_paired), digits=3))}"
+    )
+    if k.nearly_one:
+      line += (
+        f": nearly one network (correlation at least {calibration.NEARLY_ONE:g}), so its "
+        "*equivalent* is a same-seed statement, one initial draw and one batch order trained "
+        "with either form"
+      )
+    lines.append(line + ".")
+  return lines
+
+
 def uncalibrated(o: Outcome, calibrated: dict[tuple, str]) -> bool:
   """Whether an *equivalent* is marked ‡ (:data:`UNCALIBRATED_MARK`)."""
   return calibrated.get(cell_key(o)) == calibration.UNCALIBRATED
@@ -976,7 +1022,8 @@ def write_result(design: Design, *, out: Path, root: Path, project: bool = True)
   swaps = read_swaps(design, out)
   falling = forms.still_falling(design, finished)
   judged, swapped = findings(design, outcomes, missing, falling), swap_findings(design, swaps)
-  found = judged + swapped
+  close = closeness_lines(design, outcomes, finished) if not missing else []
+  found = judged + close + swapped
   corrected = correction_lines(design, outcomes, finished) if not missing else []
   if outcomes:
     draw_figure(design, outcomes, out / FIGURE)
