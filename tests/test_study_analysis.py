@@ -312,3 +312,30 @@ def test_values_without_their_seeds_are_refused():
   with pytest.raises(ValueError, match="3 values for 2 seeds"):
     evidence.seeded([1.0, 2.0, 3.0], [0, 1])
   assert evidence.seeded({5: 1.0}, []) == {5: 1.0}
+
+
+def test_the_method_states_the_tie_rule_the_trainer_applies():
+  """A member whose validation error ties at epochs 2 and 4 (0.1 both, by hand): the trainer's
+  summary takes epoch 2, the earliest, and the method paragraph of every paper result says
+  that a tie takes the earliest of the tied epochs."""
+  from gelujax.study import best, method
+  from gelujax.workdir import records as workdir_records
+
+  rows = [
+    {"member": 0, "epoch": e, "validation_error": v, "test_error": t}
+    for e, v, t in ((1, 0.3, 0.31), (2, 0.1, 0.12), (3, 0.2, 0.21), (4, 0.1, 0.11))
+  ]
+  config = {
+    "members": [{"seed": 0, "learning_rate": 1e-3}], "task": "mnist", "dataset": "mnist",
+    "activation": "gelu", "spec": {"epochs": 4},
+  }  # fmt: skip
+  summary = workdir_records.summarize(config, rows, [None], "validation_error")
+  assert summary["members"][0]["best_epoch"] == 2
+  assert best.best_record(rows, "validation_error")["epoch"] == 2
+  values = [
+    run("gelu_tanh", {1e-3: [1, 2, 3]}, {1e-3: [1, 2, 3, 4, 5]}),
+    run("relu", {1e-3: [5, 5, 5]}, {1e-3: [6, 7, 8, 9, 10]}),
+  ]
+  options = {"selection_rows": [], "metrics": [], "command": "python x.py"}
+  text = method.method("mnist", analysis.analyse("mnist", values, SELECT, **options))
+  assert "where epochs tie on it, the earliest of the tied epochs (" in text

@@ -8,7 +8,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from gelujax.study import corrections, forms, forms_report, judge, stats
+from gelujax.study import calibration, corrections, forms, forms_report, judge, stats
 
 
 def outcome(first, second, lr, d, metric=forms.DESIGN.metrics[0], dtype="float32"):
@@ -30,13 +30,26 @@ def test_an_inconclusive_cell_says_more_than_the_largest_count_tried(monkeypatch
   (found,) = forms.judge([outcome("gelu_sigmoid", "gelu_tanh", 1e-3, noisy)])
   assert found.pairs_needed is None
   words = forms_report.verdict_words(found)
-  assert f"more than {stats.MAX_SEEDS} pairs would decide" in words, words
+  assert f"more than {stats.MAX_SEEDS} pairs would find it equivalent" in words, words
   at_margin = np.array([0.002] * 5 + [0.001, 0.003] * 2 + [0.002])
   (found,) = forms.judge([outcome("gelu_sigmoid", "gelu_tanh", 1e-3, at_margin)])
   assert found.verdict == judge.INCONCLUSIVE and found.shift == 0.002
   assert "no number of pairs decides a shift exactly at the margin" in (
     forms_report.verdict_words(found)
   )
+
+
+def test_the_pairs_that_would_decide_say_which_way():
+  """An inconclusive shift inside the margin (0.001 of 0.002, noisy) would be found
+  *equivalent* with more pairs, one beyond it (0.003) *different*: the cell says which, for a
+  control as for a form (a control's *equivalent* fails it)."""
+  noise = np.array([0.004, -0.004, 0.003, -0.003, 0.0, 0.001, -0.002, 0.002, 0.005, -0.005])
+  for centre, decision in ((0.001, "equivalent"), (0.003, "different")):
+    for first in ("gelu_tanh", "relu"):
+      (found,) = forms.judge([outcome(first, "gelu", 1e-3, noise + centre)])
+      assert found.verdict == forms.INCONCLUSIVE and found.pairs_needed is not None
+      words = forms_report.verdict_words(found)
+      assert f"~{found.pairs_needed} pairs would find it {decision})" in words, words
 
 
 def swap(arm, activation, changes, key="loss", dtype="float32", to_dtype="float32", lr=1e-3):
@@ -67,9 +80,10 @@ def test_swap_findings_keep_each_direction_apart():
 
 def test_the_headline_keeps_the_equivalents_the_control_does_not_back_apart():
   """Two forms equivalent at two lrs; the control is different from gelu at the first lr only:
-  the first equivalent survives the control, the second is †, and the headline says so."""
+  the first equivalent is calibrated by the control (0.006-0.009 from gelu, within 3 margins of
+  0.002), the second is †, and the headline says so."""
   tiny = np.linspace(-0.0004, 0.0005, 10)
-  large = np.linspace(0.006, 0.009, 10)
+  large = np.linspace(0.004, 0.005, 10)
   noisy = np.array([0.004, -0.004, 0.003, -0.003, 0.0, 0.001, -0.002, 0.002, 0.005, -0.005])
   design = dataclasses.replace(forms.DESIGN, learning_rates=(1e-3, 3e-3), dtypes=("float32",))
   judged = forms.judge([
@@ -82,10 +96,15 @@ def test_the_headline_keeps_the_equivalents_the_control_does_not_back_apart():
   first, control, metric = forms_report.findings(design, judged, [])[:3]
   assert first == (
     "The forms, 2 pre-registered comparisons: 2 equivalent (1 †), 0 different, 0 inconclusive. "
-    "Of the 2 *equivalent*, 1 survives the control (relu was found different from gelu in "
-    "their dtype, lr and metric) and 1 is † (it was not: there the design could not tell the "
-    "control from gelu either); by metric: test error (%) at the best-validation epoch: "
-    "1 survives, 1 †."
+    "Of the 2 *equivalent*, 1 is calibrated by the control (relu was found different from gelu "
+    "within 3 margins in their dtype, lr and metric), 0 by their own sensitivity (their paired "
+    "differences, resampled 2000 times, find a true 2-margin shift different in at least 80% of "
+    "resamples: `gelujax.study.calibration`), 0 are ‡ (the control was found different from "
+    "gelu, but more than 3 margins away, and their own paired differences do not find a true "
+    "2-margin shift different in 80% of resamples: *equivalent* with the same seeds, control "
+    "uncalibrated) and 1 is † (the control was not found different: there the design could not "
+    "tell the control from gelu either); by metric: test error (%) at the best-validation "
+    "epoch: 1 calibrated, 0 ‡, 1 †."
   )
   assert control.startswith("The control (relu − gelu), 2 comparisons: 0 equivalent, 1 different")
   assert metric.startswith(
@@ -113,8 +132,8 @@ def test_a_final_metric_still_falling_is_flagged_where_its_verdicts_are_counted(
   }  # fmt: skip
   lines = forms_report.findings(design, judged, [], falling)
   assert lines[0].endswith(
-    "final train log loss (ratio): 1 survives, 0 †, on a loss still falling 5.1% to 12.8% over "
-    "the last fifth of training."
+    "final train log loss (ratio): 1 calibrated, 0 ‡, 0 †, on a loss still falling 5.1% to "
+    "12.8% over the last fifth of training."
   )
   assert lines[3] == (
     "final train log loss (ratio) still falls at the last epoch: its median fall over the last "
@@ -167,3 +186,51 @@ def test_what_ten_pairs_could_resolve_is_derived_from_the_differences():
   words = forms_report.paired_sd_words(design, judged)
   assert f"{min(sds):.2f}–{max(sds):.2f} points at lr 0.001" in words
   assert words.endswith("10 pairs suffice in 1 of the 2 comparisons")
+
+
+WIDE = np.array([0.0032, -0.0017, -0.0006, 0.0031, 0.001, 0.001, -0.0008, -0.0025, 0.0003, 0.0002])
+
+
+def test_an_equivalent_is_calibrated_by_a_near_control_or_its_own_sensitivity_or_marked():
+  """Three families of one comparison each (a level of 0.05): on test error in float32, WIDE
+  (SD 0.0019, within ±0.002: equivalent at p 0.035) beside a control 25 margins away (+0.05 on
+  every seed): its own differences find a 2-margin shift different in under 80% of resamples
+  (computed by `calibration.sensitivity`, tested against a by-hand bootstrap), so ‡; in
+  bfloat16, WIDE / 3 beside the same control: calibrated by its own sensitivity; on test loss
+  (±0.005), a narrow equivalent beside a control 2.4 margins away (+0.012 on every seed, found
+  different): calibrated by the control. No cell says the control alone makes it survive."""
+  far = np.full(10, 0.05) + np.arange(10) * 1e-4
+  near = np.full(10, 0.012) + np.arange(10) * 1e-4
+  loss = forms.DESIGN.metrics[1]
+  design = dataclasses.replace(forms.DESIGN, learning_rates=(1e-3,))
+  judged = forms.judge([
+    outcome("gelu_tanh", "gelu", 1e-3, WIDE),
+    outcome("relu", "gelu", 1e-3, far),
+    outcome("gelu_tanh", "gelu", 1e-3, WIDE / 3, dtype="bfloat16"),
+    outcome("relu", "gelu", 1e-3, far, dtype="bfloat16"),
+    outcome("gelu_tanh", "gelu", 1e-3, WIDE, metric=loss),
+    outcome("relu", "gelu", 1e-3, near, metric=loss),
+  ])  # fmt: skip
+  assert [o.verdict for o in judged] == ["equivalent", "different"] * 3
+  assert judged[0].equivalence.p == pytest.approx(0.03515625)
+  wide = calibration.sensitivity(WIDE, 0.002, 0.05)
+  assert wide.different[2] < 0.8 <= calibration.sensitivity(WIDE / 3, 0.002, 0.05).different[2]
+  found = forms_report.calibrations(design, judged)
+  assert list(found.values()) == [
+    "control uncalibrated", "calibrated by its own sensitivity", "calibrated by the control"
+  ]  # fmt: skip
+  table = "\n".join(forms_report.verdict_table(design, judged, forms.DESIGN.metrics[0]))
+  assert "**equivalent** ‡<br>" in table and table.count("‡") == 1
+  line = forms_report.equivalents_line(design, judged)
+  assert line.startswith(
+    "Of the 3 *equivalent*, 1 is calibrated by the control (relu was found different from gelu "
+    "within 3 margins in their dtype, lr and metric), 1 by their own sensitivity"
+  )
+  assert "1 is ‡ (the control was found different from gelu, but more than 3 margins away" in line
+  assert "survive" not in line
+  rows = forms_report.headline_rows(design, judged)
+  (error,) = [r for r in rows if r["where"] == "gelu_forms, forms: best.test_error, float32"]
+  assert error["verdict"] == "1 equivalent (1 ‡), 0 different, 0 inconclusive"
+  assert "(equivalent ‡)" in error["ours"] and error["caveats"].startswith("1 ‡ (the control")
+  summary = forms_report.headline_summary(design, judged)
+  assert "2 of the 3 *equivalent* calibrated" in summary and "1 control uncalibrated (‡)" in summary

@@ -249,6 +249,9 @@ def test_where_no_margin_fits_the_cap_the_largest_is_taken_and_the_short_test_na
   needed, margins, count = expected_rule(spread=4.0)
   assert {k: dict(v) for k, v in d.sizing.needed.items()} == needed
   assert needed["best.test_error"][0.01] == 21 and d.margins == margins
+  # The margin taken is the loosest candidate, as the rule's words say (not the tightest).
+  assert d.margins["best.test_error"] == max(transformer.ERROR.pilot.margins)
+  assert "the largest candidate (the loosest" in d.margin_rule and "tightest" not in d.margin_rule
   assert d.margins["best.test_error"] == 0.01 and count == 20 and len(d.seeds) == 20
   assert transformer.short_of_power(d, TANH_GATE, "geglu", ERROR)
   assert not transformer.short_of_power(d, "gelu_tanh", "gelu", ERROR)
@@ -290,6 +293,38 @@ def test_the_floor_and_the_cap_bound_the_seeds(bound, margins, seeds):
       dataclasses.replace(analysis, selected={**analysis.selected, "swiglu": None}),
       "x",
     )
+
+
+def test_the_controls_pilot_gap_is_signed_in_margins():
+  """The control's pilot gap in margins keeps its sign: identity − gelu 0.0259 nats below gelu
+  on the validation loss is -0.0259 / 0.05 = -0.518 margins of the loss's 0.05 (the largest
+  candidate, every spread so large that none fits), +4.01 points +4.01 of the error's 1. The
+  pilot's condition for taking identity as the control (a gap many times its margin: above
+  gelu by more than 3 margins) holds at +4.01, not at -0.518."""
+  forms_spreads = [
+    hand_spread(a, b, m, 1.0)
+    for a, b in transformer.FORMS_PAIRS
+    for m in ("validation_error", "validation_loss")
+  ]
+  spreads = (
+    *forms_spreads,
+    dataclasses.replace(hand_spread("identity", "gelu", "validation_error", 1.0), mean=0.0401),
+    dataclasses.replace(hand_spread("identity", "gelu", "validation_loss", 1.0), mean=-0.0259),
+  )
+  analysis = pilot.Analysis({}, dict.fromkeys(ARMS, 1e-3), spreads, ())
+  d = transformer.from_pilot(transformer.VIT, analysis, "results/x")
+  assert d.margins == {"best.test_error": 0.01, "best.test_loss": 0.05}
+  lines = [line for line in transformer_report.sizing_lines(d) if "control identity" in line]
+  condition = (
+    "the pilot's condition for taking it as the control (a gap many times its margin: more "
+    "than 3 margins, identity above gelu)"
+  )
+  assert lines == [
+    "  - control identity − gelu: the pilot's mean difference +4.01 points, +4.01 margins: "
+    f"{condition} holds.",
+    "  - control identity − gelu: the pilot's mean difference -0.0259 nats, -0.518 margins: "
+    f"{condition} does not hold.",
+  ]
 
 
 def test_a_missing_pilot_is_refused_in_one_paragraph(tmp_path, monkeypatch):
@@ -552,6 +587,16 @@ def walsh_interval(x):
   return np.median(walsh), walsh[k - 1], walsh[len(walsh) - k]
 
 
+def two_sided_by_hand(d):
+  """The exact two-sided signed-rank p (zeros dropped, mid-ranks), every sign assignment
+  enumerated: the statistic at least as far from its mean as observed."""
+  d = d[d != 0]
+  ranks = scipy.stats.rankdata(np.abs(d))
+  sums = np.array(list(itertools.product((0, 1), repeat=len(d)))) @ ranks
+  observed, mean = ranks[d > 0].sum(), ranks.sum() / 2
+  return float(np.mean(np.abs(sums - mean) >= abs(observed - mean) - 1e-9))
+
+
 def kept_rows(design):
   """Hand-made wrong-form rows of gelu's networks (the test error up by 0-9 images of 10,000,
   skewed: the paired centre is not the mean)."""
@@ -645,9 +690,31 @@ def test_the_readme_states_the_verdicts_the_code_derives(study):
       assert row.endswith(f" | {len(o.paired.seeds)} | {o.p:.2g} | {o.holm:.2g} | {words} |")
   assert f"| 1 | gelu below relu | 0.001, {relu_lr:g} | " in text
   assert "| gelu_tanh − gelu | 0.001, 0.001 | ±30 images (0.3 points) |" in text
-  assert "| **equivalent** |" in text and "| **different**: geglu(approximate=True) lower |" in text
+  # gelu_tanh − gelu (C, within the margin): equivalent, a same-seed statement calibrated by its
+  # own sensitivity (the control 2000 images away, beyond 3 margins of 30), its zero-shift p the
+  # two-sided exact signed-rank p enumerated here.
+  zero = two_sided_by_hand(C.astype(float))
+  assert (
+    f"| **equivalent** (same seeds), calibrated by its own sensitivity; zero-shift p {zero:.2g} |"
+    in text
+  )
+  assert "| **different**: geglu(approximate=True) lower; zero-shift p " in text
   assert "| **different**: identity higher |" in text
   assert "The control (identity − gelu) was found *different* on every metric" in text
+  verdicts = text.split("## Verdicts", 1)[1].split("\n## ", 1)[0]
+  assert "That alone calibrates no *equivalent*" in verdicts and "stand" not in verdicts
+  # Its closeness: the arms' per-seed counts' correlation (NumPy), all 15 pairs best at epoch 2,
+  # each arm's SD across seeds and the paired SD (ddof 1).
+  found = counts()
+  tanh = [found["gelu_tanh"][s] for s in SEEDS]
+  gelu = [found["gelu"][s] for s in SEEDS]
+  r = np.corrcoef(tanh, gelu)[0, 1]
+  assert (
+    f"- gelu_tanh − gelu: per-seed correlation of the two arms {r:+.2f}, the same best epoch "
+    f"in 15 of 15 pairs; SD across seeds gelu_tanh {np.std(tanh, ddof=1):.3g} images, gelu "
+    f"{np.std(gelu, ddof=1):.3g} images; paired SD {np.std(C, ddof=1):.3g} images." in text
+  )
+  assert ("Its pairs stay nearly one network" in text) == (r >= 0.9)
   assert "not established" not in text.split("## Each arm")[0]
   assert "| relu | 0.0003 | 15 | 0 |" in text and "| 2 (seeds 300, 301) |" in text
   # The wrong form: the float32 gelu → gelu_tanh row's centre and interval, in points.
@@ -697,7 +764,8 @@ def test_the_readme_states_the_verdicts_the_code_derives(study):
 
 def test_the_readme_reports_the_failed_control_and_the_short_test(tmp_path, monkeypatch):
   """A control within the margin: the forms' *equivalent* reported *not established*, in the
-  tables and the summary; a forms test the cap left short: 'could not have passed'."""
+  tables and the summary; a forms test the cap left short: 'could not have passed' where it did
+  not pass, and not where it did."""
   monkeypatch.setattr(confirm, "CHECKOUT", tmp_path / "nowhere")
   write_pilot(tmp_path, spread=4.0)
   design = dataclasses.replace(transformer.filled(transformer.VIT, tmp_path), epochs=3)
@@ -719,12 +787,48 @@ def test_the_readme_reports_the_failed_control_and_the_short_test(tmp_path, monk
     f"so each of the forms' {equivalents} *equivalent* verdicts is reported as *not established*"
     in text
   )
-  assert "; could not have passed with the design's power (see Design)" in text
-  assert "this test could not have passed with the design's power" in text
+  # 'Could not have passed' only beside a short test that did not pass; in Design, each short
+  # test is 'short of the design's power', whatever its verdict.
+  checked = shown_short(design, result, text)
+  assert checked == {(False, True), (True, False)} and "this test could not have passed" not in text
+  assert text.count(": short of the design's power.") == sum(
+    transformer.short_of_power(design, a, b, m) for a, b in design.forms for m in design.measures
+  )
   summary = json.loads((out / "summary.json").read_text())
   assert summary["control_passed"] is False
   assert "not established" in [o["reported"] for o in summary["outcomes"]]
   assert "the control failed" in summary["headline_summary"]
+  # The short test made to pass (geglu within 8 images of the tanh gate on every seed): no
+  # 'could not have passed' beside it.
+  gate = found[TANH_GATE]
+  found["geglu"] = {s: gate[s] + int(C[i % 15]) for i, s in enumerate(seeds)}
+  write_study(out, design, found)
+  transformer_report.reproduce(design, out=out, root=tmp_path, train=False, project=False)
+  text = (out / "README.md").read_text()
+  result = transformer.analyse(design, transformer.finished_runs(design, out))
+  assert (True, True) in shown_short(design, result, text)
+  assert "could not have passed" not in text
+
+
+def shown_short(design, result, text):
+  """Each forms row's (short of power, equivalent), checking that 'could not have passed' is
+  beside the short rows that did not pass and no other."""
+  checked = set()
+  for o in result.forms:
+    c = o.comparison
+    if c.control:
+      continue
+    measure = next(m for m in design.measures if m.key == c.metric.key)
+    row = next(
+      line
+      for line in text.split(f"### {measure.label.capitalize()}", 1)[1].splitlines()
+      if line.startswith(f"| {c.first} − {c.second} |")
+    )
+    short = transformer.short_of_power(design, c.first, c.second, measure)
+    marked = "; could not have passed with the design's power (see Design)" in row
+    assert marked == (short and o.verdict != "equivalent"), row
+    checked.add((short, o.verdict == "equivalent"))
+  return checked
 
 
 def test_training_records_the_command_and_trains_each_arm_at_its_lr(study, monkeypatch):

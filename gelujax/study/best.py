@@ -19,6 +19,8 @@ from gelujax.study import runs
 
 EARLIEST, LATEST = "earliest", "latest"
 TIES = (EARLIEST, LATEST)
+# Each tie rule in words, as a README states it.
+TIE_WORDS = {EARLIEST: "the earliest of the tied epochs", LATEST: "the latest of the tied epochs"}
 
 
 def tied_records(records: Sequence[Mapping[str, Any]], metric: str) -> list[Mapping[str, Any]]:

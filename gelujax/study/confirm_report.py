@@ -446,24 +446,49 @@ def load_earlier(design: Confirmation, out: Path, root: Path) -> dict[str, Any] 
   return workdirs.read_json(path).get("earlier") if path.exists() else None
 
 
+def tie_caveats(
+  design: Confirmation, o: Outcome, sensitivity: Mapping[str, Sequence[Mapping[str, Any]]]
+) -> list[str]:
+  """Where another tie rule (exploratory, :func:`gelujax.study.confirm.tie_sensitivity`) gives
+  hypothesis ``o`` another verdict: ``"under the latest of the tied epochs (exploratory) it is
+  inconclusive (Holm 0.058), not refuted (Holm 0.04)"``."""
+  found = []
+  for rule, rows in sensitivity.items():
+    if rule == confirm.EARLIEST:
+      continue
+    other = next((r for r in rows if r["number"] == o.number), None)
+    if other is not None and other["verdict"] != o.verdict:
+      found.append(
+        f"under {TIE_RULES[rule]} (exploratory) it is {other['verdict']} "
+        f"(Holm {other['holm']:.2g}), not {o.verdict} (Holm {o.holm:.2g})"
+      )
+  return found
+
+
 def headline_rows(
-  design: Confirmation, outcomes: Sequence[Outcome], earlier: Mapping[str, Any] | None
+  design: Confirmation,
+  outcomes: Sequence[Outcome],
+  earlier: Mapping[str, Any] | None,
+  sensitivity: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
 ) -> list[dict[str, Any]]:
   """The study's rows of ``results/README.md``: one per hypothesis tested (none while pending),
-  the earlier design's verdict among its caveats."""
+  among its caveats the earlier design's verdict and another verdict under another tie rule
+  (``sensitivity``: :func:`gelujax.study.confirm.tie_sensitivity`)."""
   before = {v["number"]: v for v in (earlier or {}).get("verdicts", [])}
   rows = []
   for o in outcomes:
     if o.paired is None:
       continue
     c, h = o.paired, o.hypothesis
-    caveat = ""
+    caveats = []
     if o.number in before:
       b = before[o.number]
-      caveat = (
+      caveats.append(
         f"the earlier design ({design.earlier.rsplit('/', 1)[-1]}: {b['seeds']}, unpaired): "
         f"{b['verdict']}, Holm {b['holm']:.2g}"
       )
+    caveats += tie_caveats(design, o, sensitivity or {})
+    caveat = "; ".join(caveats)
     rows.append(
       {
         "kind": FAMILY_KIND,
@@ -572,7 +597,12 @@ def write_result(design: Confirmation, *, out: Path, root: Path, project: bool =
       "study": design.name,
       "title": title(design),
       "missing": missing,
-      "headline": headline_rows(design, outcomes, earlier),
+      "headline": headline_rows(
+        design,
+        outcomes,
+        earlier,
+        None if missing else confirm.tie_sensitivity(design, finished),
+      ),
       "headline_summary": (
         f"{title(design)}: pending ({', '.join(missing)} not trained)"
         if missing

@@ -6,6 +6,7 @@ here."""
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import math
 from collections.abc import Sequence
@@ -18,6 +19,7 @@ from matplotlib.ticker import FuncFormatter
 
 from gelujax import workdir as workdirs
 from gelujax.study import (
+  calibration,
   corrections,
   forms,
   grids,
@@ -63,18 +65,25 @@ def verdict_words(o: Outcome) -> str:
   return f"inconclusive ({lean}; {pairs_words(o)})"
 
 
+def decision_words(o: Outcome) -> str:
+  """The decision that more pairs would reach if the observed shift were the true one
+  (:func:`gelujax.study.power.pairs_for_power`): *equivalent* for a shift inside the margin,
+  *different* for one beyond it."""
+  return DIFFERENT if abs(o.shift) > o.comparison.metric.margin else EQUIVALENT
+
+
 def pairs_words(o: Outcome) -> str:
-  """What would decide an inconclusive comparison: ``"~44 pairs would decide"``; ``"more than
-  1000 pairs would decide"`` where :func:`gelujax.study.power.pairs_for_power` gives up at
-  :data:`gelujax.study.stats.MAX_SEEDS`; no number where the shift lies exactly on the margin,
-  or too few pairs to tell."""
-  if o.pairs_needed:
-    return f"~{o.pairs_needed} pairs would decide"
+  """What would decide an inconclusive comparison, and which way: ``"~44 pairs would find it
+  equivalent"``; ``"more than 1000 pairs would find it different"`` where
+  :func:`gelujax.study.power.pairs_for_power` gives up at :data:`gelujax.study.stats.MAX_SEEDS`;
+  no number where the shift lies exactly on the margin, or too few pairs to tell."""
   if len(o.seeds) < 3:
     return "too few pairs to estimate the pairs that would decide"
   if abs(o.shift) == o.comparison.metric.margin:
     return "no number of pairs decides a shift exactly at the margin"
-  return f"more than {stats.MAX_SEEDS} pairs would decide"
+  if o.pairs_needed:
+    return f"~{o.pairs_needed} pairs would find it {decision_words(o)}"
+  return f"more than {stats.MAX_SEEDS} pairs would find it {decision_words(o)}"
 
 
 def control_gaps(outcomes: Sequence[Outcome]) -> set[tuple[str, float, str]]:
@@ -87,10 +96,128 @@ def control_gaps(outcomes: Sequence[Outcome]) -> set[tuple[str, float, str]]:
   }
 
 
+UNCALIBRATED_MARK = "‡"  # an *equivalent* whose control does not calibrate it, nor its own spread
+
+
+def cell_key(o: Outcome) -> tuple[str, str, str, float, str]:
+  c = o.comparison
+  return (c.first, c.second, c.dtype, c.learning_rate, c.metric.key)
+
+
+def calibrations(design: Design, outcomes: Sequence[Outcome]) -> dict[tuple, str]:
+  """Each forms *equivalent* whose cell's control was found different (not †) -> what
+  calibrates it (`gelujax.study.calibration`): the control, where found different within
+  `calibration.CONTROL_MARGINS` margins; else its own paired differences' sensitivity at its
+  family's strictest level; else :data:`gelujax.study.calibration.UNCALIBRATED`."""
+  controls = {
+    (o.comparison.dtype, o.comparison.learning_rate, o.comparison.metric.key): o
+    for o in outcomes
+    if o.comparison.control
+  }
+  sizes = collections.Counter(o.comparison.family for o in outcomes)
+  found = {}
+  for o in outcomes:
+    c = o.comparison
+    control = controls.get((c.dtype, c.learning_rate, c.metric.key))
+    if c.control or o.verdict != EQUIVALENT or control is None or control.verdict != DIFFERENT:
+      continue
+    margin = c.metric.margin
+    if calibration.control_calibrates(control.verdict, control.shift, margin):
+      found[cell_key(o)] = calibration.CALIBRATED_BY_CONTROL
+      continue
+    level = design.alpha / sizes[c.family]
+    sensitivity = calibration.cached_sensitivity(tuple(o.differences), margin, level)
+    found[cell_key(o)] = calibration.status(False, sensitivity)
+  return found
+
+
+def sensitivity_lines(design: Design, outcomes: Sequence[Outcome]) -> list[str]:
+  """The sensitivity of each *equivalent* its control does not calibrate: the shares of its
+  resampled differences found *equivalent* at a shift of 0 and *different* at 1 and 2 margins
+  (`gelujax.study.calibration.sensitivity`), and the control's gap in margins."""
+  calibrated = calibrations(design, outcomes)
+  controls = {
+    (o.comparison.dtype, o.comparison.learning_rate, o.comparison.metric.key): o
+    for o in outcomes
+    if o.comparison.control
+  }
+  sizes = collections.Counter(o.comparison.family for o in outcomes)
+  lines = []
+  for o in outcomes:
+    status = calibrated.get(cell_key(o))
+    if status is None or status == calibration.CALIBRATED_BY_CONTROL:
+      continue
+    c = o.comparison
+    control = controls[(c.dtype, c.learning_rate, c.metric.key)]
+    level = design.alpha / sizes[c.family]
+    s = calibration.cached_sensitivity(tuple(o.differences), c.metric.margin, level)
+    lines.append(
+      f"{pair_words(o)}, {c.dtype}, lr {c.learning_rate:g}, {c.metric.label}: *equivalent* "
+      f"with the same seeds; the control {numbers.signed(control.shift / c.metric.margin)} "
+      f"margins away; its own sensitivity ({s.resamples} resamples of its paired differences "
+      f"centred at zero, each judged at {s.level:.3g}): *equivalent* at a shift of 0 in "
+      f"{100 * s.equivalent_at_zero:.1f}%, *different* at 1 margin in "
+      f"{100 * s.different[1]:.1f}% and at 2 margins in {100 * s.different[2]:.1f}%: {status}."
+    )
+  return lines
+
+
+def closeness_lines(
+  design: Design, outcomes: Sequence[Outcome], finished: dict[str, runs.Run]
+) -> list[str]:
+  """How near the two arms' networks stay, seed by seed, for each *equivalent* the control was
+  found different beside (`gelujax.study.calibration.closeness`): the per-seed correlation of
+  their values as compared, the pairs whose members pick the same best epoch (a best-epoch
+  metric), each arm's SD across seeds beside the paired SD; where they stay nearly one network,
+  that its verdict is a same-seed statement."""
+  calibrated = calibrations(design, outcomes)
+  lines = []
+  for o in outcomes:
+    if cell_key(o) not in calibrated:
+      continue
+    c = o.comparison
+    values, epochs = [], []
+    for arm in (c.first, c.second):
+      run = finished[design.run_name(arm, c.dtype)]
+      values.append(forms.find_lr(runs.values(run, c.metric.key), c.learning_rate))
+      epochs.append({m["seed"]: m["best_epoch"] for m in runs.lr_members(run, c.learning_rate)})
+    first, second = forms.compared_values(*values, c.metric)
+    best = c.metric.key.startswith("best.")
+    k = calibration.closeness(first, second, *(epochs if best else (None, None)))
+    same = (
+      f", the same best epoch in {k.same_epoch} of {k.pairs} pairs"
+      if k.same_epoch is not None
+      else ""
+    )
+    sds = ", ".join(c.metric.amount(numbers.number(c.metric.shown(v), digits=3)) for v in (
+      k.sd_first, k.sd_second
+    ))  # fmt: skip
+    line = (
+      f"{pair_words(o)}, {c.dtype}, lr {c.learning_rate:g}, {c.metric.label}: per-seed "
+      f"correlation of the two arms {k.correlation:+.2f}{same}; SD across seeds ({c.first}, "
+      f"{c.second}) {sds}; paired SD "
+      f"{c.metric.amount(numbers.number(c.metric.shown(k.sd_paired), digits=3))}"
+    )
+    if k.nearly_one:
+      line += (
+        f": nearly one network (correlation at least {calibration.NEARLY_ONE:g}), so its "
+        "*equivalent* is a same-seed statement, one initial draw and one batch order trained "
+        "with either form"
+      )
+    lines.append(line + ".")
+  return lines
+
+
+def uncalibrated(o: Outcome, calibrated: dict[tuple, str]) -> bool:
+  """Whether an *equivalent* is marked ‡ (:data:`UNCALIBRATED_MARK`)."""
+  return calibrated.get(cell_key(o)) == calibration.UNCALIBRATED
+
+
 def verdict_table(design: Design, outcomes: Sequence[Outcome], metric: forms.Metric) -> list[str]:
   """One metric's verdicts: a row per pair, a column per dtype and lr."""
   columns = [(d, lr) for d in design.dtypes for lr in design.learning_rates]
   gaps = control_gaps(outcomes)
+  calibrated = calibrations(design, outcomes)
   found = {
     (pair_words(o), o.comparison.dtype, o.comparison.learning_rate): o
     for o in outcomes
@@ -109,6 +236,7 @@ def verdict_table(design: Design, outcomes: Sequence[Outcome], metric: forms.Met
         cells.append("pending")
         continue
       mark = " †" if daggered(o, gaps) else ""
+      mark += f" {UNCALIBRATED_MARK}" if uncalibrated(o, calibrated) else ""
       cells.append(f"{verdict_words(o)}{mark}<br>{shift_words(o)}")
     lines.append(f"| {pair} | " + " | ".join(cells) + " |")
   return lines
@@ -288,12 +416,32 @@ def tally(outcomes: Sequence[Outcome], control: bool) -> dict[str, int]:
   return {v: sum(o.verdict == v for o in chosen) for v in (EQUIVALENT, DIFFERENT, INCONCLUSIVE)}
 
 
-def count_words(counts: dict[str, int], daggers: int = 0) -> str:
-  """``"22 equivalent (10 †), 0 different, 32 inconclusive"``: ``daggers`` of the equivalent
-  are marked † (the control was not found different there)."""
+def count_words(counts: dict[str, int], daggers: int = 0, uncalibrated: int = 0) -> str:
+  """``"22 equivalent (10 †, 2 ‡), 0 different, 32 inconclusive"``: ``daggers`` of the
+  equivalent are marked † (the control was not found different there), ``uncalibrated`` ‡ (it
+  was, but does not calibrate them, nor does their own sensitivity)."""
+  marks = ", ".join(
+    f"{n} {mark}" for n, mark in ((daggers, "†"), (uncalibrated, UNCALIBRATED_MARK)) if n
+  )
   return ", ".join(
-    f"{n} {verdict}" + (f" ({daggers} †)" if verdict == EQUIVALENT and daggers else "")
+    f"{n} {verdict}" + (f" ({marks})" if verdict == EQUIVALENT and marks else "")
     for verdict, n in counts.items()
+  )
+
+
+UNCALIBRATED_WORDS = (
+  "the control was found different from gelu, but more than {margins:g} margins away, and "
+  "their own paired differences do not find a true {shift}-margin shift different in "
+  "{rate:g}% of resamples: *equivalent* with the same seeds, control uncalibrated"
+)
+
+
+def uncalibrated_words() -> str:
+  """What ‡ means, in words, from `gelujax.study.calibration`'s rule."""
+  return UNCALIBRATED_WORDS.format(
+    margins=calibration.CONTROL_MARGINS,
+    shift=calibration.SHIFT_MARGINS,
+    rate=100 * calibration.CALIBRATED_RATE,
   )
 
 
@@ -306,18 +454,15 @@ def daggered(o: Outcome, gaps: set[tuple[str, float, str]]) -> bool:
   )
 
 
-def survive_word(n: int) -> str:
-  return "survives" if n == 1 else "survive"
-
-
 def equivalents_line(
   design: Design, outcomes: Sequence[Outcome], falling: dict[str, dict] | None = None
 ) -> str:
-  """Which of the forms' *equivalent* verdicts survive the control (it was found different from
+  """Which of the forms' *equivalent* verdicts are calibrated (by the control, found different from
   gelu in their dtype, lr and metric), and which are † (it was not), per metric; a metric still
   falling at the end of the runs (``falling``: :func:`forms.still_falling`) says so."""
   falling = falling or {}
   gaps = control_gaps(outcomes)
+  calibrated = calibrations(design, outcomes)
   found = [o for o in outcomes if not o.comparison.control and o.verdict == EQUIVALENT]
   if not found:
     return "No comparison of the forms is *equivalent*."
@@ -326,8 +471,9 @@ def equivalents_line(
     chosen = [o for o in found if o.comparison.metric.key == metric.key]
     if chosen:
       marked = sum(daggered(o, gaps) for o in chosen)
-      part = f"{metric.label}: {len(chosen) - marked} {survive_word(len(chosen) - marked)}, "
-      part += f"{marked} †"
+      unmarked = sum(uncalibrated(o, calibrated) for o in chosen)
+      part = f"{metric.label}: {len(chosen) - marked - unmarked} calibrated, "
+      part += f"{unmarked} {UNCALIBRATED_MARK}, {marked} †"
       if metric.key in falling:
         fact = falling[metric.key]
         part += (
@@ -335,13 +481,21 @@ def equivalents_line(
           f"over the last fifth of training"
         )
       parts.append(part)
-  survive = sum(not daggered(o, gaps) for o in found)
-  marked = len(found) - survive
+  marked = sum(daggered(o, gaps) for o in found)
+  statuses = collections.Counter(calibrated.get(cell_key(o)) for o in found)
+  unmarked = statuses[calibration.UNCALIBRATED]
   head = (
-    f"Of the {len(found)} *equivalent*, {survive} {survive_word(survive)} the control "
-    f"({design.control} was found different from gelu in their dtype, lr and metric) and "
-    f"{marked} {'is' if marked == 1 else 'are'} † (it was not: there the design could not tell "
-    "the control from gelu either)"
+    f"Of the {len(found)} *equivalent*, {statuses[calibration.CALIBRATED_BY_CONTROL]} "
+    f"{'is' if statuses[calibration.CALIBRATED_BY_CONTROL] == 1 else 'are'} calibrated by the "
+    f"control ({design.control} was found different from gelu within "
+    f"{calibration.CONTROL_MARGINS:g} margins in their dtype, lr and metric), "
+    f"{statuses[calibration.CALIBRATED_BY_SENSITIVITY]} by their own sensitivity (their paired "
+    f"differences, resampled {calibration.RESAMPLES} times, find a true "
+    f"{calibration.SHIFT_MARGINS}-margin shift different in at least "
+    f"{100 * calibration.CALIBRATED_RATE:g}% of resamples: `gelujax.study.calibration`), "
+    f"{unmarked} {'is' if unmarked == 1 else 'are'} {UNCALIBRATED_MARK} ({uncalibrated_words()}) "
+    f"and {marked} {'is' if marked == 1 else 'are'} † (the control was not found different: "
+    "there the design could not tell the control from gelu either)"
   )
   return f"{head}; by metric: {'; '.join(parts)}."
 
@@ -382,12 +536,18 @@ def findings(
     ]
   lines = []
   gaps = control_gaps(outcomes)
+  calibrated = calibrations(design, outcomes)
   form_outcomes = [o for o in outcomes if not o.comparison.control]
-  counts = count_words(tally(outcomes, False), sum(daggered(o, gaps) for o in form_outcomes))
+  counts = count_words(
+    tally(outcomes, False),
+    sum(daggered(o, gaps) for o in form_outcomes),
+    sum(uncalibrated(o, calibrated) for o in form_outcomes),
+  )
   lines.append(
     f"The forms, {len(form_outcomes)} pre-registered comparisons: {counts}. "
     + equivalents_line(design, outcomes, falling)
   )
+  lines += sensitivity_lines(design, outcomes)
   lines.append(
     f"The control ({design.control} − gelu), {sum(tally(outcomes, True).values())} comparisons: "
     f"{count_words(tally(outcomes, True))}."
@@ -399,7 +559,11 @@ def findings(
         if o.comparison.metric.key == metric.key and o.comparison.dtype == dtype
       ]  # fmt: skip
       different = [o for o in chosen if o.verdict == DIFFERENT]
-      counts = count_words(tally(chosen, False), sum(daggered(o, gaps) for o in chosen))
+      counts = count_words(
+        tally(chosen, False),
+        sum(daggered(o, gaps) for o in chosen),
+        sum(uncalibrated(o, calibrated) for o in chosen),
+      )
       line = f"{metric.label}, {dtype}: {counts}"
       if different:
         line += "; different: " + "; ".join(
@@ -470,16 +634,40 @@ def swap_findings(design: Design, swaps: Sequence[Swap]) -> list[str]:
   return lines
 
 
-def paper_gaps_words(metric: forms.Metric) -> str:
+def paper_gaps() -> list[tuple[float, str, str]]:
   """The gaps between GELU's test error and a baseline's that the paper reports (its
-  hypotheses' values), against ``metric``'s margin."""
-  from gelujax.paper import PAPER, figure  # Here: only the corrections read the paper's values.
+  hypotheses' values): (gap in points, where, baseline)."""
+  from gelujax.paper import PAPER, figure  # Here: only the reports read the paper's values.
 
-  gaps = []  # (gap in points, where, baseline)
+  gaps = []
   for task, record in PAPER.items():
     for h in record.hypotheses:
       if h.metric.endswith("test_error") and None not in h.paper:
         gaps.append((abs(h.paper[0] - h.paper[1]) * h.scale, f"{figure(task)} {task}", h.baseline))
+  return gaps
+
+
+def margin_caveat(metric: forms.Metric) -> str:
+  """Where ``metric`` is a test error whose margin exceeds the smallest gap the paper reports
+  between two activations, what an *equivalent* does not rule out; else ``""``."""
+  gaps = paper_gaps()
+  if not metric.key.endswith("test_error") or not gaps:
+    return ""
+  smallest, place, baseline = min(gaps)
+  margin = metric.shown(metric.margin)
+  if margin <= smallest:
+    return ""
+  return (
+    f"the margin ±{margin:.3g} points is {margin / smallest:.3g} times the smallest test-error "
+    f"gap the GELU paper reports ({smallest:.2f} points, {place}, {baseline}): an *equivalent* "
+    "does not rule out a gap of that size"
+  )
+
+
+def paper_gaps_words(metric: forms.Metric) -> str:
+  """The gaps between GELU's test error and a baseline's that the paper reports (its
+  hypotheses' values), against ``metric``'s margin."""
+  gaps = paper_gaps()
   if not gaps:
     return ""
   by_place: dict[str, list[str]] = {}
@@ -595,6 +783,7 @@ def headline_rows(
   control was not found different from gelu, and a final metric still falling."""
   falling = falling or {}
   gaps = control_gaps(outcomes)
+  calibrated = calibrations(design, outcomes)
   families: dict[tuple[str, str, str], list[Outcome]] = {}
   for o in outcomes:
     families.setdefault(o.comparison.family, []).append(o)
@@ -616,6 +805,9 @@ def headline_rows(
         f"{marked} † (at lr {', '.join(f'{lr:g}' for lr in lrs)} the control was not found "
         f"different from gelu: the design could not tell {design.control} from gelu there)"
       )
+    unmarked = sum(uncalibrated(o, calibrated) for o in chosen)
+    if unmarked:
+      caveats.append(f"{unmarked} {UNCALIBRATED_MARK} ({uncalibrated_words()})")
     if key in falling:
       fact = falling[key]
       caveats.append(
@@ -623,12 +815,16 @@ def headline_rows(
         f"last fifth of training: the margin is {fact['epochs_low']:.1f} to "
         f"{fact['epochs_high']:.1f} epochs of that fall"
       )
+    if not control:
+      caveats += [c for c in (margin_caveat(metric),) if c]
     corrected = corrections.CORRECTIONS.get(design.name, ())
     if corrected and not control:
       caveats.append(
         f"the design's stated reasons and rules have {len(corrected)} "
         f"correction{'s' * (len(corrected) != 1)}, in its README"
       )
+    if not control:
+      caveats.append(f"what it does not say: {'; '.join(limit_parts(design))}")
     rows.append(
       {
         "kind": "family",
@@ -637,10 +833,12 @@ def headline_rows(
         "paper": "–",
         "ours": "<br>".join(
           f"{pair_words(o)}, lr {o.comparison.learning_rate:g}: {shift_words(o)} ({o.verdict}"
-          + (" †)" if daggered(o, gaps) else ")")
+          + (" †" if daggered(o, gaps) else "")
+          + (f" {UNCALIBRATED_MARK}" if uncalibrated(o, calibrated) else "")
+          + ")"
           for o in chosen
         ),
-        "verdict": count_words(tally(chosen, control), marked),
+        "verdict": count_words(tally(chosen, control), marked, unmarked),
         "caveats": "; ".join(caveats),
       }
     )
@@ -651,12 +849,14 @@ def headline_summary(
   design: Design, outcomes: Sequence[Outcome], falling: dict[str, dict] | None = None
 ) -> str:
   """The study in one line of the top-level README: its forms comparisons' tally, and how many
-  of its *equivalent* survive the control, on which metrics."""
+  of its *equivalent* are calibrated, on which metrics, and how many are not (‡)."""
   falling = falling or {}
   gaps = control_gaps(outcomes)
+  calibrated = calibrations(design, outcomes)
   chosen = [o for o in outcomes if not o.comparison.control]
   found = [o for o in chosen if o.verdict == EQUIVALENT]
-  survivors = [o for o in found if not daggered(o, gaps)]
+  survivors = [o for o in found if not daggered(o, gaps) and not uncalibrated(o, calibrated)]
+  unmarked = sum(uncalibrated(o, calibrated) for o in found)
   on = {o.comparison.metric.key: o.comparison.metric for o in survivors}
   where = "; ".join(
     f"{sum(o.comparison.metric.key == key for o in survivors)} on {m.label}"
@@ -665,9 +865,12 @@ def headline_summary(
   )
   return (
     f"gelujax's own study of the GELU forms (`{design.name}`): {len(chosen)} pre-registered "
-    f"comparisons of the forms, {count_words(tally(chosen, False), len(found) - len(survivors))}; "
-    f"{len(survivors)} of the {len(found)} *equivalent* survive the control"
+    f"comparisons of the forms, "
+    f"{count_words(tally(chosen, False), sum(daggered(o, gaps) for o in found), unmarked)}; "
+    f"{len(survivors)} of the {len(found)} *equivalent* calibrated (by the control within "
+    f"{calibration.CONTROL_MARGINS:g} margins, or by their own sensitivity)"
     + (f": {where}" if where else "")
+    + (f"; {unmarked} control uncalibrated ({UNCALIBRATED_MARK})" if unmarked else "")
     + "."
   )
 
@@ -758,6 +961,12 @@ def training_lines(design: Design, out: Path, root: Path, project: bool = True) 
 
 def limits(design: Design) -> str:
   """What the result does not say."""
+  return f"What this does not say: {'; '.join(limit_parts(design))}."
+
+
+def limit_parts(design: Design) -> list[str]:
+  """What the result does not say, item by item (the README's line, and each forms row's
+  caveats in the overview)."""
   parts = [
     "one data set (Fashion-MNIST), one architecture (the paper's 8-layer MLP) and one "
     f"optimizer; {design.epochs} epochs, not the paper's 50; no dropout",
@@ -773,7 +982,7 @@ def limits(design: Design) -> str:
       ", and the swap changes are those of networks trained to the end of the run, not at "
       "their best-validation epoch"
     )
-  return f"What this does not say: {'; '.join([*parts, end])}."
+  return [*parts, end]
 
 
 def title(design: Design) -> str:
@@ -793,7 +1002,8 @@ def write_result(design: Design, *, out: Path, root: Path, project: bool = True)
   swaps = read_swaps(design, out)
   falling = forms.still_falling(design, finished)
   judged, swapped = findings(design, outcomes, missing, falling), swap_findings(design, swaps)
-  found = judged + swapped
+  close = closeness_lines(design, outcomes, finished) if not missing else []
+  found = judged + close + swapped
   corrected = correction_lines(design, outcomes, finished) if not missing else []
   if outcomes:
     draw_figure(design, outcomes, out / FIGURE)
@@ -823,7 +1033,8 @@ def write_result(design: Design, *, out: Path, root: Path, project: bool = True)
     "## Verdicts",
     "",
     f"Each cell: the verdict, then the paired shift [exact {100 * stats.CONFIDENCE:g}% "
-    "interval]. † marks an *equivalent* where the control was not found different either.",
+    "interval]. † marks an *equivalent* where the control was not found different either; "
+    f"{UNCALIBRATED_MARK} one where {uncalibrated_words()} (`gelujax.study.calibration`).",
   ]
   for metric in design.metrics:
     lines += ["", f"### {metric.label}", "", *verdict_table(design, outcomes, metric)]

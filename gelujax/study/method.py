@@ -10,7 +10,7 @@ to the result.
 from __future__ import annotations
 
 from gelujax.paper import BASELINES, CANDIDATE_ALPHA, DESIGN_CHANGES
-from gelujax.study import curves, stats
+from gelujax.study import best, curves, stats
 from gelujax.study.analysis import Analysis
 
 
@@ -44,8 +44,8 @@ def method(task: str, analysis: Analysis) -> str:
   else:
     seeds = "No learning rate is selected: the hypotheses are tested on the grid's seeds."
   return (
-    f"{seeds} A hypothesis compares the per-seed values of GELU's run (the paper's "
-    "`gelu_tanh`) and a baseline's by the exact Wilcoxon–Mann–Whitney rank-sum test "
+    f"{seeds} {best_epoch_words()} A hypothesis compares the per-seed values of GELU's run "
+    "(the paper's `gelu_tanh`) and a baseline's by the exact Wilcoxon–Mann–Whitney rank-sum test "
     "(mid-ranks for ties), two-sided: a verdict may go either way, and a test of the paper's "
     "direction alone could never find it wrong. An equivalence claim is tested by two "
     "one-sided rank tests of the shift against ±its margin (TOST) and by the test that the "
@@ -77,6 +77,15 @@ def method(task: str, analysis: Analysis) -> str:
     f"({', '.join(analysis.references)}) trained beside it, both ways: unpaired and seed by "
     "seed. These and everything else are exploratory: effects with intervals and uncorrected "
     "p, no verdicts."
+  )
+
+
+def best_epoch_words() -> str:
+  """The sentence that states a member's best epoch and its tie rule (`gelujax.study.best`)."""
+  return (
+    "A member's best epoch (the best-validation epoch of its best metrics) is the one with the "
+    "lowest value of the task's selection metric; where epochs tie on it, "
+    f"{best.TIE_WORDS[best.EARLIEST]} (the trainer's `best_epoch`, `gelujax.study.best`)."
   )
 
 

@@ -167,10 +167,10 @@ _LR_RULE = (
 _MARGIN_RULE = (
   "per metric, the smallest of the pilot's candidate margins at which every forms comparison's "
   "TOST reaches the design's power within the seed cap (its pairs: `gelujax.study.transformer."
-  "pairs_for_tost`, at the pilot's SD bound); where none does, the largest candidate, and the "
-  "forms tests that would need more seeds than the cap are reported as ones that could not have "
-  "passed with that power: the tightest equivalence the budget can show, since a smaller margin "
-  "needs more seeds and a larger one calls more apart equivalent"
+  "pairs_for_tost`, at the pilot's SD bound); where none does, the largest candidate (the "
+  "loosest, and still short of that power), and the forms tests that would need more seeds "
+  "than the cap are named as short of that power: a smaller margin needs more seeds, a larger "
+  "one calls more apart equivalent"
 )
 _SEEDS_RULE = (
   "the most pairs the forms family needs at the chosen margins (over both metrics), at least "

@@ -10,7 +10,7 @@ import collections
 import dataclasses
 import math
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -18,10 +18,13 @@ import numpy as np
 
 from gelujax import workdir as workdirs
 from gelujax.study import (
+  calibration,
   confirm_report,
   corrections,
+  forms,
   forms_report,
   grids,
+  judge,
   numbers,
   overview,
   power,
@@ -40,6 +43,103 @@ ERROR_KEY = transformer.ERROR.key
 
 FAMILY_KIND = "family"  # a study's rows of results/README.md (`gelujax.study.overview`)
 BFLOAT16_SPACING = 2.0**-7  # bfloat16's spacing between 1 and 2 (8 significant bits)
+
+
+# An *equivalent* whose control does not calibrate it, nor its own sensitivity (as reported).
+UNCALIBRATED = f"equivalent (same seeds), {calibration.UNCALIBRATED}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Check:
+  """A forms comparison's closeness and calibration (`gelujax.study.calibration`).
+
+  Attributes:
+    closeness: how near its two arms' networks stay, seed by seed.
+    control_margins: its metric's control gap (control − gelu, observed), in margins.
+    sensitivity: what its own paired differences detect (None: not an *equivalent*, or the
+      control calibrates it).
+    status: for an *equivalent*: calibrated by the control, by its own sensitivity, or not.
+  """
+
+  closeness: calibration.Closeness
+  control_margins: float
+  sensitivity: calibration.Sensitivity | None
+  status: str
+
+  def to_json(self) -> dict[str, Any]:
+    return {
+      "closeness": self.closeness.to_json(),
+      "control_margins": self.control_margins,
+      "sensitivity": None if self.sensitivity is None else self.sensitivity.to_json(),
+      "status": self.status,
+    }
+
+
+@dataclasses.dataclass(frozen=True)
+class Checked(Result):
+  """A :class:`gelujax.study.transformer.Result` with each forms comparison's :class:`Check`
+  (key: first, second, measure key): an *equivalent* that neither its control nor its own
+  sensitivity calibrates is reported as :data:`UNCALIBRATED`."""
+
+  checks: Mapping[tuple[str, str, str], Check] = dataclasses.field(default_factory=dict)
+
+  def check(self, o: Any) -> Check | None:
+    c = o.comparison
+    return self.checks.get((c.first, c.second, c.metric.key))
+
+  def reported(self, o: forms.Outcome) -> str:
+    found = super().reported(o)
+    check = self.check(o)
+    if found == judge.EQUIVALENT and check and check.status == calibration.UNCALIBRATED:
+      return UNCALIBRATED
+    return found
+
+
+def reported_words(result: Result, o: Any) -> str:
+  """A forms verdict as reported (:meth:`Checked.reported`), an *equivalent* with what
+  calibrates it: ``"equivalent (same seeds), calibrated by its own sensitivity"``."""
+  found = result.reported(o)
+  check = result.check(o) if isinstance(result, Checked) else None
+  if found == judge.EQUIVALENT and check is not None and not o.comparison.control:
+    return f"{found} (same seeds), {check.status}"
+  return found
+
+
+def checked(design: Design, result: Result, finished: Mapping[str, runs.Run]) -> Checked:
+  """``result`` with each forms comparison's closeness (its arms' values as compared, and their
+  best epochs) and, for an *equivalent*, its calibration: by its metric's control where that
+  was found *different* within `calibration.CONTROL_MARGINS` margins, else by the sensitivity
+  of its own paired differences at its family's strictest level."""
+  fields = {f.name: getattr(result, f.name) for f in dataclasses.fields(Result)}
+  if result.missing:
+    return Checked(**fields)
+  checks = {}
+  for measure in design.measures:
+    metric = design.metric(measure)
+    chosen = [o for o in result.forms if o.comparison.metric.key == measure.key]
+    control = next(o for o in chosen if o.comparison.control)
+    forms_only = [o for o in chosen if not o.comparison.control]
+    gap = control.shift / metric.margin
+    control_calibrates = calibration.control_calibrates(
+      control.verdict, control.shift, metric.margin
+    )
+    for o in forms_only:
+      c = o.comparison
+      values, epochs = [], []
+      for arm in (c.first, c.second):
+        run = finished[arm]
+        found = transformer.arm_values(design, arm, run)[measure.key]
+        values.append(transformer.as_compared(metric, found))
+        members = runs.lr_members(run, design.learning_rates[arm])
+        epochs.append({m["seed"]: m["best_epoch"] for m in members})
+      closeness = calibration.closeness(*values, *epochs)
+      sensitivity = None
+      if o.verdict == judge.EQUIVALENT and not control_calibrates:
+        level = design.alpha / len(forms_only)
+        sensitivity = calibration.sensitivity(o.differences, metric.margin, level)
+      status = calibration.status(control_calibrates, sensitivity)
+      checks[(c.first, c.second, measure.key)] = Check(closeness, gap, sensitivity, status)
+  return Checked(**fields, checks=checks)
 
 
 def effect_words(design: Design, measure: Measure, shift: float, low: float, high: float) -> str:
@@ -117,12 +217,21 @@ def forms_verdict_words(design: Design, result: Result, o: Any, measure: Measure
   """A forms (or control) verdict as the study reports it: the control's gate applied, and a
   test the seeds left short of power marked."""
   reported = result.reported(o)
+  check = result.check(o) if isinstance(result, Checked) else None
   if reported == NOT_ESTABLISHED:
     words = f"equivalent, **{NOT_ESTABLISHED}** (the control was not found different)"
+  elif reported == UNCALIBRATED:
+    words = f"equivalent (same seeds), **{calibration.UNCALIBRATED}**"
+  elif reported == judge.EQUIVALENT and check is not None and not o.comparison.control:
+    words = f"**equivalent** (same seeds), {check.status}"
   else:
     words = forms_report.verdict_words(o)
   c = o.comparison
-  if not c.control and transformer.short_of_power(design, c.first, c.second, measure):
+  if not c.control and o.seeds:
+    words += f"; zero-shift p {o.p_zero:.2g}"
+  passed = o.verdict == judge.EQUIVALENT
+  short = transformer.short_of_power(design, c.first, c.second, measure)
+  if not c.control and not passed and short:
     words += "; could not have passed with the design's power (see Design)"
   return words
 
@@ -154,14 +263,92 @@ def forms_table(
   return lines
 
 
+def amount_words(design: Design, measure: Measure, value: float) -> str:
+  """A value as compared, unsigned, in its unit: ``"12.3 images"``, ``"0.0012 nats"``."""
+  unit = design.unit if measure.whole else "nats"
+  return f"{numbers.number(value, digits=3)} {unit}"
+
+
+def check_lines(design: Design, result: Result, measure: Measure) -> list[str]:
+  """Each forms comparison's closeness (how near its two arms' networks stay) and, for an
+  *equivalent*, what calibrates it (`gelujax.study.calibration`)."""
+  if not isinstance(result, Checked) or not result.checks:
+    return []
+  lines = []
+  for o in result.forms:
+    c = o.comparison
+    check = result.check(o)
+    if c.control or c.metric.key != measure.key or check is None:
+      continue
+    k = check.closeness
+    same = (
+      f", the same best epoch in {k.same_epoch} of {k.pairs} pairs"
+      if k.same_epoch is not None
+      else ""
+    )
+    line = (
+      f"- {c.first} − {c.second}: per-seed correlation of the two arms "
+      f"{k.correlation:+.2f}{same}; SD across seeds {c.first} "
+      f"{amount_words(design, measure, k.sd_first)}, {c.second} "
+      f"{amount_words(design, measure, k.sd_second)}; paired SD "
+      f"{amount_words(design, measure, k.sd_paired)}."
+    )
+    if k.nearly_one:
+      line += (
+        f" Its pairs stay nearly one network (correlation at least {calibration.NEARLY_ONE:g}): "
+        "its verdict is a same-seed statement, one initial draw and one batch order trained "
+        "with either form, not a statement about two networks drawn apart."
+      )
+    s = check.sensitivity
+    if s is not None:
+      line += (
+        f" Its own sensitivity ({s.resamples} resamples of its paired differences centred at "
+        f"zero, each judged at {s.level:.3g}): *equivalent* at a shift of 0 in "
+        f"{100 * s.equivalent_at_zero:.1f}%, *different* at 1 margin in "
+        f"{100 * s.different[1]:.1f}% and at 2 margins in {100 * s.different[2]:.1f}%"
+        + (": it calibrates." if s.calibrates else ": it does not calibrate.")
+      )
+    if o.verdict == judge.EQUIVALENT:
+      line += f" *Equivalent*: {check.status}."
+    lines.append(line)
+  if not lines:
+    return []
+  control = next(
+    o for o in result.forms if o.comparison.control and o.comparison.metric.key == measure.key
+  )
+  gap = control.shift / design.metric(measure).margin
+  return [
+    f"Closeness and calibration (`gelujax.study.calibration`): the control ({design.control} − "
+    f"gelu) was found {control.verdict} at {numbers.signed(gap, digits=3)} margins; it "
+    f"calibrates an *equivalent* only where found *different* within "
+    f"{calibration.CONTROL_MARGINS:g} margins, else an *equivalent* is calibrated where its "
+    f"own paired differences find a true {calibration.SHIFT_MARGINS}-margin shift *different* "
+    f"in at least {100 * calibration.CALIBRATED_RATE:g}% of resamples.",
+    "",
+    *lines,
+  ]
+
+
 def gate_line(design: Design, result: Result) -> str:
   """Whether the control passed, per measure, and what follows for the forms' *equivalent*."""
   found = [o for o in result.forms if o.comparison.control]
   parts = ", ".join(f"{o.comparison.metric.key}: {o.verdict}" for o in found)
   if result.control_passed():
+    equivalents = [
+      o for o in result.forms if not o.comparison.control and o.verdict == judge.EQUIVALENT
+    ]
+    statuses = count(
+      result.check(o).status
+      for o in equivalents
+      if isinstance(result, Checked) and result.check(o) is not None
+    )
+    calibrated = "; ".join(f"{n}: {status}" for status, n in statuses.items())
     return (
       f"The control ({design.control} − gelu) was found *different* on every metric ({parts}): "
-      "the design can tell a linear feed-forward from gelu, so its *equivalent* verdicts stand."
+      "the design can tell a linear feed-forward from gelu. That alone calibrates no "
+      f"*equivalent* (`gelujax.study.calibration`): of the {len(equivalents)} *equivalent*, "
+      + (calibrated or "none checked")
+      + "."
     )
   equivalents = sum(
     result.reported(o) == NOT_ESTABLISHED for o in result.forms if not o.comparison.control
@@ -178,7 +365,7 @@ def tally(result: Result) -> dict[str, dict[str, int]]:
   found = {transformer.RANKING: count(o.verdict for o in result.ranking)}
   for family, control in ((transformer.FORMS, False), (transformer.CONTROL, True)):
     found[family] = count(
-      result.reported(o) for o in result.forms if o.comparison.control == control
+      reported_words(result, o) for o in result.forms if o.comparison.control == control
     )
   return found
 
@@ -220,6 +407,7 @@ def verdict_lines(design: Design, result: Result, command: str) -> list[str]:
       "",
       *forms_table(design, result, measure),
       "",
+      *(lambda found: [*found, ""] if found else [])(check_lines(design, result, measure)),
       "Control:",
       "",
       *forms_table(design, result, measure, control=True),
@@ -434,6 +622,18 @@ def bfloat16_words() -> str:
 # ---------------------------------------------------------------------------------- design
 
 
+def pilot_condition_words(margins: float) -> str:
+  """Whether the pilot's condition for taking identity as the control (its gap "many times its
+  margin", read as beyond `gelujax.study.calibration.CONTROL_MARGINS` margins and above gelu)
+  holds at a pilot gap of ``margins``."""
+  many = margins > calibration.CONTROL_MARGINS
+  return (
+    "the pilot's condition for taking it as the control (a gap many times its margin: more "
+    f"than {calibration.CONTROL_MARGINS:g} margins, identity above gelu) "
+    + ("holds" if many else "does not hold")
+  )
+
+
 def sizing_lines(design: Design) -> list[str]:
   """The rule's numbers: each metric's candidate margins and the pairs each needs, the forms
   comparisons' SD bounds and power at the seeds, the ranking's detectable shifts, the control's
@@ -462,9 +662,7 @@ def sizing_lines(design: Design) -> list[str]:
         f"  - {first} − {second}: the pilot's SD {numbers.number(spread.sd, m.pilot.scale, 3)} "
         f"{m.pilot.unit} ({numbers.number(spread.sd_bound, m.pilot.scale, 3)} at its bound), "
         f"{need} pairs for {100 * design.power:g}% power; {n} seeds give "
-        f"{100 * reached:.0f}%"
-        + (": this test could not have passed with the design's power" if short else "")
-        + "."
+        f"{100 * reached:.0f}%" + (": short of the design's power" if short else "") + "."
       )
     level = design.alpha / len(design.ranking)
     for first, second in design.ranking:
@@ -486,7 +684,9 @@ def sizing_lines(design: Design) -> list[str]:
       lines.append(
         f"  - control {design.control} − gelu: the pilot's mean difference "
         f"{numbers.signed(control.mean, scale=m.pilot.scale)} {m.pilot.unit}, "
-        f"{abs(control.mean) / design.margins[m.key]:.3g} margins."
+        f"{numbers.signed(control.mean / design.margins[m.key])} margins: "
+        + pilot_condition_words(control.mean / design.margins[m.key])
+        + "."
       )
   return lines
 
@@ -539,6 +739,26 @@ def design_lines(design: Design, out: Path, root: Path) -> list[str]:
   return lines
 
 
+def short_words(design: Design, measure: Measure) -> str:
+  """The forms tests on ``measure`` the seed cap left short of the design's power, with their
+  power at the pilot's SD bound; ``""`` where none is."""
+  n = len(design.seeds)
+  short = [
+    f"{first} − {second} "
+    f"({100 * transformer.tost_power(design, spread.sd_bound, design.margins[measure.key], n):.0f}%"
+    f" at {n} seeds)"
+    for first, second in design.forms
+    if transformer.short_of_power(design, first, second, measure)
+    and (spread := design.sizing.spread(first, second, measure)) is not None
+  ]
+  if not short:
+    return ""
+  return (
+    f"short of the design's {100 * design.power:g}% power at the pilot's SD bound: "
+    + ", ".join(short)
+  )
+
+
 def caveat_lines(design: Design) -> list[str]:
   found = design.pilot
   return [
@@ -548,9 +768,19 @@ def caveat_lines(design: Design) -> list[str]:
     f"- Each arm's lr was chosen from the pilot's {len(found.learning_rates)} "
     f"({', '.join(f'{lr:g}' for lr in found.learning_rates)}) on its {len(found.seeds)} selection "
     "seeds: an arm's best lr may lie elsewhere, and an ordering here holds at these lrs.",
-    "- *Equivalent* is within the stated margin only, a margin the budget could show; "
-    "*inconclusive* is not *no difference*: the seeds were sized for the forms family, and the "
-    "shifts the ranking tests detect are stated under Design.",
+    "- *Equivalent* is within the stated margin only"
+    + (
+      ", and some forms tests were short of the design's power at it (see Design)"
+      if design.is_filled
+      and any(
+        transformer.short_of_power(design, a, b, m)
+        for a, b in design.forms
+        for m in design.measures
+      )
+      else ", a margin the budget could show"
+    )
+    + "; *inconclusive* is not *no difference*: the seeds were sized for the forms family, and "
+    "the shifts the ranking tests detect are stated under Design.",
     "- The wrong form is measured on the networks after their last epoch, not at their "
     "best-validation epoch, and bfloat16 as XLA computes it on this CPU, which may differ from "
     "an accelerator's.",
@@ -562,9 +792,13 @@ def caveat_lines(design: Design) -> list[str]:
 
 def headline_rows(design: Design, result: Result) -> list[dict[str, Any]]:
   """The study's rows of ``results/README.md``: one per family and measure (none while an arm
-  is pending)."""
+  is pending), each with its caveats: the control's gate, the forms tests short of power and
+  what the study does not show."""
   if result.missing:
     return []
+  limits = "what it does not show: " + " ".join(
+    line.removeprefix("- ") for line in caveat_lines(design)
+  )
   rows = []
   for m in design.measures:
     ranking = [o for o in result.ranking if o.hypothesis.metric == m.key]
@@ -585,7 +819,7 @@ def headline_rows(design: Design, result: Result) -> list[dict[str, Any]]:
           for o in ranking
         ),
         "verdict": tally_words(count(o.verdict for o in ranking)),
-        "caveats": "",
+        "caveats": limits,
       }
     )
     for control in (False, True):
@@ -596,6 +830,7 @@ def headline_rows(design: Design, result: Result) -> list[dict[str, Any]]:
       ]
       family = transformer.CONTROL if control else transformer.FORMS
       gate = "" if control or result.control_passed() else "the control was not found different"
+      short = "" if control else short_words(design, m)
       rows.append(
         {
           "kind": FAMILY_KIND,
@@ -605,11 +840,11 @@ def headline_rows(design: Design, result: Result) -> list[dict[str, Any]]:
           "paper": "–",
           "ours": "<br>".join(
             f"{o.comparison.first} − {o.comparison.second}: "
-            f"{effect_words(design, m, o.shift, *o.interval[:2])} ({result.reported(o)})"
+            f"{effect_words(design, m, o.shift, *o.interval[:2])} ({reported_words(result, o)})"
             for o in chosen
           ),
-          "verdict": tally_words(count(result.reported(o) for o in chosen)),
-          "caveats": gate,
+          "verdict": tally_words(count(reported_words(result, o) for o in chosen)),
+          "caveats": "; ".join(c for c in (gate, short, limits) if c),
         }
       )
   return rows
@@ -692,7 +927,7 @@ def write_result(design: Design, *, out: Path, root: Path, project: bool = True)
   rows there; returns ``out``; and the project's overview where ``out`` is under its results/."""
   design.check_filled()
   finished = transformer.finished_runs(design, out)
-  result = transformer.analyse(design, finished)
+  result = checked(design, transformer.analyse(design, finished), finished)
   wrong = transformer.read_all_wrong_forms(design, out)
   command = f"{readme.command_name(project)} --task={design.name}"
   corrected = corrections.lines(design.name, design.date)
@@ -764,7 +999,14 @@ def write_result(design: Design, *, out: Path, root: Path, project: bool = True)
       "control_passed": None if result.missing else result.control_passed(),
       "best_at_last_epoch": dict(result.at_last),
       "ranking": [o.to_json() for o in result.ranking],
-      "outcomes": [{**dataclasses.asdict(o), "reported": result.reported(o)} for o in result.forms],
+      "outcomes": [
+        {
+          **dataclasses.asdict(o),
+          "reported": result.reported(o),
+          **({"check": check.to_json()} if (check := result.check(o)) else {}),
+        }
+        for o in result.forms
+      ],
       "wrong_form": {arm: [r.to_json() for r in rows] for arm, rows in wrong.items()},
     },
   )
