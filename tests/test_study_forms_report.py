@@ -8,7 +8,17 @@ import dataclasses
 import numpy as np
 import pytest
 
-from gelujax.study import calibration, corrections, forms, forms_report, judge, stats
+from gelujax.study import (
+  calibration,
+  corrections,
+  forms,
+  forms_corrections,
+  forms_report,
+  forms_words,
+  judge,
+  stats,
+  swaps,
+)
 
 
 def outcome(first, second, lr, d, metric=forms.DESIGN.metrics[0], dtype="float32"):
@@ -29,13 +39,13 @@ def test_an_inconclusive_cell_says_more_than_the_largest_count_tried(monkeypatch
   monkeypatch.setattr(stats, "MAX_SEEDS", found.pairs_needed - 1)
   (found,) = forms.judge([outcome("gelu_sigmoid", "gelu_tanh", 1e-3, noisy)])
   assert found.pairs_needed is None
-  words = forms_report.verdict_words(found)
+  words = forms_words.verdict_words(found)
   assert f"more than {stats.MAX_SEEDS} pairs would find it equivalent" in words, words
   at_margin = np.array([0.002] * 5 + [0.001, 0.003] * 2 + [0.002])
   (found,) = forms.judge([outcome("gelu_sigmoid", "gelu_tanh", 1e-3, at_margin)])
   assert found.verdict == judge.INCONCLUSIVE and found.shift == 0.002
   assert "no number of pairs decides a shift exactly at the margin" in (
-    forms_report.verdict_words(found)
+    forms_words.verdict_words(found)
   )
 
 
@@ -48,12 +58,12 @@ def test_the_pairs_that_would_decide_say_which_way():
     for first in ("gelu_tanh", "relu"):
       (found,) = forms.judge([outcome(first, "gelu", 1e-3, noise + centre)])
       assert found.verdict == forms.INCONCLUSIVE and found.pairs_needed is not None
-      words = forms_report.verdict_words(found)
+      words = forms_words.verdict_words(found)
       assert f"~{found.pairs_needed} pairs would find it {decision})" in words, words
 
 
 def swap(arm, activation, changes, key="loss", dtype="float32", to_dtype="float32", lr=1e-3):
-  return forms_report.Swap(arm, dtype, activation, to_dtype, lr, key, tuple(changes))
+  return swaps.Swap(arm, dtype, activation, to_dtype, lr, key, tuple(changes))
 
 
 def test_swap_findings_keep_each_direction_apart():
@@ -61,13 +71,13 @@ def test_swap_findings_keep_each_direction_apart():
   its line, with its own median, counts and range; none pools the two (whose pooled median
   would be about 0)."""
   up = [0.002, 0.003, 0.0021, 0.0067, -0.0001]
-  swaps = [
+  found = [
     swap("gelu", "gelu_sigmoid", up),
     swap("gelu", "gelu_sigmoid", up, dtype="bfloat16", to_dtype="bfloat16"),
     swap("gelu_sigmoid", "gelu", [-c for c in up]),
     swap("gelu", "gelu", [1e-5] * 5, to_dtype="bfloat16"),
   ]
-  lines = forms_report.swap_findings(forms.DESIGN, swaps)
+  lines = swaps.swap_findings(forms.DESIGN, found)
   assert len(lines) == 3
   to, back, dtype = lines
   assert to.startswith("Swap gelu → gelu_sigmoid, each network in its own dtype (10 networks: ")
@@ -93,7 +103,7 @@ def test_the_headline_keeps_the_equivalents_the_control_does_not_back_apart():
     outcome("relu", "gelu", 3e-3, noisy),
   ])  # fmt: skip
   assert [o.verdict for o in judged] == ["equivalent", "equivalent", "different", "inconclusive"]
-  first, control, metric = forms_report.findings(design, judged, [])[:3]
+  first, control, metric = forms_words.findings(design, judged, [])[:3]
   assert first == (
     "The forms, 2 pre-registered comparisons: 2 equivalent (1 †), 0 different, 0 inconclusive. "
     "Of the 2 *equivalent*, 1 is calibrated by the control (relu was found different from gelu "
@@ -130,7 +140,7 @@ def test_a_final_metric_still_falling_is_flagged_where_its_verdicts_are_counted(
     metric.key: {"low": 0.051, "high": 0.128, "start": 16.0, "epoch": 20.0, "cells": 3,
                  "epochs_low": 1.4, "epochs_high": 3.7},
   }  # fmt: skip
-  lines = forms_report.findings(design, judged, [], falling)
+  lines = forms_words.findings(design, judged, [], falling)
   assert lines[0].endswith(
     "final train log loss (ratio): 1 calibrated, 0 ‡, 0 †, on a loss still falling 5.1% to "
     "12.8% over the last fifth of training."
@@ -141,7 +151,7 @@ def test_a_final_metric_still_falling_is_flagged_where_its_verdicts_are_counted(
     "±5% is 1.4 to 3.7 epochs of that fall: an *equivalent* on it says the arms lie within that "
     "much training of each other, on a loss that has not settled."
   )
-  assert not any("still falls" in line for line in forms_report.findings(design, judged, []))
+  assert not any("still falls" in line for line in forms_words.findings(design, judged, []))
 
 
 def test_the_corrections_quote_the_fixed_design_and_show_what_is_true():
@@ -155,15 +165,15 @@ def test_the_corrections_quote_the_fixed_design_and_show_what_is_true():
     if "“" in c.wrong:
       quoted = c.wrong.split("“", 1)[1].split("”", 1)[0]
       assert quoted in design_text, quoted
-  gaps = forms_report.paper_gaps_words(forms.DESIGN.metrics[0])
+  gaps = forms_corrections.paper_gaps_words(forms.DESIGN.metrics[0])
   assert "§3.3 twitter_pos: relu 0.10, elu 0.34" in gaps
   assert "The smallest, 0.10 points (§3.3 twitter_pos, relu), is below the margin ±0.2" in gaps
-  ratios = forms_report.fig2_ratios_words()
+  ratios = forms_corrections.fig2_ratios_words()
   assert "dropout 0: relu 0.875x, elu 1.62x; dropout 0.5: relu 7.95x, elu 2.39x" in ratios
   assert ratios.endswith("A factor of 2 or more in 2 of 4, all with dropout 0.5")
   # A design without corrections renders none.
   unnamed = dataclasses.replace(forms.POWERED, name="a_design_without_corrections")
-  assert forms_report.correction_lines(unnamed, [], {}) == []
+  assert forms_corrections.correction_lines(unnamed, [], {}) == []
 
 
 def test_what_ten_pairs_could_resolve_is_derived_from_the_differences():
@@ -183,7 +193,7 @@ def test_what_ten_pairs_could_resolve_is_derived_from_the_differences():
   assert spread[1e-3]["sd_high"] == pytest.approx(max(sds))
   small, large = spread[1e-3]["pairs"]
   assert small is not None and small <= 10 and (large is None or large > 10)
-  words = forms_report.paired_sd_words(design, judged)
+  words = forms_corrections.paired_sd_words(design, judged)
   assert f"{min(sds):.2f}–{max(sds):.2f} points at lr 0.001" in words
   assert words.endswith("10 pairs suffice in 1 of the 2 comparisons")
 
@@ -215,22 +225,22 @@ def test_an_equivalent_is_calibrated_by_a_near_control_or_its_own_sensitivity_or
   assert judged[0].equivalence.p == pytest.approx(0.03515625)
   wide = calibration.sensitivity(WIDE, 0.002, 0.05)
   assert wide.different[2] < 0.8 <= calibration.sensitivity(WIDE / 3, 0.002, 0.05).different[2]
-  found = forms_report.calibrations(design, judged)
+  found = calibration.calibrations(design, judged)
   assert list(found.values()) == [
     "control uncalibrated", "calibrated by its own sensitivity", "calibrated by the control"
   ]  # fmt: skip
   table = "\n".join(forms_report.verdict_table(design, judged, forms.DESIGN.metrics[0]))
   assert "**equivalent** ‡<br>" in table and table.count("‡") == 1
-  line = forms_report.equivalents_line(design, judged)
+  line = forms_words.equivalents_line(design, judged)
   assert line.startswith(
     "Of the 3 *equivalent*, 1 is calibrated by the control (relu was found different from gelu "
     "within 3 margins in their dtype, lr and metric), 1 by their own sensitivity"
   )
   assert "1 is ‡ (the control was found different from gelu, but more than 3 margins away" in line
   assert "survive" not in line
-  rows = forms_report.headline_rows(design, judged)
+  rows = forms_words.headline_rows(design, judged)
   (error,) = [r for r in rows if r["where"] == "gelu_forms, forms: best.test_error, float32"]
   assert error["verdict"] == "1 equivalent (1 ‡), 0 different, 0 inconclusive"
   assert "(equivalent ‡)" in error["ours"] and error["caveats"].startswith("1 ‡ (the control")
-  summary = forms_report.headline_summary(design, judged)
+  summary = forms_words.headline_summary(design, judged)
   assert "2 of the 3 *equivalent* calibrated" in summary and "1 control uncalibrated (‡)" in summary

@@ -29,6 +29,7 @@ from gelujax.study import (
   pilot,
   registry,
   transformer,
+  transformer_design,
   transformer_report,
   wrong_form,
 )
@@ -314,7 +315,7 @@ def test_the_controls_pilot_gap_is_signed_in_margins():
   analysis = pilot.Analysis({}, dict.fromkeys(ARMS, 1e-3), spreads, ())
   d = transformer.from_pilot(transformer.VIT, analysis, "results/x")
   assert d.margins == {"best.test_error": 0.01, "best.test_loss": 0.05}
-  lines = [line for line in transformer_report.sizing_lines(d) if "control identity" in line]
+  lines = [line for line in transformer_design.sizing_lines(d) if "control identity" in line]
   condition = (
     "the pilot's condition for taking it as the control (a gap many times its margin: more "
     "than 3 margins, identity above gelu)"
@@ -980,6 +981,6 @@ def test_the_caveats_name_the_pilots_learning_rates_and_seeds():
   them (a pilot of 3 lrs and 5 seeds here), and one task."""
   wider = dataclasses.replace(pilot.VIT, learning_rates=(3e-3, 1e-3, 3e-4), seeds=(0, 1, 2, 3, 4))
   design = dataclasses.replace(transformer.VIT, pilot=wider)
-  text = "\n".join(transformer_report.caveat_lines(design))
+  text = "\n".join(transformer_design.caveat_lines(design))
   assert "chosen from the pilot's 3 (0.003, 0.001, 0.0003) on its 5 selection seeds" in text
   assert "One small transformer on one CPU-sized task: `vit_fashion_mnist`, 10 epochs" in text

@@ -11,6 +11,9 @@
   decision needs, the shift a design detects (the test's efficiency an argument), and the one
   upper confidence bound of an SD every study sizes its seeds with.
 - :mod:`~gelujax.study.registry`: every study fixed in code, by name, and the one way to run one.
+- :mod:`~gelujax.study.calibration`: whether an *equivalent* is calibrated (by a control within
+  3 margins, or by its own paired differences' sensitivity) and how near its pairs stay to one
+  network, for the forms and transformer studies.
 - :mod:`~gelujax.study.judge`: the one decision rule every study's verdicts come from (Holm
   within a family, decided below the level, the verdict's word from what was claimed).
 - :mod:`~gelujax.study.verdicts`: pre-registered hypotheses (``gelujax.paper.PAPER``)
@@ -38,6 +41,9 @@
 - :mod:`~gelujax.study.forms`, :mod:`~gelujax.study.forms_report`: the GELU forms study, its
   fixed design, paired tests and swaps; its README, and the study end to end
   (:func:`gelujax.study.forms_report.reproduce`).
+  :mod:`~gelujax.study.forms_words` (the words of its verdicts),
+  :mod:`~gelujax.study.forms_corrections` (the facts its corrections state) and
+  :mod:`~gelujax.study.swaps` (its swaps' tables and findings) serve the report.
 - :mod:`~gelujax.study.confirm`, :mod:`~gelujax.study.confirm_report`: Twitter POS's primary
   family re-tested on fresh paired seeds (its fixed design, pilot, tie rule and verdicts), and
   its README beside the earlier design's verdict.
@@ -50,7 +56,8 @@
 - :mod:`~gelujax.study.transformer`, :mod:`~gelujax.study.transformer_report`: the transformer
   study (feed-forward activations on fresh paired seeds: ranking, forms and control families,
   its lrs, margins and seeds taken from the pilot's result by a fixed rule, each network's wrong
-  form), and its README.
+  form), and its README, with :mod:`~gelujax.study.transformer_verdicts` (its verdicts
+  section) and :mod:`~gelujax.study.transformer_design` (its Design section).
 """
 
 from gelujax.study.grids import Grid, evaluation_grids, make_grids, train_grids

@@ -24,14 +24,19 @@ SD; a pair is *nearly one network* where the correlation is at least :data:`NEAR
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import functools
 import math
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
-from gelujax.study import stats
+from gelujax.study import forms, judge, numbers, runs, stats, transformer
+from gelujax.study.forms import Design, Outcome
+from gelujax.study.judge import DIFFERENT, EQUIVALENT
+from gelujax.study.transformer import Result
 
 # The bootstrap: its resamples and its seed, fixed so that every render gives the same rates.
 RESAMPLES = 2000
@@ -209,3 +214,231 @@ def closeness(
     float(np.std(b, ddof=1)),
     float(np.std(a - b, ddof=1)),
   )
+
+
+UNCALIBRATED_MARK = "‡"  # an *equivalent* whose control does not calibrate it, nor its own spread
+
+
+def cell_key(o: Outcome) -> tuple[str, str, str, float, str]:
+  c = o.comparison
+  return (c.first, c.second, c.dtype, c.learning_rate, c.metric.key)
+
+
+def calibrations(design: Design, outcomes: Sequence[Outcome]) -> dict[tuple, str]:
+  """Each forms *equivalent* whose cell's control was found different (not †) -> what
+  calibrates it (`gelujax.study.calibration`): the control, where found different within
+  `CONTROL_MARGINS` margins; else its own paired differences' sensitivity at its
+  family's strictest level; else :data:`gelujax.study.calibration.UNCALIBRATED`."""
+  controls = {
+    (o.comparison.dtype, o.comparison.learning_rate, o.comparison.metric.key): o
+    for o in outcomes
+    if o.comparison.control
+  }
+  sizes = collections.Counter(o.comparison.family for o in outcomes)
+  found = {}
+  for o in outcomes:
+    c = o.comparison
+    control = controls.get((c.dtype, c.learning_rate, c.metric.key))
+    if c.control or o.verdict != EQUIVALENT or control is None or control.verdict != DIFFERENT:
+      continue
+    margin = c.metric.margin
+    if control_calibrates(control.verdict, control.shift, margin):
+      found[cell_key(o)] = CALIBRATED_BY_CONTROL
+      continue
+    level = design.alpha / sizes[c.family]
+    sensitivity = cached_sensitivity(tuple(o.differences), margin, level)
+    found[cell_key(o)] = status(False, sensitivity)
+  return found
+
+
+def sensitivity_lines(design: Design, outcomes: Sequence[Outcome]) -> list[str]:
+  """The sensitivity of each *equivalent* its control does not calibrate: the shares of its
+  resampled differences found *equivalent* at a shift of 0 and *different* at 1 and 2 margins
+  (`gelujax.study.calibration.sensitivity`), and the control's gap in margins."""
+  calibrated = calibrations(design, outcomes)
+  controls = {
+    (o.comparison.dtype, o.comparison.learning_rate, o.comparison.metric.key): o
+    for o in outcomes
+    if o.comparison.control
+  }
+  sizes = collections.Counter(o.comparison.family for o in outcomes)
+  lines = []
+  for o in outcomes:
+    status = calibrated.get(cell_key(o))
+    if status is None or status == CALIBRATED_BY_CONTROL:
+      continue
+    c = o.comparison
+    control = controls[(c.dtype, c.learning_rate, c.metric.key)]
+    level = design.alpha / sizes[c.family]
+    s = cached_sensitivity(tuple(o.differences), c.metric.margin, level)
+    lines.append(
+      f"{forms.pair_words(o)}, {c.dtype}, lr {c.learning_rate:g}, {c.metric.label}: *equivalent* "
+      f"with the same seeds; the control {numbers.signed(control.shift / c.metric.margin)} "
+      f"margins away; its own sensitivity ({s.resamples} resamples of its paired differences "
+      f"centred at zero, each judged at {s.level:.3g}): *equivalent* at a shift of 0 in "
+      f"{100 * s.equivalent_at_zero:.1f}%, *different* at 1 margin in "
+      f"{100 * s.different[1]:.1f}% and at 2 margins in {100 * s.different[2]:.1f}%: {status}."
+    )
+  return lines
+
+
+def closeness_lines(
+  design: Design, outcomes: Sequence[Outcome], finished: dict[str, runs.Run]
+) -> list[str]:
+  """How near the two arms' networks stay, seed by seed, for each *equivalent* the control was
+  found different beside (`gelujax.study.calibration.closeness`): the per-seed correlation of
+  their values as compared, the pairs whose members pick the same best epoch (a best-epoch
+  metric), each arm's SD across seeds beside the paired SD; where they stay nearly one network,
+  that its verdict is a same-seed statement."""
+  calibrated = calibrations(design, outcomes)
+  lines = []
+  for o in outcomes:
+    if cell_key(o) not in calibrated:
+      continue
+    c = o.comparison
+    values, epochs = [], []
+    for arm in (c.first, c.second):
+      run = finished[design.run_name(arm, c.dtype)]
+      values.append(forms.find_lr(runs.values(run, c.metric.key), c.learning_rate))
+      epochs.append({m["seed"]: m["best_epoch"] for m in runs.lr_members(run, c.learning_rate)})
+    first, second = forms.compared_values(*values, c.metric)
+    best = c.metric.key.startswith("best.")
+    k = closeness(first, second, *(epochs if best else (None, None)))
+    same = (
+      f", the same best epoch in {k.same_epoch} of {k.pairs} pairs"
+      if k.same_epoch is not None
+      else ""
+    )
+    sds = ", ".join(c.metric.amount(numbers.number(c.metric.shown(v), digits=3)) for v in (
+      k.sd_first, k.sd_second
+    ))  # fmt: skip
+    line = (
+      f"{forms.pair_words(o)}, {c.dtype}, lr {c.learning_rate:g}, {c.metric.label}: per-seed "
+      f"correlation of the two arms {k.correlation:+.2f}{same}; SD across seeds ({c.first}, "
+      f"{c.second}) {sds}; paired SD "
+      f"{c.metric.amount(numbers.number(c.metric.shown(k.sd_paired), digits=3))}"
+    )
+    if k.nearly_one:
+      line += (
+        f": nearly one network (correlation at least {NEARLY_ONE:g}), so its "
+        "*equivalent* is a same-seed statement, one initial draw and one batch order trained "
+        "with either form"
+      )
+    lines.append(line + ".")
+  return lines
+
+
+def uncalibrated(o: Outcome, calibrated: dict[tuple, str]) -> bool:
+  """Whether an *equivalent* is marked ‡ (:data:`UNCALIBRATED_MARK`)."""
+  return calibrated.get(cell_key(o)) == UNCALIBRATED
+
+
+UNCALIBRATED_WORDS = (
+  "the control was found different from gelu, but more than {margins:g} margins away, and "
+  "their own paired differences do not find a true {shift}-margin shift different in "
+  "{rate:g}% of resamples: *equivalent* with the same seeds, control uncalibrated"
+)
+
+
+def uncalibrated_words() -> str:
+  """What ‡ means, in words, from `gelujax.study.calibration`'s rule."""
+  return UNCALIBRATED_WORDS.format(
+    margins=CONTROL_MARGINS,
+    shift=SHIFT_MARGINS,
+    rate=100 * CALIBRATED_RATE,
+  )
+
+
+# An *equivalent* whose control does not calibrate it, nor its own sensitivity (as reported).
+REPORTED_UNCALIBRATED = f"equivalent (same seeds), {UNCALIBRATED}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Check:
+  """A forms comparison's closeness and calibration (`gelujax.study.calibration`).
+
+  Attributes:
+    closeness: how near its two arms' networks stay, seed by seed.
+    control_margins: its metric's control gap (control − gelu, observed), in margins.
+    sensitivity: what its own paired differences detect (None: not an *equivalent*, or the
+      control calibrates it).
+    status: for an *equivalent*: calibrated by the control, by its own sensitivity, or not.
+  """
+
+  closeness: Closeness
+  control_margins: float
+  sensitivity: Sensitivity | None
+  status: str
+
+  def to_json(self) -> dict[str, Any]:
+    return {
+      "closeness": self.closeness.to_json(),
+      "control_margins": self.control_margins,
+      "sensitivity": None if self.sensitivity is None else self.sensitivity.to_json(),
+      "status": self.status,
+    }
+
+
+@dataclasses.dataclass(frozen=True)
+class Checked(Result):
+  """A :class:`gelujax.study.transformer.Result` with each forms comparison's :class:`Check`
+  (key: first, second, measure key): an *equivalent* that neither its control nor its own
+  sensitivity calibrates is reported as :data:`REPORTED_UNCALIBRATED`."""
+
+  checks: Mapping[tuple[str, str, str], Check] = dataclasses.field(default_factory=dict)
+
+  def check(self, o: Any) -> Check | None:
+    c = o.comparison
+    return self.checks.get((c.first, c.second, c.metric.key))
+
+  def reported(self, o: forms.Outcome) -> str:
+    found = super().reported(o)
+    check = self.check(o)
+    if found == judge.EQUIVALENT and check and check.status == UNCALIBRATED:
+      return REPORTED_UNCALIBRATED
+    return found
+
+
+def reported_words(result: Result, o: Any) -> str:
+  """A forms verdict as reported (:meth:`Checked.reported`), an *equivalent* with what
+  calibrates it: ``"equivalent (same seeds), calibrated by its own sensitivity"``."""
+  found = result.reported(o)
+  check = result.check(o) if isinstance(result, Checked) else None
+  if found == judge.EQUIVALENT and check is not None and not o.comparison.control:
+    return f"{found} (same seeds), {check.status}"
+  return found
+
+
+def checked(design: Design, result: Result, finished: Mapping[str, runs.Run]) -> Checked:
+  """``result`` with each forms comparison's closeness (its arms' values as compared, and their
+  best epochs) and, for an *equivalent*, its calibration: by its metric's control where that
+  was found *different* within `CONTROL_MARGINS` margins, else by the sensitivity
+  of its own paired differences at its family's strictest level."""
+  fields = {f.name: getattr(result, f.name) for f in dataclasses.fields(Result)}
+  if result.missing:
+    return Checked(**fields)
+  checks = {}
+  for measure in design.measures:
+    metric = design.metric(measure)
+    chosen = [o for o in result.forms if o.comparison.metric.key == measure.key]
+    control = next(o for o in chosen if o.comparison.control)
+    forms_only = [o for o in chosen if not o.comparison.control]
+    gap = control.shift / metric.margin
+    by_control = control_calibrates(control.verdict, control.shift, metric.margin)
+    for o in forms_only:
+      c = o.comparison
+      values, epochs = [], []
+      for arm in (c.first, c.second):
+        run = finished[arm]
+        found = transformer.arm_values(design, arm, run)[measure.key]
+        values.append(transformer.as_compared(metric, found))
+        members = runs.lr_members(run, design.learning_rates[arm])
+        epochs.append({m["seed"]: m["best_epoch"] for m in members})
+      near = closeness(*values, *epochs)
+      own = None
+      if o.verdict == judge.EQUIVALENT and not by_control:
+        level = design.alpha / len(forms_only)
+        own = sensitivity(o.differences, metric.margin, level)
+      how = status(by_control, own)
+      checks[(c.first, c.second, measure.key)] = Check(near, gap, own, how)
+  return Checked(**fields, checks=checks)

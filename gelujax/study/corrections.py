@@ -49,7 +49,7 @@ BOUNDARY = Correction(
 PAIRS_WORDS = Correction(
   "2026-11-29",
   "the pairs that would decide an inconclusive forms or control comparison "
-  "(`gelujax.study.forms_report.pairs_words`)",
+  "(`gelujax.study.forms_words.pairs_words`)",
   "each such cell named the pairs that would decide it, not the decision they would reach, so "
   "that a control's cell (relu or identity against gelu) read as if more pairs would pass it",
   "those pairs would find the comparison *equivalent* where its shift lies inside the margin "
@@ -80,7 +80,7 @@ SHORT_OF_POWER = Correction(
 # The control's gate of the transformer studies, said in both READMEs.
 CONTROL_CALIBRATION = Correction(
   "2026-11-29",
-  "what the control shows (`gelujax.study.transformer_report.gate_line`)",
+  "what the control shows (`gelujax.study.transformer_verdicts.gate_line`)",
   "where identity was found different from gelu on every metric, the README said “the design "
   "can tell a linear feed-forward from gelu, so its *equivalent* verdicts stand”",
   "a control many margins away shows only that the design sees a large gap, not one of the "
@@ -94,7 +94,7 @@ CONTROL_CALIBRATION = Correction(
 # The forms studies' control, said in both READMEs.
 FORMS_CONTROL_CALIBRATION = Correction(
   "2026-11-29",
-  "what the control shows (`gelujax.study.forms_report.equivalents_line`)",
+  "what the control shows (`gelujax.study.forms_words.equivalents_line`)",
   "the findings counted an *equivalent* as one that survives the control wherever the control "
   "was found different from gelu in its dtype, lr and metric, however many margins away",
   "a control many margins away shows only that the design sees a large gap: an *equivalent* "

@@ -628,3 +628,8 @@ def analyse(design: Design, finished: dict[str, runs.Run]) -> tuple[list[Outcome
     if all(design.run_name(a, c.dtype) in finished for a in (c.first, c.second))
   ]
   return judge(outcomes, design.alpha), missing
+
+
+def pair_words(o: Outcome) -> str:
+  c = o.comparison
+  return f"{c.first} − {c.second}" + (" (control)" if c.control else "")

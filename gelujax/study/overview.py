@@ -3,7 +3,7 @@
 Each result writes its *headline rows* into its ``summary.json`` (``"headline"``) from the
 statistics it was rendered from: one row per pre-registered hypothesis of the paper's claims
 (:func:`hypothesis_rows`), one per pre-registered family of a gelujax study
-(:func:`gelujax.study.forms_report.headline_rows`), each with the claim, the paper's numbers,
+(:func:`gelujax.study.forms_words.headline_rows`), each with the claim, the paper's numbers,
 ours (medians, shift [interval]), the verdict and its caveats in the words of the result's own
 README. :func:`results_readme` sets every committed result's rows in one table, with links;
 :func:`summary_lines` counts them in a few lines for the top-level README;
