@@ -213,10 +213,11 @@ def _check_nnx_constructor(spec, cls, activation, dropout, key, kwargs) -> None:
     return
   what = f"model {spec!r}"
   try:
-    inspect.signature(cls).bind(activation=activation, dropout=dropout, rngs=None, **kwargs)
+    signature = inspect.signature(cls.__init__)
+    signature.bind(None, activation=activation, dropout=dropout, rngs=None, **kwargs)
   except TypeError as e:
     raise ValueError(
-      f"{what}: {cls.__name__}{inspect.signature(cls)} does not take the keyword arguments "
+      f"{what}: {cls.__name__}.__init__{signature} does not take the keyword arguments "
       f"{_given(kwargs)}, rngs ({e})."
     ) from None
   except ValueError:  # no signature to check: the call decides
