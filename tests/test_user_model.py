@@ -108,10 +108,12 @@ def lab(tmp_path_factory):
 
 
 def train(lab, workdir, *flags, cwd=None):
-  """train.py in a fresh process run from the user's folder (which is not on PYTHONPATH)."""
+  """train.py in a fresh process run from the user's folder (which is not on PYTHONPATH); its
+  default workdir, under that folder, where ``workdir`` is None."""
   env = dict(os.environ, PYTHONPATH=ROOT, JAX_PLATFORMS="cpu")
+  where = [f"--workdir={workdir}"] if workdir else []
   return subprocess.run(
-    [sys.executable, TRAIN, f"--data_dir={lab / 'mnist'}", f"--workdir={workdir}", *GRID, *flags],
+    [sys.executable, TRAIN, f"--data_dir={lab / 'mnist'}", *where, *GRID, *flags],
     cwd=cwd or lab, env=env, capture_output=True, text=True, timeout=300,
   )  # fmt: skip
 
@@ -150,10 +152,12 @@ def test_a_users_nnx_model_trains_records_its_source_and_resumes_bitwise(lab):
 
 
 @pytest.mark.e2e
-def test_a_users_linen_model_trains(lab):
-  workdir = lab / "linen"
-  result = train(lab, workdir, "--epochs=1", task("user_models:LinenMLP(width=8)"))
+def test_a_users_linen_model_trains_in_a_default_workdir_named_after_it(lab):
+  result = train(lab, None, "--epochs=1", task("user_models:LinenMLP(width=8)"))
   assert result.returncode == 0, result.stderr[-3000:]
+  # Not the preset's default folder (tiny_mnist_mnist_gelu_tanh), which holds another run.
+  workdir = lab / "workdirs" / "tiny_mnist_mnist_gelu_tanh_user_models_LinenMLP_width=8_"
+  assert [p.name for p in (lab / "workdirs").iterdir()] == [workdir.name]
   assert len(workdirs.read_metrics(str(workdir))) == 2
   config = json.loads((workdir / "config.json").read_text())
   assert config["model_source"]["function"] == "LinenMLP"

@@ -4,10 +4,11 @@
 ``Class`` is a Linen module class, constructed as gelujax's own models are
 (``Class(activation=..., dropout=..., **kwargs)``; ``dtype=`` too for a run that computes in
 another dtype than float32), or an NNX module class (``Class(*, activation, dropout, rngs,
-**kwargs)``, ``__call__(x, train)``), which ``flax.nnx.bridge.ToLinen`` makes a Linen module for
-the engine: its parameters draw from the engine's ``params`` stream, its dropout from the
-``dropout`` stream (``nnx.Dropout(rate, rngs=rngs)``), the key the engine derives from a member's
-seed, epoch and step, so a member's masks are the same in a resumed run.
+**kwargs)``, ``__call__(x, train)``), which :class:`FromNNX` makes a Linen module for the engine
+(as ``flax.nnx.bridge.ToLinen`` does, with the engine's streams alone): its parameters draw
+from the engine's ``params`` stream, its dropout from the ``dropout`` stream
+(``nnx.Dropout(rate, rngs=rngs)``), the key the engine derives from a member's seed, epoch and
+step, so a member's masks are the same in a resumed run.
 
 :func:`user_model` imports and checks the class (before any data is read), :func:`make_user_model`
 constructs it for a spec's activation, dropout and options, :func:`check_outputs` checks on the
@@ -114,8 +115,8 @@ def make_user_model(
   with ``activation`` (a function of an array, or for a Linen class a Linen module class too,
   as `gelujax.linen.make_activation` gives), ``dropout``, the spec's keyword arguments and
   ``options`` (a task's ``model_options``, and those its data decide), and ``dtype`` where it is
-  not float32; an NNX class through ``flax.nnx.bridge.ToLinen``, constructed once here (shapes
-  only) so that a constructor that fails does so now.
+  not float32; an NNX class through :class:`FromNNX`, constructed once here (shapes only) so
+  that a constructor that fails does so now.
 
   Raises:
     ValueError: the class does not take these arguments, or its constructor fails (naming it).

@@ -44,7 +44,9 @@ class TaskSpec:
     name: the task's registered name.
     dataset: the dataset passed to ``gelujax.data.load``; one of ``datasets``.
     datasets: the datasets this task accepts (its valid ``dataset`` values).
-    model: a ``gelujax.models.MODELS`` name, possibly with arguments.
+    model: a ``gelujax.models.MODELS`` name, possibly with arguments, or a model class of the
+      user's own, ``"module:Class"`` or ``"module:Class(width=64)"``: a Linen or an NNX module
+      class (`gelujax.models.user`).
     data_options: keyword options of ``gelujax.data.load`` (e.g. ``train_on_all``).
     model_options: extra keyword arguments of the model.
     activation: activation spec for every hidden activation of the model.
