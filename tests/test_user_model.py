@@ -6,11 +6,14 @@ the folder the commands run from); a task takes it as ``model="user_models:NnxML
 convention by `gelujax.models.user.FromNNX`, or a Linen module class.
 """
 
+import functools
 import hashlib
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 
 import flax
 import jax
@@ -121,21 +124,30 @@ def train(lab, workdir, *flags, cwd=None):
 # ---------------------------------------------------------------- through the command
 
 
-@pytest.mark.e2e
-def test_a_users_nnx_model_trains_records_its_source_and_resumes_bitwise(lab):
-  """Two members of the user's NNX MLP with dropout train, their losses fall, config.json
-  records the class's module and sha256; a run stopped after epoch 1 and resumed writes the
-  uninterrupted run's metrics bit for bit (dropout drawn from the engine's dropout key)."""
-  flags = (task(NNX_MODEL, dropout="0.2"),)
-  whole, halves = lab / "nnx_whole", lab / "nnx_halves"
-  result = train(lab, whole, "--epochs=2", *flags)
+# Two members of the user's NNX MLP with dropout, evaluated twice an epoch.
+NNX_FLAGS = (task(NNX_MODEL, dropout="0.2", evals_per_epoch="2"),)
+
+
+@pytest.fixture(scope="module")
+def nnx_whole(lab):
+  """An uninterrupted run of 2 epochs of the user's NNX model."""
+  whole = lab / "nnx_whole"
+  result = train(lab, whole, "--epochs=2", *NNX_FLAGS)
   assert result.returncode == 0, result.stderr[-3000:]
-  records = workdirs.read_metrics(str(whole))
-  assert len(records) == 4
+  return whole
+
+
+@pytest.mark.e2e
+def test_a_users_nnx_model_trains_records_its_source_and_resumes_bitwise(lab, nnx_whole):
+  """Both members' losses fall, config.json records the class's module and sha256; a run
+  stopped after epoch 1 and resumed writes the uninterrupted run's metrics bit for bit (dropout
+  drawn from the engine's dropout key)."""
+  records = workdirs.read_metrics(str(nnx_whole))
+  assert len(records) == 8
   for member in (0, 1):
-    first, second = (r["train_loss"] for r in records if r["member"] == member)
-    assert second < first - 0.05, (member, first, second)
-  config = json.loads((whole / "config.json").read_text())
+    losses = [r["train_loss"] for r in records if r["member"] == member]
+    assert losses[-1] < losses[0] - 0.05, (member, losses)
+  config = json.loads((nnx_whole / "config.json").read_text())
   source = lab / "user_models.py"
   assert config["spec"]["model"] == NNX_MODEL
   assert config["model_source"] == {
@@ -145,10 +157,46 @@ def test_a_users_nnx_model_trains_records_its_source_and_resumes_bitwise(lab):
     "sha256": hashlib.sha256(source.read_bytes()).hexdigest(),
     "imports": [],
   }
+  halves = lab / "nnx_halves"
   for epochs in (1, 2):
-    result = train(lab, halves, f"--epochs={epochs}", *flags)
+    result = train(lab, halves, f"--epochs={epochs}", *NNX_FLAGS)
     assert result.returncode == 0, result.stderr[-3000:]
-  assert (halves / "metrics.jsonl").read_bytes() == (whole / "metrics.jsonl").read_bytes()
+  for name in ("metrics.jsonl", "summary.json"):
+    assert (halves / name).read_bytes() == (nnx_whole / name).read_bytes(), name
+
+
+@pytest.mark.e2e
+def test_a_users_nnx_model_killed_mid_epoch_resumes_to_the_uninterrupted_run(lab, nnx_whole):
+  """SIGTERM (``kill``) the moment the middle of epoch 2 is recorded, then the same command:
+  the run ends with the uninterrupted run's files, bit for bit."""
+  env = dict(os.environ, PYTHONPATH=ROOT, JAX_PLATFORMS="cpu")
+  for attempt in range(3):  # a loaded machine may see the moment only after the run ended
+    workdir = lab / f"nnx_killed_{attempt}"
+    command = [sys.executable, TRAIN, f"--data_dir={lab / 'mnist'}", f"--workdir={workdir}",
+               *GRID, "--epochs=2", *NNX_FLAGS]  # fmt: skip
+    process = subprocess.Popen(
+      command, cwd=lab, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+      preexec_fn=functools.partial(signal.signal, signal.SIGINT, signal.SIG_DFL),
+    )  # fmt: skip
+    metrics, deadline = workdir / "metrics.jsonl", time.monotonic() + 240
+    while process.poll() is None and time.monotonic() < deadline:
+      if metrics.exists() and '"epoch": 1.5' in metrics.read_text():
+        break
+      time.sleep(0.001)
+    hit = process.poll() is None
+    process.send_signal(signal.SIGTERM)
+    _, stderr = process.communicate(timeout=300)
+    if hit:
+      break
+  assert hit, "the run ended before the middle of epoch 2 was seen"
+  assert process.returncode == 128 + signal.SIGTERM, stderr
+  assert stderr.strip().splitlines()[-1] == (
+    "train.py: interrupted by SIGTERM; re-run the same command to resume."
+  )
+  resumed = subprocess.run(command, cwd=lab, env=env, capture_output=True, text=True, timeout=300)
+  assert resumed.returncode == 0, resumed.stderr[-3000:]
+  for name in ("metrics.jsonl", "summary.json"):
+    assert (workdir / name).read_bytes() == (nnx_whole / name).read_bytes(), name
 
 
 @pytest.mark.e2e
