@@ -295,6 +295,9 @@ def test_reproduce_passes_the_users_model_through(lab):
     config = json.loads((out / "runs" / run / "config.json").read_text())
     assert config["spec"]["model"] == NNX_MODEL, run
     assert config["model_source"]["function"] == "NnxMLP", run
+  readme = (out / "README.md").read_text()
+  assert f"- Task tiny_mnist: model {NNX_MODEL}, batch size 32, 1 epochs" in readme
+  assert f"- model: {NNX_MODEL!r} instead of the paper's 'mlp_tiny'." in readme
 
 
 # ---------------------------------------------------------------- in this process
