@@ -47,8 +47,9 @@ class Parts:
     grid: the members trained when `fit` is given none.
     record: the run as config.json records it, JSON values only: ``task``, ``dataset``,
       ``activation``, ``spec`` (every setting; `fit` fills in the grid it trains) and, for a
-      user's activation, ``activation_source``. A workdir's identity is a hash of it
-      (`gelujax.workdir.identity`), so it must name everything the parts were built from.
+      user's activation, ``activation_source``, for a user's model ``model_source``. A
+      workdir's identity is a hash of it (`gelujax.workdir.identity`), so it must name
+      everything the parts were built from.
 
   Two parts share compiled programs only where they hold the same model, optimizer and
   objective objects (`gelujax.tasks.build` gives the same objects for the same settings):

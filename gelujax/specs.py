@@ -68,11 +68,49 @@ def _user_spec(spec: str) -> tuple[str, str, dict[str, Any]] | None:
   ``"module:function(k=v)"`` whose module is not an alias namespace (``"torch:gelu"``); else
   None. Only literals are parsed (`gelujax.registry.parse_name`): nothing runs but the import
   of the module named."""
-  match = _USER_SPEC.fullmatch(spec) if isinstance(spec, str) else None
-  if match is None or match.group(1) in ACTIVATIONS.namespaces():
+  user = parse_user_spec(spec)
+  if user is None or user[0] in ACTIVATIONS.namespaces():
     return None
-  function, kwargs = parse_name(match.group(2))
-  return match.group(1), function, kwargs
+  return user
+
+
+def parse_user_spec(spec: Any) -> tuple[str, str, dict[str, Any]] | None:
+  """``(module, name, keyword arguments)`` when ``spec`` has the form of a name of the user's
+  own, ``"module.path:name"`` or ``"module.path:name(k=v)"``; else None. Only literals are
+  parsed (`gelujax.registry.parse_name`): nothing is imported.
+
+  Raises:
+    gelujax.registry.ParseError: what follows the ``:`` is no name with keyword literals.
+  """
+  match = _USER_SPEC.fullmatch(spec) if isinstance(spec, str) else None
+  if match is None:
+    return None
+  name, kwargs = parse_name(match.group(2))
+  return match.group(1), name, kwargs
+
+
+def note_user_module(module_name: str, before: set[str]) -> None:
+  """Records the user's module ``module_name``, just imported (and, for a class, built): the
+  sha256 of its source as it was imported, and the modules that came into ``sys.modules``
+  since ``before`` (a set of their names taken before the import), which
+  :func:`user_imports` adds to those its import statements name."""
+  _IMPORTED_SHA256.setdefault(module_name, _sha256(sys.modules.get(module_name)))
+  _IMPORTED_WITH.setdefault(module_name, set()).update(set(sys.modules) - before)
+
+
+def source_record(module_name: str, name: str) -> dict[str, Any]:
+  """``{"module", "function", "file", "sha256", "imports"}`` of ``name`` in the imported
+  module ``module_name``, as a run's config.json records a user's activation or model: the
+  sha256 of the source file's bytes as imported, and ``imports``, the ``{"module", "file",
+  "sha256"}`` of each of the user's modules it imports (:func:`user_imports`)."""
+  module = sys.modules.get(module_name)
+  return {
+    "module": module_name,
+    "function": name,
+    "file": getattr(module, "__file__", None),
+    "sha256": _IMPORTED_SHA256.get(module_name) or _sha256(module),
+    "imports": [module_record(m) for m in user_imports(module_name)],
+  }
 
 
 def check_elementwise(fn: Callable[..., Any], what: str, dtype: str = "float32") -> None:
@@ -260,14 +298,7 @@ def activation_source(spec: str) -> dict[str, Any] | None:
     fn = inspect.unwrap(_REGISTERED[name])
     module_name = getattr(fn, "__module__", None) or "?"
     function = getattr(fn, "__qualname__", None) or type(fn).__name__
-  module = sys.modules.get(module_name)
-  return {
-    "module": module_name,
-    "function": function,
-    "file": getattr(module, "__file__", None),
-    "sha256": _IMPORTED_SHA256.get(module_name) or _sha256(module),
-    "imports": [module_record(m) for m in user_imports(module_name)],
-  }
+  return source_record(module_name, function)
 
 
 # Where `activation_fingerprint` reads an activation: the GELUs' range and both tails.

@@ -184,6 +184,46 @@ def test_the_wheels_gelujax_command_trains_from_a_folder_outside_any_checkout(
   assert refused.stderr.startswith("python -m gelujax.train: error: --epochs 0 is not valid")
 
 
+MYMODELS = """
+from flax import nnx
+
+
+class MLP(nnx.Module):
+  def __init__(self, *, activation, dropout, rngs, width=8):
+    self.hidden = nnx.Linear(784, width, rngs=rngs)
+    self.drop = nnx.Dropout(dropout, rngs=rngs)
+    self.out = nnx.Linear(width, 10, rngs=rngs)
+    self.activation = activation
+
+  def __call__(self, x, train: bool):
+    x = self.activation(self.hidden(x.reshape(x.shape[0], -1)))
+    return self.out(self.drop(x, deterministic=not train))
+"""
+
+
+def test_the_wheels_gelujax_command_trains_the_users_nnx_model_from_the_users_folder(
+  wheel_install, tmp_path
+):
+  """The wheel alone, and a folder of the user's own holding an NNX model of theirs: ``gelujax
+  train`` imports it from that folder, trains it and records its source."""
+  _, installed = wheel_install
+  mine, data = tmp_path / "mine", tmp_path / "data"
+  mine.mkdir()
+  (mine / "mymodels.py").write_text(MYMODELS)
+  write_mnist_files(str(data), num_train=5_256)  # tiny_mnist keeps 5,000 for validation
+  result = subprocess.run(
+    [sys.executable, "-S", str(installed / "bin" / "gelujax"), "train",
+     "--task=tiny_mnist(model='mymodels:MLP', dropout=0.1)", "--dataset=fashion_mnist",
+     "--epochs=1", f"--data_dir={data}", "--compilation_cache=none"],
+    cwd=mine, env=isolated_env(str(installed)), capture_output=True, text=True, timeout=300,
+  )  # fmt: skip
+  assert result.returncode == 0, result.stderr[-3000:]
+  workdir = mine / "workdirs" / "tiny_mnist_fashion_mnist_gelu_tanh_mymodels_MLP"
+  config = json.loads((workdir / "config.json").read_text())
+  assert config["model_source"]["file"] == str(mine / "mymodels.py")
+  assert len(json.loads((workdir / "summary.json").read_text())["members"]) == 2
+
+
 MYACTS = """
 import jax.numpy as jnp
 

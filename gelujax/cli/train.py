@@ -21,6 +21,7 @@ from gelujax import engine, host, optimizers, tasks
 from gelujax import workdir as workdirs
 from gelujax.cli import _flags
 from gelujax.members import Members
+from gelujax.models.user import is_user_model
 
 
 @functools.cache  # once a process
@@ -67,7 +68,10 @@ def define_flags() -> None:
     "where each set would be read from)."
   )  # fmt: skip
   _WORKDIR = flags.DEFINE_string(
-    "workdir", None, "Where the run's files go; default: workdirs/<task>_<dataset>_<activation>."
+    "workdir",
+    None,
+    "Where the run's files go; default: workdirs/<task>_<dataset>_<activation>, "
+    "with _<model> for a model of your own (module:Class).",
   )
   _EPOCHS = flags.DEFINE_integer(
     "epochs", None, "Epochs to train (1 to 100,000); default: the task's."
@@ -158,6 +162,7 @@ def main(argv: list[str]) -> None:
       host.initialize_distributed(_COORDINATOR.value, _NUM_PROCESSES.value, _PROCESS_ID.value)
     default = f"{spec.name}_{spec.dataset}_{spec.activation}"
     default += f"_{spec.dtype}" if spec.dtype != "float32" else ""
+    default += f"_{spec.model}" if is_user_model(spec.model) else ""  # not a preset's folder
     name = workdirs.folder_name(default)  # As reproduce.py names its run folders.
     workdir = _WORKDIR.value or f"workdirs/{name}"
     run = dict(

@@ -49,7 +49,9 @@ The package's modules: ``mlp`` (:class:`MLP`, :class:`Autoencoder`, the dense in
 and the gated widths), ``words`` (:class:`EmbeddingMLP`, :func:`embed_words`), ``cnn``
 (:class:`CifarCNN`, :class:`WideResNet`), ``transformers`` (:class:`ViT`,
 :class:`TransformerTagger`, :class:`CharGPT`) and ``presets`` (``MODELS``); every public name is
-imported from the package itself (``gelujax.models.MLP``).
+imported from the package itself (``gelujax.models.MLP``). ``user`` is a model class of the
+user's own named as a task's model, ``"module:Class"`` (Linen, or NNX through
+:class:`gelujax.models.user.FromNNX`); the tasks and the commands import it from there.
 """
 
 from __future__ import annotations

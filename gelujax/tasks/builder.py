@@ -15,6 +15,7 @@ import numpy as np
 
 from gelujax import objectives, optimizers
 from gelujax.members import Members
+from gelujax.models.user import check_outputs, is_user_model, model_source
 from gelujax.parts import Parts
 from gelujax.specs import activation_fingerprint, activation_source
 from gelujax.tasks.spec import TaskSpec, make_model
@@ -112,23 +113,26 @@ def build(spec: TaskSpec, splits: Mapping[str, Any]) -> Parts:
 
   Raises:
     ValueError: data the model cannot take (word ids for a model of vectors or the other way
-      round, an id outside the vocabulary, targets of another kind than the objective's).
+      round, an id outside the vocabulary, targets of another kind than the objective's); a
+      model of the user's own (``"module:Class"``) whose outputs do not fit the objective on
+      these data (`gelujax.models.user.check_outputs`).
   """
   options = _data_options(spec, splits)
   key = json.dumps(
     [{f: getattr(spec, f) for f in _BUILT_FROM}, options], sort_keys=True, default=repr
   )
   if key not in _BUILT:
-    _BUILT[key] = (
-      make_model(spec, options),
-      functools.partial(optimizers.build, spec.optimizer, epochs=spec.epochs),
-      objectives.make(
-        spec.objective,
-        weight_decay=spec.weight_decay,
-        input_noise=spec.input_noise,
-        crop_padding=spec.crop_padding,
-      ),
+    model = make_model(spec, options)
+    objective = objectives.make(
+      spec.objective,
+      weight_decay=spec.weight_decay,
+      input_noise=spec.input_noise,
+      crop_padding=spec.crop_padding,
     )
+    optimizer = functools.partial(optimizers.build, spec.optimizer, epochs=spec.epochs)
+    _BUILT[key] = (model, optimizer, objective)
+  if is_user_model(spec.model):  # before the first step: outputs that fit the objective
+    check_outputs(spec.model, _BUILT[key][0], spec.objective, _BUILT[key][2].prepare_batch, splits)
     while len(_BUILT) > _KEPT_BUILT:
       _BUILT.popitem(last=False)
   _BUILT.move_to_end(key)
@@ -160,12 +164,18 @@ def build(spec: TaskSpec, splits: Mapping[str, Any]) -> Parts:
 def record(spec: TaskSpec) -> dict[str, Any]:
   """The run of ``spec`` as config.json records it (`gelujax.parts.Parts.record`): ``task``,
   ``dataset``, ``activation``, ``spec`` as given (the data's own facts, such as a vocabulary
-  size, are not settings), and where a user's activation comes from (``activation_source``,
-  `gelujax.specs.activation_source`; None for gelujax's own)."""
-  return {
+  size, are not settings), where a user's activation comes from (``activation_source``,
+  `gelujax.specs.activation_source`; None for gelujax's own), and for a model of the user's
+  own, where it comes from (``model_source``, `gelujax.models.user.model_source`; left out for
+  gelujax's presets, so the records of their runs are unchanged)."""
+  found = {
     "task": spec.name,
     "dataset": spec.dataset,
     "activation": spec.activation,
     "spec": json.loads(json.dumps(dataclasses.asdict(spec))),
     "activation_source": activation_source(spec.activation),
   }
+  source = model_source(spec.model)
+  if source is not None:
+    found["model_source"] = source
+  return found

@@ -17,6 +17,8 @@ from gelujax.activations import ACTIVATIONS
 from gelujax.linen import make_activation
 from gelujax.members import learning_rates_problem
 from gelujax.models import MODELS
+from gelujax.models.user import VALID as USER_MODEL
+from gelujax.models.user import is_user_model, make_user_model, user_model
 from gelujax.objectives import OBJECTIVES
 from gelujax.optimizers import OPTIMIZERS
 from gelujax.preprocessing import PREPROCESSING
@@ -42,7 +44,9 @@ class TaskSpec:
     name: the task's registered name.
     dataset: the dataset passed to ``gelujax.data.load``; one of ``datasets``.
     datasets: the datasets this task accepts (its valid ``dataset`` values).
-    model: a ``gelujax.models.MODELS`` name, possibly with arguments.
+    model: a ``gelujax.models.MODELS`` name, possibly with arguments, or a model class of the
+      user's own, ``"module:Class"`` or ``"module:Class(width=64)"``: a Linen or an NNX module
+      class (`gelujax.models.user`).
     data_options: keyword options of ``gelujax.data.load`` (e.g. ``train_on_all``).
     model_options: extra keyword arguments of the model.
     activation: activation spec for every hidden activation of the model.
@@ -126,6 +130,8 @@ class TaskSpec:
     try:
       model = self.build_model()
     except (TypeError, ValueError) as e:
+      if is_user_model(self.model):
+        raise SpecError(self.name, "model", self.model, _valid_models(self), str(e)) from None
       raise ValueError(
         f"TaskSpec {self.name!r}: model={self.model!r} with model_options="
         f"{self.model_options!r} cannot be built ({e}); valid models: "
@@ -230,7 +236,16 @@ def _takes_gated_units(model: str) -> bool:
 def make_model(spec: TaskSpec, data_options: Mapping[str, Any]) -> nn.Module:
   """The one place a spec's model is made: ``spec``'s model with its activation resolved
   (`gelujax.linen.make_activation`, once a process), dropout, compute dtype, model options and
-  the options its data decide (:func:`_data_options`)."""
+  the options its data decide (:func:`_data_options`): a ``MODELS`` preset, or a class of the
+  user's own, ``"module:Class"`` (`gelujax.models.user.make_user_model`)."""
+  if is_user_model(spec.model):
+    return make_user_model(
+      spec.model,
+      make_activation(spec.activation),
+      dropout=spec.dropout,
+      dtype=spec.dtype,
+      options={**spec.model_options, **data_options},
+    )
   return MODELS.get(spec.model)(
     activation=make_activation(spec.activation),
     dropout=spec.dropout,
@@ -240,6 +255,27 @@ def make_model(spec: TaskSpec, data_options: Mapping[str, Any]) -> nn.Module:
 
 
 # ----------------------------------------------------------------------------- validation
+
+
+def _valid_models(spec: TaskSpec) -> str:
+  """What a spec's ``model`` may be: a preset, or a class of the user's own."""
+  return (
+    f"a model preset among {', '.join(MODELS.names())}, or a model class of your own as "
+    f"module:Class or module:Class(key=value, ...) (e.g. my_models:MLP(width=64)): {USER_MODEL}"
+  )
+
+
+def _user_model_problem(spec: TaskSpec, value: str) -> str | None:
+  """Why ``value`` names no usable model of the user's own (a sentence), or None; the model is
+  imported and checked (`gelujax.models.user.user_model`), not yet constructed (the spec's
+  other fields are checked after this one; `TaskSpec._check_model` constructs it)."""
+  if not is_user_model(value):
+    return f"{value!r} names no model preset nor a class of your own"
+  try:
+    user_model(value)
+  except ValueError as e:
+    return str(e)
+  return None
 
 
 def _is_int(value: Any, low: int) -> bool:
@@ -285,7 +321,10 @@ _CHECKS: dict[str, tuple[Callable[[TaskSpec, Any], bool], Callable[[TaskSpec], s
     lambda s, v: v in s.datasets,
     lambda s: f"one of this task's datasets: {', '.join(s.datasets)}",
   ),
-  "model": (lambda s, v: isinstance(v, str) and v in MODELS, lambda s: ", ".join(MODELS.names())),
+  "model": (
+    lambda s, v: isinstance(v, str) and (v in MODELS or _user_model_problem(s, v) is None),
+    lambda s: _valid_models(s),
+  ),
   "data_options": (lambda s, v: isinstance(v, dict), lambda s: "a dict of keyword options"),
   "model_options": (lambda s, v: isinstance(v, dict), lambda s: "a dict of keyword options"),
   "activation": (
@@ -352,7 +391,7 @@ _CHECKS: dict[str, tuple[Callable[[TaskSpec, Any], bool], Callable[[TaskSpec], s
 _HINTS: dict[str, Callable[[TaskSpec, str], str]] = {
   "activation": lambda s, v: ACTIVATIONS.hint(v) if ":" not in v else _activation_problem(v) or "",
   "dataset": lambda s, v: did_you_mean(close_names(v, s.datasets)),
-  "model": lambda s, v: MODELS.hint(v),
+  "model": lambda s, v: _user_model_problem(s, v) or "" if ":" in v else MODELS.hint(v),
   "objective": lambda s, v: OBJECTIVES.hint(v),
   "optimizer": lambda s, v: OPTIMIZERS.hint(v),
 }

@@ -45,6 +45,9 @@ from gelujax.workdir.records import check_resumable
 RESUMABLE_FIELDS = ("epochs",)
 # config.json's record of a user's activation (`gelujax.specs.activation_source`).
 ACTIVATION_SOURCE = "activation_source"
+# config.json's record of a user's model (`gelujax.models.user.model_source`): left out for
+# gelujax's own presets, so their runs' configs and identities are unchanged.
+MODEL_SOURCE = "model_source"
 # config.json's record of what the activation computes (`gelujax.specs.activation_fingerprint`):
 # not part of the identity (runs written before it keep theirs), compared on every resume.
 ACTIVATION_FINGERPRINT = "activation_fingerprint"
@@ -61,7 +64,8 @@ SOFTWARE_PACKAGES = ("jax", "jaxlib", "flax", "optax", "numpy")
 def make_config(record: Mapping[str, Any], members: Members) -> dict[str, Any]:
   """The config.json object of a run over ``members`` of the parts whose record is ``record``
   (`gelujax.engine.parts.Parts.record`: ``task``, ``dataset``, ``activation``, ``spec`` and, for
-  a user's activation, ``activation_source``), JSON types only. Its spec holds the grid's
+  a user's activation, ``activation_source``, for a user's model ``model_source``), JSON types
+  only. Its spec holds the grid's
   learning rates and seed count, so config.json names one grid only; a field of
   `OMITTED_AT_DEFAULT` is left out at its default."""
   spec = {**record["spec"], "learning_rates": members.learning_rates, "seeds": len(members.seeds)}
@@ -77,6 +81,8 @@ def make_config(record: Mapping[str, Any], members: Members) -> dict[str, Any]:
   }
   if record.get(ACTIVATION_SOURCE) is not None:  # the user's function: module, name, sha256
     config[ACTIVATION_SOURCE] = record[ACTIVATION_SOURCE]
+  if record.get(MODEL_SOURCE) is not None:  # the user's model class: module, name, sha256
+    config[MODEL_SOURCE] = record[MODEL_SOURCE]
   if record.get(ACTIVATION_FINGERPRINT) is not None:  # its values and derivatives
     config[ACTIVATION_FINGERPRINT] = record[ACTIVATION_FINGERPRINT]
   return json.loads(json.dumps(config))
@@ -129,14 +135,16 @@ def software_record(old: Mapping[str, Any] | None) -> list[dict[str, Any]]:
 
 
 def identity(config: Mapping[str, Any]) -> str:
-  """The run's identity: a hash of its config (task, spec, members, and a user activation's
-  module, function and source sha256) less `RESUMABLE_FIELDS`. The files that module imports
+  """The run's identity: a hash of its config (task, spec, members, and a user activation's or
+  model's module, name and source sha256) less `RESUMABLE_FIELDS`. The files that module imports
   are checked by `check_run`, not hashed here: a run recorded before they were keeps its
   identity, and its checkpoints stay its own."""
   spec = {k: v for k, v in config["spec"].items() if k not in RESUMABLE_FIELDS}
   fields = {"task": config["task"], "spec": spec, "members": config["members"]}
   if ACTIVATION_SOURCE in config:
     fields[ACTIVATION_SOURCE] = _source_identity(config[ACTIVATION_SOURCE])
+  if MODEL_SOURCE in config:
+    fields[MODEL_SOURCE] = _source_identity(config[MODEL_SOURCE])
   text = json.dumps(fields, sort_keys=True)
   return hashlib.sha256(text.encode()).hexdigest()[:16]
 
@@ -156,7 +164,7 @@ def _describe_source(source: Mapping[str, Any] | None) -> str:
   return f"{source.get('module')}.{source.get('function')} in {source.get('file')} sha256 {digest}"
 
 
-def _changed_imports(old: Any, new: list[dict[str, Any]]) -> list[str]:
+def _changed_imports(old: Any, new: list[dict[str, Any]], whose: str = "activation") -> list[str]:
   """Each of the user's modules that the run's activation imported when it trained (``old``,
   its record's ``imports``) whose file changed since, or that is no longer imported; ``new``
   is this process's record. A module this process imports besides is not checked: a run
@@ -173,13 +181,13 @@ def _changed_imports(old: Any, new: list[dict[str, Any]]) -> list[str]:
     current = now.get(name) or module_record(name)  # however this process found it
     if current is None:
       differences.append(
-        f"the module {name} ({file}), which the activation's module imported when the run "
+        f"the module {name} ({file}), which the {whose}'s module imported when the run "
         "trained, is not imported now: its code changed since the run trained with it"
       )
     elif current["sha256"] != digest:
       moved = f"{current['file']} " if current["file"] != file else ""
       differences.append(
-        f"the file {file} that the activation's module imports ({name}) sha256 "
+        f"the file {file} that the {whose}'s module imports ({name}) sha256 "
         f"{(digest or 'unknown')[:12]} (now {moved}sha256 {(current['sha256'] or 'unknown')[:12]}"
         "): its code changed since the run trained with it"
       )
@@ -240,14 +248,15 @@ def check_same_run(old: Mapping[str, Any], new: Mapping[str, Any], workdir: str)
     for key, value in new_spec.items()
     if key not in (*RESUMABLE_FIELDS, "learning_rates", "seeds") and old_spec.get(key) != value
   ]
-  old_source, new_source = (c.get(ACTIVATION_SOURCE) for c in (old, new))
-  if _source_identity(old_source) != _source_identity(new_source):
-    differences.append(
-      f"the activation's source {_describe_source(old_source)} (now "
-      f"{_describe_source(new_source)}): its code changed since the run trained with it"
-    )
-  elif old_source is not None:
-    differences += _changed_imports(old_source.get("imports"), new_source.get("imports"))
+  for field, whose in ((ACTIVATION_SOURCE, "activation"), (MODEL_SOURCE, "model")):
+    old_source, new_source = (c.get(field) for c in (old, new))
+    if _source_identity(old_source) != _source_identity(new_source):
+      differences.append(
+        f"the {whose}'s source {_describe_source(old_source)} (now "
+        f"{_describe_source(new_source)}): its code changed since the run trained with it"
+      )
+    elif old_source is not None:
+      differences += _changed_imports(old_source.get("imports"), new_source.get("imports"), whose)
   old_print, new_print = (c.get(ACTIVATION_FINGERPRINT) for c in (old, new))
   if old_print is not None and new_print is not None:
     from gelujax.specs import same_function  # here: reading runs needs no JAX
