@@ -71,7 +71,8 @@ def define_flags() -> None:
     "feed-forward activation on selection seeds, validation metrics only) or "
     f"{', '.join(registry.names(registry.TRANSFORMER))} (the transformer studies, their lrs, "
     "margins and seeds from their pilot's committed result); each design's code path: "
-    "gelujax.study.registry.STUDIES.",
+    "gelujax.study.registry.STUDIES. A study of your own: 'module.path:VARIABLE', a literal of "
+    "one of those designs' classes in your module (docs/reproducing.md, Adding a study).",
   )
   _DATASET = flags.DEFINE_string("dataset", None, "Dataset for the task (default: the task's own).")
   _ACTIVATIONS = flags.DEFINE_list(
@@ -150,8 +151,8 @@ def run() -> Path:
   _flags.check_given_once(__name__, [flag.name for flag in not_empty])
   host.enable_compilation_cache(_COMPILATION_CACHE.value)
   root, project = _flags.working_folder()
-  if task in registry.STUDIES:
-    return run_study(registry.STUDIES[task], root, project)
+  if task in registry.STUDIES or registry.is_users(task):
+    return run_study(registry.resolve(task), root, project)
   references = parse_references(_REFERENCE.value)
   noise = task.endswith(NOISE_SUFFIX)
   base = task.removesuffix(NOISE_SUFFIX)

@@ -303,8 +303,7 @@ def design_lines(design: Confirmation, earlier: Mapping[str, Any] | None) -> lis
   fields = ", ".join(f"{k}={v!r}" for k, v in design.spec_fields.items())
   family = design.hypotheses()
   lines = [
-    f"Fixed in `gelujax/study/confirm.py` (`{registry.variable(design)}`, {design.date}) before "
-    "any of its runs was trained:",
+    f"Fixed in {registry.fixed_in(design)} before any of its runs was trained:",
     "",
     f"- Task: `{design.task}` with the earlier result's substitute and options ({fields}), "
     f"dropout {spec.dropout:g}, batch size {spec.batch_size}, {spec.optimizer}, {design.epochs} "

@@ -186,9 +186,7 @@ def design_lines(design: Design) -> list[str]:
     for kind, n in sorted({(k[0], size) for k, size in families.items()})
   )
   lines = [
-    f"Fixed in `gelujax/study/forms.py` (`{registry.variable(design)}`, {design.date}) before any "
-    "of its runs was "
-    "trained:",
+    f"Fixed in {registry.fixed_in(design)} before any of its runs was trained:",
     "",
     f"- Task: the GELU paper's Fig. 2 MLP (`--task={design.task}`) on {design.dataset}, "
     f"dropout {design.dropout:g}, the paper's batch size and optimizer, {design.epochs} epochs: "

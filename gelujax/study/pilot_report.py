@@ -212,8 +212,7 @@ def design_lines(design: Pilot) -> list[str]:
   if renamed:
     renamed = f", the folder's name as `gelujax.study.runs.run_name` makes it: {renamed}"
   return [
-    f"Fixed in `gelujax/study/pilot.py` (`{registry.variable(design)}`, {design.date}) before any "
-    "of its runs was trained:",
+    f"Fixed in {registry.fixed_in(design)} before any of its runs was trained:",
     "",
     f"- Task: `{design.task}` on {design.dataset} (model `{spec.model}`, batch size "
     f"{spec.batch_size}, dropout {spec.dropout:g}, {spec.optimizer}), {design.epochs} epochs, "

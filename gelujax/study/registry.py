@@ -9,18 +9,22 @@ what a grid of it holds). ``reproduce.py --task=<name>`` runs any of them the sa
 
 Adding a study of a kind that exists is one literal in its kind's module and one line in
 :data:`STUDIES`'s tuple; a new kind is a design class, a report module with ``reproduce`` and a
-:class:`Kind`.
+:class:`Kind`. A user's own study is a literal in the user's module, named
+``"module.path:VARIABLE"`` (:func:`resolve`), without editing gelujax.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import importlib
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from gelujax import specs
+from gelujax import workdir as workdirs
 from gelujax.study import confirm, forms, pilot, readme, transformer
 
 
@@ -95,10 +99,13 @@ TRANSFORMER = Kind(
 
 @dataclasses.dataclass(frozen=True)
 class Study:
-  """A study fixed in code: its design and its kind."""
+  """A study fixed in code: its design and its kind; ``source``, for a user's own study, its
+  module's record (`gelujax.specs.source_record`: the module, the variable, its file and the
+  sha256 of its source as imported)."""
 
   design: Any
   kind: Kind
+  source: Mapping[str, Any] | None = None
 
   @property
   def name(self) -> str:
@@ -106,14 +113,26 @@ class Study:
 
   @property
   def variable(self) -> str:
-    """The name its design has in its kind's module (``DESIGN``, ``TWITTER``, ``VIT``)."""
+    """The name its design has in its module (``DESIGN``, ``TWITTER``, ``VIT``, the user's)."""
+    if self.source is not None:
+      return self.source["function"]
     found = vars(sys.modules[self.kind.module])
     return next(k for k, v in found.items() if k.isupper() and v is self.design)
 
   @property
   def where(self) -> str:
-    """Its design's code path: ``gelujax.study.forms.DESIGN``."""
+    """Its design's code path: ``gelujax.study.forms.DESIGN``, ``my_studies:MINE``."""
+    if self.source is not None:
+      return f"{self.source['module']}:{self.variable}"
     return f"{self.kind.module}.{self.variable}"
+
+  @property
+  def file(self) -> str:
+    """The file its design is fixed in, as a README names it: ``gelujax/study/forms.py``, or
+    the user's module's file."""
+    if self.source is not None:
+      return str(self.source["file"])
+    return self.kind.module.replace(".", "/") + ".py"
 
 
 _ALL = (
@@ -143,12 +162,128 @@ def get(name: str) -> Any:
   return STUDIES[name].design
 
 
+# The design classes of the kinds: what a user's study literal may be.
+KINDS: dict[type, Kind] = {
+  forms.Design: FORMS,
+  confirm.Confirmation: CONFIRM,
+  pilot.Pilot: PILOT,
+  transformer.Design: TRANSFORMER,
+}
+# The user's studies resolved in this process, by name (:func:`resolve`).
+_USERS: dict[str, Study] = {}
+
+
+def is_users(name: str) -> bool:
+  """Whether ``name`` has the form of a user's own study, ``"module.path:VARIABLE"``."""
+  found = specs.parse_user_spec(name) if "(" not in name else None
+  return found is not None and not found[2]
+
+
+def resolve(name: str) -> Study:
+  """The study ``name``: one of :data:`STUDIES`, or a user's own, ``"module.path:VARIABLE"``:
+  a literal of a kind's design class (:data:`KINDS`) in the user's module, imported from the
+  Python path (reproduce.py adds the folder it runs in), its source recorded.
+
+  Raises:
+    ValueError: in one paragraph, naming the value and what would be valid: no such study, a
+      module that does not import, no such variable, a value of no kind's design class, or a
+      name of one of gelujax's own studies.
+  """
+  if name in STUDIES:
+    return STUDIES[name]
+  if not is_users(name):
+    raise ValueError(
+      f"No study is named {name!r}: the studies are {', '.join(STUDIES)}, or one of your own, "
+      "'module.path:VARIABLE'."
+    )
+  module_name, variable_name, _ = specs.parse_user_spec(name)
+  before = set(sys.modules)
+  try:
+    module = importlib.import_module(module_name)
+  except Exception as e:  # The user's module: whatever its import raises is the reason.
+    raise ValueError(
+      f"--task {name!r}: module {module_name!r} does not import ({type(e).__name__}: {e}); it "
+      "must be importable from the Python path (PYTHONPATH; reproduce.py adds the folder it "
+      "runs in)."
+    ) from None
+  specs.note_user_module(module_name, before)
+  design = getattr(module, variable_name, None)
+  kinds = ", ".join(f"{k.__module__}.{k.__qualname__}" for k in KINDS)
+  if type(design) not in KINDS:
+    what = "nothing" if design is None else f"a {type(design).__name__}"
+    raise ValueError(
+      f"--task {name!r}: {module_name}.{variable_name} is {what}, not a study's design: a "
+      f"study of your own is a literal of one of {kinds} (docs/reproducing.md, Adding a study)."
+    )
+  if design.name in STUDIES:
+    raise ValueError(
+      f"--task {name!r}: its design is named {design.name!r}, the name of gelujax's own study "
+      f"{STUDIES[design.name].where}: give yours a name of its own (dataclasses.replace(..., "
+      "name=...)), so that neither writes into the other's result."
+    )
+  study = Study(design, KINDS[type(design)], specs.source_record(module_name, variable_name))
+  _USERS[design.name] = study
+  return study
+
+
 def variable(design: Any) -> str:
-  """The name the registered study of ``design``'s name has in its module (``DESIGN``,
-  ``POWERED``, ``TWITTER``, ``VIT``); ``design``'s own name where none is registered under it
-  (a test's copy under another name)."""
-  study = STUDIES.get(design.name)
+  """The name the study of ``design``'s name has in its module (``DESIGN``, ``POWERED``,
+  ``TWITTER``, ``VIT``, a user's resolved one's); ``design``'s own name where none is known
+  under it (a test's copy under another name)."""
+  study = STUDIES.get(design.name) or _USERS.get(design.name)
   return study.variable if study is not None else design.name
+
+
+def fixed_in(design: Any) -> str:
+  """Where a README says ``design`` was fixed: ``"`gelujax/study/forms.py` (`DESIGN`,
+  2026-11-26)"``; a user's study's file, variable, date and the sha256 of its source."""
+  study = STUDIES.get(design.name) or _USERS.get(design.name)
+  if study is None or study.source is None:
+    file = study.file if study else f"{design.__module__.replace('.', '/')}.py"
+    return f"`{file}` (`{variable(design)}`, {design.date})"
+  return (
+    f"`{study.file}` (`{study.variable}`, {design.date}; its source's sha256 "
+    f"{study.source['sha256']})"
+  )
+
+
+DESIGN_FILE = "design.json"  # under a study's folder: the design its runs were trained with
+
+
+def design_record(design: Any) -> dict[str, Any]:
+  """What a study's folder keeps of the design its runs train (:data:`DESIGN_FILE`): its
+  name, the sha256 of its full ``repr`` (every field, every reason) and, for a user's study, its
+  module's source record."""
+  study = STUDIES.get(design.name) or _USERS.get(design.name)
+  return {
+    "name": design.name,
+    "sha256": hashlib.sha256(repr(design).encode()).hexdigest(),
+    "source": dict(study.source) if study is not None and study.source else None,
+  }
+
+
+def record_design(design: Any, out: Path) -> None:
+  """Records ``design`` in ``out`` before any of its runs trains; a folder whose runs trained
+  another design is refused, nothing written: a pre-registered design is not changed after its
+  runs began.
+
+  Raises:
+    ValueError: ``out`` keeps another design's record.
+  """
+  path = out / DESIGN_FILE
+  found = design_record(design)
+  if path.exists():
+    kept = workdirs.read_json(path)
+    if kept.get("sha256") != found["sha256"]:
+      raise ValueError(
+        f"{out} holds runs of the design {kept.get('name')!r} with sha256 {kept.get('sha256')} "
+        f"({path}); the design {design.name!r} is now sha256 {found['sha256']}: a design fixed "
+        "before its runs is not changed after they began. Put the design back as it was, or "
+        "give the changed one another name (and so another folder) or another --out."
+      )
+    return
+  out.mkdir(parents=True, exist_ok=True)
+  workdirs.write_json(path, found)
 
 
 def reproduce(
@@ -163,11 +298,13 @@ def reproduce(
   configure: Callable[[int], None] = lambda members: None,
 ) -> Path:
   """Trains ``study`` (or with ``train=False`` renders it from the files in ``out``) and writes
-  its result into ``out``. ``command`` is the command line recorded with every run,
+  its result into ``out``, having recorded the design before any run (:func:`record_design`).
+  ``command`` is the command line recorded with every run,
   ``project`` whether it runs in the project's checkout; ``configure(members)`` is called before
   training with the members of a grid (the CLI splits a CPU host into devices there)."""
   design = study.kind.prepare(study.design, root, readme.command_name(project))
   if train:
+    record_design(design, out)
     configure(study.kind.members(design))
   report = importlib.import_module(study.kind.report)
   return report.reproduce(

@@ -107,7 +107,7 @@ def design_lines(design: Design, out: Path, root: Path) -> list[str]:
   if target.exists():
     source = f"[{source}]({Path(os.path.relpath(target, out)).as_posix()})"
   lines = [
-    f"Fixed in `gelujax/study/transformer.py` (`{registry.variable(design)}`, {design.date}) "
+    f"Fixed in {registry.fixed_in(design)} "
     "before any of its runs was trained; its lrs, margins and seeds taken from the pilot's "
     f"result {source} (`{s.pilot}`) by the rule fixed with it "
     "(`gelujax.study.transformer.from_pilot`):",
