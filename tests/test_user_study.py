@@ -124,6 +124,9 @@ def test_reproduce_runs_a_users_study_from_its_folder(tmp_path):
   readme = (out / "README.md").read_text()
   assert f"(`MINE`, 2026-11-29; its source's sha256 {source})" in readme
   assert json.loads((out / registry.DESIGN_FILE).read_text())["source"]["sha256"] == source
+  # What it does not say is its own design's: its data and model, not gelujax's forms study's.
+  assert "one data set (`mnist`), one architecture (`tiny_mnist`'s model)" in readme
+  assert "Fashion-MNIST" not in readme and "the paper's 50" not in readme
   summary = json.loads((out / "summary.json").read_text())
   assert summary["study"] == "mine" and summary["missing"] == []
   # my_act:squareplus − gelu and relu − gelu, on 3 metrics
