@@ -224,17 +224,25 @@ def cell_key(o: Outcome) -> tuple[str, str, str, float, str]:
   return (c.first, c.second, c.dtype, c.learning_rate, c.metric.key)
 
 
-def calibrations(design: Design, outcomes: Sequence[Outcome]) -> dict[tuple, str]:
-  """Each forms *equivalent* whose cell's control was found different (not †) -> what
-  calibrates it (`gelujax.study.calibration`): the control, where found different within
-  `CONTROL_MARGINS` margins; else its own paired differences' sensitivity at its
-  family's strictest level; else :data:`gelujax.study.calibration.UNCALIBRATED`."""
+def _controls_and_sizes(
+  outcomes: Sequence[Outcome],
+) -> tuple[dict[tuple[str, float, str], Outcome], collections.Counter]:
+  """Each cell's control outcome, by (dtype, lr, metric), and each family's size (its
+  strictest Holm level is alpha over it)."""
   controls = {
     (o.comparison.dtype, o.comparison.learning_rate, o.comparison.metric.key): o
     for o in outcomes
     if o.comparison.control
   }
-  sizes = collections.Counter(o.comparison.family for o in outcomes)
+  return controls, collections.Counter(o.comparison.family for o in outcomes)
+
+
+def calibrations(design: Design, outcomes: Sequence[Outcome]) -> dict[tuple, str]:
+  """Each forms *equivalent* whose cell's control was found different (not †) -> what
+  calibrates it (`gelujax.study.calibration`): the control, where found different within
+  `CONTROL_MARGINS` margins; else its own paired differences' sensitivity at its
+  family's strictest level; else :data:`gelujax.study.calibration.UNCALIBRATED`."""
+  controls, sizes = _controls_and_sizes(outcomes)
   found = {}
   for o in outcomes:
     c = o.comparison
@@ -256,12 +264,7 @@ def sensitivity_lines(design: Design, outcomes: Sequence[Outcome]) -> list[str]:
   resampled differences found *equivalent* at a shift of 0 and *different* at 1 and 2 margins
   (`gelujax.study.calibration.sensitivity`), and the control's gap in margins."""
   calibrated = calibrations(design, outcomes)
-  controls = {
-    (o.comparison.dtype, o.comparison.learning_rate, o.comparison.metric.key): o
-    for o in outcomes
-    if o.comparison.control
-  }
-  sizes = collections.Counter(o.comparison.family for o in outcomes)
+  controls, sizes = _controls_and_sizes(outcomes)
   lines = []
   for o in outcomes:
     status = calibrated.get(cell_key(o))

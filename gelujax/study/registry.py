@@ -226,18 +226,23 @@ def resolve(name: str) -> Study:
   return study
 
 
+def _known(design: Any) -> Study | None:
+  """The study of ``design``'s name: gelujax's own, or a user's resolved in this process."""
+  return STUDIES.get(design.name) or _USERS.get(design.name)
+
+
 def variable(design: Any) -> str:
   """The name the study of ``design``'s name has in its module (``DESIGN``, ``POWERED``,
   ``TWITTER``, ``VIT``, a user's resolved one's); ``design``'s own name where none is known
   under it (a test's copy under another name)."""
-  study = STUDIES.get(design.name) or _USERS.get(design.name)
+  study = _known(design)
   return study.variable if study is not None else design.name
 
 
 def fixed_in(design: Any) -> str:
   """Where a README says ``design`` was fixed: ``"`gelujax/study/forms.py` (`DESIGN`,
   2026-11-26)"``; a user's study's file, variable, date and the sha256 of its source."""
-  study = STUDIES.get(design.name) or _USERS.get(design.name)
+  study = _known(design)
   if study is None or study.source is None:
     file = study.file if study else f"{design.__module__.replace('.', '/')}.py"
     return f"`{file}` (`{variable(design)}`, {design.date})"
@@ -254,7 +259,7 @@ def design_record(design: Any) -> dict[str, Any]:
   """What a study's folder keeps of the design its runs train (:data:`DESIGN_FILE`): its
   name, the sha256 of its full ``repr`` (every field, every reason) and, for a user's study, its
   module's source record."""
-  study = STUDIES.get(design.name) or _USERS.get(design.name)
+  study = _known(design)
   return {
     "name": design.name,
     "sha256": hashlib.sha256(repr(design).encode()).hexdigest(),
