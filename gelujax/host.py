@@ -19,8 +19,8 @@ before any array exists:
   benchmark reports.
 - `available_memory`, `check_member_count` and `check_memory` refuse a grid too big for the
   host (or device) memory before any work.
-- `interrupt` and `signals_deferred`: SIGINT and SIGTERM unwind the process as `Interrupted`,
-  never in the middle of a checkpoint's save.
+- `unwind_on_signals`, `interrupt` and `signals_deferred`: SIGINT and SIGTERM unwind the process
+  as `Interrupted`, never in the middle of a checkpoint's save, and never lost.
 """
 
 from __future__ import annotations
@@ -472,6 +472,38 @@ def interrupt(signum: int, frame: Any = None) -> None:
   del frame
   _RECEIVED.append(signum)
   raise Interrupted(signum)
+
+
+def unwind_on_signals() -> None:
+  """Installs `interrupt` for SIGTERM, and for SIGINT unless the process ignores it (a shell
+  starts ``cmd &`` with SIGINT ignored, and such a run keeps ignoring it), so that both unwind the
+  same way and neither is ever lost.
+
+  Python's own SIGINT handler raises ``KeyboardInterrupt`` wherever the main thread is, a
+  finalizer included (JAX's garbage-collection callback, a ``__del__``), where the exception is
+  printed as "Exception ignored in ..." and dropped: a Ctrl-C that lands there, a few
+  milliseconds after the workdir's lock is taken, used to let the run go on to the end and exit
+  0. `interrupt` remembers each signal, so the next safe point raises it again
+  (`raise_if_interrupted`), and the dropped exception is not printed: the run stops with its one
+  line. Call it from the main thread of a command, before its work."""
+  signal.signal(signal.SIGTERM, interrupt)
+  if signal.getsignal(signal.SIGINT) != signal.SIG_IGN:
+    signal.signal(signal.SIGINT, interrupt)
+  if sys.unraisablehook is not _quiet_when_interrupted:
+    global _UNRAISABLE
+    _UNRAISABLE = sys.unraisablehook
+    sys.unraisablehook = _quiet_when_interrupted
+
+
+_UNRAISABLE = sys.unraisablehook
+
+
+def _quiet_when_interrupted(unraisable: Any) -> None:
+  """`sys.unraisablehook` that drops an `Interrupted` a finalizer could not raise (it is
+  remembered, and raised again at the next safe point), and hands anything else on."""
+  if isinstance(unraisable.exc_value, Interrupted):
+    return
+  _UNRAISABLE(unraisable)
 
 
 def raise_if_interrupted() -> None:

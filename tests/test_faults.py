@@ -110,7 +110,10 @@ def test_sigint_is_ignored_during_a_save_as_outside_one_when_the_process_ignores
 
 
 @pytest.mark.slow
-def test_sigint_before_training_and_sigterm_mid_epoch_say_one_line_and_resume(lab):
+def test_sigint_whenever_it_lands_and_sigterm_mid_epoch_say_one_line_and_resume(lab):
+  """SIGINT from before any step into the first steps (Python's own handler's KeyboardInterrupt,
+  raised in JAX's garbage-collection callback, was dropped there and the run exited 0), each
+  moment in a run of its own; SIGTERM mid-epoch."""
   sigint, sigterm = faults.interrupts(lab)
   assert sigint.seen == (
     "exit 130: train.py: interrupted by SIGINT; re-run the same command to resume. — then: "

@@ -17,7 +17,6 @@ files alone.
 """
 
 import functools
-import signal
 import sys
 from pathlib import Path
 
@@ -277,8 +276,7 @@ def main(argv: list[str]) -> None:
   if len(argv) > 1:
     raise app.UsageError(f"Unexpected arguments: {' '.join(argv[1:])}")
   _flags.begin()
-  # `kill` unwinds like Ctrl-C: a checkpoint being written is finished, training time is kept.
-  signal.signal(signal.SIGTERM, host.interrupt)
+  host.unwind_on_signals()  # Ctrl-C and `kill` unwind alike, and are never lost.
   if not flags.FLAGS["verbosity"].present:  # Orbax logs every checkpoint step at INFO.
     logging.set_verbosity(logging.WARNING)
   try:

@@ -11,7 +11,6 @@ of process 0), --num_processes and that host's --process_id.
 """
 
 import functools
-import signal
 import sys
 
 import jax
@@ -132,7 +131,7 @@ def main(argv: list[str]) -> None:
   _flags.begin()
   if not flags.FLAGS["verbosity"].present:  # Orbax logs every save at INFO.
     logging.set_verbosity(logging.WARNING)
-  signal.signal(signal.SIGTERM, host.interrupt)  # `kill` unwinds like Ctrl-C.
+  host.unwind_on_signals()  # Ctrl-C and `kill` unwind alike, and are never lost.
   try:
     text_flags = (
       _TASK, _ACTIVATION, _DATASET, _DTYPE, _LEARNING_RATES, _SEEDS, _CPU_DEVICES, _COORDINATOR,
