@@ -36,7 +36,7 @@ import numpy as np
 
 from gelujax import workdir as workdirs
 from gelujax.members import Members
-from gelujax.study import runs, stats
+from gelujax.study import stats
 
 if TYPE_CHECKING:  # Importing the engine and the tasks needs JAX; reading rows does not.
   from gelujax.engine import Parts, TrainState
@@ -390,45 +390,3 @@ def keep(
   write(path, rows)
   print(f"{workdir.name}: wrong forms evaluated in {time.time() - start:.1f} s", flush=True)
   return rows
-
-
-def keep_swaps(
-  workdir: Path, targets: Sequence[tuple[str, str]], path: Path, data_dir: str | None
-) -> dict[str, Any] | None:
-  """A finished run's networks (``workdir``: its folder), restored after their last epoch, on
-  the test split with their own activation and dtype and then with each ``(activation, dtype)``
-  of ``targets``: the test loss and error alone, the format of the forms study's ``swaps/``
-  (kept in ``path`` and read from there once kept); None where neither kept nor restorable.
-
-  Returns:
-    ``{"members": [{"seed", "learning_rate"}], "evaluations": [{"activation", "dtype",
-    "loss": [M], "error": [M]}]}``, the first evaluation the network's own; a diverged member's
-    values are null.
-  """
-  if path.exists():
-    return workdirs.read_json(path)
-  if not (workdir / workdirs.CHECKPOINT_DIR).is_dir():
-    return None
-  from gelujax import engine, tasks  # Here: reading results needs no accelerator stack.
-
-  start = time.time()
-  members = runs.load_run(workdir).members  # As its records give them.
-  spec = tasks.read_task(str(workdir))
-  splits = spec.load_data(data_dir)  # Read once: the restore's shapes and the swaps' test split.
-  _, state = engine.restore(tasks.build(spec, splits), str(workdir))
-  evaluations = []
-  for activation, to_dtype in [(spec.activation, spec.dtype), *targets]:
-    swapped = spec.replace(activation=activation, dtype=to_dtype)
-    metrics = engine.evaluate_members(tasks.build(swapped, splits), state, splits["test"])
-    values = {
-      key: [None if m["diverged"] else float(v) for m, v in zip(members, metrics[key], strict=True)]
-      for key in ("loss", "error")
-    }
-    evaluations.append({"activation": activation, "dtype": to_dtype, **values})
-  result = {
-    "members": [{"seed": m["seed"], "learning_rate": m["learning_rate"]} for m in members],
-    "evaluations": evaluations,
-  }
-  workdirs.write_json(path, result)
-  print(f"{workdir.name}: swaps evaluated in {time.time() - start:.1f} s", flush=True)
-  return result
