@@ -8,7 +8,8 @@ and the last epoch of every member, read by ``tests.test_results.Run``), every c
 paired differences, paired Hodges–Lehmann shift and exact interval, the enumerated exact
 signed-rank tests (TOST, beyond the margin, zero shift), Holm's correction within each family
 and the verdicts are recomputed with NumPy and SciPy and compared with summary.json and with
-every cell of the README's verdict tables; the swap tables are recomputed from ``swaps/*.json``.
+every cell of the README's verdict tables; the swap tables are recomputed from
+``wrong_form/*.json``.
 A result with grids still training must say so; the checks hold either way.
 """
 
@@ -295,9 +296,10 @@ def check_falling(folder, arms, lrs, dtypes, metrics):
 
 
 def check_swaps(folder, dtypes):
-  """The swap tables' changes, recomputed from swaps/*.json: the paired Hodges–Lehmann shift of
-  (swapped - own) over each lr's networks."""
+  """The swap tables' changes, recomputed from wrong_form/*.json (each network's change, swapped
+  minus own): the paired Hodges–Lehmann shift over each lr's networks that did not diverge."""
   readme = (folder / "README.md").read_text()
+  assert not (folder / "swaps").exists()  # one format: `gelujax.study.wrong_form`'s
   for key, heading, scale in (
     ("error", "test error (points)", 100.0),
     ("loss", "test log loss (nats)", 1.0),
@@ -309,14 +311,17 @@ def check_swaps(folder, dtypes):
       cells = [c.strip() for c in row.strip("|").split("|")]
       arm, dtype = cells[0].split(", ")
       activation, to_dtype = cells[1].split(", ")
-      kept = json.loads((folder / "swaps" / f"{arm}_{dtype}.json").read_text())
-      own = kept["evaluations"][0]
-      other = next(
-        e for e in kept["evaluations"] if (e["activation"], e["dtype"]) == (activation, to_dtype)
-      )
+      kept = json.loads((folder / "wrong_form" / f"{arm}_{dtype}.json").read_text())["rows"]
+      (found,) = [
+        r for r in kept
+        if (r["trained"], r["run_with"], r["dtype"], r.get("from_dtype", to_dtype))
+        == (arm, activation, to_dtype, dtype)
+      ]  # fmt: skip
       for lr, cell in zip(lrs, cells[2:], strict=True):
-        index = [i for i, m in enumerate(kept["members"]) if math.isclose(m["learning_rate"], lr)]
-        d = [other[key][i] - own[key][i] for i in index if own[key][i] is not None]
+        d = [
+          n[f"{key}_change"] for n in found["networks"]
+          if math.isclose(n["learning_rate"], lr) and not n["diverged"]
+        ]  # fmt: skip
         shift, low, high = walsh_interval(np.asarray(d))
         numbers = [float(x) for x in re.findall(r"[-+]?\d[\d.e+-]*", cell)]
         want = [shift * scale, low * scale, high * scale, max(map(abs, d)) * scale]

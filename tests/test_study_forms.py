@@ -1,6 +1,7 @@
 """Tests for the GELU forms study (gelujax.study.forms and forms_report): its paired tests
 against SciPy, its verdict rule on hand-made differences, and the study end to end on MNIST-format
-files with the real trainer, its swaps checked against a NumPy forward pass in float64."""
+files with the real trainer, its swaps (kept as `gelujax.study.wrong_form` rows) checked against a
+NumPy forward pass in float64."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import pytest
 import scipy.special
 import scipy.stats
 
-from gelujax.study import forms, forms_report, power, registry, runs, stats
+from gelujax.study import forms, forms_report, power, registry, runs, stats, wrong_form
 from tests.test_reproduce_cli import write_tiny_mnist
 from tests.test_results_forms import check_forms_result, one_sided_p
 
@@ -173,16 +174,19 @@ def test_the_study_end_to_end_writes_every_verdict_and_swap(tiny_study):
 
 @pytest.mark.e2e
 def test_swaps_match_a_numpy_forward_pass_in_float64(tiny_study):
-  """A float32 gelu network evaluated with each other form: the losses the swap file keeps are
-  those of the restored parameters run through the MLP in NumPy with that form."""
+  """A float32 gelu network run with each other form, and in bfloat16, kept as the wrong form's
+  rows (`gelujax.study.wrong_form`, the one format): each form's change of the test loss and its
+  largest change of the logits are those of the restored parameters run through the MLP in NumPy
+  with both forms."""
   from gelujax import engine, preprocessing, tasks
 
   _, out, _, data_dir = tiny_study
   workdir = out / "runs" / "gelu_float32"
-  swaps = json.loads(forms.swap_path(out, "gelu_float32").read_text())
-  assert [(e["activation"], e["dtype"]) for e in swaps["evaluations"]] == [
-    ("gelu", "float32"), ("gelu_tanh", "float32"), ("gelu_sigmoid", "float32"),
-    ("gelu", "bfloat16"),
+  rows = wrong_form.read(out / "wrong_form" / "gelu_float32.json")
+  assert not (out / "swaps").exists()
+  assert [(r.trained, r.run_with, r.dtype, r.from_dtype) for r in rows] == [
+    ("gelu", "gelu_tanh", "float32", None), ("gelu", "gelu_sigmoid", "float32", None),
+    ("gelu", "gelu", "bfloat16", "float32"),
   ]  # fmt: skip
   spec = tasks.read_task(str(workdir))
   parts = tasks.build(spec, spec.load_data(str(data_dir)))
@@ -194,21 +198,26 @@ def test_swaps_match_a_numpy_forward_pass_in_float64(tiny_study):
   params = state.params["params"] if "params" in state.params else state.params
   layers = sorted(params, key=lambda k: int(k.split("_")[-1]))
   summary = json.loads((workdir / "summary.json").read_text())["members"]
-  for evaluation in swaps["evaluations"][:3]:
-    for i in (0, len(summary) - 1):
-      x = x0
-      for j, layer in enumerate(layers):
-        w = np.asarray(params[layer]["kernel"][i], np.float64)
-        b = np.asarray(params[layer]["bias"][i], np.float64)
-        x = x @ w + b
-        if j < len(layers) - 1:
-          x = gelu_forms_np(evaluation["activation"], x)
-      logp = x - scipy.special.logsumexp(x, axis=1, keepdims=True)
-      loss = -np.mean(logp[np.arange(len(x)), test["targets"]])
-      assert evaluation["loss"][i] == pytest.approx(loss, rel=1e-4), evaluation["activation"]
-  # The network's own evaluation is its summary's final test loss.
-  own = swaps["evaluations"][0]
-  np.testing.assert_allclose(own["loss"], [m["final"]["test_loss"] for m in summary], rtol=1e-6)
+
+  def logits_and_loss(activation, i):
+    x = x0
+    for j, layer in enumerate(layers):
+      x = x @ np.asarray(params[layer]["kernel"][i], np.float64)
+      x = x + np.asarray(params[layer]["bias"][i], np.float64)
+      if j < len(layers) - 1:
+        x = gelu_forms_np(activation, x)
+    logp = x - scipy.special.logsumexp(x, axis=1, keepdims=True)
+    return x, -np.mean(logp[np.arange(len(x)), test["targets"]])
+
+  for i in (0, len(summary) - 1):
+    own, loss = logits_and_loss("gelu", i)
+    assert loss == pytest.approx(summary[i]["final"]["test_loss"], rel=1e-4)  # its own form
+    for row in rows[:2]:
+      other, other_loss = logits_and_loss(row.run_with, i)
+      n = row.networks[i]
+      assert n.loss_change == pytest.approx(other_loss - loss, abs=1e-4 * loss), row.run_with
+      assert n.largest_change == pytest.approx(np.abs(other - own).max(), abs=1e-4)
+  assert all(n.largest_change > 0 for n in rows[2].networks)  # bfloat16 is not float32
 
 
 @pytest.mark.e2e

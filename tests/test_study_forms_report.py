@@ -17,7 +17,7 @@ from gelujax.study import (
   forms_words,
   judge,
   stats,
-  swaps,
+  wrong_form,
 )
 
 
@@ -62,8 +62,15 @@ def test_the_pairs_that_would_decide_say_which_way():
       assert f"~{found.pairs_needed} pairs would find it {decision})" in words, words
 
 
-def swap(arm, activation, changes, key="loss", dtype="float32", to_dtype="float32", lr=1e-3):
-  return swaps.Swap(arm, dtype, activation, to_dtype, lr, key, tuple(changes))
+def swap(arm, activation, changes, dtype="float32", to_dtype="float32", lr=1e-3):
+  """A swap's row (`gelujax.study.wrong_form`): each network's change of the test loss."""
+  nan = (float("nan"),) * 4
+  networks = tuple(
+    wrong_form.NetworkCost(lr, seed, False, nan[0], c, *nan[1:]) for seed, c in enumerate(changes)
+  )
+  from_dtype = dtype if to_dtype != dtype else None
+  summary = wrong_form.summarize(networks)
+  return wrong_form.WrongForm(arm, activation, to_dtype, networks, summary, from_dtype)
 
 
 def test_swap_findings_keep_each_direction_apart():
@@ -77,7 +84,7 @@ def test_swap_findings_keep_each_direction_apart():
     swap("gelu_sigmoid", "gelu", [-c for c in up]),
     swap("gelu", "gelu", [1e-5] * 5, to_dtype="bfloat16"),
   ]
-  lines = swaps.swap_findings(forms.DESIGN, found)
+  lines = forms_report.swap_findings(forms.DESIGN, found)
   assert len(lines) == 3
   to, back, dtype = lines
   assert to.startswith("Swap gelu → gelu_sigmoid, each network in its own dtype (10 networks: ")

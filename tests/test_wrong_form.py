@@ -281,6 +281,31 @@ def test_in_bfloat16_the_forms_are_compared_in_bfloat16(trained):
     np.testing.assert_allclose(got, reference[name], rtol=0, atol=2 * BF16_LOGITS)
 
 
+def test_a_change_of_dtype_is_a_row_of_its_own_form_from_its_own_dtype(trained, tmp_path):
+  """The networks run with their own form in bfloat16 against float32 (the forms study's swap of
+  dtype): the row says both dtypes, its statistics are those of the float32 and bfloat16 logits
+  and survive the round trip; another form in another dtype is refused, and a row in one dtype
+  keeps the format it had (no ``from_dtype``)."""
+  members, state, _ = trained
+  split = make_splits()["test"]
+  a, b = run_with("gelu"), run_with("gelu", "bfloat16")
+  found = wrong_form.measure(a, b, members, state, split)
+  assert (found.trained, found.run_with, found.dtype, found.from_dtype) == (
+    "gelu", "gelu", "bfloat16", "float32"
+  )  # fmt: skip
+  logits = [engine.predict_members(p, state, split).astype(np.float64) for p in (a, b)]
+  counted = np.ones(len(split["targets"]), bool)
+  check_costs(found, numpy_costs(*logits, split["targets"], counted), CHANGE_ATOL)
+  assert found.statistic("largest_change").median > 100 * LOGITS_ATOL  # bfloat16 is not float32
+  path = tmp_path / "rows.json"
+  same = wrong_form.measure(a, run_with("gelu_tanh"), members, state, split)
+  wrong_form.write(path, [found, same])
+  assert wrong_form.read(path) == [found, same]
+  assert "from_dtype" not in json.loads(path.read_text())["rows"][1]
+  with pytest.raises(ValueError, match="compare the forms in one dtype, or one form in two"):
+    wrong_form.measure(a, run_with("gelu_tanh", "bfloat16"), members, state, split)
+
+
 # --------------------------------------------------------------------- token classification
 
 LENGTH = 5  # tokens a sequence holds, the padding included

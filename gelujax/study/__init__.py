@@ -41,15 +41,15 @@
 - :mod:`~gelujax.study.forms`, :mod:`~gelujax.study.forms_report`: the GELU forms study, its
   fixed design, paired tests and swaps; its README, and the study end to end
   (:func:`gelujax.study.forms_report.reproduce`).
-  :mod:`~gelujax.study.forms_words` (the words of its verdicts),
-  :mod:`~gelujax.study.forms_corrections` (the facts its corrections state) and
-  :mod:`~gelujax.study.swaps` (its swaps' tables and findings) serve the report.
+  :mod:`~gelujax.study.forms_words` (the words of its verdicts) and
+  :mod:`~gelujax.study.forms_corrections` (the facts its corrections state) serve the report.
 - :mod:`~gelujax.study.confirm`, :mod:`~gelujax.study.confirm_report`: Twitter POS's primary
   family re-tested on fresh paired seeds (its fixed design, pilot, tie rule and verdicts), and
   its README beside the earlier design's verdict.
 - :mod:`~gelujax.study.wrong_form`: what a trained network costs when run with another GELU
   form than it was trained with (the error, the loss, its logits, its top-1 agreement), per
-  network and paired over a run's networks, in float32 and bfloat16.
+  network and paired over a run's networks, in float32 and bfloat16; every study's rows, the
+  forms study's swaps too, kept in its one format (``wrong_form/<run>.json``).
 - :mod:`~gelujax.study.pilot`, :mod:`~gelujax.study.pilot_report`: the pilots of the transformer
   study (each feed-forward activation on selection seeds, validation metrics alone: each arm's
   lr, the paired spread between arms, the pairs candidate margins need), and their README.

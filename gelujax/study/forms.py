@@ -12,7 +12,8 @@ intervals, no verdicts.
 Runs: one grid per arm and dtype, ``<out>/runs/<arm>_<dtype>/``, every lr x every seed as the
 members of one program; one seed gives one initial draw, one batch order and (with dropout) one
 dropout stream in every arm, so each comparison is paired by seed. Swaps are kept in
-``<out>/swaps/<arm>_<dtype>.json`` so that a result re-renders from the committed files alone.
+``<out>/wrong_form/<arm>_<dtype>.json`` (`gelujax.study.wrong_form`'s one format) so that a
+result re-renders from the committed files alone.
 """
 
 from __future__ import annotations
@@ -539,19 +540,14 @@ def swap_targets(design: Design, arm: str, dtype: str) -> list[tuple[str, str]]:
   return targets
 
 
-def swap_path(out: Path, name: str) -> Path:
-  return out / "swaps" / f"{name}.json"
-
-
 def evaluate_swaps(
   design: Design, grid: grids.Grid, *, out: Path, data_dir: str | None
-) -> dict[str, Any] | None:
-  """The grid's networks on the test split with their own activation and dtype and with each of
-  :func:`swap_targets`, kept in :func:`swap_path` (`gelujax.study.wrong_form.keep_swaps`, whose
-  format it is); None where neither kept nor restorable."""
-  spec = grid.spec
-  targets = swap_targets(design, spec.activation, spec.dtype)
-  return wrong_form.keep_swaps(grid.workdir, targets, swap_path(out, grid.name), data_dir)
+) -> list[wrong_form.WrongForm] | None:
+  """The grid's networks on the test split run with each of :func:`swap_targets` against their
+  own activation, kept in ``out/wrong_form/<run>.json`` (`gelujax.study.wrong_form.keep`); None
+  where neither kept nor restorable."""
+  targets = swap_targets(design, grid.spec.activation, grid.spec.dtype)
+  return wrong_form.keep(grid.workdir, targets, wrong_form.kept_path(out, grid.name), data_dir)
 
 
 def finished_runs(design: Design, out: Path) -> dict[str, runs.Run]:

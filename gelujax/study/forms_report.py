@@ -31,7 +31,7 @@ from gelujax.study import (
   registry,
   runs,
   stats,
-  swaps,
+  wrong_form,
 )
 from gelujax.study.forms import Design, Outcome
 from gelujax.study.judge import DIFFERENT, EQUIVALENT, INCONCLUSIVE
@@ -239,6 +239,101 @@ def design_lines(design: Design) -> list[str]:
   return lines
 
 
+SWAP_KEYS = (("error", "test error (points)", 100.0), ("loss", "test log loss (nats)", 1.0))
+
+
+def read_swaps(design: Design, out: Path) -> list[wrong_form.WrongForm]:
+  """Every grid's swaps, kept in ``out/wrong_form/<run>.json`` (`gelujax.study.wrong_form`),
+  dtype major, in the design's order."""
+  return [
+    row
+    for dtype in design.dtypes
+    for arm in design.arms
+    if (path := wrong_form.kept_path(out, design.run_name(arm, dtype))).exists()
+    for row in wrong_form.read(path)
+  ]
+
+
+def swap_changes(row: wrong_form.WrongForm, key: str, lr: float | None = None) -> list[float]:
+  """A swap's change of test ``key`` (error or loss) per network that did not diverge, at
+  ``lr`` (None: every lr); a change not measured (NaN) left out."""
+  changes = [
+    getattr(n, f"{key}_change")
+    for n in row.networks
+    if not n.diverged and (lr is None or runs.same_lr(n.learning_rate, lr))
+  ]
+  return [c for c in changes if not math.isnan(c)]
+
+
+def swap_table(
+  design: Design, rows: Sequence[wrong_form.WrongForm], key: str, scale: float
+) -> list[str]:
+  """One metric's swap changes: a row per (trained, evaluated) pair, a column per lr."""
+  lines = [
+    "| trained with | evaluated with | "
+    + " | ".join(f"lr {lr:g}: change [interval]; largest |change|" for lr in design.learning_rates)
+    + " |",
+    "|---|---|" + "---|" * len(design.learning_rates),
+  ]
+  for row in rows:
+    cells = []
+    for lr in design.learning_rates:
+      if not (changes := swap_changes(row, key, lr)):
+        cells.append(numbers.DASH)
+        continue
+      low, high, _ = stats.paired_interval(changes)
+      largest = max(abs(c) for c in changes) * scale
+      shift, low, high = (
+        numbers.signed(v, scale=scale) for v in (stats.walsh_median(changes), low, high)
+      )
+      cells.append(f"{shift} [{low}, {high}]; {largest:.3g}")
+    own = f"{row.trained}, {row.from_dtype or row.dtype}"
+    lines.append(f"| {own} | {row.run_with}, {row.dtype} | " + " | ".join(cells) + " |")
+  return lines
+
+
+def swap_findings(design: Design, rows: Sequence[wrong_form.WrongForm]) -> list[str]:
+  """What each direction of swap changed, per metric: one line per (trained with, evaluated
+  with) pair of forms, each network in its own dtype, then one per arm and change of dtype, so
+  that none pools a swap with its opposite: the median change over its networks (every lr and
+  dtype), how many went up and down, the range, and whether the largest change lies beyond the
+  study's margin for that metric."""
+  groups: dict[str, list[wrong_form.WrongForm]] = {}
+  for row in sorted(rows, key=lambda r: r.from_dtype is not None):  # stable: the design's order
+    if row.from_dtype is None:
+      label = f"{row.trained} → {row.run_with}, each network in its own dtype"
+    else:
+      label = f"{row.trained}, {row.from_dtype} → {row.dtype}"
+    groups.setdefault(label, []).append(row)
+  margins = {m.key: m for m in design.metrics}
+  lines = []
+  for label, chosen in groups.items():
+    parts, networks = [], 0
+    for key, words, scale in SWAP_KEYS:
+      changes = np.asarray([c for row in chosen for c in swap_changes(row, key)])
+      if not len(changes):
+        continue
+      networks = max(networks, len(changes))
+      low, high = changes.min() * scale, changes.max() * scale
+      part = (
+        f"{words} median {numbers.signed(float(np.median(changes)) * scale)}, "
+        f"{int((changes > 0).sum())} up and {int((changes < 0).sum())} down, from "
+        f"{numbers.signed(low)} to {numbers.signed(high)}"
+      )
+      metric = margins.get(f"best.test_{key}")
+      if metric is not None and not metric.log:
+        margin = metric.shown(metric.margin)
+        beyond = int((np.abs(changes) * scale > margin * (1 + 1e-9)).sum())
+        if beyond:
+          part += f", {beyond} beyond the study's margin ±{margin:.3g}"
+      parts.append(part)
+    dtypes = len({r.dtype for r in chosen})
+    scope = "every lr, seed and dtype" if dtypes > 1 else "every lr and seed"
+    if parts:
+      lines.append(f"Swap {label} ({networks} networks: {scope}): " + "; ".join(parts) + ".")
+  return lines
+
+
 def training_lines(design: Design, out: Path, root: Path, project: bool = True) -> list[str]:
   lines = provenance.provenance_lines(out, "grid")
   lines.append("")
@@ -263,11 +358,11 @@ def write_result(design: Design, *, out: Path, root: Path, project: bool = True)
   project's overview where ``out`` is under its results/ (:func:`reproduce`)."""
   finished = forms.finished_runs(design, out)  # Each grid read once, for every table.
   outcomes, missing = forms.analyse(design, finished)
-  kept = swaps.read_swaps(design, out)
+  kept = read_swaps(design, out)
   falling = forms.still_falling(design, finished)
   judged, swapped = (
     forms_words.findings(design, outcomes, missing, falling),
-    swaps.swap_findings(design, kept),
+    swap_findings(design, kept),
   )
   close = calibration.closeness_lines(design, outcomes, finished) if not missing else []
   found = judged + close + swapped
@@ -311,8 +406,8 @@ def write_result(design: Design, *, out: Path, root: Path, project: bool = True)
   lines += [""]
   if design.swaps:
     lines += ["## Swapped at inference", ""]
-    for key, label, scale in swaps.SWAP_KEYS:
-      lines += [f"### Change in {label}", "", *swaps.swap_table(design, kept, key, scale), ""]
+    for key, label, scale in SWAP_KEYS:
+      lines += [f"### Change in {label}", "", *swap_table(design, kept, key, scale), ""]
   lines += ["## Training", "", *training_lines(design, out, root, project), ""]
   lines += ["All numbers: `table.md`."]
   (out / "README.md").write_text("\n".join(lines) + "\n")

@@ -621,7 +621,7 @@ def make_grids(design: Design, out: Path) -> list[grids.Grid]:
 
 
 def wrong_form_path(design: Design, out: Path, arm: str) -> Path:
-  return out / wrong_form.KEPT_DIR / f"{design.folder(arm)}.json"
+  return wrong_form.kept_path(out, design.folder(arm))
 
 
 def evaluate_wrong_forms(
@@ -635,7 +635,8 @@ def evaluate_wrong_forms(
   if arm not in design.wrong_forms:
     return None
   path = wrong_form_path(design, out, arm)
-  return wrong_form.keep(grid.workdir, design.wrong_forms[arm], design.dtypes, path, data_dir)
+  targets = [(other, dtype) for other in design.wrong_forms[arm] for dtype in design.dtypes]
+  return wrong_form.keep(grid.workdir, targets, path, data_dir)
 
 
 def read_all_wrong_forms(design: Design, out: Path) -> dict[str, list[wrong_form.WrongForm]]:

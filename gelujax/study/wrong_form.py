@@ -4,7 +4,8 @@ with.
 Ports of transformer models often run a network with the other GELU form: trained with the
 exact erf ``gelu`` and run with ``gelu_tanh`` (or ``gelu_sigmoid``), or the reverse. For every
 network (member) of a trained run, :func:`measure` runs it with its own activation A and with
-another, B, in one compute dtype, and reports what changes on a split (B minus A):
+another, B, in one compute dtype (or with its own activation in another dtype: a change of
+dtype), and reports what changes on a split (B minus A):
 
 - the test error and loss, by the objective's own metrics (`gelujax.engine.evaluate_members`);
 - the largest and the mean absolute change of the model's outputs (logits), over the counted
@@ -16,9 +17,10 @@ for a token model (``token_classification``), every token with a tag, never the 
 a tweet's end. :func:`summarize` gives each statistic's median and mean over the networks with
 the paired Hodges–Lehmann centre and its exact interval (`gelujax.study.stats`); :func:`evaluate`
 does it for a run's task spec in each compute dtype, and :func:`keep` for a trained run's
-folder, its rows kept in one file (``wrong_form/<run>.json``) that :func:`read` reads back, so
-that a result re-renders without its checkpoints. Exploratory: effect sizes with intervals, no
-verdicts.
+folder, its rows kept in one file (:func:`kept_path`: ``wrong_form/<run>.json``) that
+:func:`read` reads back, so that a result re-renders without its checkpoints: every study's
+wrong forms (the transformer studies' and the forms study's swaps) in this one format.
+Exploratory: effect sizes with intervals, no verdicts.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ import numpy as np
 
 from gelujax import workdir as workdirs
 from gelujax.members import Members
-from gelujax.study import runs, stats
+from gelujax.study import stats
 
 if TYPE_CHECKING:  # Importing the engine and the tasks needs JAX; reading rows does not.
   from gelujax.engine import Parts, TrainState
@@ -127,9 +129,11 @@ class WrongForm:
   Attributes:
     trained: the activation the networks were trained with (A).
     run_with: the activation they are run with (B).
-    dtype: the compute dtype both are run in.
+    dtype: the compute dtype B is run in, and A unless ``from_dtype`` says otherwise.
     networks: each member's costs, in the grid's order.
     summary: each of :data:`STATISTICS` over the networks that did not diverge.
+    from_dtype: a change of dtype (``run_with`` is ``trained``): the dtype A is run in, the
+      run's own; None where A is run in ``dtype``.
   """
 
   trained: str
@@ -137,6 +141,7 @@ class WrongForm:
   dtype: str
   networks: tuple[NetworkCost, ...]
   summary: tuple[StatisticSummary, ...]
+  from_dtype: str | None = None
 
   def statistic(self, name: str) -> StatisticSummary:
     """The summary of statistic ``name``."""
@@ -147,6 +152,7 @@ class WrongForm:
       "trained": self.trained,
       "run_with": self.run_with,
       "dtype": self.dtype,
+      **({"from_dtype": self.from_dtype} if self.from_dtype else {}),
       "networks": [n.to_json() for n in self.networks],
       "summary": [s.to_json() for s in self.summary],
     }
@@ -160,7 +166,14 @@ class WrongForm:
       NetworkCost(**{k: math.nan if v is None and k in STATISTICS else v for k, v in n.items()})
       for n in found["networks"]
     )
-    return cls(found["trained"], found["run_with"], found["dtype"], networks, summarize(networks))
+    return cls(
+      found["trained"],
+      found["run_with"],
+      found["dtype"],
+      networks,
+      summarize(networks),
+      found.get("from_dtype"),
+    )
 
 
 def counted_positions(objective: Objective, split: Mapping[str, np.ndarray]) -> np.ndarray:
@@ -230,21 +243,23 @@ def measure(
     trained: the parts of the run, with the activation the networks were trained with, in the
       compute dtype compared (e.g. ``tasks.build(spec.replace(dtype=D), splits)``).
     swapped: the same parts with the other activation, in the same dtype
-      (``tasks.build(spec.replace(activation=B, dtype=D), splits)``).
+      (``tasks.build(spec.replace(activation=B, dtype=D), splits)``); or, for a change of dtype,
+      with the same activation in another dtype.
     members: the grid, as `gelujax.engine.restore` returns it.
     state: the M members' state (`gelujax.engine.restore`).
     split: the split compared on (e.g. the test split).
 
   Raises:
-    ValueError: parts that compute in different dtypes, or whose objectives differ.
+    ValueError: parts that differ in both activation and dtype, or whose objectives differ.
   """
   from gelujax import engine  # Here: reading rows needs no JAX.
 
-  dtype = compute_dtype(trained)
-  if compute_dtype(swapped) != dtype:
+  own, dtype = compute_dtype(trained), compute_dtype(swapped)
+  activations = (str(trained.record["activation"]), str(swapped.record["activation"]))
+  if own != dtype and activations[0] != activations[1]:
     raise ValueError(
-      f"The trained parts compute in {dtype} and the swapped ones in {compute_dtype(swapped)}; "
-      "compare the forms in one dtype."
+      f"The trained parts compute in {own} and the swapped ones in {dtype}; "
+      "compare the forms in one dtype, or one form in two."
     )
   if trained.objective != swapped.objective:
     raise ValueError(
@@ -278,13 +293,8 @@ def measure(
     )
     for i, (lr, seed) in enumerate(members)
   )
-  return WrongForm(
-    str(trained.record["activation"]),
-    str(swapped.record["activation"]),
-    dtype,
-    networks,
-    summarize(networks),
-  )
+  from_dtype = own if own != dtype else None
+  return WrongForm(*activations, dtype, networks, summarize(networks), from_dtype)
 
 
 def summarize(networks: Sequence[NetworkCost]) -> tuple[StatisticSummary, ...]:
@@ -306,7 +316,8 @@ def evaluate(
 ) -> list[WrongForm]:
   """A trained run's networks run with ``activation`` instead of their own, in each of
   ``dtypes`` (:func:`measure` of the spec's parts and those of the spec with ``activation``,
-  each built in the dtype by `gelujax.tasks.build`).
+  each built in the dtype by `gelujax.tasks.build`); with their own ``activation``, each a
+  change of dtype from the spec's (a dtype of its own left out).
 
   Args:
     spec: the run's task (`gelujax.tasks.read_task` of its workdir).
@@ -321,19 +332,26 @@ def evaluate(
 
   if dtypes is None:
     dtypes = tasks.DTYPES
+  own = activation == spec.activation
   return [
     measure(
-      tasks.build(spec.replace(dtype=dtype), splits),
+      tasks.build(spec.replace(dtype=spec.dtype if own else dtype), splits),
       tasks.build(spec.replace(activation=activation, dtype=dtype), splits),
       members,
       state,
       splits[split],
     )
     for dtype in dtypes
+    if not (own and dtype == spec.dtype)
   ]
 
 
 KEPT_DIR = "wrong_form"  # under a result's folder: each run's rows, `<run>.json`
+
+
+def kept_path(out: Path, run: str) -> Path:
+  """Where a result in ``out`` keeps run ``run``'s rows: ``out/wrong_form/<run>.json``."""
+  return out / KEPT_DIR / f"{run}.json"
 
 
 def write(path: Path, rows: Sequence[WrongForm]) -> None:
@@ -348,65 +366,27 @@ def read(path: Path) -> list[WrongForm]:
 
 
 def keep(
-  workdir: Path, others: Sequence[str], dtypes: Sequence[str], path: Path, data_dir: str | None
+  workdir: Path, targets: Sequence[tuple[str, str]], path: Path, data_dir: str | None
 ) -> list[WrongForm] | None:
   """A finished run's rows (``workdir``: its folder): each of its networks, restored after its
-  last epoch, run with each of ``others`` in each of ``dtypes`` (:func:`evaluate` on the test
-  split), kept in ``path`` and read from there once kept; None for a run neither kept nor
-  restorable (no checkpoint)."""
+  last epoch, run with each ``(activation, dtype)`` of ``targets`` (:func:`evaluate` on the test
+  split: another form in that dtype, or its own form in another dtype), kept in ``path`` and
+  read from there once kept; None for a run neither kept nor restorable (no checkpoint)."""
   if path.exists():
     return read(path)
   if not (workdir / workdirs.CHECKPOINT_DIR).is_dir():
     return None
   from gelujax import engine, tasks  # Here: reading results needs no accelerator stack.
 
+  start = time.time()
   spec = tasks.read_task(str(workdir))
   splits = spec.load_data(data_dir)
   members, state = engine.restore(tasks.build(spec, splits), str(workdir))
   rows = [
-    row for other in others for row in evaluate(spec, splits, members, state, other, dtypes=dtypes)
+    row
+    for activation, dtype in targets
+    for row in evaluate(spec, splits, members, state, activation, dtypes=(dtype,))
   ]
   write(path, rows)
+  print(f"{workdir.name}: wrong forms evaluated in {time.time() - start:.1f} s", flush=True)
   return rows
-
-
-def keep_swaps(
-  workdir: Path, targets: Sequence[tuple[str, str]], path: Path, data_dir: str | None
-) -> dict[str, Any] | None:
-  """A finished run's networks (``workdir``: its folder), restored after their last epoch, on
-  the test split with their own activation and dtype and then with each ``(activation, dtype)``
-  of ``targets``: the test loss and error alone, the format of the forms study's ``swaps/``
-  (kept in ``path`` and read from there once kept); None where neither kept nor restorable.
-
-  Returns:
-    ``{"members": [{"seed", "learning_rate"}], "evaluations": [{"activation", "dtype",
-    "loss": [M], "error": [M]}]}``, the first evaluation the network's own; a diverged member's
-    values are null.
-  """
-  if path.exists():
-    return workdirs.read_json(path)
-  if not (workdir / workdirs.CHECKPOINT_DIR).is_dir():
-    return None
-  from gelujax import engine, tasks  # Here: reading results needs no accelerator stack.
-
-  start = time.time()
-  members = runs.load_run(workdir).members  # As its records give them.
-  spec = tasks.read_task(str(workdir))
-  splits = spec.load_data(data_dir)  # Read once: the restore's shapes and the swaps' test split.
-  _, state = engine.restore(tasks.build(spec, splits), str(workdir))
-  evaluations = []
-  for activation, to_dtype in [(spec.activation, spec.dtype), *targets]:
-    swapped = spec.replace(activation=activation, dtype=to_dtype)
-    metrics = engine.evaluate_members(tasks.build(swapped, splits), state, splits["test"])
-    values = {
-      key: [None if m["diverged"] else float(v) for m, v in zip(members, metrics[key], strict=True)]
-      for key in ("loss", "error")
-    }
-    evaluations.append({"activation": activation, "dtype": to_dtype, **values})
-  result = {
-    "members": [{"seed": m["seed"], "learning_rate": m["learning_rate"]} for m in members],
-    "evaluations": evaluations,
-  }
-  workdirs.write_json(path, result)
-  print(f"{workdir.name}: swaps evaluated in {time.time() - start:.1f} s", flush=True)
-  return result
