@@ -30,6 +30,7 @@ activation, so two runs' values of one seed are a pair. The paired counterparts:
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from collections.abc import Sequence
 
@@ -179,11 +180,19 @@ def shift_interval(
 
 def _signed_rank_ways(ranks2: np.ndarray) -> np.ndarray:
   """ways[s]: sign assignments whose positive doubled ranks sum to s (each rank positive or
-  negative, 2^n in all; every doubled rank is at least 2)."""
-  ways = np.zeros(int(ranks2.sum()) + 1)
+  negative, 2^n in all; every doubled rank is at least 2). A function of the multiset of
+  ranks alone, so kept by it (`_ways_of_sorted`): the calibration's bootstrap asks for the same
+  ties thousands of times."""
+  return _ways_of_sorted(tuple(sorted(map(int, ranks2))))
+
+
+@functools.lru_cache(maxsize=4096)
+def _ways_of_sorted(ranks2: tuple[int, ...]) -> np.ndarray:
+  ways = np.zeros(sum(ranks2) + 1)
   ways[0] = 1.0
   for r in ranks2:
     ways[r:] = ways[r:] + ways[:-r]  # The right side is a new array: no aliasing.
+  ways.flags.writeable = False  # shared by every caller
   return ways
 
 
@@ -362,16 +371,25 @@ def _one_sided(differences: np.ndarray, alternative: str) -> float:
   return 1.0 if math.isnan(p) else p
 
 
+def _one_sided_both(differences: np.ndarray) -> tuple[float, float]:
+  """:func:`_one_sided` ``"less"`` and ``"greater"`` of the same differences, ranked once."""
+  d = differences[differences != 0]
+  if not len(d):
+    return 1.0, 1.0
+  ranks2 = _doubled_ranks(np.abs(d))
+  ways = _signed_rank_ways(ranks2)
+  observed, centre = int(ranks2[d > 0].sum()), ranks2.sum() / 2.0
+  return _exact_p(ways, observed, centre, LESS), _exact_p(ways, observed, centre, GREATER)
+
+
 def paired_equivalence_test(differences: Sequence[float], margin: float) -> Equivalence:
   """:func:`equivalence_test` for paired values: the two one-sided signed-rank tests (TOST) of
   whether the paired shift (the centre of the differences) lies within ±``margin``, and the test
   of whether it lies beyond, each the exact signed-rank test of the differences moved by the
   margin."""
   d = np.asarray(differences, np.float64)
-  above_low = _one_sided(d + margin, GREATER)  # H0: shift <= -margin.
-  below_high = _one_sided(d - margin, LESS)  # H0: shift >= +margin.
-  beyond_high = _one_sided(d - margin, GREATER)  # H0: shift <= +margin.
-  beyond_low = _one_sided(d + margin, LESS)  # H0: shift >= -margin.
+  beyond_low, above_low = _one_sided_both(d + margin)  # H0: shift >= -margin; <= -margin.
+  below_high, beyond_high = _one_sided_both(d - margin)  # H0: shift >= +margin; <= +margin.
   return Equivalence(
     margin, max(above_low, below_high), min(1.0, 2.0 * min(beyond_high, beyond_low))
   )
