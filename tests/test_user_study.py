@@ -65,6 +65,30 @@ def test_a_users_design_resolves_to_its_kind_and_names_its_file_and_source(user_
   assert registry.resolve("gelu_forms").design is forms.DESIGN
 
 
+def test_a_users_forms_study_is_framed_by_its_own_design_not_gelujaxs_question(user_module):
+  from gelujax.study import forms_report
+
+  design = registry.resolve("my_studies:MINE").design
+  assert forms_report.title(design) == (
+    "`mine`: gelu, my_act:squareplus trained on mnist (relu as the control; 3 paired seeds, "
+    "lrs 0.001, float32, 1 epochs)"
+  )
+  assert forms_report.lead(design) == (
+    "A pre-registered study of your own (`my_studies:MINE`): do gelu, my_act:squareplus train "
+    "to networks that differ beyond the margins below? relu is the positive control, compared "
+    "with gelu: a design that cannot tell them apart cannot call the others equivalent."
+  )
+  (task,) = [line for line in forms_report.design_lines(design) if line.startswith("- Task")]
+  # (its epochs' reason is the user's: here inherited from gelujax's design by replace)
+  assert task.startswith(
+    "- Task: `--task=tiny_mnist` (its model, batch size and optimizer) on mnist, dropout 0, "
+    f"1 epochs: {forms.DESIGN.epochs_reason}"
+  )
+  # gelujax's own study keeps its question.
+  assert forms_report.title(forms.DESIGN).startswith("Which GELU? The forms trained and swapped")
+  assert forms_report.lead(forms.DESIGN).startswith("Do the GELU forms train differently")
+
+
 @pytest.mark.parametrize(
   ("name", "words"),
   [
@@ -123,6 +147,13 @@ def test_reproduce_runs_a_users_study_from_its_folder(tmp_path):
   source = hashlib.sha256((folder / "my_studies.py").read_bytes()).hexdigest()
   readme = (out / "README.md").read_text()
   assert f"(`MINE`, 2026-11-29; its source's sha256 {source})" in readme
+  # Its own question and title, not gelujax's forms study's.
+  assert readme.startswith("# `mine`: gelu, my_act:squareplus trained on mnist (relu as the")
+  assert "A pre-registered study of your own (`my_studies:MINE`)" in readme
+  assert "Which GELU" not in readme and "GELU forms" not in readme
+  assert (
+    "gelujax's own study" not in json.loads((out / "summary.json").read_text())["headline_summary"]
+  )
   assert json.loads((out / registry.DESIGN_FILE).read_text())["source"]["sha256"] == source
   # What it does not say is its own design's: its data and model, not gelujax's forms study's
   # (the margins' reasons are the user's: here inherited from gelujax's design by replace).
