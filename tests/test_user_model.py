@@ -309,6 +309,13 @@ def test_reproduce_passes_the_users_model_through(lab):
   readme = (out / "README.md").read_text()
   assert f"- Task tiny_mnist: model {NNX_MODEL}, batch size 32, 1 epochs" in readme
   assert f"- model: {NNX_MODEL!r} instead of the paper's 'mlp_tiny'." in readme
+  # The model's class, file and sha256 as the runs imported it, and where they imported it from.
+  source = lab / "user_models.py"
+  assert (
+    f"- Model {NNX_MODEL}: `NnxMLP` of `{source}` (sha256 "
+    f"{hashlib.sha256(source.read_bytes()).hexdigest()}), imported from the folder `{lab}` (the "
+    "commands above import it from there: run them in that folder, or with it on PYTHONPATH)"
+  ) in readme.splitlines()
 
 
 # ---------------------------------------------------------------- in this process
