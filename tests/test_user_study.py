@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 STUDY = """
 import dataclasses
 
-from gelujax.study import forms
+from gelujax.study import forms, pilot, transformer
 
 MINE = dataclasses.replace(
   forms.DESIGN, name="mine", date="2026-11-29", task="tiny_mnist", dataset="mnist", epochs=1,
@@ -28,6 +28,10 @@ MINE = dataclasses.replace(
 )
 NOT_A_DESIGN = 3
 THEIRS = dataclasses.replace(MINE, name="gelu_forms")
+MY_PILOT = dataclasses.replace(pilot.VIT, name="my_pilot", date="2026-11-29")
+MY_VIT = dataclasses.replace(
+  transformer.VIT, name="my_vit", date="2026-11-29", arms=("gelu", "my_act:squareplus", "relu"),
+)
 """
 ACTIVATION = """
 import jax.numpy as jnp
@@ -87,6 +91,35 @@ def test_a_users_forms_study_is_framed_by_its_own_design_not_gelujaxs_question(u
   # gelujax's own study keeps its question.
   assert forms_report.title(forms.DESIGN).startswith("Which GELU? The forms trained and swapped")
   assert forms_report.lead(forms.DESIGN).startswith("Do the GELU forms train differently")
+
+
+def test_a_users_transformer_study_and_pilot_are_framed_as_the_users(user_module):
+  from types import SimpleNamespace
+
+  from gelujax.study import pilot, pilot_report, transformer, transformer_report
+
+  vit = registry.resolve("my_studies:MY_VIT").design
+  assert transformer_report.lead(vit) == (
+    "A pre-registered study of your own (`my_studies:MY_VIT`) of the feed-forward activations "
+    "gelu, my_act:squareplus, relu in `vit_fashion_mnist`: do the pairs it ranks differ, and do "
+    "the pairs it holds within margins train to networks as good? Its hypotheses fixed in code "
+    "before its runs, each arm's lr, the margins and the seeds taken from its pilot "
+    "`vit_fashion_mnist_pilot` by a stated rule."
+  )
+  pending = SimpleNamespace(missing=("gelu",))
+  assert transformer_report.headline_summary(vit, pending, {}) == (
+    "a transformer study of your own on vit_fashion_mnist (`my_vit`): pending (gelu not trained)."
+  )
+  mine = registry.resolve("my_studies:MY_PILOT").design
+  assert pilot_report.headline_summary(mine, pending).startswith(
+    "your own pilot of a feed-forward activation study on vit_fashion_mnist (`my_pilot`): "
+  )
+  # gelujax's own keep their words.
+  assert transformer_report.lead(transformer.VIT).startswith("Which feed-forward activation")
+  assert transformer_report.headline_summary(transformer.VIT, pending, {}).startswith(
+    "gelujax's transformer study on vit_fashion_mnist"
+  )
+  assert pilot_report.headline_summary(pilot.VIT, pending).startswith("gelujax's pilot of")
 
 
 @pytest.mark.parametrize(
