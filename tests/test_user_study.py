@@ -69,7 +69,11 @@ def test_a_users_design_resolves_to_its_kind_and_names_its_file_and_source(user_
   assert registry.resolve("gelu_forms").design is forms.DESIGN
 
 
-def test_a_users_forms_study_is_framed_by_its_own_design_not_gelujaxs_question(user_module):
+def test_a_users_forms_study_is_framed_by_its_own_design_not_gelujaxs_question(
+  user_module, monkeypatch
+):
+  import dataclasses
+
   from gelujax.study import forms_report
 
   design = registry.resolve("my_studies:MINE").design
@@ -82,6 +86,15 @@ def test_a_users_forms_study_is_framed_by_its_own_design_not_gelujaxs_question(u
     "to networks that differ beyond the margins below? relu is the positive control, compared "
     "with gelu: a design that cannot tell them apart cannot call the others equivalent."
   )
+  # Without its control among its arms it claims none.
+  bare = dataclasses.replace(design, arms=("gelu", "my_act:squareplus"))
+  source = registry._USERS["mine"].source
+  monkeypatch.setitem(registry._USERS, "mine", registry.Study(bare, registry.FORMS, source))
+  assert forms_report.title(bare) == (
+    "`mine`: gelu, my_act:squareplus trained on mnist (3 paired seeds, lrs 0.001, float32, "
+    "1 epochs)"
+  )
+  assert forms_report.lead(bare).endswith("differ beyond the margins below?")
   (task,) = [line for line in forms_report.design_lines(design) if line.startswith("- Task")]
   # (its epochs' reason is the user's: here inherited from gelujax's design by replace)
   assert task.startswith(

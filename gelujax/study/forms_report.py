@@ -354,13 +354,14 @@ def training_lines(design: Design, out: Path, root: Path, project: bool = True) 
 def title(design: Design) -> str:
   """gelujax's own studies' question; a user's study (`gelujax.study.registry.users`) by its own
   name and arms."""
-  forms_ = f"{', '.join(design.forms)}; "
-  head = "Which GELU? The forms"
+  head, forms_ = "Which GELU? The forms", f"{', '.join(design.forms)}; "
+  control = f"{design.control} as the control; "
   if registry.users(design) is not None:
     head, forms_ = f"`{design.name}`: {', '.join(design.forms)}", ""
+    control = control * (design.control in design.arms)
   return (
     f"{head} trained{' and swapped' * design.swaps} on {design.dataset} "
-    f"({forms_}{design.control} as the control; {len(design.seeds)} paired "
+    f"({forms_}{control}{len(design.seeds)} paired "
     f"seeds, lrs {numbers.lrs(design.learning_rates)}, "
     f"{' and '.join(design.dtypes)}, {design.epochs} epochs)"
   )
@@ -377,11 +378,15 @@ def lead(design: Design) -> str:
       "`gelu_sigmoid` x·σ(1.702x)."
     )
   swapped = ", and can a network trained with one be run with another" * design.swaps
+  control = (
+    f" {design.control} is the positive control, compared with {design.forms[0]}: a design "
+    "that cannot tell them apart cannot call the others equivalent."
+  )
   return (
     f"A pre-registered study of your own (`{study.where}`): do {', '.join(design.forms)} "
-    f"train to networks that differ beyond the margins below{swapped}? {design.control} is the "
-    f"positive control, compared with {design.forms[0]}: a design that cannot tell them apart "
-    "cannot call the others equivalent."
+    f"train to networks that differ beyond the margins below{swapped}?"
+    + control
+    * (design.control in design.arms)
   )
 
 
