@@ -201,27 +201,69 @@ class MLP(nnx.Module):
 """
 
 
+MYNNXACTS = """
+import jax.numpy as jnp
+from flax import nnx
+
+
+class ScaledTanh(nnx.Module):
+  def __init__(self, start=1.0, *, rngs):
+    self.alpha = nnx.Param(jnp.asarray(start, jnp.float32))
+
+  def __call__(self, x):
+    return (self.alpha[...] * jnp.tanh(x)).astype(x.dtype)
+"""
+# Each member's alpha in a workdir's last checkpoint, restored by the wheel's gelujax.
+ALPHAS = """
+import json, sys
+import jax, numpy as np
+from gelujax import engine, tasks
+workdir, data = sys.argv[1:]
+task = tasks.read_task(workdir)
+_, state = engine.restore(tasks.build(task, task.load_data(data)), workdir)
+found = jax.tree_util.tree_leaves_with_path(state.params)
+print(json.dumps({jax.tree_util.keystr(p): np.asarray(a).tolist() for p, a in found
+                  if "alpha" in jax.tree_util.keystr(p)}))
+"""
+
+
 def test_the_wheels_gelujax_command_trains_the_users_nnx_model_from_the_users_folder(
   wheel_install, tmp_path
 ):
-  """The wheel alone, and a folder of the user's own holding an NNX model of theirs: ``gelujax
-  train`` imports it from that folder, trains it and records its source."""
+  """The wheel alone, and a folder of the user's own holding an NNX model of theirs and an NNX
+  activation of theirs with a parameter: ``gelujax train`` imports both from that folder,
+  trains them and records their sources; the activation's alpha, one per member, is in the
+  trained state and moved from its start."""
   _, installed = wheel_install
   mine, data = tmp_path / "mine", tmp_path / "data"
   mine.mkdir()
   (mine / "mymodels.py").write_text(MYMODELS)
+  (mine / "my_nnx_acts.py").write_text(MYNNXACTS)
   write_mnist_files(str(data), num_train=5_256)  # tiny_mnist keeps 5,000 for validation
+  env = isolated_env(str(installed))
   result = subprocess.run(
     [sys.executable, "-S", str(installed / "bin" / "gelujax"), "train",
      "--task=tiny_mnist(model='mymodels:MLP', dropout=0.1)", "--dataset=fashion_mnist",
-     "--epochs=1", f"--data_dir={data}", "--compilation_cache=none"],
-    cwd=mine, env=isolated_env(str(installed)), capture_output=True, text=True, timeout=300,
+     "--activation=my_nnx_acts:ScaledTanh(start=2.0)", "--epochs=1", f"--data_dir={data}",
+     "--compilation_cache=none"],
+    cwd=mine, env=env, capture_output=True, text=True, timeout=300,
   )  # fmt: skip
   assert result.returncode == 0, result.stderr[-3000:]
-  workdir = mine / "workdirs" / "tiny_mnist_fashion_mnist_gelu_tanh_mymodels_MLP"
+  (workdir,) = (mine / "workdirs").iterdir()
+  assert workdir.name == "tiny_mnist_fashion_mnist_my_nnx_acts_ScaledTanh_start=2.0__mymodels_MLP"
   config = json.loads((workdir / "config.json").read_text())
   assert config["model_source"]["file"] == str(mine / "mymodels.py")
+  assert config["activation_source"]["file"] == str(mine / "my_nnx_acts.py")
   assert len(json.loads((workdir / "summary.json").read_text())["members"]) == 2
+  restored = subprocess.run(
+    [sys.executable, "-S", "-c", ALPHAS, str(workdir), str(data)],
+    cwd=mine, env=env, capture_output=True, text=True, timeout=300,
+  )  # fmt: skip
+  assert restored.returncode == 0, restored.stderr[-3000:]
+  alphas = json.loads(restored.stdout.strip().splitlines()[-1])
+  assert list(alphas) == ["['activation']['alpha']"]
+  (members,) = alphas.values()
+  assert len(members) == 2 and all(a != 2.0 for a in members), members  # trained: it moved
 
 
 MYACTS = """

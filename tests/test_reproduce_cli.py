@@ -2,6 +2,7 @@
 end with the real trainer on MNIST-format files (selection grid -> evaluation seeds -> noise
 evaluation), and one run from a user's folder."""
 
+import hashlib
 import json
 import os
 import re
@@ -368,6 +369,7 @@ def test_run_from_a_users_folder_it_writes_there_alone_and_says_how_to_run_it_ag
   assert summary["settings"]["activation_sources"] == {
     "myacts:squareplus": {
       "module": "myacts", "function": "squareplus", "file": str(mine / "myacts.py"),
+      "sha256": hashlib.sha256((mine / "myacts.py").read_bytes()).hexdigest(),
       "folder": str(mine),
     }
   }  # fmt: skip
@@ -408,7 +410,8 @@ def test_run_from_a_users_folder_it_writes_there_alone_and_says_how_to_run_it_ag
     assert low <= shift <= high and np.isfinite([low, high]).all()
   assert f"From scratch (from `{mine}`, the folder it was run in; finished runs" in readme
   assert (
-    f"- Activation myacts:squareplus: `squareplus` of `{mine / 'myacts.py'}`, imported from the "
+    f"- Activation myacts:squareplus: `squareplus` of `{mine / 'myacts.py'}` (sha256 "
+    f"{hashlib.sha256((mine / 'myacts.py').read_bytes()).hexdigest()}), imported from the "
     f"folder `{mine}` (the commands above import it from there" in readme
   )
   commands = [line for line in readme.splitlines() if line.startswith("gelujax reproduce ")]

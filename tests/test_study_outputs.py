@@ -5,6 +5,7 @@ strings, and a result re-rendered byte for byte without its runs' checkpoints an
 files, rendering having opened no file of a run but its records."""
 
 import csv
+import hashlib
 import itertools
 import json
 import math
@@ -303,6 +304,17 @@ def write_users_result(root, epochs=1):
     ]  # fmt: skip
     write_workdir(out / "runs" / folder, members, activation=activation, task="tiny_mnist",
                   dataset="mnist")  # fmt: skip
+  # The user's function's source, as the trainer records it in its run's config.json.
+  file = root / "mine" / "my_pkg" / "acts.py"
+  file.parent.mkdir(parents=True)
+  file.write_text("def squareplus(x):\n  return (x + (x * x + 4.0) ** 0.5) / 2.0\n")
+  config_path = out / "runs" / "my_pkg.acts_squareplus" / "config.json"
+  config = json.loads(config_path.read_text())
+  config["activation_source"] = {
+    "module": "my_pkg.acts", "function": "squareplus", "file": str(file),
+    "sha256": hashlib.sha256(file.read_bytes()).hexdigest(), "imports": {},
+  }  # fmt: skip
+  config_path.write_text(json.dumps(config))
   return out
 
 
@@ -330,6 +342,15 @@ def test_a_result_without_verdicts_tabulates_its_exploratory_comparisons(tmp_pat
   )
   readme = (out / "README.md").read_text()
   assert "- verdicts.tex: the exploratory comparisons above as a LaTeX tabular" in readme
+  # The exploratory comparisons of the user's own activation say how to make one confirmatory.
+  (note,) = [line for line in readme.splitlines() if "no correction, no verdict" in line]
+  assert note.endswith(
+    "Exploratory: no correction, no verdict. To make a comparison of your own activation "
+    "confirmatory, pre-register it: a study literal with your activation among its arms, in a "
+    "module of your own (`my_studies.py`: `MINE = dataclasses.replace(gelujax.study.forms."
+    "DESIGN, ...)`), run by `gelujax reproduce --task=my_studies:MINE` (docs/reproducing.md, "
+    "Adding a study)."
+  )
 
 
 def test_latex_escapes_every_special_character():

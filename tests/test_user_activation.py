@@ -394,6 +394,10 @@ def test_reproduce_takes_a_users_function_beside_the_papers(lab):
   readme = (out / "README.md").read_text()
   assert "- Activations: gelu, user_pkg.acts:squareplus" in readme
   assert "| user_pkg.acts_squareplus_eval | 0.001 |" in readme
+  # Its comparisons are exploratory, and say how to make them confirmatory.
+  assert "no correction, no verdict. To make a comparison of your own activation confirmatory, " \
+    "pre-register it" in readme  # fmt: skip
+  assert "run by `gelujax reproduce --task=my_studies:MINE`" in readme
   result = train(lab, None, "--epochs=1", "--activation=user_pkg.acts:squareplus")
   assert result.returncode == 0, result.stderr[-3000:]
   assert [p.name for p in (lab / "workdirs").iterdir()] == [

@@ -34,6 +34,7 @@ NNX_MODEL = "user_models:NnxMLP(width=8)"
 
 MODELS = """
 import flax.linen as nn
+import jax.numpy as jnp
 from flax import nnx
 
 
@@ -84,6 +85,16 @@ class LinenNoDropout(nn.Module):
   @nn.compact
   def __call__(self, x, train):
     return nn.Dense(10)(x)
+
+
+class ScaledTanh(nnx.Module):
+  # An activation with a parameter of its own: alpha tanh(x).
+
+  def __init__(self, start=1.0, *, rngs):
+    self.alpha = nnx.Param(jnp.asarray(start, jnp.float32))
+
+  def __call__(self, x):
+    return (self.alpha[...] * jnp.tanh(x)).astype(x.dtype)
 
 
 class NotAModule:
@@ -298,6 +309,13 @@ def test_reproduce_passes_the_users_model_through(lab):
   readme = (out / "README.md").read_text()
   assert f"- Task tiny_mnist: model {NNX_MODEL}, batch size 32, 1 epochs" in readme
   assert f"- model: {NNX_MODEL!r} instead of the paper's 'mlp_tiny'." in readme
+  # The model's class, file and sha256 as the runs imported it, and where they imported it from.
+  source = lab / "user_models.py"
+  assert (
+    f"- Model {NNX_MODEL}: `NnxMLP` of `{source}` (sha256 "
+    f"{hashlib.sha256(source.read_bytes()).hexdigest()}), imported from the folder `{lab}` (the "
+    "commands above import it from there: run them in that folder, or with it on PYTHONPATH)"
+  ) in readme.splitlines()
 
 
 # ---------------------------------------------------------------- in this process
@@ -337,6 +355,44 @@ def test_an_nnx_models_dropout_draws_from_the_dropout_stream(lab):
   # engine reads as a model that draws randomness (it logs the training loss dropout off).
   with pytest.raises(flax.errors.InvalidRngError, match='needs PRNG for "dropout"'):
     model.apply(variables, x, train=True)
+
+
+def test_an_nnx_model_takes_an_nnx_activation_class_whose_parameter_is_the_models(lab):
+  """An NNX activation class of the user's own is constructed with the model's rngs and given
+  to the NNX model, whose parameters then hold its alpha: the forward pass is NumPy's
+  out(2 tanh(hidden(x))) of the same weights."""
+  spec = tasks.get("tiny_mnist").replace(
+    model=NNX_MODEL, activation="user_models:ScaledTanh(start=2.0)"
+  )
+  model = spec.build_model()
+  x = np.random.default_rng(0).normal(size=(5, 784)).astype(np.float32)
+  variables = model.init({"params": jax.random.key(1)}, x, train=False)
+  p = jax.tree.map(lambda a: np.asarray(a, np.float64), variables["params"])
+  assert p["activation"]["alpha"] == 2.0
+  hidden = 2.0 * np.tanh(x.astype(np.float64) @ p["hidden"]["kernel"] + p["hidden"]["bias"])
+  want = hidden @ p["out"]["kernel"] + p["out"]["bias"]
+  got = np.asarray(model.apply(variables, x, train=False), np.float64)
+  np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+  # The parameter is the model's: another alpha, another output.
+  moved = {**variables["params"], "activation": {"alpha": np.float32(0.5)}}
+  halved = np.asarray(model.apply({"params": moved}, x, train=False), np.float64)
+  want = 0.25 * (hidden @ p["out"]["kernel"]) + p["out"]["bias"]
+  np.testing.assert_allclose(halved, want, rtol=1e-5, atol=1e-5)
+
+
+def test_an_nnx_model_refuses_a_linen_activation_class_naming_what_would_work(lab):
+  spec = tasks.get("tiny_mnist").replace(activation="learnable_gelu")
+  with pytest.raises(ValueError) as refused:
+    spec.replace(model=NNX_MODEL)
+  assert str(refused.value) == (
+    "TaskSpec 'tiny_mnist': --activation 'learnable_gelu' is a Linen module class "
+    "(gelujax.linen.LearnableGELU), and --task's model 'user_models:NnxMLP(width=8)' an NNX "
+    "module class, which takes its activation as NNX: a function of an array (such as 'gelu', "
+    "or module:function of your own), or an NNX module class of your own (module:Class, an "
+    "nnx.Module whose __init__ takes rngs), constructed with the model's rngs, its parameters "
+    "training with the model; or make the model a Linen module class, which takes Linen "
+    "activation classes."
+  )
 
 
 def test_a_users_model_goes_through_tasks_build_with_its_record(lab):

@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 STUDY = """
 import dataclasses
 
-from gelujax.study import forms
+from gelujax.study import forms, pilot, transformer
 
 MINE = dataclasses.replace(
   forms.DESIGN, name="mine", date="2026-11-29", task="tiny_mnist", dataset="mnist", epochs=1,
@@ -28,6 +28,10 @@ MINE = dataclasses.replace(
 )
 NOT_A_DESIGN = 3
 THEIRS = dataclasses.replace(MINE, name="gelu_forms")
+MY_PILOT = dataclasses.replace(pilot.VIT, name="my_pilot", date="2026-11-29")
+MY_VIT = dataclasses.replace(
+  transformer.VIT, name="my_vit", date="2026-11-29", arms=("gelu", "my_act:squareplus", "relu"),
+)
 """
 ACTIVATION = """
 import jax.numpy as jnp
@@ -63,6 +67,72 @@ def test_a_users_design_resolves_to_its_kind_and_names_its_file_and_source(user_
   # gelujax's own are unchanged: their file and variable, as the committed READMEs have them.
   assert registry.fixed_in(forms.DESIGN) == "`gelujax/study/forms.py` (`DESIGN`, 2026-11-26)"
   assert registry.resolve("gelu_forms").design is forms.DESIGN
+
+
+def test_a_users_forms_study_is_framed_by_its_own_design_not_gelujaxs_question(
+  user_module, monkeypatch
+):
+  import dataclasses
+
+  from gelujax.study import forms_report
+
+  design = registry.resolve("my_studies:MINE").design
+  assert forms_report.title(design) == (
+    "`mine`: gelu, my_act:squareplus trained on mnist (relu as the control; 3 paired seeds, "
+    "lrs 0.001, float32, 1 epochs)"
+  )
+  assert forms_report.lead(design) == (
+    "A pre-registered study of your own (`my_studies:MINE`): do gelu, my_act:squareplus train "
+    "to networks that differ beyond the margins below? relu is the positive control, compared "
+    "with gelu: a design that cannot tell them apart cannot call the others equivalent."
+  )
+  # Without its control among its arms it claims none.
+  bare = dataclasses.replace(design, arms=("gelu", "my_act:squareplus"))
+  source = registry._USERS["mine"].source
+  monkeypatch.setitem(registry._USERS, "mine", registry.Study(bare, registry.FORMS, source))
+  assert forms_report.title(bare) == (
+    "`mine`: gelu, my_act:squareplus trained on mnist (3 paired seeds, lrs 0.001, float32, "
+    "1 epochs)"
+  )
+  assert forms_report.lead(bare).endswith("differ beyond the margins below?")
+  (task,) = [line for line in forms_report.design_lines(design) if line.startswith("- Task")]
+  # (its epochs' reason is the user's: here inherited from gelujax's design by replace)
+  assert task.startswith(
+    "- Task: `--task=tiny_mnist` (its model, batch size and optimizer) on mnist, dropout 0, "
+    f"1 epochs: {forms.DESIGN.epochs_reason}"
+  )
+  # gelujax's own study keeps its question.
+  assert forms_report.title(forms.DESIGN).startswith("Which GELU? The forms trained and swapped")
+  assert forms_report.lead(forms.DESIGN).startswith("Do the GELU forms train differently")
+
+
+def test_a_users_transformer_study_and_pilot_are_framed_as_the_users(user_module):
+  from types import SimpleNamespace
+
+  from gelujax.study import pilot, pilot_report, transformer, transformer_report
+
+  vit = registry.resolve("my_studies:MY_VIT").design
+  assert transformer_report.lead(vit) == (
+    "A pre-registered study of your own (`my_studies:MY_VIT`) of the feed-forward activations "
+    "gelu, my_act:squareplus, relu in `vit_fashion_mnist`: do the pairs it ranks differ, and do "
+    "the pairs it holds within margins train to networks as good? Its hypotheses fixed in code "
+    "before its runs, each arm's lr, the margins and the seeds taken from its pilot "
+    "`vit_fashion_mnist_pilot` by a stated rule."
+  )
+  pending = SimpleNamespace(missing=("gelu",))
+  assert transformer_report.headline_summary(vit, pending, {}) == (
+    "a transformer study of your own on vit_fashion_mnist (`my_vit`): pending (gelu not trained)."
+  )
+  mine = registry.resolve("my_studies:MY_PILOT").design
+  assert pilot_report.headline_summary(mine, pending).startswith(
+    "your own pilot of a feed-forward activation study on vit_fashion_mnist (`my_pilot`): "
+  )
+  # gelujax's own keep their words.
+  assert transformer_report.lead(transformer.VIT).startswith("Which feed-forward activation")
+  assert transformer_report.headline_summary(transformer.VIT, pending, {}).startswith(
+    "gelujax's transformer study on vit_fashion_mnist"
+  )
+  assert pilot_report.headline_summary(pilot.VIT, pending).startswith("gelujax's pilot of")
 
 
 @pytest.mark.parametrize(
@@ -123,6 +193,13 @@ def test_reproduce_runs_a_users_study_from_its_folder(tmp_path):
   source = hashlib.sha256((folder / "my_studies.py").read_bytes()).hexdigest()
   readme = (out / "README.md").read_text()
   assert f"(`MINE`, 2026-11-29; its source's sha256 {source})" in readme
+  # Its own question and title, not gelujax's forms study's.
+  assert readme.startswith("# `mine`: gelu, my_act:squareplus trained on mnist (relu as the")
+  assert "A pre-registered study of your own (`my_studies:MINE`)" in readme
+  assert "Which GELU" not in readme and "GELU forms" not in readme
+  assert (
+    "gelujax's own study" not in json.loads((out / "summary.json").read_text())["headline_summary"]
+  )
   assert json.loads((out / registry.DESIGN_FILE).read_text())["source"]["sha256"] == source
   # What it does not say is its own design's: its data and model, not gelujax's forms study's
   # (the margins' reasons are the user's: here inherited from gelujax's design by replace).

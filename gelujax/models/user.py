@@ -45,6 +45,11 @@ VALID = (
 )
 
 
+class ActivationNotForModel(ValueError):
+  """The activation is one the user's model cannot take (a Linen module class for an NNX
+  model): the model and the activation are each valid, the pair is not."""
+
+
 def is_user_model(spec: Any) -> bool:
   """Whether the model spec ``spec`` names a class of the user's own (``"module:Class"``)."""
   try:
@@ -108,18 +113,38 @@ def user_model(spec: str) -> tuple[type, dict[str, Any], str]:
   return cls, kwargs, kind
 
 
+def nnx_activation(activation: Any) -> tuple[type, Mapping[str, Any]] | None:
+  """``(class, keyword arguments)`` where ``activation`` is an NNX module class of the user's
+  own as `gelujax.linen.make_activation` gives it for Linen models (wrapped by
+  ``flax.nnx.bridge.ToLinen``, `gelujax.specs.activation_module`); else None."""
+  if isinstance(activation, functools.partial) and activation.func is nnx.bridge.ToLinen:
+    (cls,) = activation.args
+    return cls, dict(activation.keywords.get("kwargs") or {})
+  return None
+
+
 def make_user_model(
-  spec: str, activation: Any, *, dropout: float, dtype: Any, options: Mapping[str, Any]
+  spec: str,
+  activation: Any,
+  *,
+  dropout: float,
+  dtype: Any,
+  options: Mapping[str, Any],
+  activation_spec: str | None = None,
 ) -> nn.Module:
   """The user's model ``spec`` as the engine calls it, a Linen module: the class (`user_model`)
-  with ``activation`` (a function of an array, or for a Linen class a Linen module class too,
-  as `gelujax.linen.make_activation` gives), ``dropout``, the spec's keyword arguments and
-  ``options`` (a task's ``model_options``, and those its data decide), and ``dtype`` where it is
-  not float32; an NNX class through :class:`FromNNX`, constructed once here (shapes only) so
-  that a constructor that fails does so now.
+  with ``activation`` (as `gelujax.linen.make_activation` gives it for ``activation_spec``: a
+  function of an array, or a module class with parameters of its own), ``dropout``, the spec's
+  keyword arguments and ``options`` (a task's ``model_options``, and those its data decide), and
+  ``dtype`` where it is not float32. A Linen class takes a Linen or NNX activation class as
+  gelujax's own models do; an NNX class, made a Linen module by :class:`FromNNX` and constructed
+  once here (shapes only) so that a constructor that fails does so now, takes a function, or an
+  NNX activation class's instance, constructed with the model's ``rngs`` (its parameters are
+  the model's once the model keeps it as an attribute, and train with it).
 
   Raises:
     ValueError: the class does not take these arguments, or its constructor fails (naming it).
+    ActivationNotForModel: an NNX class with a Linen activation class.
   """
   cls, kwargs, kind = user_model(spec)
   kwargs = {**kwargs, **options}
@@ -133,14 +158,23 @@ def make_user_model(
         f"model {spec!r}: {cls.__name__} does not take the keyword arguments {_given(kwargs)} "
         f"({e})."
       ) from None
+  module_class = nnx_activation(activation)
   made = activation.func if isinstance(activation, functools.partial) else activation
-  if isinstance(made, type):
-    raise ValueError(
-      f"model {spec!r} is an NNX module class, and the activation is a Linen module class "
-      f"({made.__name__}: an activation with parameters or randomness of its own); an NNX model "
-      "of your own takes an element-wise activation (a function of an array, such as 'gelu' or "
-      "a function of your own as module:function)."
+  if module_class is None and isinstance(made, type):
+    name = f"--activation {activation_spec!r}" if activation_spec else "the activation"
+    raise ActivationNotForModel(
+      f"{name} is a Linen module class ({made.__module__}.{made.__qualname__}), and --task's "
+      f"model {spec!r} an NNX module class, which takes its activation as NNX: a function of "
+      "an array (such as 'gelu', or module:function of your own), or an NNX module class of "
+      "your own (module:Class, an nnx.Module whose __init__ takes rngs), constructed with the "
+      "model's rngs, its parameters training with the model; or make the model a Linen module "
+      "class, which takes Linen activation classes."
     )
+  if module_class is not None:
+    _check_nnx_constructor(
+      spec, cls, module_class, dropout, json.dumps(kwargs, default=repr), kwargs, built=True
+    )
+    return FromNNX(cls, {"dropout": dropout, **kwargs}, module_class)
   _check_nnx_constructor(spec, cls, activation, dropout, json.dumps(kwargs, default=repr), kwargs)
   return FromNNX(cls, {"activation": activation, "dropout": dropout, **kwargs})
 
@@ -162,10 +196,14 @@ class FromNNX(nn.Module):
   Attributes:
     nnx_class: the ``nnx.Module`` class.
     kwargs: its constructor's keyword arguments but ``rngs``.
+    activation: ``(class, keyword arguments)`` of an NNX activation class: constructed with the
+      same ``rngs`` (before the model) and given to the model as ``activation``; None where
+      :attr:`kwargs` holds the activation.
   """
 
   nnx_class: type
   kwargs: Mapping[str, Any]
+  activation: tuple[type, Mapping[str, Any]] | None = None
 
   @nn.compact
   def __call__(self, x: Any, train: bool) -> Any:
@@ -180,7 +218,12 @@ class FromNNX(nn.Module):
       name: self.make_rng(name) if name in given else jax.random.key(0)
       for name in ("params", "dropout")
     }
-    module = self.nnx_class(**self.kwargs, rngs=nnx.Rngs(**streams))
+    rngs = nnx.Rngs(**streams)
+    given_activation = {}
+    if self.activation is not None:
+      activation_class, activation_kwargs = self.activation
+      given_activation = {"activation": activation_class(**activation_kwargs, rngs=rngs)}
+    module = self.nnx_class(**self.kwargs, **given_activation, rngs=rngs)
     if not self.is_initializing():
       nnx.update(module, nnx.merge_state(*[nnx.State(dict(v)) for v in self.variables.values()]))
     out = module(x, train=train)
@@ -203,13 +246,16 @@ def _given(kwargs: Mapping[str, Any]) -> str:
 _CONSTRUCTED: set[tuple] = set()
 
 
-def _check_nnx_constructor(spec, cls, activation, dropout, key, kwargs) -> None:
-  """Constructs the NNX class ``cls`` once for these arguments, shapes only (`nnx.eval_shape`).
+def _check_nnx_constructor(spec, cls, activation, dropout, key, kwargs, built=False) -> None:
+  """Constructs the NNX class ``cls`` once for these arguments, shapes only (`nnx.eval_shape`);
+  ``built``: ``activation`` is ``(class, keyword arguments)`` of an NNX activation class,
+  constructed with the same rngs first (as :class:`FromNNX` does).
 
   Raises:
     ValueError: its ``__init__`` does not take them, or raises (naming it and the reason).
   """
-  seen = (spec, id(activation), dropout, key)
+  made = (id(activation[0]), repr(activation[1])) if built else id(activation)
+  seen = (spec, made, dropout, key)
   if seen in _CONSTRUCTED:
     return
   what = f"model {spec!r}"
@@ -227,7 +273,8 @@ def _check_nnx_constructor(spec, cls, activation, dropout, key, kwargs) -> None:
 
     def construct():
       rngs = nnx.Rngs(params=0, dropout=1)
-      return cls(activation=activation, dropout=dropout, rngs=rngs, **kwargs)
+      made = activation[0](**activation[1], rngs=rngs) if built else activation
+      return cls(activation=made, dropout=dropout, rngs=rngs, **kwargs)
 
     nnx.eval_shape(construct)
   except Exception as e:  # The user's code: whatever it raises is the reason.

@@ -523,8 +523,9 @@ def headline_summary(design: Confirmation, outcomes: Sequence[Outcome], earlier)
     + (f" (the earlier design's: {before[o.number]})" if o.number in before else "")
     for o in outcomes
   ]
+  whose = "gelujax's" if registry.users(design) is None else "your own"
   return (
-    f"gelujax's re-test of {figure(design.task)}'s {design.family} family on "
+    f"{whose} re-test of {figure(design.task)}'s {design.family} family on "
     f"{len(design.seeds)} fresh paired seeds (`{design.name}`): {', '.join(parts)}."
   )
 

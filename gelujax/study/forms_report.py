@@ -160,8 +160,9 @@ def draw_figure(design: Design, outcomes: Sequence[Outcome], path: Path) -> Path
         fontsize=8,
       )
       ax.set_title(f"{metric.label}, {dtype}", fontsize=9)
+  what = "GELU forms" if registry.users(design) is None else f"`{design.name}`'s arms"
   fig.suptitle(
-    f"GELU forms on {design.dataset}, {len(design.seeds)} paired seeds: grey, the equivalence "
+    f"{what} on {design.dataset}, {len(design.seeds)} paired seeds: grey, the equivalence "
     "margin; marker: equivalent ●, different ■, inconclusive ◇"
   )
   return plots.save_figure(fig, path)
@@ -185,19 +186,25 @@ def design_lines(design: Design) -> list[str]:
     f"{n} tests in each {kind} family"
     for kind, n in sorted({(k[0], size) for k, size in families.items()})
   )
+  model = (
+    f"the GELU paper's Fig. 2 MLP (`--task={design.task}`) on {design.dataset}, dropout "
+    f"{design.dropout:g}, the paper's batch size and optimizer"
+    if design.task == forms.DESIGN.task
+    else f"`--task={design.task}` (its model, batch size and optimizer) on {design.dataset}, "
+    f"dropout {design.dropout:g}"
+  )
   lines = [
     f"Fixed in {registry.fixed_in(design)} before any of its runs was trained:",
     "",
-    f"- Task: the GELU paper's Fig. 2 MLP (`--task={design.task}`) on {design.dataset}, "
-    f"dropout {design.dropout:g}, the paper's batch size and optimizer, {design.epochs} epochs: "
-    f"{design.epochs_reason}.",
+    f"- Task: {model}, {design.epochs} epochs: {design.epochs_reason}.",
     f"- Arms: {', '.join(design.arms)} ({design.control_reason}).",
     f"- Every arm at every lr ({numbers.lrs(design.learning_rates)}), with the same {n} seeds "
     "(one seed: one initial draw and one batch order in every arm, so every comparison is "
     "paired by seed), "
     f"computing in {' and '.join(design.dtypes)} (parameters, optimizer state and losses are "
     "float32 either way).",
-    f"- Compared: each pair of forms (later minus earlier) and {design.control} − gelu, at "
+    f"- Compared: each pair of forms (later minus earlier) and {design.control} − "
+    f"{design.forms[0]}, at "
     "each lr and in "
     "each dtype, on:",
   ]
@@ -345,11 +352,41 @@ def training_lines(design: Design, out: Path, root: Path, project: bool = True) 
 
 
 def title(design: Design) -> str:
+  """gelujax's own studies' question; a user's study (`gelujax.study.registry.users`) by its own
+  name and arms."""
+  head, forms_ = "Which GELU? The forms", f"{', '.join(design.forms)}; "
+  control = f"{design.control} as the control; "
+  if registry.users(design) is not None:
+    head, forms_ = f"`{design.name}`: {', '.join(design.forms)}", ""
+    control = control * (design.control in design.arms)
   return (
-    f"Which GELU? The forms trained{' and swapped' * design.swaps} on {design.dataset} "
-    f"({', '.join(design.forms)}; {design.control} as the control; {len(design.seeds)} paired "
+    f"{head} trained{' and swapped' * design.swaps} on {design.dataset} "
+    f"({forms_}{control}{len(design.seeds)} paired "
     f"seeds, lrs {numbers.lrs(design.learning_rates)}, "
     f"{' and '.join(design.dtypes)}, {design.epochs} epochs)"
+  )
+
+
+def lead(design: Design) -> str:
+  """The README's question: gelujax's own (the GELU forms), or a user's study's own arms."""
+  study = registry.users(design)
+  if study is None:
+    return (
+      "Do the GELU forms train differently, and can a network trained with one be run with "
+      "another? `gelu` is the exact erf form (PyTorch's and TensorFlow's default), `gelu_tanh` "
+      "the tanh approximation (`jax.nn.gelu`'s and Flax's default, the GELU paper's), "
+      "`gelu_sigmoid` x·σ(1.702x)."
+    )
+  swapped = ", and can a network trained with one be run with another" * design.swaps
+  control = (
+    f" {design.control} is the positive control, compared with {design.forms[0]}: a design "
+    "that cannot tell them apart cannot call the others equivalent."
+  )
+  return (
+    f"A pre-registered study of your own (`{study.where}`): do {', '.join(design.forms)} "
+    f"train to networks that differ beyond the margins below{swapped}?"
+    + control
+    * (design.control in design.arms)
   )
 
 
@@ -376,10 +413,7 @@ def write_result(design: Design, *, out: Path, root: Path, project: bool = True)
   lines = [
     f"# {title(design)}",
     "",
-    "Do the GELU forms train differently, and can a network trained with one be run with "
-    "another? `gelu` is the exact erf form (PyTorch's and TensorFlow's default), `gelu_tanh` "
-    "the tanh approximation (`jax.nn.gelu`'s and Flax's default, the GELU paper's), "
-    "`gelu_sigmoid` x·σ(1.702x).",
+    lead(design),
     "",
     "## Findings",
     "",

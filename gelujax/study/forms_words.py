@@ -8,7 +8,15 @@ import collections
 import math
 from collections.abc import Sequence
 
-from gelujax.study import calibration, corrections, forms, forms_corrections, numbers, stats
+from gelujax.study import (
+  calibration,
+  corrections,
+  forms,
+  forms_corrections,
+  numbers,
+  registry,
+  stats,
+)
 from gelujax.study.forms import Design, Outcome
 from gelujax.study.judge import DIFFERENT, EQUIVALENT, INCONCLUSIVE
 
@@ -320,8 +328,11 @@ def headline_summary(
     + (", a loss still falling at the last epoch" if key in falling else "")
     for key, m in on.items()
   )
+  whose = "gelujax's own study of the GELU forms"
+  if registry.users(design) is not None:
+    whose = "a study of your own"
   return (
-    f"gelujax's own study of the GELU forms (`{design.name}`): {len(chosen)} pre-registered "
+    f"{whose} (`{design.name}`): {len(chosen)} pre-registered "
     f"comparisons of the forms, "
     f"{count_words(tally(chosen, False), sum(daggered(o, gaps) for o in found), unmarked)}; "
     f"{len(survivors)} of the {len(found)} *equivalent* calibrated (by the control within "

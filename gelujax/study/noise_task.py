@@ -168,7 +168,9 @@ def write_noise(
     ),
     references=references,
   )
-  table = write_noise_table(task + NOISE_SUFFIX, shown, result, out)
+  table = write_noise_table(
+    task + NOISE_SUFFIX, shown, result, out, own=list(settings.get("activation_sources", {}))
+  )
   labels = {
     f"{name} (lr {r['learning_rate']:g}, seeds {numbers.seeds(r['seeds'])}"
     + (f", {r['diverged']}/{r['members']} diverged)" if r["diverged"] else ")"): r
@@ -199,7 +201,11 @@ def write_noise(
 
 
 def write_noise_table(
-  task: str, shown: dict[str, dict[str, Any]], result: Analysis, out: Path
+  task: str,
+  shown: dict[str, dict[str, Any]],
+  result: Analysis,
+  out: Path,
+  own: Sequence[str] = (),
 ) -> str:
   text = [
     f"# {task}: test accuracy and log loss under Unif[-a, a] pixel noise\n",
@@ -209,7 +215,7 @@ def write_noise_table(
     "linearly interpolated where a lies between two evaluated levels (a = 1 does). Paper: "
     "GELU's accuracy read off Fig. 3 (approximate); its GELU is `gelu_tanh`.\n",
     tables.format_noise_table(shown, at=NOISE_TABLE_LEVELS, paper=PAPER_NOISE_ACCURACY),
-    *exploratory_tables(result),
+    *exploratory_tables(result, own),
   ]
   table = "\n".join(text)
   (out / "table.md").write_text(table)

@@ -34,8 +34,9 @@ def headline_summary(design: Pilot, analysis: Analysis) -> str:
   pending = ""
   if analysis.missing:
     pending = f"; pending ({', '.join(analysis.missing)} not trained)"
+  whose = "gelujax's" if registry.users(design) is None else "your own"
   return (
-    f"gelujax's pilot of a feed-forward activation study on {design.task} (`{design.name}`): "
+    f"{whose} pilot of a feed-forward activation study on {design.task} (`{design.name}`): "
     f"validation metrics on selection seeds {numbers.seeds(design.seeds)}, no verdicts{pending}."
   )
 

@@ -98,7 +98,10 @@ def write_runs(
     ),
     references=references,
   )
-  table = write_table(task, rows, list(evaluation_rows.values()), report, result, metrics, out)
+  table = write_table(
+    task, rows, list(evaluation_rows.values()), report, result, metrics, out,
+    own=list(settings.get("activation_sources", {})),
+  )  # fmt: skip
   if task == "mnist_ae":
     figure = plots.draw_autoencoder_figure(
       list(zip(selection, rows, strict=True)),

@@ -216,6 +216,9 @@ def describe_settings(settings: Mapping[str, Any], report: Report | None) -> lis
     + (f" (the authors' script: {authors} times per epoch)" if authors else ""),
     f"Activations: {', '.join(settings['activations'])}",
     *[describe_source(*source) for source in settings.get("activation_sources", {}).items()],
+    *[
+      describe_source(*source, kind="Model") for source in settings.get("model_sources", {}).items()
+    ],
     f"Dropout rates: {', '.join(f'{r:g}' for r in settings['dropout_rates'])}",
     f"Learning rates: {', '.join(f'{lr:g}' for lr in settings['learning_rates'])} "
     f"({describe_selection(report, settings)})",
@@ -237,14 +240,16 @@ def describe_settings(settings: Mapping[str, Any], report: Report | None) -> lis
   return lines
 
 
-def describe_source(name: str, source: Mapping[str, Any]) -> str:
-  """A user's activation as the README names it: the function, its module's file and the folder
-  that module was imported from (`gelujax.study.stages.activation_sources`), where the commands
-  above import it again."""
+def describe_source(name: str, source: Mapping[str, Any], kind: str = "Activation") -> str:
+  """A user's activation (or ``kind="Model"``, model) as the README names it: the function or
+  class, its module's file and that file's sha256 as the runs imported it, and the folder that
+  module was imported from (`gelujax.study.stages.activation_sources`, `model_sources`), where
+  the commands above import it again."""
+  sha256 = f" (sha256 {source['sha256']})" if source.get("sha256") else ""
   return (
-    f"Activation {name}: `{source['function']}` of `{source['file']}`, imported from the folder "
-    f"`{source['folder']}` (the commands above import it from there: run them in that folder, or "
-    "with it on PYTHONPATH)"
+    f"{kind} {name}: `{source['function']}` of `{source['file']}`{sha256}, imported from the "
+    f"folder `{source['folder']}` (the commands above import it from there: run them in that "
+    "folder, or with it on PYTHONPATH)"
   )
 
 

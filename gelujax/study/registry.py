@@ -231,6 +231,14 @@ def _known(design: Any) -> Study | None:
   return STUDIES.get(design.name) or _USERS.get(design.name)
 
 
+def users(design: Any) -> Study | None:
+  """The user's own study of ``design``'s name, resolved in this process (:func:`resolve`); None
+  for gelujax's own studies and a design known by no study. A report frames a user's study by
+  its own design (its name, arms and data), not by gelujax's question."""
+  study = _known(design)
+  return study if study is not None and study.source is not None else None
+
+
 def variable(design: Any) -> str:
   """The name the study of ``design``'s name has in its module (``DESIGN``, ``POWERED``,
   ``TWITTER``, ``VIT``, a user's resolved one's); ``design``'s own name where none is known

@@ -22,7 +22,7 @@ from gelujax.study.analysis import Analysis
 from gelujax.study.grids import Grid
 from gelujax.study.runs import Run, RunRow
 from gelujax.workdir import SUMMARY_FILE
-from gelujax.workdir.config import ACTIVATION_SOURCE
+from gelujax.workdir.config import ACTIVATION_SOURCE, MODEL_SOURCE
 
 
 @dataclasses.dataclass
@@ -66,7 +66,7 @@ def read_settings(
         "one result must share their grid. Retrain one of them, or move it to another `out`."
       )
   spec = first.config["spec"]
-  sources = activation_sources(selection)
+  sources, models = activation_sources(selection), model_sources(selection)
   return {
     "task": task,
     "dataset": first.config["dataset"],
@@ -78,6 +78,7 @@ def read_settings(
     "seeds": first.seeds(),
     "evaluation_seeds": list(dict.fromkeys(s for run in evaluation for s in run.seeds())),
     **({"activation_sources": sources} if sources else {}),
+    **({"model_sources": models} if models else {}),
     "references": list(references),
   }
 
@@ -85,20 +86,33 @@ def read_settings(
 def activation_sources(selection: Sequence[Run]) -> dict[str, dict[str, str]]:
   """Where each of the runs' own activations came from (a user's ``module:function``, or one
   registered by a script), as their config.json records it: ``{activation: {"module",
-  "function", "file", "folder"}}``, ``folder`` the one the module was imported from (the folder
-  holding its top-level package), which its result's commands must import it from again."""
+  "function", "file", "sha256", "folder"}}``, ``folder`` the one the module was imported from
+  (the folder holding its top-level package), which its result's commands must import it from
+  again."""
+  return _sources(selection, ACTIVATION_SOURCE, lambda run: run.activation)
+
+
+def model_sources(selection: Sequence[Run]) -> dict[str, dict[str, str]]:
+  """Where the runs' model of the user's own (``module:Class``) came from, as their
+  config.json records it: ``{model: {"module", "function", "file", "sha256", "folder"}}``, as
+  :func:`activation_sources`; empty for gelujax's own models."""
+  return _sources(selection, MODEL_SOURCE, lambda run: run.config["spec"]["model"])
+
+
+def _sources(selection: Sequence[Run], field: str, name) -> dict[str, dict[str, str]]:
   sources = {}
   for run in selection:
-    source = run.config.get(ACTIVATION_SOURCE)
+    source = run.config.get(field)
     if not source or not source.get("file"):
       continue
     file = Path(source["file"])
     # A module a.b is a/b.py or a/b/__init__.py below the folder it was imported from.
     depth = source["module"].count(".") + (file.name == "__init__.py")
-    sources[run.activation] = {
+    sources[name(run)] = {
       "module": source["module"],
       "function": source["function"],
       "file": str(file),
+      "sha256": source.get("sha256"),
       "folder": str(file.parents[depth]) if depth < len(file.parents) else str(file.parent),
     }
   return sources

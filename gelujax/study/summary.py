@@ -123,9 +123,11 @@ def write_table(
   result: Analysis,
   metrics: Sequence[analysis.Metric],
   out: Path,
+  own: Sequence[str] = (),
 ) -> str:
   """table.md: the evaluation runs and the selection grids beside the paper's numbers, the
-  exploratory comparisons and instabilities, then every lr of the selection grids."""
+  exploratory comparisons and instabilities, then every lr of the selection grids; ``own``
+  as :func:`exploratory_tables` takes it."""
   extra = [(m.key, m.label, m.scale) for m in metrics[1:]]
   select = rows[0].select_metric
   # The grid of every lr marks each run's selected lr, not the lr the tables above show.
@@ -167,7 +169,7 @@ def write_table(
     "and the uncorrected p. `unstable`: members of the lr shown whose training loss exceeds "
     f"{curves.JUMP_RATIO:g}x its running minimum.\n",
   ]
-  text += exploratory_tables(result)
+  text += exploratory_tables(result, own)
   text.append("## Every learning rate of the selection grids\n")
   text.append(
     tables.format_grid(
@@ -183,7 +185,20 @@ def write_table(
   return table
 
 
-def exploratory_tables(result: Analysis) -> list[str]:
+# How a user makes a comparison of their own activation confirmatory (the exploratory tables'
+# last sentence, where the runs hold one).
+CONFIRMATORY = (
+  "To make a comparison of your own activation confirmatory, pre-register it: a study literal "
+  "with your activation among its arms, in a module of your own (`my_studies.py`: `MINE = "
+  "dataclasses.replace(gelujax.study.forms.DESIGN, ...)`), run by `gelujax reproduce "
+  "--task=my_studies:MINE` (docs/reproducing.md, Adding a study)."
+)
+
+
+def exploratory_tables(result: Analysis, own: Sequence[str] = ()) -> list[str]:
+  """The exploratory comparisons' section of table.md; ``own``, the user's own activations
+  among the runs (`gelujax.study.stages.activation_sources`): then it says how to make a
+  comparison of theirs confirmatory."""
   text = []
   if result.exploratory:
     text += [
@@ -194,7 +209,9 @@ def exploratory_tables(result: Analysis) -> list[str]:
       "uncorrected two-sided rank-sum p; then, on the seeds both runs trained (a seed is one "
       "initial draw, batch order and dropout stream whatever the activation), the paired shift "
       "(the median of the differences' Walsh averages) with its exact interval and the "
-      "signed-rank p. Exploratory: no correction, no verdict.\n",
+      "signed-rank p. Exploratory: no correction, no verdict."
+      + (f" {CONFIRMATORY}" if own else "")
+      + "\n",
       tables.format_exploratory(result.exploratory),
     ]
   if any(kind == "jump" for _, _, kind, _ in result.curves):

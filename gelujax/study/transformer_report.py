@@ -24,6 +24,7 @@ from gelujax.study import (
   overview,
   provenance,
   readme,
+  registry,
   runs,
   transformer,
   transformer_design,
@@ -38,6 +39,26 @@ ERROR_KEY = transformer.ERROR.key
 
 FAMILY_KIND = "family"  # a study's rows of results/README.md (`gelujax.study.overview`)
 BFLOAT16_SPACING = 2.0**-7  # bfloat16's spacing between 1 and 2 (8 significant bits)
+
+
+def lead(design: Design) -> str:
+  """The README's question: gelujax's own (which activation, and the GELU forms), or a user's
+  study's own arms (`gelujax.study.registry.users`)."""
+  study = registry.users(design)
+  if study is None:
+    return (
+      "Which feed-forward activation does a small transformer train best with, and do the two "
+      "GELU forms (and their gated counterparts) train to networks as good? A pre-registered "
+      f"study on `{design.task}`: its hypotheses fixed in code before its runs, each "
+      "arm's lr, the margins and the seeds taken from its pilot by a stated rule."
+    )
+  return (
+    f"A pre-registered study of your own (`{study.where}`) of the feed-forward activations "
+    f"{', '.join(design.arms)} in `{design.task}`: do the pairs it ranks differ, and do the "
+    "pairs it holds within margins train to networks as good? Its hypotheses fixed in code "
+    "before its runs, each arm's lr, the margins and the seeds taken from its pilot "
+    f"`{design.pilot.name}` by a stated rule."
+  )
 
 
 def title(design: Design) -> str:
@@ -322,6 +343,8 @@ def headline_summary(
   """The study's line in the top-level README: its families' tallies, the control, the wrong
   form's first float32 row (the exact form run with the other), and what it does not show."""
   name = f"gelujax's transformer study on {design.task} (`{design.name}`)"
+  if registry.users(design) is not None:
+    name = f"a transformer study of your own on {design.task} (`{design.name}`)"
   if result.missing:
     return f"{name}: pending ({', '.join(result.missing)} not trained)."
   counts = transformer_verdicts.tally(result)
@@ -387,10 +410,7 @@ def write_result(design: Design, *, out: Path, root: Path, project: bool = True)
   lines = [
     f"# {title(design)}",
     "",
-    "Which feed-forward activation does a small transformer train best with, and do the two "
-    "GELU forms (and their gated counterparts) train to networks as good? A pre-registered "
-    f"study on `{design.task}`: its hypotheses fixed in code before its runs, each "
-    "arm's lr, the margins and the seeds taken from its pilot by a stated rule.",
+    lead(design),
     "",
     "## Verdicts",
     "",

@@ -18,7 +18,12 @@ from gelujax.linen import make_activation
 from gelujax.members import learning_rates_problem
 from gelujax.models import MODELS
 from gelujax.models.user import VALID as USER_MODEL
-from gelujax.models.user import is_user_model, make_user_model, user_model
+from gelujax.models.user import (
+  ActivationNotForModel,
+  is_user_model,
+  make_user_model,
+  user_model,
+)
 from gelujax.objectives import OBJECTIVES
 from gelujax.optimizers import OPTIMIZERS
 from gelujax.preprocessing import PREPROCESSING
@@ -129,6 +134,8 @@ class TaskSpec:
   def _check_model(self) -> None:
     try:
       model = self.build_model()
+    except ActivationNotForModel as e:
+      raise ValueError(f"TaskSpec {self.name!r}: {e}") from None
     except (TypeError, ValueError) as e:
       if is_user_model(self.model):
         raise SpecError(self.name, "model", self.model, _valid_models(self), str(e)) from None
@@ -245,6 +252,7 @@ def make_model(spec: TaskSpec, data_options: Mapping[str, Any]) -> nn.Module:
       dropout=spec.dropout,
       dtype=spec.dtype,
       options={**spec.model_options, **data_options},
+      activation_spec=spec.activation,
     )
   return MODELS.get(spec.model)(
     activation=make_activation(spec.activation),
