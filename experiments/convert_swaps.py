@@ -1,4 +1,4 @@
-"""The one conversion of the forms study's swaps (issue 54): ``<out>/swaps/<run>.json``, the format
+"""The one conversion of the forms study's swaps: ``<out>/swaps/<run>.json``, the format
 of the results committed before `gelujax.study.wrong_form` kept every study's wrong forms in one
 format, into ``<out>/wrong_form/<run>.json`` rows (`gelujax.study.wrong_form.write`).
 
