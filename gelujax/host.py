@@ -34,7 +34,7 @@ import signal
 import sys
 import threading
 import warnings
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -474,6 +474,28 @@ def interrupt(signum: int, frame: Any = None) -> None:
   raise Interrupted(signum)
 
 
+@contextlib.contextmanager
+def signals_remembered() -> Iterator[None]:
+  """Where the process keeps Python's own SIGINT handler (a user's script or notebook calling
+  `gelujax.engine.fit`), `interrupt` takes SIGINT for the block, so that a Ctrl-C a finalizer
+  swallows (see `unwind_on_signals`) still stops it at the next segment, and the handler is
+  given back after; a handler of the process's own (the commands' `interrupt`, a user's) is
+  left as it is. Only the main thread receives signals; elsewhere this does nothing."""
+  main = threading.current_thread() is threading.main_thread()
+  if not main or signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+    yield
+    return
+  del _RECEIVED[:]  # an earlier block's Ctrl-C was raised there
+  hook = sys.unraisablehook
+  signal.signal(signal.SIGINT, interrupt)
+  sys.unraisablehook = _quiet_when_interrupted(hook)
+  try:
+    yield
+  finally:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    sys.unraisablehook = hook
+
+
 def unwind_on_signals() -> None:
   """Installs `interrupt` for SIGTERM, and for SIGINT unless the process ignores it (a shell
   starts ``cmd &`` with SIGINT ignored, and such a run keeps ignoring it), so that both unwind the
@@ -489,21 +511,20 @@ def unwind_on_signals() -> None:
   signal.signal(signal.SIGTERM, interrupt)
   if signal.getsignal(signal.SIGINT) != signal.SIG_IGN:
     signal.signal(signal.SIGINT, interrupt)
-  if sys.unraisablehook is not _quiet_when_interrupted:
-    global _UNRAISABLE
-    _UNRAISABLE = sys.unraisablehook
-    sys.unraisablehook = _quiet_when_interrupted
+  if not getattr(sys.unraisablehook, "quiet_when_interrupted", False):
+    sys.unraisablehook = _quiet_when_interrupted(sys.unraisablehook)
 
 
-_UNRAISABLE = sys.unraisablehook
+def _quiet_when_interrupted(hook: Callable[[Any], None]) -> Callable[[Any], None]:
+  """A `sys.unraisablehook` that drops an `Interrupted` a finalizer could not raise (it is
+  remembered, and raised again at the next safe point), and hands anything else to ``hook``."""
 
+  def quiet(unraisable: Any) -> None:
+    if not isinstance(unraisable.exc_value, Interrupted):
+      hook(unraisable)
 
-def _quiet_when_interrupted(unraisable: Any) -> None:
-  """`sys.unraisablehook` that drops an `Interrupted` a finalizer could not raise (it is
-  remembered, and raised again at the next safe point), and hands anything else on."""
-  if isinstance(unraisable.exc_value, Interrupted):
-    return
-  _UNRAISABLE(unraisable)
+  quiet.quiet_when_interrupted = True
+  return quiet
 
 
 def raise_if_interrupted() -> None:

@@ -170,6 +170,48 @@ def test_training_with_the_compilation_cache_leaves_the_interpreters_hooks_as_th
   assert result.stdout.split() == ["[True,", "True,", "True,", "True]", "True"]
 
 
+CTRL_C_IN_A_FINALIZER = """
+import gc, os, signal, sys
+from tiny_task import REFERENCE, REFERENCE_MEMBERS, tiny_like
+from gelujax import engine
+armed = []
+
+
+def collected(phase, info):  # Ctrl-C that lands in a finalizer: Python drops its exception
+  if armed:
+    armed.clear()
+    os.kill(os.getpid(), signal.SIGINT)
+
+
+gc.callbacks.append(collected)
+armed.append(True)
+try:
+  engine.fit(tiny_like(REFERENCE, epochs=3), sys.argv[1], REFERENCE_MEMBERS, progress=False)
+except KeyboardInterrupt as e:
+  print("stopped:", e, signal.getsignal(signal.SIGINT) is signal.default_int_handler)
+else:
+  print("finished")
+"""
+
+
+@pytest.mark.e2e
+def test_a_ctrl_c_a_finalizer_swallows_still_stops_a_users_fit(tmp_path):
+  """A user's script keeps Python's own SIGINT handler; a Ctrl-C that lands in a garbage
+  collection callback (as it did in JAX's, a few milliseconds into a run) was dropped there,
+  and `engine.fit` trained to the end. It stops at the next segment, says nothing more, and the
+  script's handler is its own again after."""
+  env = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, os.path.join(ROOT, "tests")]))
+  result = subprocess.run(
+    [sys.executable, "-c", CTRL_C_IN_A_FINALIZER, str(tmp_path / "run")],
+    env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300,
+  )  # fmt: skip
+  assert result.returncode == 0, result.stderr[-2000:]
+  assert result.stdout.splitlines() == ["stopped: interrupted by SIGINT True"]
+  assert "Exception ignored" not in result.stderr
+  epochs = [json.loads(line)["epoch"] for line in (tmp_path / "run" / "metrics.jsonl").open()]
+  assert max(epochs) < 3
+
+
 @pytest.mark.parametrize("xla_flags", ["", "--xla_force_host_platform_device_count=100000"])
 def test_a_device_count_far_above_the_cores_is_refused_before_jax_is_asked(xla_flags, monkeypatch):
   """100000 devices: the kernel killed the process for memory before JAX had started; whether

@@ -135,6 +135,7 @@ def _place(parts: Parts, members: Members, mesh: Mesh, member_strategy: str) -> 
   return _Placed(program, members.to_json(), seeds, learning_rates, train, evals)
 
 
+@host.signals_remembered()
 def fit(
   parts: Parts,
   workdir: str,
