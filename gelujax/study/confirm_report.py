@@ -18,12 +18,10 @@ from gelujax.paper import LOWER, figure
 from gelujax.study import (
   confirm,
   corrections,
-  grids,
   numbers,
-  overview,
-  provenance,
   readme,
   registry,
+  report,
   runs,
   stats,
 )
@@ -530,18 +528,6 @@ def headline_summary(design: Confirmation, outcomes: Sequence[Outcome], earlier)
   )
 
 
-def training_lines(design: Confirmation, out: Path, root: Path, project: bool) -> list[str]:
-
-  lines = provenance.provenance_lines(out, when_none="- none trained yet")
-  lines += [
-    "",
-    f"Train (or resume): `{readme.command_name(project)} --task={design.name}`. Re-render from "
-    f"these files alone: `{readme.command_name(project)} --task={design.name} "
-    f"--out={grids.repo_relative(out, root)} --render`.",
-  ]
-  return lines
-
-
 def write_result(design: Confirmation, *, out: Path, root: Path, project: bool = True) -> Path:
   """Writes ``out``'s README.md, table.md and summary.json; returns ``out``; and the project's
   overview where ``out`` is under its results/."""
@@ -552,50 +538,37 @@ def write_result(design: Confirmation, *, out: Path, root: Path, project: bool =
   missing = [a for a in design.arms if a not in finished]
   found = findings(design, outcomes, finished, earlier, command)
   corrected = corrections.lines(design.name, design.date)
-  table = ["# Each arm", "", *arm_lines(design, finished), "", "# Every seed", ""]
-  (out / "table.md").write_text("\n".join([*table, *seed_table(design, finished), ""]))
   h = design.hypotheses()[design.retested - 1]
-  lines = [
-    f"# {title(design)}",
-    "",
-    f"{figure(design.task)} of the GELU paper: “{_claim(design)}”. The earlier result of this "
-    f"project found its {design.family} hypothesis {design.retested} ({h.describe()}) as the "
-    "section below quotes it; this study re-tests the family on fresh seeds, paired, with the "
-    "tie rule and the comparison in whole tokens fixed before its runs.",
-    "",
-    "## Verdicts",
-    "",
-    *verdict_table(design, outcomes, command),
-    "",
-    "## Findings",
-    "",
-    *[f"- {line}" for line in found],
-    "",
-    "## The earlier design's verdict",
-    "",
-    *earlier_lines(design, earlier, out, root),
-    "",
-    *(["## Corrections", "", *corrected, ""] if corrected else []),
-    "## Design",
-    "",
-    *design_lines(design, earlier),
-    "",
-    "## Each arm",
-    "",
-    *arm_lines(design, finished),
-    "",
-    "## Training",
-    "",
-    *training_lines(design, out, root, project),
-    "",
-    "Every seed's count: `table.md`.",
+  body = [
+    *report.section("Verdicts", verdict_table(design, outcomes, command)),
+    *report.section("Findings", [f"- {line}" for line in found]),
+    *report.section("The earlier design's verdict", earlier_lines(design, earlier, out, root)),
+    *report.section("Corrections", corrected),
+    *report.section("Design", design_lines(design, earlier)),
+    *report.section("Each arm", arm_lines(design, finished)),
   ]
-  (out / "README.md").write_text("\n".join(lines) + "\n")
-  workdirs.write_json(
-    out / "summary.json",
-    {
-      "study": design.name,
-      "title": title(design),
+  return report.publish(
+    design.name,
+    out=out,
+    root=root,
+    project=project,
+    title=title(design),
+    intro=f"{figure(design.task)} of the GELU paper: “{_claim(design)}”. The earlier result of "
+    f"this project found its {design.family} hypothesis {design.retested} ({h.describe()}) as "
+    "the section below quotes it; this study re-tests the family on fresh seeds, paired, with "
+    "the tie rule and the comparison in whole tokens fixed before its runs.",
+    body=body,
+    footer="Every seed's count: `table.md`.",
+    table=[
+      "# Each arm",
+      "",
+      *arm_lines(design, finished),
+      "",
+      "# Every seed",
+      "",
+      *seed_table(design, finished),
+    ],
+    summary={
       "missing": missing,
       "headline": headline_rows(
         design,
@@ -612,9 +585,6 @@ def write_result(design: Confirmation, *, out: Path, root: Path, project: bool =
       "earlier": earlier,
     },
   )
-  if project and out.resolve().is_relative_to((root / "results").resolve()):
-    overview.write_results_overview(root)
-  return out
 
 
 def _claim(design: Confirmation) -> str:
@@ -636,10 +606,9 @@ def reproduce(
   """Trains every run of the design that is not finished (resuming partial ones) and writes the
   result into ``out``; ``train=False`` trains nothing and renders from the files already
   there. Training records ``command`` and the code's revision
-  (`gelujax.study.provenance.record_provenance`). ``root`` and ``project`` as
+  (`gelujax.study.report.reproduce`). ``root`` and ``project`` as
   :func:`gelujax.study.reproduce` takes them."""
-  provenance.train_or_check(
-    design.name, lambda: confirm.make_grids(design, out), seeds=design.seeds, out=out, root=root,
-    data_dir=data_dir, train=train, command=command,
+  return report.reproduce(
+    design, lambda: confirm.make_grids(design, out), write_result, out=out, root=root,
+    data_dir=data_dir, train=train, command=command, project=project,
   )  # fmt: skip
-  return write_result(design, out=out, root=root, project=project)

@@ -16,19 +16,15 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
-from gelujax import workdir as workdirs
 from gelujax.study import (
   calibration,
   forms,
   forms_corrections,
   forms_words,
-  grids,
   numbers,
-  overview,
   plots,
-  provenance,
-  readme,
   registry,
+  report,
   runs,
   stats,
   wrong_form,
@@ -341,16 +337,6 @@ def swap_findings(design: Design, rows: Sequence[wrong_form.WrongForm]) -> list[
   return lines
 
 
-def training_lines(design: Design, out: Path, root: Path, project: bool = True) -> list[str]:
-  lines = provenance.provenance_lines(out, "grid")
-  lines.append("")
-  lines.append(
-    f"Re-render from these files alone: `{readme.command_name(project)} --task={design.name} "
-    f"--out={grids.repo_relative(out, root)} --render`."
-  )
-  return lines
-
-
 def title(design: Design) -> str:
   """gelujax's own studies' question; a user's study (`gelujax.study.registry.users`) by its own
   name and arms."""
@@ -409,47 +395,41 @@ def write_result(design: Design, *, out: Path, root: Path, project: bool = True)
   table = ["# Every comparison", "", *full_table(outcomes), "", "# Each arm", ""]
   for metric in design.metrics:
     table += [f"## {metric.label}", "", *arm_table(design, finished, metric), ""]
-  (out / "table.md").write_text("\n".join(table) + "\n")
-  lines = [
-    f"# {title(design)}",
-    "",
-    lead(design),
-    "",
-    "## Findings",
-    "",
-    *[f"- {line}" for line in found],
-    "",
-    forms_words.limits(design),
-    "",
-    *(["## Corrections", "", *corrected, ""] if corrected else []),
-    "## Design",
-    "",
-    *design_lines(design),
-    "",
-    "## Verdicts",
-    "",
+  verdicts = [
     f"Each cell: the verdict, then the paired shift [exact {100 * stats.CONFIDENCE:g}% "
     "interval]. † marks an *equivalent* where the control was not found different either; "
     f"{calibration.UNCALIBRATED_MARK} one where {calibration.uncalibrated_words()} "
     "(`gelujax.study.calibration`).",
+    "",
   ]
   for metric in design.metrics:
-    lines += ["", f"### {metric.label}", "", *verdict_table(design, outcomes, metric)]
+    verdicts += report.section(metric.label, verdict_table(design, outcomes, metric), 3)
   if outcomes:
-    lines += ["", f"![paired shifts]({FIGURE})"]
-  lines += [""]
-  if design.swaps:
-    lines += ["## Swapped at inference", ""]
-    for key, label, scale in SWAP_KEYS:
-      lines += [f"### Change in {label}", "", *swap_table(design, kept, key, scale), ""]
-  lines += ["## Training", "", *training_lines(design, out, root, project), ""]
-  lines += ["All numbers: `table.md`."]
-  (out / "README.md").write_text("\n".join(lines) + "\n")
-  workdirs.write_json(
-    out / "summary.json",
-    {
-      "study": design.name,
-      "title": title(design),
+    verdicts += [f"![paired shifts]({FIGURE})", ""]
+  swaps = []
+  for key, label, scale in SWAP_KEYS if design.swaps else ():
+    swaps += report.section(f"Change in {label}", swap_table(design, kept, key, scale), 3)
+  body = [
+    *report.section("Findings", [*[f"- {line}" for line in found], "", forms_words.limits(design)]),
+    *report.section("Corrections", corrected),
+    *report.section("Design", design_lines(design)),
+    *report.section("Verdicts", verdicts[:-1]),
+    *report.section("Swapped at inference", swaps[:-1]),
+  ]
+  return report.publish(
+    design.name,
+    out=out,
+    root=root,
+    project=project,
+    title=title(design),
+    intro=lead(design),
+    body=body,
+    footer="All numbers: `table.md`.",
+    table=table,
+    training=report.training_lines(
+      design.name, out, root, project, unit="grid", when_none=None, resume=False
+    ),
+    summary={
       "missing": list(missing),
       # The rows of results/README.md and the line of the top-level README's summary.
       "headline": forms_words.headline_rows(design, outcomes, falling),
@@ -461,9 +441,6 @@ def write_result(design: Design, *, out: Path, root: Path, project: bool = True)
       "outcomes": [dataclasses.asdict(o) for o in outcomes],
     },
   )
-  if project and out.resolve().is_relative_to((root / "results").resolve()):
-    overview.write_results_overview(root)
-  return out
 
 
 def reproduce(
@@ -478,15 +455,14 @@ def reproduce(
 ) -> Path:
   """Trains every grid of the design that is not finished (resuming partial ones), evaluates
   each finished grid's swaps, and writes the result into ``out``; ``train=False`` trains and
-  evaluates nothing and renders from the files already there. Training records ``command``
-  and the code's revision (`gelujax.study.provenance.record_provenance`). ``root`` and
-  ``project`` as :func:`gelujax.study.reproduce` takes them: a user's study
-  (``project=False``) leaves the project's overview alone."""
-  provenance.train_or_check(
-    design.name, lambda: forms.make_grids(design, out), seeds=design.seeds, out=out, root=root,
-    data_dir=data_dir, train=train, command=command,
+  evaluates nothing and renders from the files already there (`gelujax.study.report.reproduce`,
+  which records ``command`` and the code's revision). ``root`` and ``project`` as
+  :func:`gelujax.study.reproduce` takes them: a user's study (``project=False``) leaves the
+  project's overview alone."""
+  return report.reproduce(
+    design, lambda: forms.make_grids(design, out), write_result, out=out, root=root,
+    data_dir=data_dir, train=train, command=command, project=project,
     after=lambda grid: (
       design.swaps and forms.evaluate_swaps(design, grid, out=out, data_dir=data_dir)
     ),
   )  # fmt: skip
-  return write_result(design, out=out, root=root, project=project)

@@ -8,8 +8,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from gelujax import workdir as workdirs
-from gelujax.study import grids, numbers, overview, pilot, plots, provenance, readme, registry, runs
+from gelujax.study import numbers, pilot, plots, readme, registry, report, runs
 from gelujax.study.pilot import Analysis, Metric, Pilot, Spread
 
 FIGURE = "curves.png"  # each arm's validation loss at its selected lr, against epoch
@@ -229,17 +228,6 @@ def design_lines(design: Pilot) -> list[str]:
   ]
 
 
-def training_lines(design: Pilot, out: Path, root: Path, project: bool) -> list[str]:
-  lines = provenance.provenance_lines(out, when_none="- none trained yet")
-  command = readme.command_name(project)
-  lines += [
-    "",
-    f"Train (or resume): `{command} --task={design.name}`. Re-render from these files alone: "
-    f"`{command} --task={design.name} --out={grids.repo_relative(out, root)} --render`.",
-  ]
-  return lines
-
-
 def seed_table(design: Pilot, analysis: Analysis) -> list[str]:
   """Every member's best epoch, validation error (%) and validation loss."""
   lines = [
@@ -267,64 +255,39 @@ def write_result(design: Pilot, *, out: Path, root: Path, project: bool = True) 
   finished = pilot.finished_runs(design, out)
   analysis = pilot.analyse(design, finished)
   figure = draw_curves(design, finished, analysis, out)
-  (out / "table.md").write_text(
-    "\n".join(["# Every member", "", *seed_table(design, analysis), ""])
-  )
   pending = []
   if analysis.missing:
     command = f"{readme.command_name(project)} --task={design.name}"
     pending = [f"Pending: {', '.join(analysis.missing)} not trained (`{command}` trains them).", ""]
-  lines = [
-    f"# {title(design)}",
-    "",
-    f"A pilot: before a pre-registered study compares "
+  selected = selected_lines(design, analysis)
+  if figure:
+    selected += ["", f"![Each arm's validation loss at its selected lr against epoch]({FIGURE})"]
+  body = [
+    *pending,
+    *report.section("Each arm and learning rate", cell_lines(design, analysis)),
+    *report.section("Selected learning rates", selected),
+    *report.section(
+      "Paired spread at the selected learning rates", spreads_section(design, analysis)
+    ),
+    *report.section("Method", method_lines(design)),
+    *report.section("What the pilot does not show", caveat_lines(design)),
+    *report.section("Design", design_lines(design)),
+  ]
+  return report.publish(
+    design.name,
+    out=out,
+    root=root,
+    project=project,
+    title=title(design),
+    intro="A pilot: before a pre-registered study compares "
     f"feed-forward activations in `{design.task}` on fresh seeds, this pilot trains each arm on "
     "selection seeds at each lr and reads validation metrics alone, to select each arm's lr and "
     "to measure the paired spread between arms that the study's margins, power and seed count "
     "are stated from. It states no verdict.",
-    "",
-    *pending,
-    "## Each arm and learning rate",
-    "",
-    *cell_lines(design, analysis),
-    "",
-    "## Selected learning rates",
-    "",
-    *selected_lines(design, analysis),
-    "",
-    *(
-      [f"![Each arm's validation loss at its selected lr against epoch]({FIGURE})", ""]
-      if figure
-      else []
-    ),
-    "## Paired spread at the selected learning rates",
-    "",
-    *spreads_section(design, analysis),
-    "",
-    "## Method",
-    "",
-    *method_lines(design),
-    "",
-    "## What the pilot does not show",
-    "",
-    *caveat_lines(design),
-    "",
-    "## Design",
-    "",
-    *design_lines(design),
-    "",
-    "## Training",
-    "",
-    *training_lines(design, out, root, project),
-    "",
-    "Every member's values: `table.md`.",
-  ]
-  (out / "README.md").write_text("\n".join(lines) + "\n")
-  workdirs.write_json(
-    out / workdirs.SUMMARY_FILE,
-    {
-      "study": design.name,
-      "title": title(design),
+    body=body,
+    footer="Every member's values: `table.md`.",
+    table=["# Every member", "", *seed_table(design, analysis)],
+    summary={
       "missing": list(analysis.missing),
       "headline": [],
       "headline_summary": headline_summary(design, analysis),
@@ -332,9 +295,6 @@ def write_result(design: Pilot, *, out: Path, root: Path, project: bool = True) 
       "pilot": analysis.to_json(design),
     },
   )
-  if project and out.resolve().is_relative_to((root / "results").resolve()):
-    overview.write_results_overview(root)
-  return out
 
 
 def reproduce(
@@ -350,10 +310,9 @@ def reproduce(
   """Trains every run of the pilot that is not finished (resuming partial ones) and writes the
   result into ``out``; ``train=False`` trains nothing and renders from the files already there.
   Training records ``command`` and the code's revision
-  (`gelujax.study.provenance.record_provenance`). ``root`` and ``project`` as
+  (`gelujax.study.report.reproduce`). ``root`` and ``project`` as
   :func:`gelujax.study.reproduce` takes them."""
-  provenance.train_or_check(
-    design.name, lambda: pilot.make_grids(design, out), seeds=design.seeds, out=out, root=root,
-    data_dir=data_dir, train=train, command=command, kind="pilot",
+  return report.reproduce(
+    design, lambda: pilot.make_grids(design, out), write_result, out=out, root=root,
+    data_dir=data_dir, train=train, command=command, project=project, kind="pilot",
   )  # fmt: skip
-  return write_result(design, out=out, root=root, project=project)

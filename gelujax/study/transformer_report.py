@@ -19,12 +19,11 @@ from gelujax import workdir as workdirs
 from gelujax.study import (
   calibration,
   corrections,
-  grids,
   numbers,
   overview,
-  provenance,
   readme,
   registry,
+  report,
   runs,
   transformer,
   transformer_design,
@@ -383,18 +382,6 @@ def headline_summary(
   )
 
 
-def training_lines(design: Design, out: Path, root: Path, project: bool) -> list[str]:
-  command = readme.command_name(project)
-  lines = provenance.provenance_lines(out, when_none="- none trained yet")
-  return [
-    *lines,
-    "",
-    f"Train (or resume): `{command} --task={design.name}`. Re-render "
-    f"from these files alone: `{command} --task={design.name} "
-    f"--out={grids.repo_relative(out, root)} --render`.",
-  ]
-
-
 def write_result(design: Design, *, out: Path, root: Path, project: bool = True) -> Path:
   """Writes ``out``'s README.md, table.md and summary.json from the runs and kept wrong-form
   rows there; returns ``out``; and the project's overview where ``out`` is under its results/."""
@@ -404,63 +391,38 @@ def write_result(design: Design, *, out: Path, root: Path, project: bool = True)
   wrong = transformer.read_all_wrong_forms(design, out)
   command = f"{readme.command_name(project)} --task={design.name}"
   corrected = corrections.lines(design.name, design.date)
-  (out / "table.md").write_text(
-    "\n".join(["# Every seed", "", *seed_table(design, finished)]) + "\n"
-  )
-  lines = [
-    f"# {title(design)}",
-    "",
-    lead(design),
-    "",
-    "## Verdicts",
-    "",
-    *transformer_verdicts.verdict_lines(design, result, command),
-    "",
-    "## Each arm",
-    "",
-    *arm_lines(design, finished, result),
-    "",
-    *(
+  beside = beside_lines(design, finished, out, root) if design.beside else []
+  body = [
+    *report.section("Verdicts", transformer_verdicts.verdict_lines(design, result, command)),
+    *report.section("Each arm", arm_lines(design, finished, result)),
+    *report.section(f"Beside {design.beside_words} (descriptive)", beside),
+    *report.section(
+      "The wrong form (exploratory)",
       [
-        f"## Beside {design.beside_words} (descriptive)",
+        "Each trained network run with another form than it was trained with, on the test "
+        "split: the change (other form minus its own) per network, its paired Hodges–Lehmann "
+        "centre over the networks with the exact interval (`gelujax.study.wrong_form`).",
         "",
-        *beside_lines(design, finished, out, root),
+        *wrong_form_lines(design, wrong),
         "",
-      ]
-      if design.beside
-      else []
+        bfloat16_words(),
+      ],
     ),
-    "## The wrong form (exploratory)",
-    "",
-    "Each trained network run with another form than it was trained with, on the test split: "
-    "the change (other form minus its own) per network, its paired Hodges–Lehmann centre over "
-    "the networks with the exact interval (`gelujax.study.wrong_form`).",
-    "",
-    *wrong_form_lines(design, wrong),
-    "",
-    bfloat16_words(),
-    "",
-    "## What this does not show",
-    "",
-    *transformer_design.caveat_lines(design),
-    "",
-    *(["## Corrections", "", *corrected, ""] if corrected else []),
-    "## Design",
-    "",
-    *transformer_design.design_lines(design, out, root),
-    "",
-    "## Training",
-    "",
-    *training_lines(design, out, root, project),
-    "",
-    "Every seed's values: `table.md`.",
+    *report.section("What this does not show", transformer_design.caveat_lines(design)),
+    *report.section("Corrections", corrected),
+    *report.section("Design", transformer_design.design_lines(design, out, root)),
   ]
-  (out / "README.md").write_text("\n".join(lines) + "\n")
-  workdirs.write_json(
-    out / workdirs.SUMMARY_FILE,
-    {
-      "study": design.name,
-      "title": title(design),
+  return report.publish(
+    design.name,
+    out=out,
+    root=root,
+    project=project,
+    title=title(design),
+    intro=lead(design),
+    body=body,
+    footer="Every seed's values: `table.md`.",
+    table=["# Every seed", "", *seed_table(design, finished)],
+    summary={
       "missing": list(result.missing),
       "headline": headline_rows(design, result),
       overview.LEADS: True,
@@ -480,9 +442,6 @@ def write_result(design: Design, *, out: Path, root: Path, project: bool = True)
       "wrong_form": {arm: [r.to_json() for r in rows] for arm, rows in wrong.items()},
     },
   )
-  if project and out.resolve().is_relative_to((root / "results").resolve()):
-    overview.write_results_overview(root)
-  return out
 
 
 def reproduce(
@@ -499,12 +458,11 @@ def reproduce(
   ones), evaluates each finished grid's wrong forms, and writes the result into ``out``;
   ``train=False`` trains and evaluates nothing and renders from the files already there.
   Training records ``command`` and the code's revision
-  (`gelujax.study.provenance.record_provenance`). ``root`` and ``project`` as
+  (`gelujax.study.report.reproduce`). ``root`` and ``project`` as
   :func:`gelujax.study.reproduce` takes them."""
   design.check_filled()
-  provenance.train_or_check(
-    design.name, lambda: transformer.make_grids(design, out), seeds=design.seeds, out=out,
-    root=root, data_dir=data_dir, train=train, command=command,
+  return report.reproduce(
+    design, lambda: transformer.make_grids(design, out), write_result, out=out, root=root,
+    data_dir=data_dir, train=train, command=command, project=project,
     after=lambda grid: transformer.evaluate_wrong_forms(design, grid, out=out, data_dir=data_dir),
   )  # fmt: skip
-  return write_result(design, out=out, root=root, project=project)

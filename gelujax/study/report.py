@@ -1,0 +1,150 @@
+"""The one renderer of every study fixed in code: what each study's report module shares.
+
+A report module builds its README's sections (:func:`section`) and :func:`publish` writes them,
+under its title and above the one Training section (:func:`training_lines`: the command and the
+code's revision it recorded, each grid's wall-clock time and machines, how to train and
+re-render it), with its table.md and summary.json, and the project's overview. Before it writes,
+every study takes one step (:func:`reproduce`): train what is unfinished, or check that there are
+runs to render."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from gelujax import workdir as workdirs
+from gelujax.study import grids, overview, readme
+
+PROVENANCE_FILE = "trained_with.json"  # the command and the revision a study trained with
+
+
+def record_provenance(out: Path, root: Path, command: str) -> None:
+  """Keeps the command and the code's revision (``git rev-parse HEAD`` of ``root``, marked
+  ``+changes`` where tracked files differ from it) in ``out/trained_with.json``."""
+  import subprocess
+
+  def git(*args: str) -> str:
+    found = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True)
+    return found.stdout.strip() if found.returncode == 0 else ""
+
+  revision = git("rev-parse", "--short", "HEAD") or "unknown (not a git checkout)"
+  if git("status", "--porcelain", "--untracked-files=no"):
+    revision += "+changes"
+  out.mkdir(parents=True, exist_ok=True)
+  workdirs.write_json(out / PROVENANCE_FILE, {"command": command, "revision": revision})
+
+
+def provenance_lines(out: Path, unit: str = "run", when_none: str | None = None) -> list[str]:
+  """A study's README lines on how it trained: the command and revision it recorded
+  (`PROVENANCE_FILE`), then each ``unit``'s wall-clock time and machines (`grids.read_timings`);
+  ``when_none``, where given, stands in for the times of a study with none trained yet."""
+  timings = grids.read_timings(out)
+  path = out / PROVENANCE_FILE
+  provenance = workdirs.read_json(path) if path.exists() else {}
+  lines = []
+  if provenance:
+    lines.append(
+      f"Trained with `{provenance['command']}` from a `git worktree` of {provenance['revision']}."
+    )
+  lines.append(f"Wall-clock time per {unit}, with whatever else ran on the machine beside it:")
+  if not timings and when_none is not None:
+    lines.append(when_none)
+  for name, t in timings.items():
+    machines = "; ".join(t["machines"]) or "unknown machine"
+    lines.append(f"- `{name}`: {t['seconds'] / 60:.1f} min on {machines}")
+  return lines
+
+
+def training_lines(
+  name: str,
+  out: Path,
+  root: Path,
+  project: bool,
+  *,
+  unit: str = "run",
+  when_none: str | None = "- none trained yet",
+  resume: bool = True,
+) -> list[str]:
+  """The Training section of study ``name``'s README: :func:`provenance_lines`, then the
+  command that trains (or resumes) it, where ``resume``, and the one that re-renders it from
+  ``out``'s files alone."""
+  command = readme.command_name(project)
+  render = f"`{command} --task={name} --out={grids.repo_relative(out, root)} --render`."
+  again = f"Train (or resume): `{command} --task={name}`. " if resume else ""
+  return [
+    *provenance_lines(out, unit, when_none),
+    "",
+    f"{again}Re-render from these files alone: {render}",
+  ]
+
+
+def section(title: str, lines: Sequence[str], level: int = 2) -> list[str]:
+  """A README section: its heading, a blank line, ``lines`` and a blank line; nothing where
+  ``lines`` is empty (a section with nothing to say is left out)."""
+  return [f"{'#' * level} {title}", "", *lines, ""] if lines else []
+
+
+def publish(
+  name: str,
+  *,
+  out: Path,
+  root: Path,
+  project: bool,
+  title: str,
+  intro: str,
+  body: Sequence[str],
+  footer: str,
+  table: Sequence[str],
+  summary: dict[str, Any],
+  training: Sequence[str] | None = None,
+) -> Path:
+  """Writes study ``name``'s result into ``out``: README.md (``title``, ``intro``, the
+  sections of ``body``, then Training, ``training`` or :func:`training_lines`, and
+  ``footer``), table.md (``table``) and summary.json (its name and title, then ``summary``);
+  and the project's overview where ``out`` is under its results/ and ``project``. Returns
+  ``out``."""
+  if training is None:
+    training = training_lines(name, out, root, project)
+  (out / "table.md").write_text("\n".join(table) + "\n")
+  readme_lines = [f"# {title}", "", intro, "", *body, *section("Training", training), footer]
+  (out / "README.md").write_text("\n".join(readme_lines) + "\n")
+  workdirs.write_json(out / workdirs.SUMMARY_FILE, {"study": name, "title": title, **summary})
+  if project and out.resolve().is_relative_to((root / "results").resolve()):
+    overview.write_results_overview(root)
+  return out
+
+
+def reproduce(
+  design: Any,
+  make_grids: Callable[[], Sequence[grids.Grid]],
+  write_result: Callable[..., Path],
+  *,
+  out: Path,
+  root: Path,
+  data_dir: str | None,
+  train: bool,
+  command: str,
+  project: bool,
+  after: Callable[[grids.Grid], Any] | None = None,
+  kind: str = "study",
+) -> Path:
+  """What every study fixed in code does: with ``train``, records ``command`` and the code's
+  revision (:func:`record_provenance`) and trains every grid of ``make_grids()`` that is not
+  finished (`gelujax.study.grids.train_grids`, calling ``after`` with each); without, only
+  checks that ``out`` holds runs to render. Then ``write_result(design, out=, root=,
+  project=)``, which it returns.
+
+  Raises:
+    ValueError: ``train`` is False and ``out`` holds no runs (``design.name``: the study's, a
+      ``kind``).
+  """
+  if train:
+    record_provenance(out, root, command)
+    grids.train_grids(make_grids(), seeds=design.seeds, data_dir=data_dir, out=out, after=after)
+  elif not (out / "runs").is_dir():
+    raise ValueError(
+      f"`render`: {out / 'runs'} holds no runs to render. Pass the `out` of a {design.name} "
+      f"{kind} that trained, or leave `render` out to train it."
+    )
+  return write_result(design, out=out, root=root, project=project)
