@@ -41,12 +41,9 @@ def shift_words(
 ) -> str:
   """``"+33.5 tokens [+1.5, +65] (+0.468 points [+0.021, +0.909])"``: the counts to ``digits``
   significant digits, the points to 3."""
-  counts = [numbers.signed(v, digits=digits) for v in (shift, low, high)]
-  shown = [numbers.signed(points(v, design)) for v in (shift, low, high)]
-  return (
-    f"{counts[0]} {design.unit} [{counts[1]}, {counts[2]}] "
-    f"({shown[0]} points [{shown[1]}, {shown[2]}])"
-  )
+  counts = numbers.interval(shift, low, high, digits=digits, unit=design.unit)
+  shown = numbers.interval(*(points(v, design) for v in (shift, low, high)), unit="points")
+  return f"{counts} ({shown})"
 
 
 def lean_words(h: Any, shift: float) -> str:
@@ -213,13 +210,12 @@ def earlier_lines(
     paired = "–"
     if v.get("paired_shift") is not None:
       paired = (
-        f"{numbers.signed(100 * v['paired_shift'])} [{numbers.signed(100 * v['paired_low'])}, "
-        f"{numbers.signed(100 * v['paired_high'])}], p = {v['paired_p']:.2g}"
+        numbers.interval(*(100 * v[f"paired_{k}"] for k in ("shift", "low", "high")))
+        + f", p = {v['paired_p']:.2g}"
       )
     shift = "–"
     if v.get("shift") is not None:
-      shift, low, high = (numbers.signed(v[k], scale=100) for k in ("shift", "low", "high"))
-      shift = f"{shift} [{low}, {high}]"
+      shift = numbers.interval(v["shift"], v["low"], v["high"], scale=100)
     medians = "–"
     if v.get("median_a") is not None:
       medians = f"{100 * v['median_a']:.4g} vs {100 * v['median_b']:.4g}"
@@ -348,19 +344,12 @@ def design_lines(design: Confirmation, earlier: Mapping[str, Any] | None) -> lis
 
 def seed_table(design: Confirmation, finished: Mapping[str, runs.Run]) -> list[str]:
   """Every seed's count of test errors per arm (the values the tests compare)."""
-  values = {arm: confirm.arm_values(run, design) for arm, run in finished.items()}
-  arms = [a for a in design.arms if a in values]
-  lines = [
-    "| seed | " + " | ".join(f"{a} ({design.unit} wrong)" for a in arms) + " |",
-    "|---|" + "---|" * len(arms),
-  ]
-  for seed in design.seeds:
-    cells = []
-    for a in arms:
-      v = values[a].get(seed)
-      cells.append("–" if v is None else ("diverged" if math.isnan(v) else f"{v:.0f}"))
-    lines.append(f"| {seed} | " + " | ".join(cells) + " |")
-  return lines
+  columns = {
+    f"{a} ({design.unit} wrong)": confirm.arm_values(finished[a], design)
+    for a in design.arms
+    if a in finished
+  }
+  return report.seed_table(design.seeds, columns)
 
 
 def arm_lines(design: Confirmation, finished: Mapping[str, runs.Run]) -> list[str]:

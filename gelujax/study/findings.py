@@ -127,7 +127,7 @@ def paired_line(task: str, label: str, h: Hypothesis, outcome: Outcome) -> str:
   c = outcome.comparison
   correlation = "–" if math.isnan(d.correlation) else f"{d.correlation:.2f}"
   zeros = f", {d.zeros} zero difference{'s' if d.zeros > 1 else ''} dropped" if d.zeros else ""
-  low, high, shift = (number(v, h.scale, 3) for v in (d.low, d.high, d.shift))
+  shift = numbers.interval(d.shift, d.low, d.high, scale=h.scale, sign=False)
   if h.direction == EQUIVALENT:  # The verdict's p first: its equivalence test's, paired too.
     margin = f"±{number(h.margin, h.scale)}"
     paired = stats.paired_equivalence_test(d.differences, h.margin).p
@@ -143,8 +143,8 @@ def paired_line(task: str, label: str, h: Hypothesis, outcome: Outcome) -> str:
   return (
     f"- Paired [{figure(task)}, {h.family} {label}: "
     f"{lr_pair(h, outcome.learning_rates)}]: {len(d.seeds)} pairs (seeds "
-    f"{numbers.seeds(d.seeds)}{zeros}), correlation {correlation}; paired shift {shift} "
-    f"[{low}, {high}], {tests}; unpaired: shift {format_shift(c, h.scale)}, {unpaired}."
+    f"{numbers.seeds(d.seeds)}{zeros}), correlation {correlation}; paired shift {shift}, "
+    f"{tests}; unpaired: shift {format_shift(c, h.scale)}, {unpaired}."
   )
 
 

@@ -286,10 +286,8 @@ def swap_table(
         continue
       low, high, _ = stats.paired_interval(changes)
       largest = max(abs(c) for c in changes) * scale
-      shift, low, high = (
-        numbers.signed(v, scale=scale) for v in (stats.walsh_median(changes), low, high)
-      )
-      cells.append(f"{shift} [{low}, {high}]; {largest:.3g}")
+      shift = numbers.interval(stats.walsh_median(changes), low, high, scale=scale)
+      cells.append(f"{shift}; {largest:.3g}")
     own = f"{row.trained}, {row.from_dtype or row.dtype}"
     lines.append(f"| {own} | {row.run_with}, {row.dtype} | " + " | ".join(cells) + " |")
   return lines

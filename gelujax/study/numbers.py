@@ -46,6 +46,26 @@ def signed(value: float | None, *, scale: float = 1.0, digits: int = 3) -> str:
   return f"{0.0 if abs(shown) < ZERO else shown:+.{digits}g}"
 
 
+def interval(
+  centre: float | None,
+  low: float | None,
+  high: float | None,
+  *,
+  scale: float = 1.0,
+  digits: int = 3,
+  unit: str = "",
+  sign: bool = True,
+) -> str:
+  """An estimate and its interval, the one way every study prints them: ``"+0.04 [-0.02,
+  +0.11]"``, each :func:`signed` (or, without ``sign``, a :func:`number`) times ``scale`` to
+  ``digits``; ``unit`` after the estimate (``"+12 tokens [+3, +20]"``)."""
+  shown = [
+    signed(v, scale=scale, digits=digits) if sign else number(v, scale, digits)
+    for v in (centre, low, high)
+  ]
+  return f"{shown[0]}{' ' * bool(unit)}{unit} [{shown[1]}, {shown[2]}]"
+
+
 def percent(count: float | None, total: float, places: int = 2) -> str:
   """``count`` as a percentage of ``total``, without the sign: ``"15.86"``."""
   return _not_finite(count) or f"{100.0 * count / total:.{places}f}"

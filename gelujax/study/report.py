@@ -9,12 +9,13 @@ runs to render."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import math
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from gelujax import workdir as workdirs
-from gelujax.study import grids, overview, readme
+from gelujax.study import grids, numbers, overview, readme
 
 PROVENANCE_FILE = "trained_with.json"  # the command and the revision a study trained with
 
@@ -77,6 +78,24 @@ def training_lines(
     "",
     f"{again}Re-render from these files alone: {render}",
   ]
+
+
+def seed_table(
+  seeds: Sequence[int], columns: Mapping[str, Mapping[int, float]], places: int = 0
+) -> list[str]:
+  """A table of every seed's value per column (an arm's, as the tests compare them): a row per
+  seed of ``seeds``, each value to ``places`` decimal places, "diverged" for NaN, "–" for a seed
+  a column lacks."""
+  lines = ["| seed | " + " | ".join(columns) + " |", "|---|" + "---|" * len(columns)]
+  for seed in seeds:
+    cells = []
+    for values in columns.values():
+      v = values.get(seed)
+      cells.append(
+        numbers.DASH if v is None else "diverged" if math.isnan(v) else f"{v:.{places}f}"
+      )
+    lines.append(f"| {seed} | " + " | ".join(cells) + " |")
+  return lines
 
 
 def section(title: str, lines: Sequence[str], level: int = 2) -> list[str]:

@@ -115,20 +115,8 @@ def seed_table(design: Design, finished: dict[str, runs.Run]) -> list[str]:
       for a in arms
     }
     unit = design.unit + " wrong" if m.whole else "nats"
-    lines += [
-      f"## {m.label} ({unit})",
-      "",
-      "| seed | " + " | ".join(arms) + " |",
-      "|---|" + "---|" * len(arms),
-    ]
-    for seed in design.seeds:
-      cells = []
-      for a in arms:
-        v = values[a].get(seed)
-        shown = f"{v:.0f}" if m.whole else f"{v:.5f}"
-        cells.append("–" if v is None else ("diverged" if math.isnan(v) else shown))
-      lines.append(f"| {seed} | " + " | ".join(cells) + " |")
-    lines.append("")
+    table = report.seed_table(design.seeds, values, 0 if m.whole else 5)
+    lines += report.section(f"{m.label} ({unit})", table)
   return lines
 
 
@@ -225,8 +213,7 @@ def interval_words(s: wrong_form.StatisticSummary, scale: float) -> str:
   """A statistic's paired centre and exact interval, times ``scale``."""
   if not s.n:
     return numbers.DASH
-  centre, low, high = (numbers.signed(v, scale=scale) for v in (s.centre, s.low, s.high))
-  return f"{centre} [{low}, {high}]"
+  return numbers.interval(s.centre, s.low, s.high, scale=scale)
 
 
 def wrong_form_lines(design: Design, rows: dict[str, list[wrong_form.WrongForm]]) -> list[str]:

@@ -32,8 +32,7 @@ def effect_words(design: Design, measure: Measure, shift: float, low: float, hig
   if measure.whole:  # Counts and half counts: a digit more than the split's size has.
     digits = len(str(design.examples)) + 1
     return confirm_report.shift_words(design, shift, low, high, digits=digits)
-  shift, low, high = (numbers.signed(v) for v in (shift, low, high))
-  return f"{shift} nats [{low}, {high}]"
+  return numbers.interval(shift, low, high, unit="nats")
 
 
 def value_words(design: Design, measure: Measure, value: float) -> str:

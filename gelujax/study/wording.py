@@ -30,10 +30,8 @@ from gelujax.study.verdicts import (
 def format_shift(comparison: Comparison | PairedComparison, scale: float = 1.0) -> str:
   """``"-0.0271 [-0.0312, -0.0229]"``: the Hodges–Lehmann shift (or the paired one) and its
   exact interval."""
-  shift, low, high = (
-    number(v, scale, 3) for v in (comparison.shift, comparison.low, comparison.high)
-  )
-  return f"{shift} [{low}, {high}]"
+  c = comparison
+  return numbers.interval(c.shift, c.low, c.high, scale=scale, sign=False)
 
 
 def effect(comparison: Comparison, scale: float = 1.0, p: float | None = None) -> str:
