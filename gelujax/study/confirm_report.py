@@ -582,22 +582,5 @@ def _claim(design: Confirmation) -> str:
   return PAPER[design.task].claim
 
 
-def reproduce(
-  design: Confirmation,
-  *,
-  out: Path,
-  root: Path,
-  data_dir: str | None = None,
-  train: bool = True,
-  command: str = f"python experiments/reproduce.py --task={confirm.TASK}",
-  project: bool = True,
-) -> Path:
-  """Trains every run of the design that is not finished (resuming partial ones) and writes the
-  result into ``out``; ``train=False`` trains nothing and renders from the files already
-  there. Training records ``command`` and the code's revision
-  (`gelujax.study.report.reproduce`). ``root`` and ``project`` as
-  :func:`gelujax.study.reproduce` takes them."""
-  return report.reproduce(
-    design, lambda: confirm.make_grids(design, out), write_result, out=out, root=root,
-    data_dir=data_dir, train=train, command=command, project=project,
-  )  # fmt: skip
+reproduce = report.reproducer(confirm.make_grids, write_result, confirm.TASK)
+"""Trains the design's runs and writes the result (`gelujax.study.report.reproducer`)."""

@@ -441,26 +441,13 @@ def write_result(design: Design, *, out: Path, root: Path, project: bool = True)
   )
 
 
-def reproduce(
-  design: Design,
-  *,
-  out: Path,
-  root: Path,
-  data_dir: str | None = None,
-  train: bool = True,
-  command: str = f"python experiments/reproduce.py --task={forms.TASK}",
-  project: bool = True,
-) -> Path:
-  """Trains every grid of the design that is not finished (resuming partial ones), evaluates
-  each finished grid's swaps, and writes the result into ``out``; ``train=False`` trains and
-  evaluates nothing and renders from the files already there (`gelujax.study.report.reproduce`,
-  which records ``command`` and the code's revision). ``root`` and ``project`` as
-  :func:`gelujax.study.reproduce` takes them: a user's study (``project=False``) leaves the
-  project's overview alone."""
-  return report.reproduce(
-    design, lambda: forms.make_grids(design, out), write_result, out=out, root=root,
-    data_dir=data_dir, train=train, command=command, project=project,
-    after=lambda grid: (
-      design.swaps and forms.evaluate_swaps(design, grid, out=out, data_dir=data_dir)
-    ),
-  )  # fmt: skip
+reproduce = report.reproducer(
+  forms.make_grids,
+  write_result,
+  forms.TASK,
+  after=lambda design, grid, out, data_dir: (
+    design.swaps and forms.evaluate_swaps(design, grid, out=out, data_dir=data_dir)
+  ),
+)
+"""Trains the design's grids, evaluates each finished grid's swaps, and writes the result
+(`gelujax.study.report.reproducer`)."""

@@ -297,22 +297,5 @@ def write_result(design: Pilot, *, out: Path, root: Path, project: bool = True) 
   )
 
 
-def reproduce(
-  design: Pilot,
-  *,
-  out: Path,
-  root: Path,
-  data_dir: str | None = None,
-  train: bool = True,
-  command: str = f"python experiments/reproduce.py --task={pilot.VIT.name}",
-  project: bool = True,
-) -> Path:
-  """Trains every run of the pilot that is not finished (resuming partial ones) and writes the
-  result into ``out``; ``train=False`` trains nothing and renders from the files already there.
-  Training records ``command`` and the code's revision
-  (`gelujax.study.report.reproduce`). ``root`` and ``project`` as
-  :func:`gelujax.study.reproduce` takes them."""
-  return report.reproduce(
-    design, lambda: pilot.make_grids(design, out), write_result, out=out, root=root,
-    data_dir=data_dir, train=train, command=command, project=project, kind="pilot",
-  )  # fmt: skip
+reproduce = report.reproducer(pilot.make_grids, write_result, pilot.VIT.name, kind="pilot")
+"""Trains the pilot's runs and writes the result (`gelujax.study.report.reproducer`)."""

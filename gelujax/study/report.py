@@ -4,7 +4,7 @@ A report module builds its README's sections (:func:`section`) and :func:`publis
 under its title and above the one Training section (:func:`training_lines`: the command and the
 code's revision it recorded, each grid's wall-clock time and machines, how to train and
 re-render it), with its table.md and summary.json, and the project's overview. Before it writes,
-every study takes one step (:func:`reproduce`): train what is unfinished, or check that there are
+every study takes one step (:func:`reproducer`): train what is unfinished, or check that there are
 runs to render."""
 
 from __future__ import annotations
@@ -134,36 +134,52 @@ def publish(
   return out
 
 
-def reproduce(
-  design: Any,
-  make_grids: Callable[[], Sequence[grids.Grid]],
+def reproducer(
+  make_grids: Callable[[Any, Path], Sequence[grids.Grid]],
   write_result: Callable[..., Path],
+  task: str,
   *,
-  out: Path,
-  root: Path,
-  data_dir: str | None,
-  train: bool,
-  command: str,
-  project: bool,
-  after: Callable[[grids.Grid], Any] | None = None,
+  after: Callable[[Any, grids.Grid, Path, str | None], Any] | None = None,
   kind: str = "study",
-) -> Path:
-  """What every study fixed in code does: with ``train``, records ``command`` and the code's
-  revision (:func:`record_provenance`) and trains every grid of ``make_grids()`` that is not
-  finished (`gelujax.study.grids.train_grids`, calling ``after`` with each); without, only
-  checks that ``out`` holds runs to render. Then ``write_result(design, out=, root=,
-  project=)``, which it returns.
+) -> Callable[..., Path]:
+  """The ``reproduce`` of a kind of study, the one way every study fixed in code runs:
+  ``reproduce(design, *, out, root, data_dir=None, train=True, command=..., project=True)``.
 
-  Raises:
-    ValueError: ``train`` is False and ``out`` holds no runs (``design.name``: the study's, a
-      ``kind``).
+  With ``train``, it records ``command`` (by default the one that trains ``task``) and the
+  code's revision (:func:`record_provenance`) and trains every grid of ``make_grids(design,
+  out)`` that is not finished, resuming partial ones (`gelujax.study.grids.train_grids`, calling
+  ``after(design, grid, out, data_dir)`` with each: its swaps or wrong forms evaluated); without,
+  trains and evaluates nothing and only checks that ``out`` holds runs to render. Then
+  ``write_result(design, out=, root=, project=)``, which it returns. ``root`` and ``project`` as
+  :func:`gelujax.study.reproduce` takes them: a user's study (``project=False``) leaves the
+  project's overview alone.
+
+  Raises (``reproduce``):
+    ValueError: ``train`` is False and ``out`` holds no runs (named as a ``kind``).
   """
-  if train:
-    record_provenance(out, root, command)
-    grids.train_grids(make_grids(), seeds=design.seeds, data_dir=data_dir, out=out, after=after)
-  elif not (out / "runs").is_dir():
-    raise ValueError(
-      f"`render`: {out / 'runs'} holds no runs to render. Pass the `out` of a {design.name} "
-      f"{kind} that trained, or leave `render` out to train it."
-    )
-  return write_result(design, out=out, root=root, project=project)
+
+  def reproduce(
+    design: Any,
+    *,
+    out: Path,
+    root: Path,
+    data_dir: str | None = None,
+    train: bool = True,
+    command: str = f"{readme.PROJECT_COMMAND} --task={task}",
+    project: bool = True,
+  ) -> Path:
+    if train:
+      made = make_grids(design, out)  # Checks the design before anything is recorded.
+      record_provenance(out, root, command)
+      grids.train_grids(
+        made, seeds=design.seeds, data_dir=data_dir, out=out,
+        after=after and (lambda grid: after(design, grid, out, data_dir)),
+      )  # fmt: skip
+    elif not (out / "runs").is_dir():
+      raise ValueError(
+        f"`render`: {out / 'runs'} holds no runs to render. Pass the `out` of a {design.name} "
+        f"{kind} that trained, or leave `render` out to train it."
+      )
+    return write_result(design, out=out, root=root, project=project)
+
+  return reproduce

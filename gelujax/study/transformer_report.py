@@ -431,25 +431,13 @@ def write_result(design: Design, *, out: Path, root: Path, project: bool = True)
   )
 
 
-def reproduce(
-  design: Design,
-  *,
-  out: Path,
-  root: Path,
-  data_dir: str | None = None,
-  train: bool = True,
-  command: str = f"python experiments/reproduce.py --task={transformer.VIT.name}",
-  project: bool = True,
-) -> Path:
-  """Trains every arm's grid of the (filled) design that is not finished (resuming partial
-  ones), evaluates each finished grid's wrong forms, and writes the result into ``out``;
-  ``train=False`` trains and evaluates nothing and renders from the files already there.
-  Training records ``command`` and the code's revision
-  (`gelujax.study.report.reproduce`). ``root`` and ``project`` as
-  :func:`gelujax.study.reproduce` takes them."""
-  design.check_filled()
-  return report.reproduce(
-    design, lambda: transformer.make_grids(design, out), write_result, out=out, root=root,
-    data_dir=data_dir, train=train, command=command, project=project,
-    after=lambda grid: transformer.evaluate_wrong_forms(design, grid, out=out, data_dir=data_dir),
-  )  # fmt: skip
+reproduce = report.reproducer(
+  transformer.make_grids,
+  write_result,
+  transformer.VIT.name,
+  after=lambda design, grid, out, data_dir: transformer.evaluate_wrong_forms(
+    design, grid, out=out, data_dir=data_dir
+  ),
+)
+"""Trains the (filled) design's arms, evaluates each finished grid's wrong forms, and writes
+the result (`gelujax.study.report.reproducer`)."""
