@@ -305,11 +305,7 @@ def judge_family(
 
 def finished_runs(design: Confirmation, out: Path) -> dict[str, runs.Run]:
   """The study's finished runs, each read once: arm -> its files."""
-  return {
-    arm: runs.load_run(path)
-    for arm in design.arms
-    if (path := out / "runs" / arm).joinpath(SUMMARY_FILE).exists()
-  }
+  return runs.finished(out, {arm: arm for arm in design.arms})
 
 
 def analyse(

@@ -29,7 +29,6 @@ import numpy as np
 from gelujax.study import grids, power, runs, stats, verdicts, wrong_form
 from gelujax.study import judge as judge_rule
 from gelujax.study.judge import INCONCLUSIVE
-from gelujax.workdir import SUMMARY_FILE
 
 TASK = "gelu_forms"
 FORMS = ("gelu", "gelu_tanh", "gelu_sigmoid")
@@ -552,11 +551,7 @@ def evaluate_swaps(
 
 def finished_runs(design: Design, out: Path) -> dict[str, runs.Run]:
   """The study's finished grids, each read once: run name -> its files."""
-  return {
-    name: runs.load_run(path)
-    for name in design.run_names()
-    if (path := out / "runs" / name).joinpath(SUMMARY_FILE).exists()
-  }
+  return runs.finished(out, {name: name for name in design.run_names()})
 
 
 def still_falling(design: Design, finished: dict[str, runs.Run]) -> dict[str, dict[str, Any]]:

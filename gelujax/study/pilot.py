@@ -28,7 +28,6 @@ from typing import Any
 import numpy as np
 
 from gelujax.study import best, grids, numbers, power, runs
-from gelujax.workdir import SUMMARY_FILE
 
 # The only metrics the pilot reads: validation error and loss at each evaluation.
 VALIDATION_KEYS = ("validation_error", "validation_loss")
@@ -376,11 +375,7 @@ class Cell:
 
 def finished_runs(design: Pilot, out: Path) -> dict[str, runs.Run]:
   """The pilot's finished runs, each read once: arm -> its files."""
-  return {
-    arm: runs.load_run(path)
-    for arm in design.arms
-    if (path := out / "runs" / design.folder(arm)).joinpath(SUMMARY_FILE).exists()
-  }
+  return runs.finished(out, {arm: design.folder(arm) for arm in design.arms})
 
 
 def arm_cells(design: Pilot, run: runs.Run) -> dict[float, Cell]:

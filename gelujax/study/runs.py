@@ -128,6 +128,17 @@ def run_name(activation: str, dropout: float | None = None) -> str:
   return folder_name(activation if dropout is None else f"{activation}_dropout{dropout:g}")
 
 
+def finished(out: Path, folders: Mapping[str, str]) -> dict[str, Run]:
+  """A study's finished runs in ``out/runs``, each read once: key -> its files, for each key of
+  ``folders`` (key -> its run's folder) whose run wrote its summary; the one way every study
+  fixed in code reads its runs."""
+  return {
+    key: load_run(path)
+    for key, folder in folders.items()
+    if (path := Path(out) / "runs" / folder).joinpath(SUMMARY_FILE).exists()
+  }
+
+
 def load_run(workdir: str | Path, name: str | None = None) -> Run:
   """Reads a finished workdir; ``name`` defaults to the directory's name.
 

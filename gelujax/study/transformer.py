@@ -43,7 +43,6 @@ from gelujax.paper import LOWER, Hypothesis
 from gelujax.study import best, confirm, forms, grids, pilot, power, runs, stats, wrong_form
 from gelujax.study.forms import CONTROL_FAMILY
 from gelujax.study.judge import DIFFERENT, EQUIVALENT
-from gelujax.workdir import SUMMARY_FILE
 
 RANKING, FORMS, CONTROL = "ranking", "forms", CONTROL_FAMILY
 SUPPORTED = "supported"  # a ranking hypothesis found on its side (confirm's *confirmed*)
@@ -546,11 +545,7 @@ class Result:
 
 def finished_runs(design: Design, out: Path) -> dict[str, runs.Run]:
   """The study's finished runs, each read once: arm -> its files."""
-  return {
-    arm: runs.load_run(path)
-    for arm in design.arms
-    if (path := out / "runs" / design.folder(arm)).joinpath(SUMMARY_FILE).exists()
-  }
+  return runs.finished(out, {arm: design.folder(arm) for arm in design.arms})
 
 
 def arm_values(design: Design, arm: str, run: runs.Run) -> dict[str, dict[int, float]]:
