@@ -90,17 +90,11 @@ def verdict_table(design: Confirmation, outcomes: Sequence[Outcome], command: st
     "|---|---|---|---|---|---|---|---|---|",
   ]
   for o in outcomes:
-    if o.paired is None:
-      cells = ["–"] * 5
-    else:
-      c = o.paired
-      cells = [
-        " vs ".join(numbers.percent(m, design.examples) for m in o.medians),
-        f"{shift_words(design, c.shift, c.low, c.high)}, {100 * c.confidence:.1f}%",
-        str(len(c.seeds)),
-        f"{o.p:.2g}",
-        f"{o.holm:.2g}",
-      ]
+    cells = report.paired_cells(
+      o,
+      lambda m: numbers.percent(m, design.examples),
+      lambda c: shift_words(design, c.shift, c.low, c.high),
+    )
     lines.append(
       f"| {o.number} | {o.hypothesis.describe()} | {paper_words(o)} | "
       + " | ".join(cells)

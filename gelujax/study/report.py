@@ -98,6 +98,25 @@ def seed_table(
   return lines
 
 
+def paired_cells(
+  o: Any, medians: Callable[[float], str], effect: Callable[[Any], str]
+) -> list[str]:
+  """A paired verdict's cells of a verdict table, the same in every study that tests paired
+  seeds (`gelujax.study.judge`'s outcomes): the medians compared (each in ``medians``), the
+  paired shift (``effect`` of the paired comparison) with its interval's level, the pairs, the
+  signed-rank p and Holm's; a dash each where the outcome has no pairs."""
+  if o.paired is None:
+    return [numbers.DASH] * 5
+  c = o.paired
+  return [
+    " vs ".join(medians(m) for m in o.medians),
+    f"{effect(c)}, {100 * c.confidence:.1f}%",
+    str(len(c.seeds)),
+    f"{o.p:.2g}",
+    f"{o.holm:.2g}",
+  ]
+
+
 def section(title: str, lines: Sequence[str], level: int = 2) -> list[str]:
   """A README section: its heading, a blank line, ``lines`` and a blank line; nothing where
   ``lines`` is empty (a section with nothing to say is left out)."""

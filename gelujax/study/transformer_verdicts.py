@@ -14,6 +14,7 @@ from gelujax.study import (
   forms_words,
   judge,
   numbers,
+  report,
   stats,
   transformer,
 )
@@ -65,17 +66,11 @@ def ranking_table(design: Design, result: Result, measure: Measure, command: str
     h = o.hypothesis
     if h.metric != measure.key:
       continue
-    cells = ["–"] * 5
-    if o.paired is not None:
-      c = o.paired
-      cells = [
-        f"{value_words(design, measure, o.medians[0])} vs "
-        f"{value_words(design, measure, o.medians[1])}",
-        f"{effect_words(design, measure, c.shift, c.low, c.high)}, {100 * c.confidence:.1f}%",
-        str(len(c.seeds)),
-        f"{o.p:.2g}",
-        f"{o.holm:.2g}",
-      ]
+    cells = report.paired_cells(
+      o,
+      lambda m: value_words(design, measure, m),
+      lambda c: effect_words(design, measure, c.shift, c.low, c.high),
+    )
     lines.append(
       f"| {o.number} | {h.claim()} | {lrs_words(design, h.gelu, h.baseline)} | "
       + " | ".join(cells)
