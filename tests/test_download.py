@@ -521,6 +521,7 @@ def wait_for(condition, seconds: float = 60.0) -> None:
     time.sleep(0.05)
 
 
+@pytest.mark.e2e
 def test_two_processes_fetch_once_and_both_load(server, online, cache, monkeypatch, tmp_path):
   files = twitter_files()
   files["oct27.train"] = files["oct27.train"] * 30
@@ -551,6 +552,7 @@ def test_two_processes_fetch_once_and_both_load(server, online, cache, monkeypat
   assert server.gets() == [f"/published/{name}" for name in files]  # One transfer each.
 
 
+@pytest.mark.e2e
 def test_sigint_mid_download_leaves_nothing_under_the_final_name_and_a_rerun_resumes(
   server, online, cache, monkeypatch, tmp_path
 ):
@@ -638,6 +640,7 @@ def run_data_command(*args: str, **env: str) -> subprocess.CompletedProcess:
   )  # fmt: skip
 
 
+@pytest.mark.e2e
 def test_downloading_a_set_already_here_names_where_it_is_and_touches_no_network(tmp_path, cache):
   folder = cache_cifar10(cache)
   assert "GELUJAX_OFFLINE" in os.environ  # The network is off: trying it would exit 1.
@@ -660,6 +663,7 @@ def test_downloading_a_set_already_here_names_where_it_is_and_touches_no_network
 
 
 @pytest.mark.skipif(not DEBIAN.is_dir(), reason="Debian's dataset-fashion-mnist is not installed")
+@pytest.mark.e2e
 def test_downloading_debians_fashion_mnist_names_it_and_touches_no_network():
   result = run_data_command("download", "fashion_mnist")
   assert result.returncode == 0, result.stderr
@@ -695,6 +699,7 @@ def train_tiny_mnist(tmp_path, *flags):
   )  # fmt: skip
 
 
+@pytest.mark.e2e
 def test_train_py_with_a_mistyped_data_dir_fails_in_one_line(tmp_path):
   missing = tmp_path / "nonexistent"
   result = train_tiny_mnist(tmp_path, "--dataset=fashion_mnist", f"--data_dir={missing}")
@@ -704,6 +709,7 @@ def test_train_py_with_a_mistyped_data_dir_fails_in_one_line(tmp_path):
   assert not (tmp_path / "run").exists()
 
 
+@pytest.mark.e2e
 def test_train_py_offline_without_its_data_set_starts_with_the_task_s_set_here(tmp_path):
   write_mnist_files(str(tmp_path / "data" / "fashion_mnist"), num_train=5064, num_test=32)
   folder = tmp_path / "data"

@@ -287,6 +287,7 @@ def rendered(tmp_path_factory):
   return design, out, root, {**counts, "gelu_tanh": {**base, 200: base[200] + 40}}
 
 
+@pytest.mark.e2e
 def test_the_readme_keeps_the_earlier_verdict_and_states_the_new_one(rendered, monkeypatch):
   design, out, root, counts = rendered
   text = (out / "README.md").read_text()
@@ -337,6 +338,7 @@ def test_the_readme_keeps_the_earlier_verdict_and_states_the_new_one(rendered, m
     "`results/twitter_pos/twitter_pos_spelling`")  # fmt: skip
 
 
+@pytest.mark.e2e
 def test_a_pending_result_names_what_trains_it_and_states_the_power(tmp_path):
   """The design's README before its runs: each hypothesis pending, naming the command; the
   earlier verdict; the power statement and the time, from the earlier runs."""

@@ -150,6 +150,7 @@ def mnist_dir(tmp_path_factory) -> str:
   return folder
 
 
+@pytest.mark.e2e
 def test_run_grid_trains_then_skips_and_keeps_an_all_diverged_result(tmp_path, mnist_dir):
   spec = tasks.get(TINY_MNIST)
   workdir = tmp_path / "relu"
@@ -182,6 +183,7 @@ class CountedSpec(tasks.TaskSpec):
     return super().load_data(data_dir)
 
 
+@pytest.mark.e2e
 def test_one_invocation_reads_each_data_set_once(tmp_path, mnist_dir):
   """A study's grids share one read of their data: the relu and gelu grids of tiny_mnist read
   it once, and train as a grid reading its own would (the same records)."""
@@ -245,6 +247,7 @@ def test_a_grid_stopped_by_sigint_keeps_its_training_time(tmp_path, mnist_dir):
   assert len(timing["machines"]) == 1 and "jax " in timing["machines"][0]
 
 
+@pytest.mark.e2e
 def test_a_grid_that_fails_before_training_adds_no_time(tmp_path):
   (tmp_path / "timings.json").write_text(json.dumps({"gelu": {"seconds": 3.0, "machines": []}}))
   # The workdir holds another grid (seeds 0-2): refused before any training.

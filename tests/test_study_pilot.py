@@ -247,6 +247,7 @@ def test_the_curves_are_each_arms_validation_loss_at_its_selected_lr(rendered):
   assert f"]({pilot_report.FIGURE})" in (out / "README.md").read_text()
 
 
+@pytest.mark.e2e
 def test_no_test_metric_changes_anything_the_pilot_writes(rendered):
   """The runs' test metrics replaced by other values (in metrics.jsonl and in each run's
   summary.json) leave README.md, table.md and summary.json as they were, byte for byte; the
@@ -327,6 +328,7 @@ def test_the_overview_lists_the_pilot_without_rows(rendered):
   assert lines == [f"- {json.loads((out / 'summary.json').read_text())['headline_summary']}"]
 
 
+@pytest.mark.e2e
 def test_render_reads_the_runs_and_refuses_a_folder_without_them(rendered, tmp_path):
   root, out = rendered
   before = outputs(out)

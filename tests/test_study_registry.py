@@ -58,6 +58,7 @@ def test_an_unknown_study_is_refused_naming_the_studies():
     registry.get("nope")
 
 
+@pytest.mark.e2e
 def test_a_new_study_is_a_literal_and_one_entry(monkeypatch, tmp_path):
   """A pilot made by `dataclasses.replace` and entered in the registry runs through the one
   path: its own name reaches the report's refusal of a folder with no runs, and a sequel of the

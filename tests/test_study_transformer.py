@@ -632,6 +632,7 @@ def outputs(out):
   return {name: (out / name).read_bytes() for name in ("README.md", "table.md", "summary.json")}
 
 
+@pytest.mark.e2e
 def test_a_pending_study_names_its_arms_and_gives_no_verdict(study):
   root, out, design = study
   write_study(out, design, counts(), arms=ARMS[:4])
@@ -661,6 +662,7 @@ def test_a_pending_study_names_its_arms_and_gives_no_verdict(study):
   assert "[`results/fashion_mnist/vit_fashion_mnist_pilot`](../vit_fashion_mnist_pilot/" in text
 
 
+@pytest.mark.e2e
 def test_the_readme_states_the_verdicts_the_code_derives(study):
   """Every arm finished: the verdict rows as `transformer.judge` gives them, the gate line, the
   members still improving at the last epoch, the wrong-form rows from the kept file with their
@@ -763,6 +765,7 @@ def test_the_readme_states_the_verdicts_the_code_derives(study):
   assert outputs(out) == before
 
 
+@pytest.mark.e2e
 def test_the_readme_reports_the_failed_control_and_the_short_test(tmp_path, monkeypatch):
   """A control within the margin: the forms' *equivalent* reported *not established*, in the
   tables and the summary; a forms test the cap left short: 'could not have passed' where it did
@@ -832,6 +835,7 @@ def shown_short(design, result, text):
   return checked
 
 
+@pytest.mark.e2e
 def test_training_records_the_command_and_trains_each_arm_at_its_lr(study, monkeypatch):
   """``train=True``: the command and revision recorded, every arm's grid handed to the trainer
   at its own lr on the design's seeds (the trainer replaced here: nothing trains), the wrong

@@ -435,6 +435,7 @@ def test_an_evaluation_segment_is_trained_in_the_fewest_near_equal_pieces_of_at_
 LONG_EPOCHS = {"batch_size": 1, "data_options": {"num_train": 120}}
 
 
+@pytest.mark.e2e
 def test_on_a_terminal_the_bar_moves_within_a_long_epoch(tmp_path):
   """A real terminal (a pty as the run's stderr): the bar is drawn after each piece of the
   epoch, not only at its end."""

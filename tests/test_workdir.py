@@ -47,6 +47,7 @@ def hold_lock(path) -> subprocess.Popen:
   return process
 
 
+@pytest.mark.e2e
 def test_a_second_process_is_refused_naming_the_holder_and_a_dead_one_blocks_nothing(tmp_path):
   holder = hold_lock(tmp_path / "run")
   try:
@@ -65,6 +66,7 @@ def test_a_second_process_is_refused_naming_the_holder_and_a_dead_one_blocks_not
   lock.release()
 
 
+@pytest.mark.e2e
 def test_a_lock_file_removed_under_a_running_writer_lets_no_second_one_in(tmp_path):
   """``rm workdir/lock`` while another process holds the workdir: the next process makes a new
   lock file, whose lock it could take, but the folder's own lock is still held: refused."""
