@@ -89,6 +89,28 @@ def parse_user_spec(spec: Any) -> tuple[str, str, dict[str, Any]] | None:
   return match.group(1), name, kwargs
 
 
+_RUNNERS = "train.py and reproduce.py add the folder they run in"
+
+
+def import_user_module(module_name: str, what: str, runners: str = _RUNNERS) -> Any:
+  """The user's module ``module_name`` imported from the Python path, the sha256 of its source
+  as imported recorded (:func:`source_record`); ``what`` (``"activation 'm:f'"``) and
+  ``runners`` (who adds the folder they run in to the path) name it in the error.
+
+  Raises:
+    ValueError: in one paragraph, the module does not import, with its import's own reason.
+  """
+  try:
+    module = importlib.import_module(module_name)
+  except Exception as e:  # The user's module: whatever its import raises is the reason.
+    raise ValueError(
+      f"{what}: module {module_name!r} does not import ({type(e).__name__}: {e}); it must be "
+      f"importable from the Python path (PYTHONPATH; {runners})."
+    ) from None
+  _IMPORTED_SHA256.setdefault(module_name, _sha256(module))
+  return module
+
+
 def note_user_module(module_name: str, before: set[str]) -> None:
   """Records the user's module ``module_name``, just imported (and, for a class, built): the
   sha256 of its source as it was imported, and the modules that came into ``sys.modules``
@@ -211,14 +233,9 @@ def user_activation(spec: str) -> Callable[..., Array]:
   what = f"activation {spec!r}"
   before = set(sys.modules)
   try:
-    module = importlib.import_module(module_name)
-    _IMPORTED_SHA256.setdefault(module_name, _sha256(module))
-  except Exception as e:  # The user's module: whatever its import raises is the reason.
-    problem = (
-      f"{what}: module {module_name!r} does not import ({type(e).__name__}: {e}); it must be "
-      "importable from the Python path (PYTHONPATH; train.py and reproduce.py add the folder "
-      "they run in)."
-    )
+    module = import_user_module(module_name, what)
+  except ValueError as e:
+    problem = str(e)
     if close_names(module_name, ACTIVATIONS.namespaces()):  # "pytorch:gelu": a mistyped alias
       try:
         ACTIVATIONS.get(spec)

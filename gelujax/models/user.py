@@ -19,7 +19,6 @@ run's config.json (as `gelujax.specs.activation_source` is an activation's).
 from __future__ import annotations
 
 import functools
-import importlib
 import inspect
 import json
 import sys
@@ -35,7 +34,7 @@ from flax import nnx
 from flax.nnx import variablelib
 
 from gelujax.registry import ParseError
-from gelujax.specs import note_user_module, parse_user_spec, source_record
+from gelujax.specs import import_user_module, note_user_module, parse_user_spec, source_record
 
 # What a user's model must be, for the refusals.
 VALID = (
@@ -76,14 +75,7 @@ def user_model(spec: str) -> tuple[type, dict[str, Any], str]:
     raise ValueError(f"{what} cannot be parsed: {e.reason}; expected module:Class or "
                      "module:Class(key=value, ...) with literal values.") from None  # fmt: skip
   before = set(sys.modules)
-  try:
-    module = importlib.import_module(module_name)
-  except Exception as e:  # The user's module: whatever its import raises is the reason.
-    raise ValueError(
-      f"{what}: module {module_name!r} does not import ({type(e).__name__}: {e}); it must be "
-      "importable from the Python path (PYTHONPATH; train.py and reproduce.py add the folder "
-      "they run in)."
-    ) from None
+  module = import_user_module(module_name, what)
   note_user_module(module_name, before)
   where = getattr(module, "__file__", None) or module_name
   cls = getattr(module, name, None)

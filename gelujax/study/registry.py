@@ -198,14 +198,9 @@ def resolve(name: str) -> Study:
     )
   module_name, variable_name, _ = specs.parse_user_spec(name)
   before = set(sys.modules)
-  try:
-    module = importlib.import_module(module_name)
-  except Exception as e:  # The user's module: whatever its import raises is the reason.
-    raise ValueError(
-      f"--task {name!r}: module {module_name!r} does not import ({type(e).__name__}: {e}); it "
-      "must be importable from the Python path (PYTHONPATH; reproduce.py adds the folder it "
-      "runs in)."
-    ) from None
+  module = specs.import_user_module(
+    module_name, f"--task {name!r}", "reproduce.py adds the folder it runs in"
+  )
   specs.note_user_module(module_name, before)
   design = getattr(module, variable_name, None)
   kinds = ", ".join(f"{k.__module__}.{k.__qualname__}" for k in KINDS)
