@@ -12,13 +12,15 @@ import os
 import re
 from pathlib import Path
 
+import jax
 import numpy as np
+import orbax.checkpoint as ocp
 import pytest
 import scipy.stats
 
 from gelujax import paper, tasks
 from gelujax.specs import gated_unit
-from gelujax.study import confirm, forms, overview, pilot, pilot_report, power, registry
+from gelujax.study import confirm, forms, grids, overview, pilot, pilot_report, power, registry
 from tests import fake_workdirs
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -452,3 +454,54 @@ def test_the_language_models_pilot_is_fixed_and_trains_end_to_end(tmp_path):
   before = outputs(out)
   pilot_report.reproduce(design, out=out, root=tmp_path, train=False, project=False)
   assert outputs(out) == before
+
+
+def test_the_controls_pilot_trains_each_narrower_feed_forward_as_its_variant_says(tmp_path):
+  """char_lm_controls_pilot: gelu and gelu at feed-forwards 384 and 256, gelu's lr 2e-3, seeds
+  0-3. Then at the tiny preset (feed-forward 64): a variant of feed-forward 32 trains in its own
+  folder with the task's other options kept, its feed-forward kernels (16, 32) and (32, 16)
+  where gelu's are (16, 64) and (64, 16), and its comparison with gelu is read back."""
+  from tests.test_char_lm import write_text
+
+  d = pilot.CHAR_LM_CONTROLS
+  assert d.arms == ("gelu", "gelu_ffn384", "gelu_ffn256") and d.learning_rates == (2e-3,)
+  assert d.seeds == (0, 1, 2, 3) and registry.variable(d) == "CHAR_LM_CONTROLS"
+  made = pilot.make_grids(d, Path("/out"))
+  assert [g.spec.activation for g in made] == ["gelu"] * 3
+  assert [g.spec.model_options.get("hidden_features") for g in made] == [None, 384, 256]
+  assert [g.workdir.name for g in made] == list(d.arms)
+  write_text(tmp_path / "text")
+  design = dataclasses.replace(
+    d,
+    task="char_lm(model='char_gpt_tiny', data_options={'block_size': 16}, steps_per_epoch=6)",
+    arms=("gelu", "gelu_ffn32"),
+    variants={"gelu_ffn32": grids.Variant("gelu", {"hidden_features": 32}, "feed-forward 32")},
+    comparisons=(("gelu_ffn32", "gelu"),), seeds=(0, 1), epochs=2,
+  )  # fmt: skip
+  out = tmp_path / "out"
+  pilot_report.reproduce(
+    design, out=out, root=tmp_path, data_dir=str(tmp_path / "text"), command="the test",
+    project=False,
+  )  # fmt: skip
+  kernels = {}
+  for arm in design.arms:
+    config = json.loads((out / "runs" / arm / "config.json").read_text())
+    assert config["spec"]["data_options"] == {"block_size": 16}
+    assert config["spec"]["activation"] == "gelu"
+    saved = sorted((out / "runs" / arm / "checkpoints").glob("*/default"))[-1]
+    tree = ocp.StandardCheckpointer().metadata(saved)
+    flat = jax.tree_util.tree_flatten_with_path(getattr(tree, "item_metadata", tree))[0]
+    kernels[arm] = sorted(
+      v.shape[1:]
+      for p, v in flat
+      if (k := jax.tree_util.keystr(p)).startswith("['params']") and "'mlp'" in k and "kernel" in k
+    )  # each member's, stacked: (members, in, out); the optimizer's moments aside
+  assert kernels == {"gelu": [(16, 64), (64, 16)], "gelu_ffn32": [(16, 32), (32, 16)]}
+  summary = json.loads((out / "summary.json").read_text())
+  assert summary["missing"] == [] and len(summary["pilot"]["spreads"]) == 2
+  assert {(s["first"], s["second"]) for s in summary["pilot"]["spreads"]} == {
+    ("gelu_ffn32", "gelu")
+  }
+  text = (out / "README.md").read_text()
+  assert "gelu_ffn32: gelu with feed-forward 32 (model options {'hidden_features': 32})" in text
+  assert "gelu_ffn32 − gelu is the control's gap" in text

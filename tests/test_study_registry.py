@@ -41,6 +41,7 @@ def test_each_entry_names_its_designs_code_path():
     "vit_fashion_mnist_pilot": "gelujax.study.pilot.VIT",
     "transformer_twitter_pos_pilot": "gelujax.study.pilot.TAGGER",
     "char_lm_pilot": "gelujax.study.pilot.CHAR_LM",
+    "char_lm_controls_pilot": "gelujax.study.pilot.CHAR_LM_CONTROLS",
     "vit_fashion_mnist_study": "gelujax.study.transformer.VIT",
     "transformer_twitter_pos_study": "gelujax.study.transformer.TAGGER",
   }

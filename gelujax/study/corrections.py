@@ -182,6 +182,16 @@ CORRECTIONS: dict[str, tuple[Correction, ...]] = {
       "control lines now say so, and on test loss the control was not found different",
     ),
   ),
+  "char_lm_pilot": (
+    Correction(
+      "2026-11-29",
+      "the Design's task line (`gelujax.study.pilot_report.design_lines`)",
+      "it said “one evaluation of the validation split per epoch”, as every pilot's line did "
+      "whatever its task",
+      "char_lm evaluates twice an epoch (every 250 steps, `evals_per_epoch` 2), and a member's "
+      "best is the best of those 8 evaluations; the line now reads the task's count",
+    ),
+  ),
   "twitter_pos_confirm": (
     Correction(
       "2026-11-29",
@@ -197,11 +207,17 @@ CORRECTIONS: dict[str, tuple[Correction, ...]] = {
 }
 
 
-def lines(name: str, fixed: str, facts: Mapping[str, Callable[[], str]] | None = None) -> list[str]:
+def lines(
+  name: str,
+  fixed: str,
+  facts: Mapping[str, Callable[[], str]] | None = None,
+  kept: str = "the verdicts below are those it reached",
+) -> list[str]:
   """The Corrections section's lines for the design ``name``, fixed on ``fixed``: a sentence
   saying what the corrections are, then one line each, followed by the facts that show it
-  (``facts``: a name of `Correction.facts` -> its words, derived at render time); ``[]`` for a
-  design without corrections."""
+  (``facts``: a name of `Correction.facts` -> its words, derived at render time) and what
+  stands as it was (``kept``: a study's verdicts, a pilot's numbers); ``[]`` for a design
+  without corrections."""
   found = CORRECTIONS.get(name, ())
   if not found:
     return []
@@ -214,7 +230,7 @@ def lines(name: str, fixed: str, facts: Mapping[str, Callable[[], str]] | None =
   return [
     "Statements of the design found wrong after its runs, corrected here rather than in the "
     f"design, which stays as it was fixed on {fixed} (`gelujax.study.corrections.CORRECTIONS`): "
-    "the verdicts below are those it reached.",
+    f"{kept}.",
     "",
     *shown,
   ]

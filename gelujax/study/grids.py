@@ -17,7 +17,7 @@ import contextlib
 import dataclasses
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -67,15 +67,48 @@ def make_grids(
   return grids
 
 
+@dataclasses.dataclass(frozen=True)
+class Variant:
+  """An arm of a study fixed in code that is more than an activation: the activation it trains
+  and the model options it adds to the task's (a narrower feed-forward: ``{"hidden_features":
+  384}``), under a name of its own. An arm that is only an activation is its activation's
+  name.
+
+  Attributes:
+    activation: the activation spec it trains.
+    model_options: added to the task's model options (`gelujax.tasks.TaskSpec.model_options`).
+    words: what it is, in a few words (its row in the design's arms).
+  """
+
+  activation: str
+  model_options: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+  words: str = ""
+
+
+def arm_spec(spec: Any, arm: str, variants: Mapping[str, Variant]) -> Any:
+  """``spec`` as the arm ``arm`` trains it: with ``arm`` as its activation, or, for an arm of
+  ``variants``, that variant's activation and model options."""
+  variant = variants.get(arm)
+  if variant is None:
+    return spec.replace(activation=arm)
+  options = {**spec.model_options, **variant.model_options}
+  return spec.replace(activation=variant.activation, model_options=options)
+
+
 def arm_grids(
-  spec: Any, arms: Sequence[str], out: Path, learning_rates: Callable[[str], Sequence[float]]
+  spec: Any,
+  arms: Sequence[str],
+  out: Path,
+  learning_rates: Callable[[str], Sequence[float]],
+  variants: Mapping[str, Variant] | None = None,
 ) -> list[Grid]:
-  """One grid per activation of ``arms`` (``spec`` with it), in ``out/runs/<run>/`` as
-  `gelujax.study.runs.run_name` names it, at ``learning_rates(arm)``: a study fixed in code."""
+  """One grid per arm of ``arms`` (``spec`` as :func:`arm_spec` makes it), in
+  ``out/runs/<run>/`` as `gelujax.study.runs.run_name` names the arm, at
+  ``learning_rates(arm)``: a study fixed in code."""
   return [
     Grid(
       runs.run_name(arm),
-      spec.replace(activation=arm),
+      arm_spec(spec, arm, variants or {}),
       out / "runs" / runs.run_name(arm),
       tuple(learning_rates(arm)),
     )

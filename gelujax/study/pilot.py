@@ -83,7 +83,7 @@ class Pilot:
     date: when the design was fixed in code (UTC), before any of its runs was trained.
     task: the registered task trained.
     dataset: its data set.
-    arms: the feed-forward activations trained, each one grid.
+    arms: the arms trained, each one grid: an activation's name, or a name of ``variants``.
     learning_rates: every arm is trained at each; each arm's is selected (:func:`select_lr`).
     seeds: the selection seeds, shared by every arm and lr.
     epochs: epochs of every run.
@@ -95,6 +95,8 @@ class Pilot:
     alpha: the two-sided level of the paired test the pairs are for (uncorrected).
     power: the power the pairs are for.
     bound: the one-sided confidence of the SD's upper bound the pairs are computed with.
+    variants: the arms that are more than an activation (`gelujax.study.grids.Variant`: a
+      narrower feed-forward), by name.
     arms_reason, control_reason, lr_reason, seeds_reason, epochs_reason, margins_reason: why each
       is what it is.
     tie_rule: which epoch is a member's best where its selection metric ties.
@@ -127,6 +129,7 @@ class Pilot:
     "the lr of the lowest median over seeds of its members' best selection metric (a diverged "
     "member counts as +inf); where two medians are equal, the smaller lr"
   )
+  variants: Mapping[str, grids.Variant] = dataclasses.field(default_factory=dict)
 
   def __post_init__(self):
     if self.select_metric not in VALIDATION_KEYS:
@@ -283,6 +286,52 @@ CHAR_LM = Pilot(
   ),
 )
 
+# The language model's candidate positive controls: gelu with a narrower feed-forward.
+CHAR_LM_CONTROLS = Pilot(
+  name="char_lm_controls_pilot",
+  date="2026-11-29",
+  task="char_lm",
+  dataset="tiny_shakespeare",
+  arms=("gelu", "gelu_ffn384", "gelu_ffn256"),
+  variants={
+    "gelu_ffn384": grids.Variant("gelu", {"hidden_features": 384}, "feed-forward 384"),
+    "gelu_ffn256": grids.Variant("gelu", {"hidden_features": 256}, "feed-forward 256"),
+  },
+  learning_rates=(2e-3,),
+  seeds=(0, 1, 2, 3),
+  epochs=4,
+  select_metric="validation_loss",
+  comparisons=(("gelu_ffn384", "gelu"), ("gelu_ffn256", "gelu")),
+  control="",
+  metrics=(LOSS, ERROR),
+  arms_reason=(
+    "gelu at the task's feed-forward width (512, four times the model's width of 128) and gelu "
+    "with a narrower feed-forward, 384 and 256 (three and two times the width): the candidates "
+    "for the language-model study's positive control"
+  ),
+  control_reason=(
+    "a positive control must differ from gelu by a gap of about the size the study's margin "
+    "is to resolve (1 to 3 margins); a far larger gap, such as identity's in char_lm_pilot "
+    "(its Paired spread), shows only that the design sees a large one. A narrower feed-forward "
+    "keeps the activation, the data and the training and removes parameters: a known step "
+    "whose gap this pilot measures, on the same seeds as gelu"
+  ),
+  lr_reason=(
+    "one lr, 2e-3, the lr char_lm_pilot selected for gelu: a control trains as gelu trains, "
+    "only narrower, so that its gap is the model's and not an lr's"
+  ),
+  seeds_reason=(
+    "char_lm_pilot's selection seeds 0–3, never evaluation seeds of the study to come, which "
+    "draws fresh ones; gelu is trained again beside the narrower arms, so that each "
+    "comparison's pairs come from one pilot (3 grids of 4 members)"
+  ),
+  epochs_reason=(
+    "the task's 4 epochs of 500 steps, as char_lm_pilot's, so that the gaps measured are "
+    "those of the runs the study trains"
+  ),
+  margins_reason=CHAR_LM.margins_reason,
+)
+
 
 @dataclasses.dataclass(frozen=True)
 class Best:
@@ -378,8 +427,8 @@ def finished_runs(design: Pilot, out: Path) -> dict[str, runs.Run]:
   return runs.finished(out, {arm: design.folder(arm) for arm in design.arms})
 
 
-def arm_cells(design: Pilot, run: runs.Run) -> dict[float, Cell]:
-  """A finished run's cells: lr -> its members' bests, in the design's lr order.
+def arm_cells(design: Pilot, arm: str, run: runs.Run) -> dict[float, Cell]:
+  """The finished run of ``arm``: lr -> its members' bests, in the design's lr order.
 
   Raises:
     ValueError: the run's members are not the design's lrs x seeds.
@@ -393,7 +442,7 @@ def arm_cells(design: Pilot, run: runs.Run) -> dict[float, Cell]:
         f"{run.workdir} holds seeds {[b.seed for b in cell]} at lr {lr:g}, not the design's "
         f"{list(design.seeds)}: it is not a run of {design.name}."
       )
-    found[lr] = Cell(run.activation, lr, cell)
+    found[lr] = Cell(arm, lr, cell)
   return found
 
 
@@ -514,7 +563,7 @@ class Analysis:
 def analyse(design: Pilot, finished: Mapping[str, runs.Run]) -> Analysis:
   """The cells, selected lrs and paired spreads of the finished runs (``finished``:
   :func:`finished_runs`)."""
-  cells = {arm: arm_cells(design, finished[arm]) for arm in design.arms if arm in finished}
+  cells = {arm: arm_cells(design, arm, finished[arm]) for arm in design.arms if arm in finished}
   selected = {arm: select_lr(c, design.select_metric) for arm, c in cells.items()}
   spreads = []
   for metric in design.metrics:
@@ -529,4 +578,6 @@ def analyse(design: Pilot, finished: Mapping[str, runs.Run]) -> Analysis:
 
 def make_grids(design: Pilot, out: Path) -> list[grids.Grid]:
   """One grid per arm (in :meth:`Pilot.folder`), the design's lrs x seeds its members."""
-  return grids.arm_grids(design.spec(), design.arms, out, lambda arm: design.learning_rates)
+  return grids.arm_grids(
+    design.spec(), design.arms, out, lambda arm: design.learning_rates, design.variants
+  )

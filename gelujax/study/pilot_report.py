@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from gelujax.study import numbers, pilot, plots, readme, registry, report, runs
+from gelujax.study import corrections, numbers, pilot, plots, readme, registry, report, runs
 from gelujax.study.pilot import Analysis, Metric, Pilot, Spread
 
 FIGURE = "curves.png"  # each arm's validation loss at its selected lr, against epoch
@@ -211,20 +211,29 @@ def design_lines(design: Pilot) -> list[str]:
   )
   if renamed:
     renamed = f", the folder's name as `gelujax.study.runs.run_name` makes it: {renamed}"
+  variants = "; ".join(
+    f"{arm}: {v.activation} with {v.words} (model options {dict(v.model_options)})"
+    for arm, v in design.variants.items()
+  )
+  variants = f"; {variants}" if variants else ""
+  per_epoch = spec.evals_per_epoch
+  evaluations = "one evaluation" if per_epoch == 1 else f"{per_epoch} evaluations"
+  controls = [c for c in design.comparisons if c[0] == design.control or c[0] in design.variants]
+  gaps = " and ".join(f"{a} − {b}" for a, b in controls)
   return [
     f"Fixed in {registry.fixed_in(design)} before any of its runs was trained:",
     "",
     f"- Task: `{design.task}` on {design.dataset} (model `{spec.model}`, batch size "
     f"{spec.batch_size}, dropout {spec.dropout:g}, {spec.optimizer}), {design.epochs} epochs, "
-    f"one evaluation of the validation split per epoch: {design.epochs_reason}.",
+    f"{evaluations} of the validation split per epoch: {design.epochs_reason}.",
     f"- Arms: {', '.join(design.arms)}, each one run of {len(design.learning_rates)} lrs x "
-    f"{len(design.seeds)} seeds (`runs/<arm>/`{renamed}): {design.arms_reason}.",
+    f"{len(design.seeds)} seeds (`runs/<arm>/`{renamed}){variants}: {design.arms_reason}.",
     f"- Control: {design.control_reason}.",
     f"- Learning rates {numbers.lrs(design.learning_rates)}: {design.lr_reason}.",
     f"- Seeds: {design.seeds_reason}.",
     "- Comparisons (the study's): "
     + ", ".join(f"{a} − {b}" for a, b in design.comparisons)
-    + f"; {design.comparisons[-1][0]} − {design.comparisons[-1][1]} is the control's gap.",
+    + f"; {gaps} {'is' if len(controls) == 1 else 'are'} the control's gap.",
   ]
 
 
@@ -249,6 +258,9 @@ def seed_table(design: Pilot, analysis: Analysis) -> list[str]:
   return lines
 
 
+KEPT = "the numbers below are those its runs gave"  # what a pilot's corrections leave as it was
+
+
 def write_result(design: Pilot, *, out: Path, root: Path, project: bool = True) -> Path:
   """Writes ``out``'s README.md, table.md and summary.json; returns ``out``; and the project's
   overview where ``out`` is under its results/."""
@@ -271,6 +283,7 @@ def write_result(design: Pilot, *, out: Path, root: Path, project: bool = True) 
     ),
     *report.section("Method", method_lines(design)),
     *report.section("What the pilot does not show", caveat_lines(design)),
+    *report.section("Corrections", corrections.lines(design.name, design.date, kept=KEPT)),
     *report.section("Design", design_lines(design)),
   ]
   return report.publish(

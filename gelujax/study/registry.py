@@ -142,6 +142,7 @@ _ALL = (
   Study(pilot.VIT, PILOT),
   Study(pilot.TAGGER, PILOT),
   Study(pilot.CHAR_LM, PILOT),
+  Study(pilot.CHAR_LM_CONTROLS, PILOT),
   Study(transformer.VIT, TRANSFORMER),
   Study(transformer.TAGGER, TRANSFORMER),
 )
