@@ -18,6 +18,7 @@ import functools
 import inspect
 import numbers
 import re
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -25,7 +26,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from flax import linen as nn
-from flax import nnx
 from jax import Array
 from jax.typing import ArrayLike
 
@@ -104,6 +104,14 @@ class SOIMap(nn.Module):
     return soi_map(x, key, train=not deterministic)
 
 
+def _is_to_linen(cls: Any) -> bool:
+  """Whether ``cls`` is ``flax.nnx.bridge.ToLinen`` (a user's NNX activation wrapped for Linen):
+  never where flax.nnx was not imported, which wrapping one imports, so that Linen models never
+  import NNX (half a second of every command's start)."""
+  nnx = sys.modules.get("flax.nnx")
+  return nnx is not None and cls is nnx.bridge.ToLinen
+
+
 def make_activation(spec: str) -> Callable[..., Any]:
   """The activation named by ``spec`` as a Linen model's ``activation`` field takes it: a
   function of an array (``"gelu"``, ``"gaussian_gelu(sigma=0.5)"``, an alias, a user's
@@ -173,7 +181,7 @@ class Activation(nn.Module):
       return fn(x)
     # A user's NNX module class comes wrapped for Linen (`gelujax.specs.activation_module`):
     # its layer is named after that class, as gelujax.nnx.Activation names it.
-    named = fn.args[0] if cls is nnx.bridge.ToLinen and isinstance(fn, functools.partial) else cls
+    named = fn.args[0] if _is_to_linen(cls) and isinstance(fn, functools.partial) else cls
     layer = fn(name=snake_case(named.__name__))
     if "deterministic" not in inspect.signature(cls.__call__).parameters:
       return layer(x)

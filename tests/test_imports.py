@@ -271,3 +271,30 @@ def test_every_module_imports_in_one_process_and_defines_no_flag():
   )
   assert done.returncode == 0, done.stderr[-2000:]
   assert done.stdout.strip() == "[]"
+
+
+def test_a_linen_models_commands_never_import_flax_nnx():
+  """flax.nnx (with IPython, which it imports) is half a second of every command's start:
+  importing gelujax and both commands, and building a Linen task's model and activation, leave
+  it unimported; a user's NNX activation imports it where it is named."""
+  import os
+  import subprocess
+  import sys
+
+  code = (
+    "import sys, gelujax, gelujax.cli.train, gelujax.cli.reproduce, gelujax.tasks\n"
+    "from gelujax import linen\n"
+    "import jax, jax.numpy as jnp\n"
+    "m = linen.Activation('gelu_tanh')\n"
+    "m.init(jax.random.key(0), jnp.ones(3))\n"
+    "gelujax.tasks.get('mnist')\n"
+    "before = 'flax.nnx' in sys.modules\n"
+    "gelujax.nnx.Activation('gelu')\n"
+    "print(before, 'flax.nnx' in sys.modules)\n"
+  )
+  env = dict(os.environ, PYTHONPATH=str(ROOT), JAX_PLATFORMS="cpu")
+  done = subprocess.run(
+    [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300
+  )
+  assert done.returncode == 0, done.stderr[-2000:]
+  assert done.stdout.split() == ["False", "True"]

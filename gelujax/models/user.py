@@ -30,8 +30,6 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np
-from flax import nnx
-from flax.nnx import variablelib
 
 from gelujax.registry import ParseError
 from gelujax.specs import import_user_module, note_user_module, parse_user_spec, source_record
@@ -47,6 +45,14 @@ VALID = (
 class ActivationNotForModel(ValueError):
   """The activation is one the user's model cannot take (a Linen module class for an NNX
   model): the model and the activation are each valid, the pair is not."""
+
+
+def _nnx() -> Any:
+  """``flax.nnx``, imported where a model or an activation of the user's is an NNX class: a
+  Linen model's command never imports it (half a second of its start)."""
+  from flax import nnx
+
+  return nnx
 
 
 def is_user_model(spec: Any) -> bool:
@@ -83,7 +89,7 @@ def user_model(spec: str) -> tuple[type, dict[str, Any], str]:
     raise ValueError(f"{what}: module {module_name!r} ({where}) has no {name!r}.")
   if isinstance(cls, type) and issubclass(cls, nn.Module):
     kind = "linen"
-  elif isinstance(cls, type) and issubclass(cls, nnx.Module):
+  elif isinstance(cls, type) and issubclass(cls, _nnx().Module):
     kind = "nnx"
   else:
     got = "a class" if isinstance(cls, type) else f"a {type(cls).__name__}"
@@ -109,7 +115,8 @@ def nnx_activation(activation: Any) -> tuple[type, Mapping[str, Any]] | None:
   """``(class, keyword arguments)`` where ``activation`` is an NNX module class of the user's
   own as `gelujax.linen.make_activation` gives it for Linen models (wrapped by
   ``flax.nnx.bridge.ToLinen``, `gelujax.specs.activation_module`); else None."""
-  if isinstance(activation, functools.partial) and activation.func is nnx.bridge.ToLinen:
+  nnx = sys.modules.get("flax.nnx")  # Never imported where no NNX activation was wrapped.
+  if nnx and isinstance(activation, functools.partial) and activation.func is nnx.bridge.ToLinen:
     (cls,) = activation.args
     return cls, dict(activation.keywords.get("kwargs") or {})
   return None
@@ -210,6 +217,7 @@ class FromNNX(nn.Module):
       name: self.make_rng(name) if name in given else jax.random.key(0)
       for name in ("params", "dropout")
     }
+    nnx = _nnx()
     rngs = nnx.Rngs(**streams)
     given_activation = {}
     if self.activation is not None:
@@ -222,7 +230,7 @@ class FromNNX(nn.Module):
     state = nnx.state(module, nnx.Not(nnx.RngState))
     collections: dict[str, dict] = {}
     for path, leaf in nnx.to_flat_state(state):
-      collection = variablelib.variable_name_from_type(type(leaf), allow_register=True)
+      collection = nnx.variablelib.variable_name_from_type(type(leaf), allow_register=True)
       collections.setdefault(collection, {})[path] = leaf.get_value()
     for collection, flat in collections.items():
       if self.is_initializing() or self.is_mutable_collection(collection):
@@ -261,6 +269,7 @@ def _check_nnx_constructor(spec, cls, activation, dropout, key, kwargs, built=Fa
     ) from None
   except ValueError:  # no signature to check: the call decides
     pass
+  nnx = _nnx()
   try:
 
     def construct():
