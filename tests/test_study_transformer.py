@@ -525,8 +525,22 @@ def test_the_wrong_form_rows_are_kept_and_read_back(tmp_path):
   grid = grids.Grid("gelu", spec, out / "runs" / "gelu", (1e-3,))  # no checkpoint there
   kept = transformer.evaluate_wrong_forms(design, grid, out=out, data_dir=None)
   assert [json.dumps(r.to_json()) for r in kept] == [json.dumps(r.to_json()) for r in rows]
-  relu = dataclasses.replace(grid, spec=spec.replace(activation="relu"))
+  relu = dataclasses.replace(grid, name="relu", spec=spec.replace(activation="relu"))
   assert transformer.evaluate_wrong_forms(design, relu, out=out, data_dir=None) is None
+  # An arm is its name, not its activation: a narrower gelu is an arm of its own, without the
+  # wrong forms of gelu's arm, trained with its model options in a folder of its own.
+  narrow = grids.Variant("gelu", {"hidden_features": 8}, "feed-forward 8")
+  varied = dataclasses.replace(
+    design, arms=(*design.arms, "gelu_ffn8"), variants={"gelu_ffn8": narrow},
+    learning_rates={**design.learning_rates, "gelu_ffn8": 1e-3},
+  )  # fmt: skip
+  made = {g.name: g for g in transformer.make_grids(varied, out)}
+  assert made["gelu_ffn8"].spec.activation == made["gelu"].spec.activation == "gelu"
+  assert made["gelu_ffn8"].spec.model_options == {
+    **made["gelu"].spec.model_options, "hidden_features": 8
+  }  # fmt: skip
+  assert made["gelu_ffn8"].workdir == out / "runs" / "gelu_ffn8"
+  assert transformer.evaluate_wrong_forms(varied, made["gelu_ffn8"], out=out, data_dir=None) is None
   path.unlink()
   assert transformer.evaluate_wrong_forms(design, grid, out=out, data_dir=None) is None
   assert transformer.read_all_wrong_forms(design, out) == {}

@@ -216,7 +216,8 @@ class Design:
     epochs: epochs of every run (the task's and the pilot's).
     examples: the test split's size in what its error counts (images, tokens).
     unit: what an example is, in words.
-    arms: the feed-forward activations trained; the control among them.
+    arms: the arms trained, the control among them: an activation's name, or a name of
+      ``variants``.
     control: the positive control's arm, compared with gelu.
     ranking: the ranking family: (first, second) claims first below second.
     forms: the forms family: (first, second), first minus second within a margin.
@@ -238,6 +239,8 @@ class Design:
       sets beside the arms', with the paper's medians its summary quotes: the number the task is
       to beat, shown, never tested (other seeds, another model); "" for none.
     beside_words: that result's model, in a few words.
+    variants: the arms that are more than an activation (`gelujax.study.grids.Variant`: a
+      narrower feed-forward as a control), by name.
   """
 
   name: str
@@ -279,6 +282,7 @@ class Design:
   sizing: Sizing | None = None
   beside: str = ""
   beside_words: str = ""
+  variants: Mapping[str, grids.Variant] = dataclasses.field(default_factory=dict)
 
   @property
   def is_filled(self) -> bool:
@@ -609,7 +613,9 @@ def analyse(design: Design, finished: Mapping[str, runs.Run]) -> Result:
 def make_grids(design: Design, out: Path) -> list[grids.Grid]:
   """One grid per arm (in :meth:`Design.folder`) at its own lr, every seed a member."""
   design.check_filled()
-  return grids.arm_grids(design.spec(), design.arms, out, lambda arm: [design.learning_rates[arm]])
+  return grids.arm_grids(
+    design.spec(), design.arms, out, lambda arm: [design.learning_rates[arm]], design.variants
+  )
 
 
 # --------------------------------------------------------------------------- the wrong form
@@ -626,7 +632,7 @@ def evaluate_wrong_forms(
   :attr:`Design.wrong_forms` in each of the design's dtypes, kept in ``out/wrong_form/``
   (`gelujax.study.wrong_form.keep`); None for an arm without wrong forms, or a grid neither
   kept nor restorable."""
-  arm = grid.spec.activation
+  arm = next(a for a in design.arms if design.folder(a) == grid.name)
   if arm not in design.wrong_forms:
     return None
   path = wrong_form_path(design, out, arm)
