@@ -371,3 +371,34 @@ def test_members_benchmark_times_both_strategies_side_by_side_without_the_device
      "--name", "q"], check=True, capture_output=True, timeout=120,
   )  # fmt: skip
   assert (tmp_path / "q.md").read_text() == report
+
+
+def test_char_lm_limits_counts_a_steps_products_by_hand_and_sums_their_times():
+  """A step of nanoGPT's CPU configuration, counted by hand a token at a time: per block the
+  projections 128x384, 128x128, 128x512 and 512x128, the attention's 64x32 scores and values
+  for each of 4 heads; then the 128x65 head; 2 FLOPs a multiply-add, 3 products (forward and
+  two gradients) for each, 768 tokens. The bound of a record whose products each run at one
+  rate is the step's FLOPs over that rate; the report states both steps beside it."""
+  sys.path.insert(0, str(ROOT / "benchmarks"))
+  import char_lm_limits as limits
+
+  per_block = 2 * (128 * 384 + 128 * 128 + 128 * 512 + 512 * 128) + 2 * 2 * 64 * 32 * 4
+  by_hand = 3 * 768 * (4 * per_block + 2 * 128 * 65)
+  assert limits.step_flops(limits.step_products()) == by_hand == 3_964_207_104
+  rate = 50e9  # FLOP/s
+  seconds = {
+    limits._key(*p[2:]): {"jax": 2 * math.prod(p[2:]) / rate, "torch": 4 * math.prod(p[2:]) / rate}
+    for p in [*limits.step_products(), limits.SQUARE]
+  }
+  assert limits.bound(limits.step_products(), seconds, "jax") == pytest.approx(by_hand / rate)
+  record = {
+    "command": "c", "machine": "m", "date": "d", "steps": 5, "repeats": 1, "calls": 2,
+    "nanogpt_parameters": 804_096, "product_seconds": seconds,
+    "step_seconds": {"gelujax": 0.2, "nanogpt": 0.16},
+  }  # fmt: skip
+  text = limits.render(record)
+  floor = by_hand / rate
+  assert f"**{0.16 / floor:.2f}x**" in text and "0.80x nanoGPT's speed" in text
+  assert (
+    f"| gelujax | 200.0 | {limits.model_flops_per_step(804_096 - 64 * 128) / 0.2e9:.1f} |" in text
+  )
