@@ -397,7 +397,7 @@ def test_reproduce_py_refuses_to_change_the_fixed_design(tmp_path):
   assert ended[0].code == (
     "reproduce.py: error: --task twitter_pos_confirm trains the design fixed in "
     "gelujax.study.confirm.TWITTER before its runs (arms gelu_tanh, relu, elu, lr 0.001, seeds "
-    "200-229, 30 epochs, twitter_pos); leave out --learning_rates, --epochs."
+    "200–229, 30 epochs, twitter_pos); leave out --learning_rates, --epochs."
   )
   assert ended[1].code.startswith(f"reproduce.py: error: --render: {outs[1] / 'runs'} holds no")
   assert ended[2].code.endswith("30 epochs, twitter_pos); leave out --reference.")

@@ -361,7 +361,7 @@ def test_reproduce_py_refuses_to_change_the_fixed_design(tmp_path):
   assert ended[0].code == (
     "reproduce.py: error: --task vit_fashion_mnist_pilot trains the design fixed in "
     "gelujax.study.pilot.VIT before its runs (arms relu, gelu, gelu_tanh, "
-    "geglu(approximate=True), geglu, swiglu, identity, lrs 0.001, 0.0003, seeds 0-3, 10 epochs, "
+    "geglu(approximate=True), geglu, swiglu, identity, lrs 0.001, 0.0003, seeds 0–3, 10 epochs, "
     "fashion_mnist); leave out --activations, --seeds."
   )
   assert ended[1].code.startswith(f"reproduce.py: error: --render: {outs[1] / 'runs'} holds no")

@@ -25,15 +25,7 @@ from typing import Any
 
 from gelujax import specs
 from gelujax import workdir as workdirs
-from gelujax.study import confirm, forms, pilot, readme, transformer
-
-
-def _lrs(values) -> str:
-  return ", ".join(f"{lr:g}" for lr in values)
-
-
-def _seeds(design) -> str:
-  return f"{design.seeds[0]}-{design.seeds[-1]}"
+from gelujax.study import confirm, forms, numbers, pilot, readme, transformer
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,7 +54,7 @@ FORMS = Kind(
   "gelujax.study.forms",
   "gelujax.study.forms_report",
   lambda d: (
-    f"arms {', '.join(d.arms)}, lrs {_lrs(d.learning_rates)}, {len(d.seeds)} seeds, "
+    f"arms {', '.join(d.arms)}, lrs {numbers.lrs(d.learning_rates)}, {len(d.seeds)} seeds, "
     f"{d.epochs} epochs, {d.dataset}"
   ),
   lambda d: len(d.learning_rates) * len(d.seeds),
@@ -71,7 +63,7 @@ CONFIRM = Kind(
   "gelujax.study.confirm",
   "gelujax.study.confirm_report",
   lambda d: (
-    f"arms {', '.join(d.arms)}, lr {d.learning_rate:g}, seeds {_seeds(d)}, "
+    f"arms {', '.join(d.arms)}, lr {d.learning_rate:g}, seeds {numbers.seeds(d.seeds)}, "
     f"{d.epochs} epochs, {d.dataset}"
   ),
   lambda d: len(d.seeds),
@@ -80,8 +72,8 @@ PILOT = Kind(
   "gelujax.study.pilot",
   "gelujax.study.pilot_report",
   lambda d: (
-    f"arms {', '.join(d.arms)}, lrs {_lrs(d.learning_rates)}, seeds {_seeds(d)}, "
-    f"{d.epochs} epochs, {d.dataset}"
+    f"arms {', '.join(d.arms)}, lrs {numbers.lrs(d.learning_rates)}, seeds "
+    f"{numbers.seeds(d.seeds)}, {d.epochs} epochs, {d.dataset}"
   ),
   lambda d: len(d.learning_rates) * len(d.seeds),
 )
