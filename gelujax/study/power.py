@@ -106,6 +106,57 @@ def _z(p: float) -> float:
   return statistics.NormalDist().inv_cdf(p)
 
 
+def count_to_decide(
+  shift: float,
+  unit_error: float,
+  *,
+  level: float,
+  margin: float | None,
+  power: float,
+  floor: Callable[[bool], int],
+) -> int | None:
+  """The count n (seeds a side, or pairs) with which a true shift of ``shift`` is decided with
+  ``power``, the shift's standard error with n being ``unit_error`` / sqrt(n): the one normal
+  approximation every observed effect is sized with (:func:`seeds_for_power`,
+  :func:`pairs_for_power`, :func:`pairs_for_shift`).
+
+  The decision is the one the shift points to: without a ``margin``, a shift of either sign
+  (two-sided at ``level``); with one, equivalence where the shift lies inside it (both one-sided
+  tests at ``level`` / 2, as `gelujax.study.stats.Equivalence.p` doubles the smaller p), a shift
+  beyond it where outside (one-sided at ``level`` / 4). The answer is at least ``floor(beyond)``,
+  the count with which the exact test can reach its level at all.
+
+  Returns:
+    The count, or None where no count decides (a shift of exactly 0 without a margin, or of
+    exactly the margin) or more than ``MAX_SEEDS`` would be needed.
+  """
+  beyond = margin is not None and abs(shift) > margin
+  if margin is None or beyond:
+    effect = abs(shift) - (margin or 0.0)
+    if effect == 0.0:
+      return None
+    z_level = _z(1.0 - level / 2.0) if margin is None else _z(1.0 - level / 4.0)
+    needed = math.ceil((unit_error * (z_level + _z(power)) / effect) ** 2)
+  else:
+    if abs(shift) == margin:
+      return None
+    needed = _tost_count(
+      lambda n: unit_error / math.sqrt(n), shift, margin, _z(1.0 - level / 2.0), power
+    )
+    if needed is None:
+      return None
+  needed = max(needed, floor(beyond))
+  return needed if needed <= stats.MAX_SEEDS else None
+
+
+def _paired_floor(level: float) -> Callable[[bool], int]:
+  """The fewest pairs with which an exact paired test reaches its one-sided level at all (1 /
+  2^n at most it): ``level`` / 4 for a shift beyond a margin, else ``level`` / 2."""
+  return lambda beyond: next(
+    n for n in range(1, stats.MAX_SEEDS + 1) if 0.5**n <= (level / 4.0 if beyond else level / 2.0)
+  )
+
+
 def seeds_for_power(
   a: Sequence[float],
   b: Sequence[float],
@@ -114,17 +165,14 @@ def seeds_for_power(
   margin: float | None = None,
   power: float = POWER,
 ) -> int | None:
-  """The seeds a side with which the observed effect would be decided with ``power``.
+  """The seeds a side with which the observed effect would be decided with ``power`` by the
+  rank-sum tests (:func:`count_to_decide`).
 
-  The method: a normal approximation to the Hodges–Lehmann shift. Its observed value is taken
-  as the true shift; its standard error with n' seeds a side is s·sqrt(π/3 · 2/n'), its
-  asymptotic value for normal errors (the rank test's efficiency against the t-test is 3/π),
-  with s the pooled standard deviation of the two samples. The decision is the one the
-  observed effect points to: a shift of either sign (the two-sided rank test at ``level``);
-  with a ``margin``, equivalence (both one-sided tests at ``level`` / 2, as
-  :attr:`Equivalence.p` doubles the smaller p) where the shift lies inside the margin, a shift
-  beyond it (two-sided at ``level`` / 2) where outside. The answer is at least the seeds with
-  which the exact test can reach its level at all (2 / C(2n, n) below it).
+  The observed Hodges–Lehmann shift is taken as the true one; its standard error with n' seeds
+  a side is s·sqrt(π/3 · 2/n'), its asymptotic value for normal errors (the rank test's
+  efficiency against the t-test is 3/π), with s the pooled standard deviation of the two
+  samples. The answer is at least the seeds with which the exact test can reach its level at
+  all (2 / C(2n, n) below it; ``level`` / 2 for a shift beyond the margin).
 
   Args:
     a, b: the per-seed values observed (at least 3 in all).
@@ -140,32 +188,18 @@ def seeds_for_power(
   a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
   if len(a) + len(b) < 3:
     return None
-  shift = hodges_lehmann(a, b)
   squares = sum(float(((x - x.mean()) ** 2).sum()) for x in (a, b))
   pooled = squares / (len(a) + len(b) - 2)
-  # The standard error of the shift with n seeds a side is this times sqrt(2 / n).
-  se = math.sqrt(pooled * math.pi / 3.0)
-  beyond = margin is not None and abs(shift) > margin
-  # A shift beyond the margin is tested two-sided at level / 2; the others at level.
-  floor = next(
-    n for n in range(1, stats.MAX_SEEDS + 1) if smallest_p(n) < (level / 2 if beyond else level)
+  return count_to_decide(
+    hodges_lehmann(a, b),
+    math.sqrt(2.0 * pooled * math.pi / 3.0),
+    level=level,
+    margin=margin,
+    power=power,
+    floor=lambda beyond: next(
+      n for n in range(1, stats.MAX_SEEDS + 1) if smallest_p(n) < (level / 2 if beyond else level)
+    ),
   )
-  z_power = _z(power)
-  if margin is None or beyond:
-    effect = abs(shift) if margin is None else abs(shift) - margin
-    z_level = _z(1.0 - level / 2.0) if margin is None else _z(1.0 - level / 4.0)
-    if effect == 0.0:
-      return None
-    needed = math.ceil(2.0 * (se * (z_level + z_power) / effect) ** 2)
-  else:
-    z_level = _z(1.0 - level / 2.0)
-    if abs(shift) == margin:
-      return None
-    needed = _tost_count(lambda n: se * math.sqrt(2.0 / n), shift, margin, z_level, power)
-    if needed is None:
-      return None
-  needed = max(needed, floor)
-  return needed if needed <= stats.MAX_SEEDS else None
 
 
 def _tost_count(
@@ -194,16 +228,13 @@ def pairs_for_power(
   differences: Sequence[float], *, level: float, margin: float, power: float = POWER
 ) -> int | None:
   """The pairs with which the observed paired shift would be decided by
-  :func:`paired_equivalence_test` (its :attr:`Equivalence.p` at most ``level``) with ``power``.
-
-  The method is :func:`seeds_for_power`'s for pairs: the paired Hodges–Lehmann shift taken as
-  the true one, its standard error with n pairs s·sqrt(π/3 / n), s the differences' standard
-  deviation. Inside the margin the decision is equivalence (both one-sided tests at
-  ``level`` / 2); beyond it, a shift beyond the margin (one one-sided test at ``level`` / 4).
-  The answer is at least the pairs with which the exact test can reach that level at all
-  (1 / 2^n below it). With a few dozen pairs the power is close to the one asked for (tested by
-  simulation); with about 10 or fewer the exact test's discreteness makes it lower (about 60%
-  for a shift one standard deviation beyond the margin): read a small answer as "at least".
+  :func:`paired_equivalence_test` (its :attr:`Equivalence.p` at most ``level``) with ``power``
+  (:func:`count_to_decide`): the paired Hodges–Lehmann shift taken as the true one, its
+  standard error with n pairs s·sqrt(π/3 / n), s the differences' standard deviation; at least
+  the pairs with which the exact test can reach its level at all (1 / 2^n below it). With a few
+  dozen pairs the power is close to the one asked for (tested by simulation); with about 10 or
+  fewer the exact test's discreteness makes it lower (about 60% for a shift one standard
+  deviation beyond the margin): read a small answer as "at least".
 
   Returns:
     The pairs, or None where no number decides (fewer than 3 differences, a shift of exactly
@@ -212,22 +243,11 @@ def pairs_for_power(
   d = np.asarray(differences, np.float64)
   if len(d) < 3:
     return None
-  shift = walsh_median(d)
-  se = float(np.std(d, ddof=1)) * math.sqrt(math.pi / 3.0)  # times 1 / sqrt(n)
-  beyond = abs(shift) > margin
-  one_sided = level / 4.0 if beyond else level / 2.0
-  floor = next(n for n in range(1, stats.MAX_SEEDS + 1) if 0.5**n <= one_sided)
-  if abs(shift) == margin:
-    return None
-  z_level, z_power = _z(1.0 - one_sided), _z(power)
-  if beyond:
-    needed = math.ceil((se * (z_level + z_power) / (abs(shift) - margin)) ** 2)
-  else:
-    needed = _tost_count(lambda n: se / math.sqrt(n), shift, margin, z_level, power)
-    if needed is None:
-      return None
-  needed = max(needed, floor)
-  return needed if needed <= stats.MAX_SEEDS else None
+  unit_error = float(np.std(d, ddof=1)) * math.sqrt(math.pi / 3.0)
+  return count_to_decide(
+    walsh_median(d), unit_error, level=level, margin=margin, power=power,
+    floor=_paired_floor(level),
+  )  # fmt: skip
 
 
 def detectable_shift(sd: float, pairs: int, *, level: float, power: float = POWER) -> float:
@@ -244,9 +264,9 @@ def pairs_for_shift(
 ) -> int | None:
   """The pairs with which the observed paired shift (the median of the Walsh averages of
   ``differences``) would be found different from 0 by the two-sided :func:`signed_rank_test` at
-  ``level`` with ``power``, were it the true one (:func:`detectable_shift`'s approximation, the
-  standard deviation the differences'); at least the pairs with which the exact test can reach
-  ``level`` at all (2 / 2^n at most ``level``).
+  ``level`` with ``power``, were it the true one (:func:`count_to_decide`; the standard error
+  :func:`detectable_shift`'s, the standard deviation the differences'); at least the pairs with
+  which the exact test can reach ``level`` at all (2 / 2^n at most ``level``).
 
   Returns:
     The pairs, or None where no number decides (fewer than 3 differences, a shift of 0) or more
@@ -255,14 +275,11 @@ def pairs_for_shift(
   d = np.asarray(differences, np.float64)
   if len(d) < 3:
     return None
-  shift = walsh_median(d)
-  if shift == 0.0:
-    return None
-  per_pair = detectable_shift(float(np.std(d, ddof=1)), 1, level=level, power=power)
-  needed = math.ceil((per_pair / abs(shift)) ** 2)
-  floor = next(n for n in range(1, stats.MAX_SEEDS + 1) if 2.0 * 0.5**n <= level)
-  needed = max(needed, floor)
-  return needed if needed <= stats.MAX_SEEDS else None
+  unit_error = float(np.std(d, ddof=1)) * math.sqrt(math.pi / 3.0)
+  return count_to_decide(
+    walsh_median(d), unit_error, level=level, margin=None, power=power,
+    floor=_paired_floor(level),
+  )  # fmt: skip
 
 
 def pairs_to_detect(
