@@ -360,7 +360,7 @@ G = np.arange(3, 18)  # relu − swiglu
 
 def counts(identity_gap=2000):
   """Each arm's test errors in images per seed, made so that (on test error) gelu below relu and
-  swiglu below relu are supported, geglu below gelu refuted (geglu above on every seed), the tanh
+  swiglu below relu are confirmed, geglu below gelu refuted (geglu above on every seed), the tanh
   gate below gelu_tanh inconclusive (T+ 66 of 120), gelu_tanh − gelu within the margin, the
   tanh gate − geglu beyond it, identity − gelu ``identity_gap`` (and 0-2) apart: 20 points and
   0.02 nats by default, beyond both margins."""
@@ -399,7 +399,7 @@ def filled_design(**changes):
 def test_the_ranking_verdicts_against_scipy_and_holm_by_hand():
   """Each ranking hypothesis' p is SciPy's exact two-sided signed-rank p of its paired
   differences (first minus second); Holm over the family of 4 by hand (three at 2/2^15, so each
-  4 times 2/2^15 after Holm); the verdicts: supported, refuted, inconclusive, supported on test
+  4 times 2/2^15 after Holm); the verdicts: confirmed, refuted, inconclusive, confirmed on test
   error; the shift the median of the Walsh averages."""
   d = filled_design()
   result = transformer.judge(d, values_of(counts()))
@@ -412,7 +412,7 @@ def test_the_ranking_verdicts_against_scipy_and_holm_by_hand():
   for o, want, adjusted in zip(error, p, holm_by_hand(p), strict=True):
     assert o.p == pytest.approx(want, rel=1e-12) and o.holm == pytest.approx(adjusted, rel=1e-12)
   assert [o.holm for o in error][:2] == [pytest.approx(4 * 2 / 2**15)] * 2
-  assert [o.verdict for o in error] == ["supported", "refuted", "inconclusive", "supported"]
+  assert [o.verdict for o in error] == ["confirmed", "refuted", "inconclusive", "confirmed"]
   assert [o.side for o in error] == [-1, 1, 1, -1]
   walsh = [(x + y) / 2 for x, y in itertools.combinations_with_replacement(diffs[1], 2)]
   assert error[1].paired.shift == pytest.approx(np.median(walsh))
@@ -657,7 +657,7 @@ def test_a_pending_study_names_its_arms_and_gives_no_verdict(study):
     "--task=vit_fashion_mnist_study` trains them). No verdict is given" in text
   )
   verdicts = text.split("## Verdicts", 1)[1].split("\n## ", 1)[0]
-  for word in ("supported", "refuted", "equivalent", "different", "inconclusive", "|"):
+  for word in ("confirmed", "refuted", "equivalent", "different", "inconclusive", "|"):
     assert word not in verdicts
   assert "| swiglu | 0.001 | pending |" in text and "| relu | 0.0003 | 15 | 0 |" in text
   summary = json.loads((out / "summary.json").read_text())
@@ -752,7 +752,7 @@ def test_the_readme_states_the_verdicts_the_code_derives(study):
     for key in (ERROR.key, LOSS.key)
     for family in ("ranking", "forms", "control")
   ]
-  assert summary["headline"][0]["verdict"] == "2 supported, 1 refuted, 1 inconclusive"
+  assert summary["headline"][0]["verdict"] == "2 confirmed, 1 refuted, 1 inconclusive"
   assert summary["design"]["seeds"] == list(SEEDS) and summary["design"]["margins"] == {
     "best.test_error": 0.003, "best.test_loss": 0.01
   }  # fmt: skip
@@ -768,11 +768,11 @@ def test_the_readme_states_the_verdicts_the_code_derives(study):
   assert f"gelu_tanh in float32 (exploratory): test error change {cell} points" in top
   assert "It shows one small transformer on vit_fashion_mnist, 3 epochs on CPUs" in top
   assert "(2 of its 105 networks still at their best at the last epoch)" in top  # relu's 300, 301
-  # The ranking's decided hypotheses named (counts(): two supported, one refuted on test error).
+  # The ranking's decided hypotheses named (counts(): two confirmed, one refuted on test error).
   on = f"on {ERROR.label}"
   assert (
-    f"(gelu below relu supported {on}, geglu below gelu refuted {on}, swiglu below relu "
-    f"supported {on}" in top
+    f"(gelu below relu confirmed {on}, geglu below gelu refuted {on}, swiglu below relu "
+    f"confirmed {on}" in top
   )
   before = outputs(out)
   transformer_report.reproduce(design, out=out, root=root, train=False)

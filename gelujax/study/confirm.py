@@ -31,7 +31,7 @@ from gelujax import workdir as workdirs
 from gelujax.paper import Hypothesis
 from gelujax.study import best, grids, power, runs, stats, verdicts
 from gelujax.study import judge as judge_rule
-from gelujax.study.verdicts import CONFIRMED, INCONCLUSIVE, PENDING
+from gelujax.study.verdicts import INCONCLUSIVE, PENDING
 from gelujax.workdir import CONFIG_FILE, SUMMARY_FILE
 
 TASK = "twitter_pos_confirm"
@@ -253,8 +253,6 @@ def judge_family(
   family: Sequence[Hypothesis],
   values: Mapping[str, Mapping[int, float]],
   alpha: float = stats.ALPHA,
-  *,
-  supported: str = CONFIRMED,
 ) -> list[Outcome]:
   """The verdicts of a family of directional hypotheses from each finished arm's values
   (``values``: arm -> seed -> value, NaN for a diverged member), paired by seed.
@@ -263,7 +261,7 @@ def judge_family(
   with a diverged member drops its pair) by the exact two-sided Wilcoxon signed-rank test
   (zeros dropped, mid-ranks for ties: `gelujax.study.stats.signed_rank_test`); the family's p
   are adjusted by Holm's method, a hypothesis whose runs are not finished counting as p = 1.
-  Where the Holm p is below ``alpha`` the verdict is ``supported`` (*confirmed*) if the test's
+  Where the Holm p is below ``alpha`` the verdict is *confirmed* if the test's
   statistic lies on the claim's side of 0 and *refuted* if on the other; otherwise
   *inconclusive*, with the pairs that would decide the observed shift; *pending* while a run is
   missing.
@@ -293,7 +291,7 @@ def judge_family(
   level = alpha / max(1, len(found))
   judged = []
   for o, side, decision in zip(found, sides, judge_rule.decide(family, alpha), strict=True):
-    verdict = supported if decision.verdict == CONFIRMED else decision.verdict
+    verdict = decision.verdict
     needed = None
     if o.paired is not None and verdict == INCONCLUSIVE:
       needed = power.pairs_for_shift(o.paired.differences, level=level)

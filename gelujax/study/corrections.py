@@ -77,6 +77,16 @@ SHORT_OF_POWER = Correction(
   "tests were short of the design's power at the margin",
 )
 
+# One word for one decision, said in both transformer studies' READMEs.
+RANKING_WORD = Correction(
+  "2026-11-29",
+  "the ranking family's word for a decision on the claimed side (`gelujax.study.confirm."
+  "judge_family`)",
+  "the transformer studies called it *supported*, while the confirmation and the paper's "
+  "tasks call the same decision, by the same rule, *confirmed*: one rule, two words",
+  "every judge now says *confirmed*; no decision changed",
+)
+
 # The control's gate of the transformer studies, said in both READMEs.
 CONTROL_CALIBRATION = Correction(
   "2026-11-29",
@@ -145,6 +155,7 @@ CORRECTIONS: dict[str, tuple[Correction, ...]] = {
     BOUNDARY,
     MARGIN_RULE,
     CONTROL_CALIBRATION,
+    RANKING_WORD,
     Correction(
       "2026-11-29",
       "the forms verdicts' tight intervals",
@@ -172,6 +183,7 @@ CORRECTIONS: dict[str, tuple[Correction, ...]] = {
     SHORT_OF_POWER,
     PAIRS_WORDS,
     CONTROL_CALIBRATION,
+    RANKING_WORD,
     Correction(
       "2026-11-29",
       "the choice of identity as the control",

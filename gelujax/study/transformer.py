@@ -11,7 +11,7 @@ families, Holm's correction within each family and metric:
 
 - *ranking* (Shazeer, 2020): gelu below relu, geglu below gelu, geglu(approximate=True) below
   gelu_tanh, swiglu below relu; `gelujax.study.confirm.judge_family`'s paired signed-rank rule:
-  *supported*, *refuted* or *inconclusive*;
+  *confirmed*, *refuted* or *inconclusive*;
 - *forms*: gelu_tanh against gelu, geglu(approximate=True) against geglu, within a margin by
   paired TOST (`gelujax.study.forms.paired_outcome` and `judge`): *equivalent*, *different* or
   *inconclusive*;
@@ -45,7 +45,6 @@ from gelujax.study.forms import CONTROL_FAMILY
 from gelujax.study.judge import DIFFERENT, EQUIVALENT
 
 RANKING, FORMS, CONTROL = "ranking", "forms", CONTROL_FAMILY
-SUPPORTED = "supported"  # a ranking hypothesis found on its side (confirm's *confirmed*)
 NOT_ESTABLISHED = "not established"  # an *equivalent* where the control was not *different*
 # The first fresh seed, and the most seeds an arm trains (the budget: `_CAP_REASON`).
 SEED_START = 300
@@ -589,9 +588,7 @@ def judge(design: Design, values: Mapping[str, Mapping[str, Mapping[int, float]]
   for measure in design.measures:
     metric = design.metric(measure)
     compared = {arm: as_compared(metric, v[measure.key]) for arm, v in values.items()}
-    ranking += confirm.judge_family(
-      design.hypotheses(measure), compared, design.alpha, supported=SUPPORTED
-    )
+    ranking += confirm.judge_family(design.hypotheses(measure), compared, design.alpha)
   outcomes = [
     forms.paired_outcome(c, values[c.first][c.metric.key], values[c.second][c.metric.key])
     for c in design.comparisons()

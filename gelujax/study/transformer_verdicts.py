@@ -18,8 +18,8 @@ from gelujax.study import (
   stats,
   transformer,
 )
-from gelujax.study.transformer import NOT_ESTABLISHED, SUPPORTED, Design, Measure, Result
-from gelujax.study.verdicts import REFUTED
+from gelujax.study.transformer import NOT_ESTABLISHED, Design, Measure, Result
+from gelujax.study.verdicts import CONFIRMED, REFUTED
 
 ERROR_KEY = transformer.ERROR.key
 
@@ -255,7 +255,7 @@ def verdict_lines(design: Design, result: Result, command: str) -> list[str]:
     ]
   lines = [
     "Each family is corrected by Holm's method within itself and its metric. Ranking: "
-    f"*{SUPPORTED}* or *{REFUTED}* at a Holm p below {design.alpha:g} (the signed-rank "
+    f"*{CONFIRMED}* or *{REFUTED}* at a Holm p below {design.alpha:g} (the signed-rank "
     "statistic's side), else *inconclusive*. Forms and control: *equivalent* or *different* at "
     f"a Holm p below {design.alpha:g}, else *inconclusive*. Shifts are first minus second, "
     f"seed by seed, with their exact interval (at least {100 * stats.CONFIDENCE:g}%).",
