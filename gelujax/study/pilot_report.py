@@ -220,20 +220,22 @@ def design_lines(design: Pilot) -> list[str]:
   evaluations = "one evaluation" if per_epoch == 1 else f"{per_epoch} evaluations"
   controls = [c for c in design.comparisons if c[0] == design.control or c[0] in design.variants]
   gaps = " and ".join(f"{a} − {b}" for a, b in controls)
+  said = "is the control's gap" if len(controls) == 1 else "are the candidate controls' gaps"
   return [
     f"Fixed in {registry.fixed_in(design)} before any of its runs was trained:",
     "",
     f"- Task: `{design.task}` on {design.dataset} (model `{spec.model}`, batch size "
     f"{spec.batch_size}, dropout {spec.dropout:g}, {spec.optimizer}), {design.epochs} epochs, "
     f"{evaluations} of the validation split per epoch: {design.epochs_reason}.",
-    f"- Arms: {', '.join(design.arms)}, each one run of {len(design.learning_rates)} lrs x "
+    f"- Arms: {', '.join(design.arms)}, each one run of {len(design.learning_rates)} "
+    f"lr{'s' * (len(design.learning_rates) > 1)} x "
     f"{len(design.seeds)} seeds (`runs/<arm>/`{renamed}){variants}: {design.arms_reason}.",
     f"- Control: {design.control_reason}.",
     f"- Learning rates {numbers.lrs(design.learning_rates)}: {design.lr_reason}.",
     f"- Seeds: {design.seeds_reason}.",
     "- Comparisons (the study's): "
     + ", ".join(f"{a} − {b}" for a, b in design.comparisons)
-    + f"; {gaps} {'is' if len(controls) == 1 else 'are'} the control's gap.",
+    + f"; {gaps} {said}.",
   ]
 
 
