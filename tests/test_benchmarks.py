@@ -398,7 +398,8 @@ def test_char_lm_limits_counts_a_steps_products_by_hand_and_sums_their_times():
   }  # fmt: skip
   text = limits.render(record)
   floor = by_hand / rate
-  assert f"**{0.16 / floor:.2f}x**" in text and "0.80x nanoGPT's speed" in text
+  assert f"**{0.16 / floor:.2f}x**, with PyTorch's {0.16 / floor / 2:.2f}x" in text
+  assert "0.80x nanoGPT's speed" in text
   assert (
     f"| gelujax | 200.0 | {limits.model_flops_per_step(804_096 - 64 * 128) / 0.2e9:.1f} |" in text
   )
