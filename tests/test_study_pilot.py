@@ -290,8 +290,10 @@ def test_the_readme_and_summary_state_the_tables_and_no_verdict(rendered):
   assert headings == [
     "Each arm and learning rate", "Selected learning rates",
     "Paired spread at the selected learning rates", "Method", "What the pilot does not show",
-    "Design", "Training",
+    "Corrections", "Design", "Training",
   ]  # fmt: skip
+  assert "(exact: `gelujax.study.power.chi2_quantile`, within 1e-10 of SciPy's)" in text
+  assert "it called the chi-square quantile “SciPy's”" in text
   assert "| relu | 0.001 | 4 | 0 | 11.50 | 11.50 [10.00–13.00] |" in text
   assert "| identity | 0.0003 | 4 | 1 | 19.50 | 19.00 [18.00–20.00] |" in text
   assert "| relu | 0.0003 | 11.50 | 11.50 |" in text  # the tie: the smaller lr

@@ -117,6 +117,15 @@ FORMS_CONTROL_CALIBRATION = Correction(
   "best epoch and each arm's SD across seeds beside the paired SD",
 )
 
+# The pilots' Method, said in each pilot's README.
+PILOT_QUANTILE = Correction(
+  "2026-11-29",
+  "the Method's line on the SD's bound (`gelujax.study.pilot_report.method_lines`)",
+  "it called the chi-square quantile “SciPy's”",
+  "it is computed without SciPy, by `gelujax.study.power.chi2_quantile`, exactly (within 1e-10 "
+  "of SciPy's, tested), as every study's bound is; no number changed",
+)
+
 # The corrections of each design, by its name.
 CORRECTIONS: dict[str, tuple[Correction, ...]] = {
   "gelu_forms": (
@@ -194,7 +203,10 @@ CORRECTIONS: dict[str, tuple[Correction, ...]] = {
       "control lines now say so, and on test loss the control was not found different",
     ),
   ),
+  "vit_fashion_mnist_pilot": (PILOT_QUANTILE,),
+  "transformer_twitter_pos_pilot": (PILOT_QUANTILE,),
   "char_lm_pilot": (
+    PILOT_QUANTILE,
     Correction(
       "2026-11-29",
       "the Design's task line (`gelujax.study.pilot_report.design_lines`)",

@@ -23,7 +23,9 @@ def metric_of(design: Pilot, key: str) -> Metric:
 def title(design: Pilot) -> str:
   return (
     f"Pilot of a feed-forward activation study on {design.task}: {len(design.arms)} "
-    f"feed-forward activations at lrs {numbers.lrs(design.learning_rates)} on selection seeds "
+    f"{'arms' if design.variants else 'feed-forward activations'} at "
+    f"lr{'s' * (len(design.learning_rates) > 1)} {numbers.lrs(design.learning_rates)} on "
+    "selection seeds "
     f"{numbers.seeds(design.seeds)}, {design.epochs} epochs, validation metrics only"
   )
 
@@ -178,7 +180,8 @@ def method_lines(design: Pilot) -> list[str]:
     "second seed by seed, each arm at its selected lr; their mean and sample SD (ddof 1).",
     f"- The SD's bound: its one-sided {100 * design.bound:g}% upper confidence bound for normal "
     "differences, SD · sqrt(k / q), k the pairs less one and q the chi-square quantile of k "
-    f"degrees of freedom at {1 - design.bound:g} (SciPy's, exact).",
+    f"degrees of freedom at {1 - design.bound:g} (exact: `gelujax.study.power.chi2_quantile`, "
+    "within 1e-10 of SciPy's).",
     f"- Pairs to detect a margin δ: ((z(1 − α/2) + z(power)) · SD bound / δ)², α {design.alpha:g}, "
     f"power {design.power:g}, rounded up, at least 2: the normal approximation (a paired z-test) "
     "to a two-sided paired test; a signed-rank test needs about π/3 times as many for normal "
