@@ -419,13 +419,11 @@ def test_the_tagger_pilot_trains_end_to_end_on_ark_files(tmp_path):
   assert outputs(out) == before
 
 
-@pytest.mark.e2e
-def test_the_language_models_pilot_is_fixed_and_trains_end_to_end(tmp_path):
+def test_the_language_models_pilots_are_fixed_as_the_issue_states():
   """char_lm_pilot: the issue's arms (relu, gelu, gelu_tanh, both GEGLUs, SwiGLU, ReGLU) and
-  identity, its lrs, selection seeds 0-3 and the task's 4 epochs; then two of its arms at the
-  tiny preset on a small text, trained and read back, and re-rendered from the files alone."""
-  from tests.test_char_lm import write_text
-
+  identity, its lrs, selection seeds 0-3 and the task's 4 epochs; char_lm_controls_pilot: gelu
+  and gelu at feed-forwards 384 and 256, gelu's lr 2e-3, the same seeds, each variant's grid
+  gelu with its feed-forward in a folder of its own."""
   d = pilot.CHAR_LM
   assert (d.name, d.task, d.dataset, d.date) == (
     "char_lm_pilot", "char_lm", "tiny_shakespeare", "2026-11-29"
@@ -438,47 +436,30 @@ def test_the_language_models_pilot_is_fixed_and_trains_end_to_end(tmp_path):
   assert d.comparisons[-1] == ("identity", "gelu") and registry.variable(d) == "CHAR_LM"
   for arm in d.arms:
     assert (gated_unit(arm) is not None) == ("glu" in arm)
-  write_text(tmp_path / "text")
-  arms = ("gelu", "reglu")
-  design = dataclasses.replace(
-    d,
-    task="char_lm(model='char_gpt_tiny', data_options={'block_size': 16}, steps_per_epoch=6)",
-    arms=arms, comparisons=(arms[::-1],), seeds=(0, 1), epochs=2,
-  )  # fmt: skip
-  out = tmp_path / "out"
-  pilot_report.reproduce(
-    design, out=out, root=tmp_path, data_dir=str(tmp_path / "text"), command="the test",
-    project=False,
-  )  # fmt: skip
-  summary = json.loads((out / "summary.json").read_text())
-  assert summary["missing"] == [] and len(summary["pilot"]["cells"]) == 4
-  assert len(summary["pilot"]["spreads"]) == 2
-  before = outputs(out)
-  pilot_report.reproduce(design, out=out, root=tmp_path, train=False, project=False)
-  assert outputs(out) == before
-
-
-def test_the_controls_pilot_trains_each_narrower_feed_forward_as_its_variant_says(tmp_path):
-  """char_lm_controls_pilot: gelu and gelu at feed-forwards 384 and 256, gelu's lr 2e-3, seeds
-  0-3. Then at the tiny preset (feed-forward 64): a variant of feed-forward 32 trains in its own
-  folder with the task's other options kept, its feed-forward kernels (16, 32) and (32, 16)
-  where gelu's are (16, 64) and (64, 16), and its comparison with gelu is read back."""
-  from tests.test_char_lm import write_text
-
-  d = pilot.CHAR_LM_CONTROLS
-  assert d.arms == ("gelu", "gelu_ffn384", "gelu_ffn256") and d.learning_rates == (2e-3,)
-  assert d.seeds == (0, 1, 2, 3) and registry.variable(d) == "CHAR_LM_CONTROLS"
-  made = pilot.make_grids(d, Path("/out"))
+  c = pilot.CHAR_LM_CONTROLS
+  assert c.arms == ("gelu", "gelu_ffn384", "gelu_ffn256") and c.learning_rates == (2e-3,)
+  assert c.seeds == d.seeds and registry.variable(c) == "CHAR_LM_CONTROLS"
+  made = pilot.make_grids(c, Path("/out"))
   assert [g.spec.activation for g in made] == ["gelu"] * 3
   assert [g.spec.model_options.get("hidden_features") for g in made] == [None, 384, 256]
-  assert [g.workdir.name for g in made] == list(d.arms)
+  assert [g.workdir.name for g in made] == list(c.arms)
+
+
+@pytest.mark.e2e
+def test_a_language_model_pilot_trains_an_activation_and_a_narrower_variant_end_to_end(tmp_path):
+  """At the tiny preset (feed-forward 64) on a small text: gelu, reglu and a variant of gelu
+  with a feed-forward of 32, trained, read back and re-rendered from the files alone to the same
+  bytes. The variant trains in its own folder with the task's other options kept, its
+  feed-forward kernels (16, 32) and (32, 16) where gelu's are (16, 64) and (64, 16)."""
+  from tests.test_char_lm import write_text
+
   write_text(tmp_path / "text")
   design = dataclasses.replace(
-    d,
+    pilot.CHAR_LM_CONTROLS,
     task="char_lm(model='char_gpt_tiny', data_options={'block_size': 16}, steps_per_epoch=6)",
-    arms=("gelu", "gelu_ffn32"),
+    arms=("gelu", "reglu", "gelu_ffn32"),
     variants={"gelu_ffn32": grids.Variant("gelu", {"hidden_features": 32}, "feed-forward 32")},
-    comparisons=(("gelu_ffn32", "gelu"),), seeds=(0, 1), epochs=2,
+    comparisons=(("reglu", "gelu"), ("gelu_ffn32", "gelu")), seeds=(0, 1), epochs=2,
   )  # fmt: skip
   out = tmp_path / "out"
   pilot_report.reproduce(
@@ -486,7 +467,7 @@ def test_the_controls_pilot_trains_each_narrower_feed_forward_as_its_variant_say
     project=False,
   )  # fmt: skip
   kernels = {}
-  for arm in design.arms:
+  for arm in ("gelu", "gelu_ffn32"):
     config = json.loads((out / "runs" / arm / "config.json").read_text())
     assert config["spec"]["data_options"] == {"block_size": 16}
     assert config["spec"]["activation"] == "gelu"
@@ -500,10 +481,14 @@ def test_the_controls_pilot_trains_each_narrower_feed_forward_as_its_variant_say
     )  # each member's, stacked: (members, in, out); the optimizer's moments aside
   assert kernels == {"gelu": [(16, 64), (64, 16)], "gelu_ffn32": [(16, 32), (32, 16)]}
   summary = json.loads((out / "summary.json").read_text())
-  assert summary["missing"] == [] and len(summary["pilot"]["spreads"]) == 2
+  assert summary["missing"] == [] and len(summary["pilot"]["cells"]) == 3
   assert {(s["first"], s["second"]) for s in summary["pilot"]["spreads"]} == {
-    ("gelu_ffn32", "gelu")
-  }
+    ("reglu", "gelu"), ("gelu_ffn32", "gelu")
+  }  # fmt: skip
+  assert len(summary["pilot"]["spreads"]) == 4  # two comparisons on two metrics
   text = (out / "README.md").read_text()
   assert "gelu_ffn32: gelu with feed-forward 32 (model options {'hidden_features': 32})" in text
   assert "gelu_ffn32 − gelu is the control's gap" in text
+  before = outputs(out)
+  pilot_report.reproduce(design, out=out, root=tmp_path, train=False, project=False)
+  assert outputs(out) == before
