@@ -32,7 +32,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from gelujax.registry import ParseError
-from gelujax.specs import import_user_module, note_user_module, parse_user_spec, source_record
+from gelujax.user_modules import (
+  import_user_module,
+  note_user_module,
+  parse_user_spec,
+  source_record,
+)
 
 # What a user's model must be, for the refusals.
 VALID = (
@@ -67,8 +72,8 @@ def is_user_model(spec: Any) -> bool:
 def user_model(spec: str) -> tuple[type, dict[str, Any], str]:
   """``(class, keyword arguments, "linen" or "nnx")`` of the user's model ``spec``: its module
   imported from the Python path (``PYTHONPATH``; train.py and reproduce.py add the folder they
-  run in) and recorded (`gelujax.specs.note_user_module`), the class checked to be a Linen or an
-  NNX module class whose ``__call__`` takes ``train``.
+  run in) and recorded (`gelujax.user_modules.note_user_module`), the class checked to be a
+  Linen or an NNX module class whose ``__call__`` takes ``train``.
 
   Raises:
     ValueError: the spec cannot be parsed, the module does not import, has no such name, or it
@@ -358,7 +363,7 @@ def check_outputs(
 def model_source(spec: str) -> dict[str, Any] | None:
   """Where the user's model ``spec`` comes from, for a run's record (config.json's
   ``model_source``): ``{"module", "function", "file", "sha256", "imports"}`` as
-  `gelujax.specs.source_record` gives them (``function``: the class's name); None for
+  `gelujax.user_modules.source_record` gives them (``function``: the class's name); None for
   gelujax's own presets."""
   if not is_user_model(spec):
     return None

@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from gelujax import specs
+from gelujax import user_modules
 from gelujax import workdir as workdirs
 from gelujax.study import confirm, forms, numbers, pilot, readme, transformer
 
@@ -92,7 +92,7 @@ TRANSFORMER = Kind(
 @dataclasses.dataclass(frozen=True)
 class Study:
   """A study fixed in code: its design and its kind; ``source``, for a user's own study, its
-  module's record (`gelujax.specs.source_record`: the module, the variable, its file and the
+  module's record (`gelujax.user_modules.source_record`: the module, the variable, its file and the
   sha256 of its source as imported)."""
 
   design: Any
@@ -168,7 +168,7 @@ _USERS: dict[str, Study] = {}
 
 def is_users(name: str) -> bool:
   """Whether ``name`` has the form of a user's own study, ``"module.path:VARIABLE"``."""
-  found = specs.parse_user_spec(name) if "(" not in name else None
+  found = user_modules.parse_user_spec(name) if "(" not in name else None
   return found is not None and not found[2]
 
 
@@ -189,12 +189,12 @@ def resolve(name: str) -> Study:
       f"No study is named {name!r}: the studies are {', '.join(STUDIES)}, or one of your own, "
       "'module.path:VARIABLE'."
     )
-  module_name, variable_name, _ = specs.parse_user_spec(name)
+  module_name, variable_name, _ = user_modules.parse_user_spec(name)
   before = set(sys.modules)
-  module = specs.import_user_module(
+  module = user_modules.import_user_module(
     module_name, f"--task {name!r}", "reproduce.py adds the folder it runs in"
   )
-  specs.note_user_module(module_name, before)
+  user_modules.note_user_module(module_name, before)
   design = getattr(module, variable_name, None)
   kinds = ", ".join(f"{k.__module__}.{k.__qualname__}" for k in KINDS)
   if type(design) not in KINDS:
@@ -209,7 +209,7 @@ def resolve(name: str) -> Study:
       f"{STUDIES[design.name].where}: give yours a name of its own (dataclasses.replace(..., "
       "name=...)), so that neither writes into the other's result."
     )
-  study = Study(design, KINDS[type(design)], specs.source_record(module_name, variable_name))
+  study = Study(design, KINDS[type(design)], user_modules.source_record(module_name, variable_name))
   _USERS[design.name] = study
   return study
 

@@ -170,7 +170,7 @@ def _changed_imports(old: Any, new: list[dict[str, Any]], whose: str = "activati
   is this process's record. A module this process imports besides is not checked: a run
   written before imports were recorded has none (``old`` None), and a new import is a change
   of a file recorded."""
-  from gelujax.specs import module_record  # here: reading runs needs no JAX
+  from gelujax.user_modules import module_record
 
   now = {record["module"]: record for record in new}
   differences = []
