@@ -18,7 +18,6 @@ import functools
 import inspect
 import numbers
 import re
-import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -37,7 +36,7 @@ from gelujax.activations import (
   number_problem,
   soi_map,
 )
-from gelujax.specs import gated_unit, module_activation, resolve_activation
+from gelujax.specs import gated_unit, module_activation, nnx_activation, resolve_activation
 
 # What modules a Linen module's `activation` may be, as its refusal says.
 _MODULES = "a Linen module class (gelujax.LearnableGELU)"
@@ -102,14 +101,6 @@ class SOIMap(nn.Module):
   def __call__(self, x: ArrayLike, *, deterministic: bool) -> Array:
     key = None if deterministic else self.make_rng("dropout")
     return soi_map(x, key, train=not deterministic)
-
-
-def _is_to_linen(cls: Any) -> bool:
-  """Whether ``cls`` is ``flax.nnx.bridge.ToLinen`` (a user's NNX activation wrapped for Linen):
-  never where flax.nnx was not imported, which wrapping one imports, so that Linen models never
-  import NNX (half a second of every command's start)."""
-  nnx = sys.modules.get("flax.nnx")
-  return nnx is not None and cls is nnx.bridge.ToLinen
 
 
 def make_activation(spec: str) -> Callable[..., Any]:
@@ -181,7 +172,8 @@ class Activation(nn.Module):
       return fn(x)
     # A user's NNX module class comes wrapped for Linen (`gelujax.specs.activation_module`):
     # its layer is named after that class, as gelujax.nnx.Activation names it.
-    named = fn.args[0] if _is_to_linen(cls) and isinstance(fn, functools.partial) else cls
+    wrapped = nnx_activation(fn)
+    named = wrapped[0] if wrapped else cls
     layer = fn(name=snake_case(named.__name__))
     if "deterministic" not in inspect.signature(cls.__call__).parameters:
       return layer(x)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import inspect
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import jax
@@ -144,6 +144,18 @@ def activation_module(cls: type, kwargs: dict[str, Any], what: str, where: str) 
     ) from None
   check_elementwise(lambda v: module.apply(variables, v), what)
   return made
+
+
+def nnx_activation(activation: Any) -> tuple[type, Mapping[str, Any]] | None:
+  """``(class, keyword arguments)`` where ``activation`` is an NNX module class of the user's
+  own as `gelujax.linen.make_activation` gives it for Linen models (wrapped by
+  ``flax.nnx.bridge.ToLinen``, :func:`activation_module`); else None. It never imports
+  flax.nnx: wrapping one imported it."""
+  nnx = sys.modules.get("flax.nnx")  # Never imported where no NNX activation was wrapped.
+  if nnx and isinstance(activation, functools.partial) and activation.func is nnx.bridge.ToLinen:
+    (cls,) = activation.args
+    return cls, dict(activation.keywords.get("kwargs") or {})
+  return None
 
 
 @functools.cache

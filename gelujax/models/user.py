@@ -32,6 +32,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from gelujax.registry import ParseError
+from gelujax.specs import nnx_activation
 from gelujax.user_modules import (
   import_user_module,
   note_user_module,
@@ -114,17 +115,6 @@ def user_model(spec: str) -> tuple[type, dict[str, Any], str]:
       "evaluation (dropout on or off)."
     )
   return cls, kwargs, kind
-
-
-def nnx_activation(activation: Any) -> tuple[type, Mapping[str, Any]] | None:
-  """``(class, keyword arguments)`` where ``activation`` is an NNX module class of the user's
-  own as `gelujax.linen.make_activation` gives it for Linen models (wrapped by
-  ``flax.nnx.bridge.ToLinen``, `gelujax.specs.activation_module`); else None."""
-  nnx = sys.modules.get("flax.nnx")  # Never imported where no NNX activation was wrapped.
-  if nnx and isinstance(activation, functools.partial) and activation.func is nnx.bridge.ToLinen:
-    (cls,) = activation.args
-    return cls, dict(activation.keywords.get("kwargs") or {})
-  return None
 
 
 def make_user_model(
