@@ -251,13 +251,24 @@ def test_the_engine_knows_nothing_of_task_specs():
     assert "TaskSpec" not in code and "task: Any" not in code, path
 
 
-def test_every_module_imports_in_one_process_and_defines_no_flag():
-  """Documentation tools and a user's script import every module: the two commands share flag
-  names, so neither defines its flags on import (only when it runs)."""
+def _python(code: str) -> str:
+  """What ``code`` prints in a fresh Python process of this checkout, on the CPU; its exit
+  status must be 0."""
   import os
   import subprocess
   import sys
 
+  env = dict(os.environ, PYTHONPATH=str(ROOT), JAX_PLATFORMS="cpu")
+  done = subprocess.run(
+    [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300
+  )
+  assert done.returncode == 0, done.stderr[-2000:]
+  return done.stdout
+
+
+def test_every_module_imports_in_one_process_and_defines_no_flag():
+  """Documentation tools and a user's script import every module: the two commands share flag
+  names, so neither defines its flags on import (only when it runs)."""
   code = (
     "import pkgutil, importlib, gelujax\n"
     "from absl import flags\n"
@@ -265,22 +276,13 @@ def test_every_module_imports_in_one_process_and_defines_no_flag():
     "  importlib.import_module(m.name)\n"
     "print(sorted(n for n in ('task', 'workdir', 'activations') if n in flags.FLAGS))\n"
   )
-  env = dict(os.environ, PYTHONPATH=str(ROOT), JAX_PLATFORMS="cpu")
-  done = subprocess.run(
-    [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300
-  )
-  assert done.returncode == 0, done.stderr[-2000:]
-  assert done.stdout.strip() == "[]"
+  assert _python(code).strip() == "[]"
 
 
 def test_a_linen_models_commands_never_import_flax_nnx():
   """flax.nnx (with IPython, which it imports) is half a second of every command's start:
   importing gelujax and both commands, and building a Linen task's model and activation, leave
   it unimported; a user's NNX activation imports it where it is named."""
-  import os
-  import subprocess
-  import sys
-
   code = (
     "import sys, gelujax, gelujax.cli.train, gelujax.cli.reproduce, gelujax.tasks\n"
     "from gelujax import linen\n"
@@ -292,9 +294,4 @@ def test_a_linen_models_commands_never_import_flax_nnx():
     "gelujax.nnx.Activation('gelu')\n"
     "print(before, 'flax.nnx' in sys.modules)\n"
   )
-  env = dict(os.environ, PYTHONPATH=str(ROOT), JAX_PLATFORMS="cpu")
-  done = subprocess.run(
-    [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300
-  )
-  assert done.returncode == 0, done.stderr[-2000:]
-  assert done.stdout.split() == ["False", "True"]
+  assert _python(code).split() == ["False", "True"]
