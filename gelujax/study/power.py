@@ -149,12 +149,24 @@ def count_to_decide(
   return needed if needed <= stats.MAX_SEEDS else None
 
 
-def _paired_floor(level: float) -> Callable[[bool], int]:
-  """The fewest pairs with which an exact paired test reaches its one-sided level at all (1 /
-  2^n at most it): ``level`` / 4 for a shift beyond a margin, else ``level`` / 2."""
-  return lambda beyond: next(
-    n for n in range(1, stats.MAX_SEEDS + 1) if 0.5**n <= (level / 4.0 if beyond else level / 2.0)
-  )
+def _paired_count(
+  differences: Sequence[float], level: float, margin: float | None, power: float
+) -> int | None:
+  """:func:`count_to_decide` for paired differences: their Hodges–Lehmann shift, its standard
+  error with n pairs s·sqrt(π/3 / n) (s the differences' SD), and the fewest pairs with which
+  an exact paired test reaches its one-sided level at all (1 / 2^n at most ``level`` / 4 for a
+  shift beyond a margin, else ``level`` / 2); None with fewer than 3 differences."""
+  d = np.asarray(differences, np.float64)
+  if len(d) < 3:
+    return None
+  unit_error = float(np.std(d, ddof=1)) * math.sqrt(math.pi / 3.0)
+  return count_to_decide(
+    walsh_median(d), unit_error, level=level, margin=margin, power=power,
+    floor=lambda beyond: next(
+      n for n in range(1, stats.MAX_SEEDS + 1)
+      if 0.5**n <= (level / 4.0 if beyond else level / 2.0)
+    ),
+  )  # fmt: skip
 
 
 def seeds_for_power(
@@ -240,14 +252,7 @@ def pairs_for_power(
     The pairs, or None where no number decides (fewer than 3 differences, a shift of exactly
     the margin) or more than ``MAX_SEEDS`` would be needed.
   """
-  d = np.asarray(differences, np.float64)
-  if len(d) < 3:
-    return None
-  unit_error = float(np.std(d, ddof=1)) * math.sqrt(math.pi / 3.0)
-  return count_to_decide(
-    walsh_median(d), unit_error, level=level, margin=margin, power=power,
-    floor=_paired_floor(level),
-  )  # fmt: skip
+  return _paired_count(differences, level, margin, power)
 
 
 def detectable_shift(sd: float, pairs: int, *, level: float, power: float = POWER) -> float:
@@ -272,14 +277,7 @@ def pairs_for_shift(
     The pairs, or None where no number decides (fewer than 3 differences, a shift of 0) or more
     than ``MAX_SEEDS`` would be needed.
   """
-  d = np.asarray(differences, np.float64)
-  if len(d) < 3:
-    return None
-  unit_error = float(np.std(d, ddof=1)) * math.sqrt(math.pi / 3.0)
-  return count_to_decide(
-    walsh_median(d), unit_error, level=level, margin=None, power=power,
-    floor=_paired_floor(level),
-  )  # fmt: skip
+  return _paired_count(differences, level, None, power)
 
 
 def pairs_to_detect(
