@@ -50,13 +50,16 @@ _RUNNERS = "train.py and reproduce.py add the folder they run in"
 
 
 def import_user_module(module_name: str, what: str, runners: str = _RUNNERS) -> Any:
-  """The user's module ``module_name`` imported from the Python path, the sha256 of its source
-  as imported recorded (:func:`source_record`); ``what`` (``"activation 'm:f'"``) and
-  ``runners`` (who adds the folder they run in to the path) name it in the error.
+  """The user's module ``module_name`` imported from the Python path and recorded
+  (:func:`note_user_module`: the sha256 of its source as imported, the modules its import
+  brought in); ``what`` (``"activation 'm:f'"``) and ``runners`` (who adds the folder they run
+  in to the path) name it in the error. A caller that runs the module's code after (an
+  activation's first calls) notes what those import too.
 
   Raises:
     ValueError: in one paragraph, the module does not import, with its import's own reason.
   """
+  before = set(sys.modules)
   try:
     module = importlib.import_module(module_name)
   except Exception as e:  # The user's module: whatever its import raises is the reason.
@@ -64,7 +67,7 @@ def import_user_module(module_name: str, what: str, runners: str = _RUNNERS) -> 
       f"{what}: module {module_name!r} does not import ({type(e).__name__}: {e}); it must be "
       f"importable from the Python path (PYTHONPATH; {runners})."
     ) from None
-  _IMPORTED_SHA256.setdefault(module_name, _sha256(module))
+  note_user_module(module_name, before)
   return module
 
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 import functools
 import inspect
 import json
-import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -35,7 +34,6 @@ from gelujax.registry import ParseError
 from gelujax.specs import nnx_activation
 from gelujax.user_modules import (
   import_user_module,
-  note_user_module,
   parse_user_spec,
   source_record,
 )
@@ -73,7 +71,7 @@ def is_user_model(spec: Any) -> bool:
 def user_model(spec: str) -> tuple[type, dict[str, Any], str]:
   """``(class, keyword arguments, "linen" or "nnx")`` of the user's model ``spec``: its module
   imported from the Python path (``PYTHONPATH``; train.py and reproduce.py add the folder they
-  run in) and recorded (`gelujax.user_modules.note_user_module`), the class checked to be a
+  run in) and recorded (`gelujax.user_modules.import_user_module`), the class checked to be a
   Linen or an NNX module class whose ``__call__`` takes ``train``.
 
   Raises:
@@ -86,9 +84,7 @@ def user_model(spec: str) -> tuple[type, dict[str, Any], str]:
   except ParseError as e:
     raise ValueError(f"{what} cannot be parsed: {e.reason}; expected module:Class or "
                      "module:Class(key=value, ...) with literal values.") from None  # fmt: skip
-  before = set(sys.modules)
   module = import_user_module(module_name, what)
-  note_user_module(module_name, before)
   where = getattr(module, "__file__", None) or module_name
   cls = getattr(module, name, None)
   if cls is None:

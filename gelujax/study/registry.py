@@ -190,11 +190,9 @@ def resolve(name: str) -> Study:
       "'module.path:VARIABLE'."
     )
   module_name, variable_name, _ = user_modules.parse_user_spec(name)
-  before = set(sys.modules)
   module = user_modules.import_user_module(
     module_name, f"--task {name!r}", "reproduce.py adds the folder it runs in"
   )
-  user_modules.note_user_module(module_name, before)
   design = getattr(module, variable_name, None)
   kinds = ", ".join(f"{k.__module__}.{k.__qualname__}" for k in KINDS)
   if type(design) not in KINDS:
