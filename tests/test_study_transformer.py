@@ -31,6 +31,7 @@ from gelujax.study import (
   transformer,
   transformer_design,
   transformer_report,
+  transformer_runs,
   wrong_form,
 )
 from gelujax.study.transformer import ERROR, LOSS
@@ -74,11 +75,12 @@ def test_the_designs_are_fixed_as_the_issue_states(name):
   with pytest.raises(ValueError, match="no lrs, margins or seeds yet"):
     transformer.make_grids(d, Path("/out"))
   for field in dataclasses.fields(d):
-    if field.name.endswith(("_reason", "_rule")):
+    if field.name.endswith(("_reason", "_rule")) and field.name != "negative_reason":
       assert getattr(d, field.name), field.name
+  assert not d.negative and not d.negative_reason  # no negative control: no reason for one
   assert "Shazeer (2020" in d.ranking_reason and "not established" in d.control_reason
   assert registry.variable(d) == {"vit_fashion_mnist_study": "VIT"}.get(name, "TAGGER")
-  assert transformer.pilot_folder(d) == f"results/{p.dataset}/{p.name}"
+  assert transformer.pilot_folder(d.pilot) == f"results/{p.dataset}/{p.name}"
 
 
 def test_the_fresh_seeds_are_no_seeds_of_any_other_study():
@@ -165,7 +167,7 @@ def write_pilot(root, design=transformer.VIT, spread=1.0, arms=ARMS):
   """The pilot's result under ``root`` as reproduce.py writes it (runs of 2 epochs, the best the
   second; test metrics nowhere near the validation's), with its summary.json."""
   p = design.pilot
-  folder = root / transformer.pilot_folder(design)
+  folder = root / transformer.pilot_folder(design.pilot)
   for arm in arms:
     members = []
     for lr in p.learning_rates:
@@ -341,7 +343,7 @@ def test_a_missing_pilot_is_refused_in_one_paragraph(tmp_path, monkeypatch):
       transformer.filled(design, tmp_path)
     message = str(e.value)
     assert "\n" not in message and command in message
-    assert f"{transformer.pilot_folder(design)}/ is not there" in message
+    assert f"{transformer.pilot_folder(design.pilot)}/ is not there" in message
     assert str(tmp_path) in message and "from_pilot" in message
   write_pilot(tmp_path, arms=ARMS[:5])
   with pytest.raises(ValueError, match=r"has not finished swiglu, identity\. Finish it first"):
@@ -390,9 +392,10 @@ def filled_design(**changes):
   """VIT filled by hand: every lr 1e-3, the error's margin 0.3 points (30 images), the loss's
   0.01 nats, 15 seeds."""
   sizing = transformer.Sizing("vit_fashion_mnist_pilot", "results/x", (), 0.0125, 8, {})
+  changes = {"learning_rates": dict.fromkeys(changes.get("arms", ARMS), 1e-3), **changes}
   return dataclasses.replace(
-    transformer.VIT, learning_rates=dict.fromkeys(ARMS, 1e-3),
-    margins={ERROR.key: 0.003, LOSS.key: 0.01}, seeds=SEEDS, sizing=sizing, **changes,
+    transformer.VIT, margins={ERROR.key: 0.003, LOSS.key: 0.01}, seeds=SEEDS, sizing=sizing,
+    **changes,
   )  # fmt: skip
 
 
@@ -402,7 +405,7 @@ def test_the_ranking_verdicts_against_scipy_and_holm_by_hand():
   4 times 2/2^15 after Holm); the verdicts: confirmed, refuted, inconclusive, confirmed on test
   error; the shift the median of the Walsh averages."""
   d = filled_design()
-  result = transformer.judge(d, values_of(counts()))
+  result = transformer_runs.judge(d, values_of(counts()))
   assert result.missing == () and len(result.ranking) == 8
   error = [o for o in result.ranking if o.hypothesis.metric == ERROR.key]
   found = counts()
@@ -428,7 +431,7 @@ def test_the_forms_verdicts_and_the_control_against_scipy():
   different, lower; Holm over the 2 by hand; the control (about +2000) different, alone in its
   family: the gate passes and both verdicts stand."""
   d = filled_design()
-  result = transformer.judge(d, values_of(counts()))
+  result = transformer_runs.judge(d, values_of(counts()))
   found = counts()
   error = [o for o in result.forms if o.comparison.metric.key == ERROR.key]
   assert [(o.comparison.first, o.comparison.second, o.comparison.control) for o in error] == [
@@ -461,7 +464,7 @@ def test_the_control_gate_marks_every_equivalent_not_established(gap, control):
   """The control not found different from gelu on some metric (identity 0-2 images from gelu;
   or 500 images, 5 points, but 0.005 nats, within the loss's margin): every *equivalent* of the
   task, on either metric, is reported *not established*; a *different* stays."""
-  result = transformer.judge(filled_design(), values_of(counts(identity_gap=gap)))
+  result = transformer_runs.judge(filled_design(), values_of(counts(identity_gap=gap)))
   assert [o.verdict for o in result.forms if o.comparison.control] == control
   assert not result.control_passed()
   forms_only = [o for o in result.forms if not o.comparison.control]
@@ -471,10 +474,53 @@ def test_the_control_gate_marks_every_equivalent_not_established(gap, control):
   ]  # fmt: skip
 
 
+@pytest.mark.parametrize(
+  ("shift", "verdict", "reported"),
+  [(0, "equivalent", "equivalent"), (2000, "different", "not established")],
+  ids=["gelu within the margin of itself", "gelu beyond it"],
+)
+def test_the_negative_control_is_paired_in_seed_order_and_gates_every_equivalent(
+  shift, verdict, reported
+):
+  """A negative control (gelu on seeds each + 100, a variant with a seed offset) is compared
+  with gelu seed s + 100 against seed s, in a family of its own: where its paired differences
+  (0-2 images, or 2000 more) are found *equivalent*, the forms' *equivalent* stands; where not,
+  each is reported *not established* and a *different* stays."""
+  variant = grids.Variant("gelu", seed_offset=100)
+  d = filled_design(
+    arms=(*ARMS, "gelu_again"), negative="gelu_again", variants={"gelu_again": variant}
+  )  # fmt: skip
+  found = counts()
+  again = {s + 100: found["gelu"][s] + shift + (s % 3) for s in SEEDS}
+  values = values_of({**found, "gelu_again": again})
+  # arm_values' re-keying, as a finished run's seeds give it: seed s + 100 paired with s.
+  values["gelu_again"] = {
+    k: {s - 100: v for s, v in x.items()} for k, x in values["gelu_again"].items()
+  }
+  result = transformer_runs.judge(d, values)
+  negative = [o for o in result.forms if o.comparison.negative]
+  assert [o.comparison.family[0] for o in negative] == ["negative control"] * 2
+  want = np.array([shift + s % 3 for s in SEEDS], float)
+  assert np.array_equal(negative[0].differences, want)
+  assert [o.verdict for o in negative] == [verdict] * 2
+  assert negative[0].p_holm == pytest.approx(negative[0].equivalence.p)  # a family of one
+  assert result.control_passed() and result.negative_passed() == (verdict == "equivalent")
+  forms_only = [o for o in result.forms if o.comparison.is_form]
+  assert [o.verdict for o in forms_only] == ["equivalent", "different", "equivalent", "equivalent"]
+  assert [result.reported(o) for o in forms_only] == [reported, "different", reported, reported]
+  assert made_seeds(d) == {"gelu_again": tuple(s + 100 for s in SEEDS)}
+
+
+def made_seeds(design):
+  """The grids that train seeds of their own, and which."""
+  made = transformer.make_grids(design, Path("/out"))
+  return {g.name: g.seeds for g in made if g.seeds is not None}
+
+
 def test_a_pending_arm_judges_nothing_and_a_split_of_another_size_is_refused():
   values = values_of(counts())
   del values["swiglu"]
-  result = transformer.judge(filled_design(), values)
+  result = transformer_runs.judge(filled_design(), values)
   assert result.missing == ("swiglu",) and result.ranking == () and result.forms == ()
   assert not result.control_passed()
   with pytest.raises(ValueError, match="not a whole number of 10000"):
@@ -517,16 +563,16 @@ def test_the_wrong_form_rows_are_kept_and_read_back(tmp_path):
   assert all(len(r.networks) == 6 and r.statistic("largest_change").n == 6 for r in rows)
   assert rows[0].statistic("largest_change").median > 0  # the forms differ
   out = tmp_path / "out"
-  path = transformer.wrong_form_path(design, out, "gelu")
+  path = transformer_runs.wrong_form_path(design, out, "gelu")
   assert path == out / "wrong_form" / "gelu.json"
   wrong_form.write(path, rows)
   back = wrong_form.read(path)
   assert [json.dumps(r.to_json()) for r in back] == [json.dumps(r.to_json()) for r in rows]
   grid = grids.Grid("gelu", spec, out / "runs" / "gelu", (1e-3,))  # no checkpoint there
-  kept = transformer.evaluate_wrong_forms(design, grid, out=out, data_dir=None)
+  kept = transformer_runs.evaluate_wrong_forms(design, grid, out=out, data_dir=None)
   assert [json.dumps(r.to_json()) for r in kept] == [json.dumps(r.to_json()) for r in rows]
   relu = dataclasses.replace(grid, name="relu", spec=spec.replace(activation="relu"))
-  assert transformer.evaluate_wrong_forms(design, relu, out=out, data_dir=None) is None
+  assert transformer_runs.evaluate_wrong_forms(design, relu, out=out, data_dir=None) is None
   # An arm is its name, not its activation: a narrower gelu is an arm of its own, without the
   # wrong forms of gelu's arm, trained with its model options in a folder of its own.
   narrow = grids.Variant("gelu", {"hidden_features": 8}, "feed-forward 8")
@@ -540,10 +586,12 @@ def test_the_wrong_form_rows_are_kept_and_read_back(tmp_path):
     **made["gelu"].spec.model_options, "hidden_features": 8
   }  # fmt: skip
   assert made["gelu_ffn8"].workdir == out / "runs" / "gelu_ffn8"
-  assert transformer.evaluate_wrong_forms(varied, made["gelu_ffn8"], out=out, data_dir=None) is None
+  assert (
+    transformer_runs.evaluate_wrong_forms(varied, made["gelu_ffn8"], out=out, data_dir=None) is None
+  )
   path.unlink()
-  assert transformer.evaluate_wrong_forms(design, grid, out=out, data_dir=None) is None
-  assert transformer.read_all_wrong_forms(design, out) == {}
+  assert transformer_runs.evaluate_wrong_forms(design, grid, out=out, data_dir=None) is None
+  assert transformer_runs.read_all_wrong_forms(design, out) == {}
 
 
 def test_a_network_value_that_is_not_finite_survives_the_round_trip(tmp_path):
@@ -678,7 +726,7 @@ def test_a_pending_study_names_its_arms_and_gives_no_verdict(study):
 
 @pytest.mark.e2e
 def test_the_readme_states_the_verdicts_the_code_derives(study):
-  """Every arm finished: the verdict rows as `transformer.judge` gives them, the gate line, the
+  """Every arm finished: the verdict rows as `transformer_runs.judge` gives them, the gate line, the
   members still improving at the last epoch, the wrong-form rows from the kept file with their
   paired centre and interval (enumerated here), the bfloat16 caveat, what it does not show; the
   overview's rows; re-rendered from the files alone, byte for byte."""
@@ -686,7 +734,7 @@ def test_the_readme_states_the_verdicts_the_code_derives(study):
   relu_lr = design.learning_rates["relu"]
   write_study(out, design, counts())
   rows, changes = kept_rows(design)
-  wrong_form.write(transformer.wrong_form_path(design, out, "gelu"), rows)
+  wrong_form.write(transformer_runs.wrong_form_path(design, out, "gelu"), rows)
   transformer_report.reproduce(design, out=out, root=root, train=False)
   text = (out / "README.md").read_text()
   headings = re.findall(r"^## (.+)$", text, flags=re.M)
@@ -694,7 +742,7 @@ def test_the_readme_states_the_verdicts_the_code_derives(study):
     "Verdicts", "Each arm", "The wrong form (exploratory)", "What this does not show",
     "Corrections", "Design", "Training",
   ]  # fmt: skip
-  result = transformer.judge(design, values_of(counts()))
+  result = transformer_runs.judge(design, values_of(counts()))
   command = "python experiments/reproduce.py --task=vit_fashion_mnist_study"
   for measure in design.measures:
     chosen = [o for o in result.ranking if o.hypothesis.metric == measure.key]
@@ -798,7 +846,7 @@ def test_the_readme_reports_the_failed_control_and_the_short_test(tmp_path, monk
   transformer_report.reproduce(design, out=out, root=tmp_path, train=False, project=False)
   text = (out / "README.md").read_text()
   assert "equivalent, **not established** (the control was not found different)" in text
-  result = transformer.analyse(design, transformer.finished_runs(design, out))
+  result = transformer_runs.analyse(design, transformer_runs.finished_runs(design, out))
   equivalents = sum(o.verdict == "equivalent" for o in result.forms if not o.comparison.control)
   assert not result.control_passed() and equivalents >= 2
   assert (
@@ -823,7 +871,7 @@ def test_the_readme_reports_the_failed_control_and_the_short_test(tmp_path, monk
   write_study(out, design, found)
   transformer_report.reproduce(design, out=out, root=tmp_path, train=False, project=False)
   text = (out / "README.md").read_text()
-  result = transformer.analyse(design, transformer.finished_runs(design, out))
+  result = transformer_runs.analyse(design, transformer_runs.finished_runs(design, out))
   assert (True, True) in shown_short(design, result, text)
   assert "could not have passed" not in text
 
@@ -939,7 +987,7 @@ def test_a_test_error_that_counts_no_whole_images_is_refused(study):
     out / "runs" / "relu", members, activation="relu", task=design.task, dataset=design.dataset
   )
   with pytest.raises(ValueError, match=r"a test error of 0\.12345 is not a whole number of 10000"):
-    transformer.analyse(design, transformer.finished_runs(design, out))
+    transformer_runs.analyse(design, transformer_runs.finished_runs(design, out))
 
 
 def test_the_readme_sets_the_arms_beside_the_window_model_and_the_paper(study):

@@ -33,10 +33,10 @@ from typing import Any
 
 import numpy as np
 
-from gelujax.study import forms, judge, numbers, runs, stats, transformer
+from gelujax.study import forms, judge, numbers, runs, stats, transformer_runs
 from gelujax.study.forms import Design, Outcome
 from gelujax.study.judge import DIFFERENT, EQUIVALENT
-from gelujax.study.transformer import Result
+from gelujax.study.transformer_runs import Result
 
 # The bootstrap: its resamples and its seed, fixed so that every render gives the same rates.
 RESAMPLES = 2000
@@ -384,7 +384,7 @@ class Check:
 
 @dataclasses.dataclass(frozen=True)
 class Checked(Result):
-  """A :class:`gelujax.study.transformer.Result` with each forms comparison's :class:`Check`
+  """A :class:`gelujax.study.transformer_runs.Result` with each forms comparison's :class:`Check`
   (key: first, second, measure key): an *equivalent* that neither its control nor its own
   sensitivity calibrates is reported as :data:`REPORTED_UNCALIBRATED`."""
 
@@ -407,7 +407,7 @@ def reported_words(result: Result, o: Any) -> str:
   calibrates it: ``"equivalent (same seeds), calibrated by its own sensitivity"``."""
   found = result.reported(o)
   check = result.check(o) if isinstance(result, Checked) else None
-  if found == judge.EQUIVALENT and check is not None and not o.comparison.control:
+  if found == judge.EQUIVALENT and check is not None and o.comparison.is_form:
     return f"{found} (same seeds), {check.status}"
   return found
 
@@ -425,7 +425,7 @@ def checked(design: Design, result: Result, finished: Mapping[str, runs.Run]) ->
     metric = design.metric(measure)
     chosen = [o for o in result.forms if o.comparison.metric.key == measure.key]
     control = next(o for o in chosen if o.comparison.control)
-    forms_only = [o for o in chosen if not o.comparison.control]
+    forms_only = [o for o in chosen if o.comparison.is_form]
     gap = control.shift / metric.margin
     by_control = control_calibrates(control.verdict, control.shift, metric.margin)
     for o in forms_only:
@@ -433,8 +433,8 @@ def checked(design: Design, result: Result, finished: Mapping[str, runs.Run]) ->
       values, epochs = [], []
       for arm in (c.first, c.second):
         run = finished[arm]
-        found = transformer.arm_values(design, arm, run)[measure.key]
-        values.append(transformer.as_compared(metric, found))
+        found = transformer_runs.arm_values(design, arm, run)[measure.key]
+        values.append(transformer_runs.as_compared(metric, found))
         members = runs.lr_members(run, design.learning_rates[arm])
         epochs.append({m["seed"]: m["best_epoch"] for m in members})
       near = closeness(*values, *epochs)

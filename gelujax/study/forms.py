@@ -34,6 +34,9 @@ TASK = "gelu_forms"
 FORMS = ("gelu", "gelu_tanh", "gelu_sigmoid")
 CONTROL = "relu"
 FORMS_FAMILY, CONTROL_FAMILY = "forms", "control"
+NEGATIVE_FAMILY = (
+  "negative control"  # a network against itself on other seeds: must be *equivalent*
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -369,7 +372,9 @@ def pilot(finished: dict[str, runs.Run], design: Design = POWERED) -> dict[float
 @dataclasses.dataclass(frozen=True)
 class Comparison:
   """One pre-registered test: the paired shift of ``first`` from ``second`` (first minus
-  second, seed by seed) on ``metric`` at ``learning_rate`` in ``dtype``."""
+  second, seed by seed) on ``metric`` at ``learning_rate`` in ``dtype``; a positive ``control``
+  (which must be found *different*), a ``negative`` control (one network against itself on
+  other seeds, which must be found *equivalent*), or else a comparison of forms."""
 
   first: str
   second: str
@@ -377,11 +382,18 @@ class Comparison:
   learning_rate: float
   metric: Metric
   control: bool = False
+  negative: bool = False
+
+  @property
+  def is_form(self) -> bool:
+    """A comparison of forms, neither control."""
+    return not (self.control or self.negative)
 
   @property
   def family(self) -> tuple[str, str, str]:
-    """Holm's correction runs within (forms or control, dtype, metric)."""
-    return (CONTROL_FAMILY if self.control else FORMS_FAMILY, self.dtype, self.metric.key)
+    """Holm's correction runs within (forms, control or negative control, dtype, metric)."""
+    name = CONTROL_FAMILY if self.control else NEGATIVE_FAMILY if self.negative else FORMS_FAMILY
+    return (name, self.dtype, self.metric.key)
 
 
 def comparisons(design: Design = DESIGN) -> list[Comparison]:

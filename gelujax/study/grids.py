@@ -33,12 +33,14 @@ TIMINGS_FILE = "timings.json"
 
 @dataclasses.dataclass(frozen=True)
 class Grid:
-  """One run of a study: its name, spec, workdir and learning rates."""
+  """One run of a study: its name, spec, workdir and learning rates; ``seeds``, where it trains
+  seeds of its own (a negative control's other set), else the study's."""
 
   name: str
   spec: Any
   workdir: Path
   learning_rates: tuple[float, ...]
+  seeds: tuple[int, ...] | None = None
 
 
 def grid_name(activation: str, dropout: float, spec: Any) -> str:
@@ -78,11 +80,19 @@ class Variant:
     activation: the activation spec it trains.
     model_options: added to the task's model options (`gelujax.tasks.TaskSpec.model_options`).
     words: what it is, in a few words (its row in the design's arms).
+    seed_offset: where not 0, it trains the study's seeds each shifted by this: the same
+      network on another set of seeds (a negative control), its seed s + offset paired with the
+      other arms' seed s.
   """
 
   activation: str
   model_options: Mapping[str, Any] = dataclasses.field(default_factory=dict)
   words: str = ""
+  seed_offset: int = 0
+
+  def seeds(self, seeds: Sequence[int]) -> tuple[int, ...]:
+    """The seeds it trains where the study trains ``seeds``."""
+    return tuple(s + self.seed_offset for s in seeds)
 
 
 def arm_spec(spec: Any, arm: str, variants: Mapping[str, Variant]) -> Any:
@@ -101,16 +111,20 @@ def arm_grids(
   out: Path,
   learning_rates: Callable[[str], Sequence[float]],
   variants: Mapping[str, Variant] | None = None,
+  seeds: Sequence[int] = (),
 ) -> list[Grid]:
   """One grid per arm of ``arms`` (``spec`` as :func:`arm_spec` makes it), in
   ``out/runs/<run>/`` as `gelujax.study.runs.run_name` names the arm, at
-  ``learning_rates(arm)``: a study fixed in code."""
+  ``learning_rates(arm)``: a study fixed in code; a variant with a seed offset trains
+  ``seeds`` shifted (:meth:`Variant.seeds`)."""
+  variants = variants or {}
   return [
     Grid(
       runs.run_name(arm),
-      arm_spec(spec, arm, variants or {}),
+      arm_spec(spec, arm, variants),
       out / "runs" / runs.run_name(arm),
       tuple(learning_rates(arm)),
+      variants[arm].seeds(seeds) if arm in variants and variants[arm].seed_offset else None,
     )
     for arm in arms
   ]
@@ -261,14 +275,15 @@ def train_grids(
   loaded: dict[tuple, Any] = {}
   for i, grid in enumerate(grids, 1):
     lrs = ", ".join(f"{lr:g}" for lr in grid.learning_rates)
+    trains = grid.seeds or tuple(seeds)
     print(
-      f"[{i}/{len(grids)}] {grid.name}: lrs {lrs} x {len(seeds)} seeds, {grid.spec.epochs} "
+      f"[{i}/{len(grids)}] {grid.name}: lrs {lrs} x {len(trains)} seeds, {grid.spec.epochs} "
       "epochs ...",
       flush=True,
     )
     clock = _Clock(timings, grid.name, machine, out / TIMINGS_FILE)
     _, trained = run_grid(
-      grid.spec, grid.workdir, Members(grid.learning_rates, seeds), data_dir=data_dir,
+      grid.spec, grid.workdir, Members(grid.learning_rates, trains), data_dir=data_dir,
       loaded=loaded, clock=clock,
     )  # fmt: skip
     done = f"trained in {clock.elapsed:.1f} s" if trained else "finished earlier: skipped"

@@ -40,11 +40,13 @@ from pathlib import Path
 from typing import Any
 
 from gelujax.paper import LOWER, Hypothesis
-from gelujax.study import best, confirm, forms, grids, pilot, power, runs, stats, wrong_form
-from gelujax.study.forms import CONTROL_FAMILY
-from gelujax.study.judge import DIFFERENT, EQUIVALENT
+from gelujax.study import confirm, forms, grids, pilot, power, runs, stats
+from gelujax.study.forms import CONTROL_FAMILY, NEGATIVE_FAMILY
 
-RANKING, FORMS, CONTROL = "ranking", "forms", CONTROL_FAMILY
+RANKING, FORMS, CONTROL, NEGATIVE = "ranking", "forms", CONTROL_FAMILY, NEGATIVE_FAMILY
+# What a design's seeds are sized for (`Design.seeds_for`): every forms TOST's power at the
+# smallest margin that allows it, or the ranking's power to detect a relative shift.
+FOR_FORMS, FOR_RANKING = "forms", "ranking"
 NOT_ESTABLISHED = "not established"  # an *equivalent* where the control was not *different*
 # The first fresh seed, and the most seeds an arm trains (the budget: `_CAP_REASON`).
 SEED_START = 300
@@ -99,12 +101,17 @@ class Sizing:
     pilot: the pilot's name.
     folder: the pilot's result, relative to the checkout's root.
     spreads: the pilot's paired spreads of the study's comparisons (validation metrics, each
-      arm at its selected lr; `gelujax.study.pilot.Spread`).
+      arm at its selected lr; `gelujax.study.pilot.Spread`), the control's from its own pilot
+      where the design names one.
     level: the one-sided level of each of a forms comparison's tests (:func:`tost_level`).
     floor: the fewest pairs with which every family can reach its strictest level
       (:func:`floor_pairs`).
     needed: measure key -> candidate margin -> the pairs the forms family needs there (the most
       over its comparisons, :func:`pairs_for_tost`).
+    shifts: for seeds sized for the ranking, measure key -> the shift its tests are to detect.
+    ranking_needed: measure key -> the pairs the ranking family needs to detect it (the most
+      over its comparisons, :func:`pairs_for_ranking`).
+    control_folder: the control's pilot's result, where the design names one.
   """
 
   pilot: str
@@ -113,6 +120,9 @@ class Sizing:
   level: float
   floor: int
   needed: Mapping[str, Mapping[float, int]]
+  shifts: Mapping[str, float] = dataclasses.field(default_factory=dict)
+  ranking_needed: Mapping[str, int] = dataclasses.field(default_factory=dict)
+  control_folder: str = ""
 
   def spread(self, first: str, second: str, measure: Measure) -> pilot.Spread | None:
     """The pilot's spread of ``first`` − ``second`` on ``measure``'s pilot metric."""
@@ -240,6 +250,18 @@ class Design:
     beside_words: that result's model, in a few words.
     variants: the arms that are more than an activation (`gelujax.study.grids.Variant`: a
       narrower feed-forward as a control), by name.
+    negative: the negative control's arm ("" for none): gelu on another set of seeds (a
+      variant with a seed offset), compared with gelu pair by pair in seed order, judged as a
+      forms comparison in a family of its own; it must come out *equivalent*.
+    control_pilot: the pilot that trained the control, where ``pilot`` did not (its lr and its
+      gap to gelu come from there).
+    control_gap: the pilot's condition for the control: its gap above gelu, in margins, within
+      [low, high]; None: many times its margin (beyond `gelujax.study.calibration.
+      CONTROL_MARGINS`), as for a linear feed-forward.
+    control_words: what the control is, in words (what a design that tells it from gelu sees).
+    seeds_for: what the seeds are sized for (:data:`FOR_FORMS`, :data:`FOR_RANKING`).
+    relative_shift: for :data:`FOR_RANKING`, the shift the ranking tests are to detect, as a
+      share of gelu's median in the pilot.
   """
 
   name: str
@@ -282,6 +304,13 @@ class Design:
   beside: str = ""
   beside_words: str = ""
   variants: Mapping[str, grids.Variant] = dataclasses.field(default_factory=dict)
+  negative: str = ""
+  negative_reason: str = ""
+  control_pilot: pilot.Pilot | None = None
+  control_gap: tuple[float, float] | None = None
+  control_words: str = "a linear feed-forward"
+  seeds_for: str = FOR_FORMS
+  relative_shift: float = 0.0
 
   @property
   def is_filled(self) -> bool:
@@ -306,6 +335,11 @@ class Design:
     """``arm``'s run folder under ``runs/``: `gelujax.study.runs.run_name`'s."""
     return runs.run_name(arm)
 
+  def offset(self, arm: str) -> int:
+    """What ``arm``'s seeds add to the design's (a negative control's other set), else 0."""
+    variant = self.variants.get(arm)
+    return variant.seed_offset if variant is not None else 0
+
   def metric(self, measure: Measure) -> forms.Metric:
     """``measure`` as the forms tests compare it, at the design's margin: a rate in whole
     examples (the margin in examples, shown in points), a loss in nats."""
@@ -329,11 +363,18 @@ class Design:
     """The forms family and the control, measure by measure, as the forms tests take them (each
     arm at its own lr: the comparison's lr is NaN)."""
     pairs = [(*pair, False) for pair in self.forms] + [(self.control, "gelu", True)]
-    return [
+    found = [
       forms.Comparison(first, second, TRAINED_DTYPE, math.nan, self.metric(m), control=control)
       for m in self.measures
       for first, second, control in pairs
     ]
+    negative = [
+      forms.Comparison(
+        self.negative, "gelu", TRAINED_DTYPE, math.nan, self.metric(m), negative=True
+      )
+      for m in self.measures
+    ]
+    return found + (negative if self.negative else [])
 
 
 VIT = Design(
@@ -396,6 +437,17 @@ def pairs_for_tost(design: Design, sd: float, margin: float) -> int | None:
   )
 
 
+def pairs_for_ranking(design: Design, sd: float, shift: float) -> int | None:
+  """The pairs with which a ranking hypothesis' two-sided signed-rank test at its family's
+  strictest Holm level finds a true shift of ``shift`` with the design's power, its paired
+  differences' SD being ``sd``: the pilot's normal approximation (`gelujax.study.power.
+  pairs_to_detect`) at the signed-rank test's efficiency. None where ``sd`` is not finite."""
+  return power.pairs_to_detect(
+    sd, shift, alpha=design.alpha / len(design.ranking), power=design.power,
+    efficiency=power.RANK_EFFICIENCY,
+  )  # fmt: skip
+
+
 def tost_power(design: Design, sd: float, margin: float, pairs: int) -> float:
   """The power of a forms comparison's TOST with ``pairs`` pairs where the true shift is 0, by
   the approximation :func:`pairs_for_tost` inverts (`gelujax.study.power.equivalence_power`)."""
@@ -404,7 +456,9 @@ def tost_power(design: Design, sd: float, margin: float, pairs: int) -> float:
   )
 
 
-def from_pilot(design: Design, analysis: pilot.Analysis, folder: str) -> Design:
+def from_pilot(
+  design: Design, analysis: pilot.Analysis, folder: str, control_folder: str = ""
+) -> Design:
   """``design`` with each arm's lr, each metric's margin and the seeds, from its pilot's
   ``analysis`` (`gelujax.study.pilot.analyse` of the pilot's runs, read from ``folder``, its
   result relative to the checkout's root), by the rule:
@@ -420,11 +474,20 @@ def from_pilot(design: Design, analysis: pilot.Analysis, folder: str) -> Design:
   - seeds: the most need over the metrics at their margins, at least :func:`floor_pairs`, at
     most ``max_seeds``; ``seed_start`` on.
 
+  Seeds sized for the ranking too (``seeds_for`` :data:`FOR_RANKING`): each metric's margin is
+  the smallest candidate at which the positive control's pilot gap (control − gelu) lies within
+  ``control_gap`` margins, else the largest, so that the control calibrates it; the shift the
+  ranking is to detect is ``relative_shift`` times gelu's median in the pilot at its lr, its
+  need the most pairs over the ranking's comparisons (:func:`pairs_for_ranking`, the SD at the
+  pilot's bound); the seeds the most need of either family over the metrics, between the floor
+  and the cap. The negative control's arm trains at its activation's lr.
+
   Raises:
     ValueError: the analysis lacks an arm (not trained, or every member diverged), or a forms
       comparison's spread (fewer than 2 pairs).
   """
-  lost = [a for a in design.arms if analysis.selected.get(a) is None]
+  lr_arm = {a: design.variants[a].activation if a == design.negative else a for a in design.arms}
+  lost = [a for a in design.arms if analysis.selected.get(lr_arm[a]) is None]
   if lost:
     raise ValueError(
       f"The pilot's result in {folder} gives no lr for {', '.join(lost)} (not trained, or every "
@@ -435,7 +498,10 @@ def from_pilot(design: Design, analysis: pilot.Analysis, folder: str) -> Design:
   }
   wanted |= {(design.control, "gelu", m.pilot.key) for m in design.measures}
   spreads = tuple(s for s in analysis.spreads if (s.first, s.second, s.metric) in wanted)
-  sizing = Sizing(design.pilot.name, folder, spreads, tost_level(design), floor_pairs(design), {})
+  sizing = Sizing(
+    design.pilot.name, folder, spreads, tost_level(design), floor_pairs(design), {},
+    control_folder=control_folder,
+  )  # fmt: skip
   needed: dict[str, dict[float, int]] = {}
   margins: dict[str, float] = {}
   for m in design.measures:
@@ -451,16 +517,38 @@ def from_pilot(design: Design, analysis: pilot.Analysis, folder: str) -> Design:
     needed[m.key] = {
       margin: max(pairs_for_tost(design, sd, margin) for sd in bounds) for margin in m.pilot.margins
     }
+  shifts, ranking_needed = {}, {}
+  ranking = design.seeds_for == FOR_RANKING
+  for m in design.measures:
     fits = [margin for margin, n in needed[m.key].items() if n <= design.max_seeds]
+    if ranking:  # The margins the positive control's pilot gap calibrates.
+      control = sizing.spread(design.control, "gelu", m)
+      if control is None or design.control_gap is None:
+        raise ValueError(
+          f"{design.name} takes its margin from its control's pilot gap: the pilot gives no "
+          f"spread of {design.control} − gelu on {m.pilot.key}, or the design no control_gap."
+        )
+      low, high = design.control_gap
+      fits = [margin for margin in m.pilot.margins if low <= control.mean / margin <= high]
     margins[m.key] = min(fits) if fits else max(m.pilot.margins)
   need = max(needed[m.key][margins[m.key]] for m in design.measures)
+  if ranking:
+    gelu = analysis.cells["gelu"][analysis.selected["gelu"]]
+    for m in design.measures:
+      shifts[m.key] = design.relative_shift * gelu.stats(m.pilot.key)["median"]
+      ranking_needed[m.key] = max(
+        pairs_for_ranking(design, found.sd_bound, shifts[m.key]) or stats.MAX_SEEDS
+        for a, b in design.ranking
+        if (found := sizing.spread(a, b, m)) is not None
+      )
+    need = max(need, *ranking_needed.values())
   count = min(design.max_seeds, max(sizing.floor, need))
   return dataclasses.replace(
     design,
-    learning_rates={a: analysis.selected[a] for a in design.arms},
+    learning_rates={a: analysis.selected[lr_arm[a]] for a in design.arms},
     margins=margins,
     seeds=tuple(range(design.seed_start, design.seed_start + count)),
-    sizing=dataclasses.replace(sizing, needed=needed),
+    sizing=dataclasses.replace(sizing, needed=needed, shifts=shifts, ranking_needed=ranking_needed),
   )
 
 
@@ -474,23 +562,20 @@ def short_of_power(design: Design, first: str, second: str, measure: Measure) ->
   return need is None or need > len(design.seeds)
 
 
-def pilot_folder(design: Design) -> str:
-  """The pilot's result, relative to a checkout's root (as `reproduce.py` writes it)."""
-  found = design.pilot
+def pilot_folder(found: pilot.Pilot) -> str:
+  """A pilot's result, relative to a checkout's root (as `reproduce.py` writes it)."""
   return f"results/{found.dataset}/{found.name}"
 
 
-def filled(design: Design, root: Path, command: str = "python experiments/reproduce.py") -> Design:
-  """``design`` filled from its pilot's result (:func:`from_pilot`), found under ``root`` or else
-  in the checkout this code lies in (`gelujax.study.confirm.find_result`); ``command``: the one
-  that trains the pilot, named where it is missing.
+def pilot_analysis(design: Design, found: pilot.Pilot, root: Path, command: str) -> pilot.Analysis:
+  """The analysis of the pilot ``found``'s result (`gelujax.study.pilot.analyse`), found under
+  ``root`` or else in the checkout this code lies in (`gelujax.study.confirm.find_result`).
 
   Raises:
     ValueError: in one paragraph naming the folder and the command that makes it, where the
       pilot's result is absent or not finished.
   """
-  found = design.pilot
-  relative = pilot_folder(design)
+  relative = pilot_folder(found)
   folder = confirm.find_result(relative, root)
   make = f"`{command} --task={found.name}`"
   if folder is None:
@@ -509,138 +594,30 @@ def filled(design: Design, root: Path, command: str = "python experiments/reprod
       f"{', '.join(analysis.missing)}. Finish it first with {make}, which resumes the pilot "
       "where it stopped; then run this again."
     )
-  return from_pilot(design, analysis, relative)
+  return analysis
 
 
-# ----------------------------------------------------------------------------- the verdicts
-
-
-@dataclasses.dataclass(frozen=True)
-class Result:
-  """The study's verdicts from its finished runs.
-
-  Attributes:
-    ranking: the ranking family's outcomes, measure by measure (`gelujax.study.confirm.Outcome`;
-      its hypothesis' ``metric`` says which).
-    forms: the forms family's and the control's outcomes, measure by measure
-      (`gelujax.study.forms.Outcome`, judged within (family, dtype, metric)).
-    missing: the arms not finished: while any is, nothing is judged.
-    at_last: arm -> the seeds of the members whose best epoch is the last (finished arms).
-  """
-
-  ranking: tuple[confirm.Outcome, ...]
-  forms: tuple[forms.Outcome, ...]
-  missing: tuple[str, ...]
-  at_last: Mapping[str, list[int]]
-
-  def control_passed(self) -> bool:
-    """Whether the control was found *different* from gelu on every measure."""
-    found = [o for o in self.forms if o.comparison.control]
-    return bool(found) and all(o.verdict == DIFFERENT for o in found)
-
-  def reported(self, o: forms.Outcome) -> str:
-    """A forms comparison's verdict as the study reports it: *not established* for an
-    *equivalent* where the control was not found *different* on every measure."""
-    if o.verdict == EQUIVALENT and not o.comparison.control and not self.control_passed():
-      return NOT_ESTABLISHED
-    return o.verdict
-
-
-def finished_runs(design: Design, out: Path) -> dict[str, runs.Run]:
-  """The study's finished runs, each read once: arm -> its files."""
-  return runs.finished(out, {arm: design.folder(arm) for arm in design.arms})
-
-
-def arm_values(design: Design, arm: str, run: runs.Run) -> dict[str, dict[int, float]]:
-  """A finished run's values at the arm's lr: measure key -> seed -> value as its summary holds
-  it (NaN for a diverged member), a rate that must count whole examples (`confirm.whole`).
-
-  Raises:
-    ValueError: the run's seeds are not the design's.
-  """
-  members = runs.lr_members(run, design.learning_rates[arm])
-  if sorted(m["seed"] for m in members) != sorted(design.seeds):
-    raise ValueError(
-      f"{run.workdir} holds seeds {[m['seed'] for m in members]} at lr "
-      f"{design.learning_rates[arm]:g}, not the design's {list(design.seeds)}: it is not a run "
-      f"of {design.name}."
+def filled(design: Design, root: Path, command: str = "python experiments/reproduce.py") -> Design:
+  """``design`` filled from its pilot's result (:func:`from_pilot`), and its control's pilot's
+  where it names one (lrs and spreads added to the pilot's); ``command``: the one that trains a
+  pilot, named where it is missing (:func:`pilot_analysis`)."""
+  analysis = pilot_analysis(design, design.pilot, root, command)
+  control_folder = ""
+  if design.control_pilot is not None:
+    other = pilot_analysis(design, design.control_pilot, root, command)
+    analysis = dataclasses.replace(
+      analysis,
+      selected={**other.selected, **analysis.selected},
+      spreads=analysis.spreads + other.spreads,
     )
-  found = {m.key: runs.lr_values(run, m.key, design.learning_rates[arm]) for m in design.measures}
-  for m in design.measures:
-    for value in found[m.key].values():
-      if m.whole and math.isfinite(value):
-        confirm.whole(value, design.examples)  # refuses a rate that counts no whole examples
-  return found
-
-
-def as_compared(metric: forms.Metric, values: Mapping[int, float]) -> dict[int, float]:
-  """seed -> value as ``metric`` compares it (a rate as a count of whole examples)."""
-  return dict(zip(values, map(float, metric.compared(list(values.values()))), strict=True))
-
-
-def judge(design: Design, values: Mapping[str, Mapping[str, Mapping[int, float]]]) -> Result:
-  """Every family judged on each arm's values (``values``: arm -> measure key -> seed -> value,
-  :func:`arm_values`), once every arm is finished; before, nothing (:attr:`Result.missing`)."""
-  missing = tuple(a for a in design.arms if a not in values)
-  if missing:
-    return Result((), (), missing, {})
-  ranking = []
-  for measure in design.measures:
-    metric = design.metric(measure)
-    compared = {arm: as_compared(metric, v[measure.key]) for arm, v in values.items()}
-    ranking += confirm.judge_family(design.hypotheses(measure), compared, design.alpha)
-  outcomes = [
-    forms.paired_outcome(c, values[c.first][c.metric.key], values[c.second][c.metric.key])
-    for c in design.comparisons()
-  ]
-  return Result(tuple(ranking), tuple(forms.judge(outcomes, design.alpha)), (), {})
-
-
-def analyse(design: Design, finished: Mapping[str, runs.Run]) -> Result:
-  """The study judged on its finished runs (``finished``: :func:`finished_runs`), with each
-  finished arm's members whose best epoch is the last."""
-  design.check_filled()
-  values = {arm: arm_values(design, arm, run) for arm, run in finished.items()}
-  at_last = {
-    arm: best.at_last_epoch(run, design.learning_rates[arm]) for arm, run in finished.items()
-  }
-  return dataclasses.replace(judge(design, values), at_last=at_last)
+    control_folder = pilot_folder(design.control_pilot)
+  return from_pilot(design, analysis, pilot_folder(design.pilot), control_folder)
 
 
 def make_grids(design: Design, out: Path) -> list[grids.Grid]:
   """One grid per arm (in :meth:`Design.folder`) at its own lr, every seed a member."""
   design.check_filled()
   return grids.arm_grids(
-    design.spec(), design.arms, out, lambda arm: [design.learning_rates[arm]], design.variants
-  )
-
-
-# --------------------------------------------------------------------------- the wrong form
-
-
-def wrong_form_path(design: Design, out: Path, arm: str) -> Path:
-  return wrong_form.kept_path(out, design.folder(arm))
-
-
-def evaluate_wrong_forms(
-  design: Design, grid: grids.Grid, *, out: Path, data_dir: str | None
-) -> list[wrong_form.WrongForm] | None:
-  """A finished grid's wrong-form rows: its networks run with each of its arm's
-  :attr:`Design.wrong_forms` in each of the design's dtypes, kept in ``out/wrong_form/``
-  (`gelujax.study.wrong_form.keep`); None for an arm without wrong forms, or a grid neither
-  kept nor restorable."""
-  arm = next(a for a in design.arms if design.folder(a) == grid.name)
-  if arm not in design.wrong_forms:
-    return None
-  path = wrong_form_path(design, out, arm)
-  targets = [(other, dtype) for other in design.wrong_forms[arm] for dtype in design.dtypes]
-  return wrong_form.keep(grid.workdir, targets, path, data_dir)
-
-
-def read_all_wrong_forms(design: Design, out: Path) -> dict[str, list[wrong_form.WrongForm]]:
-  """arm -> its kept wrong-form rows, for the arms that have them."""
-  return {
-    arm: wrong_form.read(path)
-    for arm in design.wrong_forms
-    if (path := wrong_form_path(design, out, arm)).exists()
-  }
+    design.spec(), design.arms, out, lambda arm: [design.learning_rates[arm]], design.variants,
+    design.seeds,
+  )  # fmt: skip

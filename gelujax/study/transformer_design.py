@@ -4,6 +4,7 @@ study does not show, and the design as summary.json keeps it."""
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 from typing import Any
@@ -24,15 +25,22 @@ FAMILY_KIND = "family"  # a study's rows of results/README.md (`gelujax.study.ov
 BFLOAT16_SPACING = 2.0**-7  # bfloat16's spacing between 1 and 2 (8 significant bits)
 
 
-def pilot_condition_words(margins: float) -> str:
-  """Whether the pilot's condition for taking identity as the control (its gap "many times its
-  margin", read as beyond `gelujax.study.calibration.CONTROL_MARGINS` margins and above gelu)
-  holds at a pilot gap of ``margins``."""
-  many = margins > calibration.CONTROL_MARGINS
+def pilot_condition_words(design: Design, margins: float) -> str:
+  """Whether the pilot's condition for taking ``design.control`` as the control holds at a
+  pilot gap of ``margins``: its gap above gelu within ``design.control_gap`` margins, or, where
+  that is None, "many times its margin", read as beyond `gelujax.study.calibration.
+  CONTROL_MARGINS` margins."""
+  if design.control_gap is None:
+    low, high = calibration.CONTROL_MARGINS, math.inf
+    words = f"a gap many times its margin: more than {low:g} margins"
+    holds = margins > low
+  else:
+    low, high = design.control_gap
+    words = f"a gap of {low:g} to {high:g} margins"
+    holds = low <= margins <= high
   return (
-    "the pilot's condition for taking it as the control (a gap many times its margin: more "
-    f"than {calibration.CONTROL_MARGINS:g} margins, identity above gelu) "
-    + ("holds" if many else "does not hold")
+    f"the pilot's condition for taking it as the control ({words}, {design.control} above "
+    "gelu) " + ("holds" if holds else "does not hold")
   )
 
 
@@ -81,13 +89,23 @@ def sizing_lines(design: Design) -> list[str]:
         "two-sided), the SD at the pilot's bound; the pilot's mean difference "
         f"{numbers.signed(spread.mean, scale=m.pilot.scale)} {m.pilot.unit}."
       )
+    if m.key in s.shifts:
+      need = s.ranking_needed[m.key]
+      lines.append(
+        f"  - the ranking's target, which the seeds are sized for: a shift of "
+        f"{s.shifts[m.key]:.3g} {m.pilot.unit} ({100 * design.relative_shift:g}% of gelu's median "
+        f"pilot {m.pilot.label}) needs {need} pairs at the family's strictest level ({level:.3g}, "
+        f"two-sided) with {100 * design.power:g}% power, the SD at the pilot's bound "
+        "(`gelujax.study.transformer.pairs_for_ranking`, the most over its comparisons); "
+        f"{n} seeds" + (": the cap leaves it short of that power." if need > n else ".")
+      )
     control = s.spread(design.control, "gelu", m)
     if control is not None:
       lines.append(
         f"  - control {design.control} − gelu: the pilot's mean difference "
         f"{numbers.signed(control.mean, scale=m.pilot.scale)} {m.pilot.unit}, "
         f"{numbers.signed(control.mean / design.margins[m.key])} margins: "
-        + pilot_condition_words(control.mean / design.margins[m.key])
+        + pilot_condition_words(design, control.mean / design.margins[m.key])
         + "."
       )
   return lines
@@ -117,7 +135,9 @@ def design_lines(design: Design, out: Path, root: Path) -> list[str]:
     f"{design.epochs_reason}. The best epoch: {design.tie_rule}.",
     f"- Arms: {', '.join(design.arms)}, one run each (`runs/<arm>/`"
     + (f"; {renamed}" if renamed else "")
-    + "), every arm on the same seeds: one seed gives one initial draw, one batch order and one "
+    + "), every arm"
+    + (" but the negative control" if design.negative else "")
+    + " on the same seeds: one seed gives one initial draw, one batch order and one "
     "dropout stream whatever the activation, so each comparison is paired by seed.",
     f"- Learning rates (from the pilot): {lr_rows}: {design.lr_rule}.",
     f"- Seeds (from the pilot): {len(design.seeds)}, "
@@ -135,7 +155,28 @@ def design_lines(design: Design, out: Path, root: Path) -> list[str]:
     f"- Forms family ({len(design.forms)} a metric: "
     + "; ".join(f"{a} − {b}" for a, b in design.forms)
     + f"): {design.forms_reason}.",
-    f"- Control ({design.control} − gelu, one a metric): {design.control_reason}.",
+    f"- Control ({design.control} − gelu, one a metric): {design.control_reason}"
+    + (
+      f"; its lr and pilot gap from its own pilot's result `{s.control_folder}` "
+      f"(`{design.control_pilot.name}`)."
+      if design.control_pilot is not None
+      else "."
+    ),
+    *(
+      [
+        f"- Negative control ({design.negative} − gelu, one a metric; {design.negative} trains "
+        f"seeds {numbers.seeds(design.variants[design.negative].seeds(design.seeds))}, each "
+        f"paired with gelu's seed {design.offset(design.negative)} below it): "
+        f"{design.negative_reason}."
+      ]
+      if design.negative
+      else []
+    ),
+    *[
+      f"- {name}: {variant.words}."
+      for name, variant in design.variants.items()
+      if variant.words and name in design.arms
+    ],
     f"- The wrong form: {design.wrong_form_reason}.",
   ]
   return lines

@@ -27,10 +27,12 @@ from gelujax.study import (
   runs,
   transformer,
   transformer_design,
+  transformer_runs,
   transformer_verdicts,
   wrong_form,
 )
-from gelujax.study.transformer import Design, Result
+from gelujax.study.transformer import Design
+from gelujax.study.transformer_runs import Result
 from gelujax.study.transformer_verdicts import count, effect_words, margin_words, tally_words
 from gelujax.study.verdicts import INCONCLUSIVE
 
@@ -88,11 +90,13 @@ def arm_lines(design: Design, finished: dict[str, runs.Run], result: Result) -> 
     if arm not in finished:
       lines.append(f"| {arm} | {lr} | pending |" + " – |" * (len(design.measures) + 2))
       continue
-    values = transformer.arm_values(design, arm, finished[arm])
+    values = transformer_runs.arm_values(design, arm, finished[arm])
     cells = []
     for m in design.measures:
       metric = design.metric(m)
-      x = [v for v in transformer.as_compared(metric, values[m.key]).values() if math.isfinite(v)]
+      x = [
+        v for v in transformer_runs.as_compared(metric, values[m.key]).values() if math.isfinite(v)
+      ]
       cells.append(median_range(x, lambda v, m=m: transformer_verdicts.value_words(design, m, v)))
     first = values[design.measures[0].key]
     diverged = sum(not math.isfinite(v) for v in first.values())
@@ -111,7 +115,9 @@ def seed_table(design: Design, finished: dict[str, runs.Run]) -> list[str]:
     metric = design.metric(m)
     arms = [a for a in design.arms if a in finished]
     values = {
-      a: transformer.as_compared(metric, transformer.arm_values(design, a, finished[a])[m.key])
+      a: transformer_runs.as_compared(
+        metric, transformer_runs.arm_values(design, a, finished[a])[m.key]
+      )
       for a in arms
     }
     unit = design.unit + " wrong" if m.whole else "nats"
@@ -175,7 +181,7 @@ def beside_lines(design: Design, finished: dict[str, runs.Run], out: Path, root:
   ours = []
   for arm in design.arms:
     if arm in finished:
-      values = transformer.arm_values(design, arm, finished[arm])[ERROR_KEY]
+      values = transformer_runs.arm_values(design, arm, finished[arm])[ERROR_KEY]
       x = [v for v in values.values() if math.isfinite(v)]
       ours.append((f"this study's {design.task}", arm, len(values), x))
   theirs = [(design.beside_words, a, n, x) for a, n, x in found]
@@ -294,21 +300,32 @@ def headline_rows(design: Design, result: Result) -> list[dict[str, Any]]:
         "caveats": limits,
       }
     )
-    for control in (False, True):
+    families = (transformer.FORMS, transformer.CONTROL) + (
+      (transformer.NEGATIVE,) if design.negative else ()
+    )
+    for family in families:
       chosen = [
         o
         for o in result.forms
-        if o.comparison.metric.key == m.key and o.comparison.control == control
+        if o.comparison.metric.key == m.key and o.comparison.family[0] == family
       ]
-      family = transformer.CONTROL if control else transformer.FORMS
-      gate = "" if control or result.control_passed() else "the control was not found different"
-      short = "" if control else transformer_design.short_words(design, m)
+      forms_family = family == transformer.FORMS
+      gate = "; ".join(
+        words
+        for words, passed in (
+          ("the control was not found different", result.control_passed()),
+          ("the negative control was not found equivalent", result.negative_passed()),
+        )
+        if forms_family and not passed
+      )
+      short = transformer_design.short_words(design, m) if forms_family else ""
       rows.append(
         {
           "kind": FAMILY_KIND,
           "where": f"{design.name}, {family}: {m.key}",
           "claim": "; ".join(f"{o.comparison.first} − {o.comparison.second}" for o in chosen)
-          + f" {'beyond' if control else 'within'} {margin_words(design, m)}: {m.label}",
+          + f" {'beyond' if family == transformer.CONTROL else 'within'} "
+          f"{margin_words(design, m)}: {m.label}",
           "paper": "–",
           "ours": "<br>".join(
             f"{o.comparison.first} − {o.comparison.second}: "
@@ -349,7 +366,13 @@ def headline_summary(
       + (f" ({', '.join(decided)})" if decided and family == transformer.RANKING else "")
       for family, n in counts.items()
     )
-    + f"; the control {'passed' if result.control_passed() else 'failed'}."
+    + f"; the control {'passed' if result.control_passed() else 'failed'}"
+    + (
+      f", the negative control {'passed' if result.negative_passed() else 'failed'}"
+      if design.negative
+      else ""
+    )
+    + "."
   )
   arm, others = next(iter(design.wrong_forms.items()))
   first = next(
@@ -373,9 +396,9 @@ def write_result(design: Design, *, out: Path, root: Path, project: bool = True)
   """Writes ``out``'s README.md, table.md and summary.json from the runs and kept wrong-form
   rows there; returns ``out``; and the project's overview where ``out`` is under its results/."""
   design.check_filled()
-  finished = transformer.finished_runs(design, out)
-  result = calibration.checked(design, transformer.analyse(design, finished), finished)
-  wrong = transformer.read_all_wrong_forms(design, out)
+  finished = transformer_runs.finished_runs(design, out)
+  result = calibration.checked(design, transformer_runs.analyse(design, finished), finished)
+  wrong = transformer_runs.read_all_wrong_forms(design, out)
   command = f"{readme.command_name(project)} --task={design.name}"
   corrected = corrections.lines(design.name, design.date)
   beside = beside_lines(design, finished, out, root) if design.beside else []
@@ -435,7 +458,7 @@ reproduce = report.reproducer(
   transformer.make_grids,
   write_result,
   transformer.VIT.name,
-  after=lambda design, grid, out, data_dir: transformer.evaluate_wrong_forms(
+  after=lambda design, grid, out, data_dir: transformer_runs.evaluate_wrong_forms(
     design, grid, out=out, data_dir=data_dir
   ),
 )

@@ -18,7 +18,8 @@ from gelujax.study import (
   stats,
   transformer,
 )
-from gelujax.study.transformer import NOT_ESTABLISHED, Design, Measure, Result
+from gelujax.study.transformer import NOT_ESTABLISHED, Design, Measure
+from gelujax.study.transformer_runs import Result
 from gelujax.study.verdicts import CONFIRMED, REFUTED
 
 ERROR_KEY = transformer.ERROR.key
@@ -85,27 +86,34 @@ def forms_verdict_words(design: Design, result: Result, o: Any, measure: Measure
   reported = result.reported(o)
   check = result.check(o) if isinstance(result, calibration.Checked) else None
   if reported == NOT_ESTABLISHED:
-    words = f"equivalent, **{NOT_ESTABLISHED}** (the control was not found different)"
+    failed = [
+      words
+      for words, passed in (
+        ("the control was not found different", result.control_passed()),
+        ("the negative control was not found equivalent", result.negative_passed()),
+      )
+      if not passed
+    ]
+    words = f"equivalent, **{NOT_ESTABLISHED}** ({'; '.join(failed)})"
   elif reported == calibration.REPORTED_UNCALIBRATED:
     words = f"equivalent (same seeds), **{calibration.UNCALIBRATED}**"
-  elif reported == judge.EQUIVALENT and check is not None and not o.comparison.control:
+  elif reported == judge.EQUIVALENT and check is not None and o.comparison.is_form:
     words = f"**equivalent** (same seeds), {check.status}"
   else:
     words = forms_words.verdict_words(o)
   c = o.comparison
-  if not c.control and o.seeds:
+  if c.is_form and o.seeds:
     words += f"; zero-shift p {o.p_zero:.2g}"
   passed = o.verdict == judge.EQUIVALENT
-  short = transformer.short_of_power(design, c.first, c.second, measure)
-  if not c.control and not passed and short:
+  if c.is_form and not passed and transformer.short_of_power(design, c.first, c.second, measure):
     words += "; could not have passed with the design's power (see Design)"
   return words
 
 
 def forms_table(
-  design: Design, result: Result, measure: Measure, control: bool = False
+  design: Design, result: Result, measure: Measure, family: str = transformer.FORMS
 ) -> list[str]:
-  """The forms family (or the control) on one measure: a row per comparison."""
+  """The forms family (or a control's) on one measure: a row per comparison."""
   lines = [
     "| comparison | lrs | margin | paired shift [exact CI] | n | p (TOST) | p (beyond) | p | "
     "Holm p | verdict |",
@@ -113,7 +121,7 @@ def forms_table(
   ]
   for o in result.forms:
     c = o.comparison
-    if c.metric.key != measure.key or c.control != control:
+    if c.metric.key != measure.key or c.family[0] != family:
       continue
     e = o.equivalence
     shift = "no pairs"
@@ -144,7 +152,7 @@ def check_lines(design: Design, result: Result, measure: Measure) -> list[str]:
   for o in result.forms:
     c = o.comparison
     check = result.check(o)
-    if c.control or c.metric.key != measure.key or check is None:
+    if not c.is_form or c.metric.key != measure.key or check is None:
       continue
     k = check.closeness
     same = (
@@ -196,12 +204,18 @@ def check_lines(design: Design, result: Result, measure: Measure) -> list[str]:
 
 
 def gate_line(design: Design, result: Result) -> str:
+  """Whether the controls passed, per measure, and what follows for the forms' *equivalent*."""
+  text = control_words(design, result)
+  return f"{text} {negative_words(design, result)}" if design.negative else text
+
+
+def control_words(design: Design, result: Result) -> str:
   """Whether the control passed, per measure, and what follows for the forms' *equivalent*."""
   found = [o for o in result.forms if o.comparison.control]
   parts = ", ".join(f"{o.comparison.metric.key}: {o.verdict}" for o in found)
   if result.control_passed():
     equivalents = [
-      o for o in result.forms if not o.comparison.control and o.verdict == judge.EQUIVALENT
+      o for o in result.forms if o.comparison.is_form and o.verdict == judge.EQUIVALENT
     ]
     statuses = count(
       result.check(o).status
@@ -211,28 +225,51 @@ def gate_line(design: Design, result: Result) -> str:
     calibrated = "; ".join(f"{n}: {status}" for status, n in statuses.items())
     return (
       f"The control ({design.control} − gelu) was found *different* on every metric ({parts}): "
-      "the design can tell a linear feed-forward from gelu. That alone calibrates no "
+      f"the design can tell {design.control_words} from gelu. That alone calibrates no "
       f"*equivalent* (`gelujax.study.calibration`): of the {len(equivalents)} *equivalent*, "
       + (calibrated or "none calibration.checked")
       + "."
     )
   equivalents = sum(
-    result.reported(o) == NOT_ESTABLISHED for o in result.forms if not o.comparison.control
+    result.reported(o) == NOT_ESTABLISHED for o in result.forms if o.comparison.is_form
   )
   return (
     f"The control ({design.control} − gelu) was not found *different* on every metric "
-    f"({parts}): the design could not tell a linear feed-forward from gelu there, so each of "
+    f"({parts}): the design could not tell {design.control_words} from gelu there, so each of "
     f"the forms' {equivalents} *equivalent* verdicts is reported as *{NOT_ESTABLISHED}*."
+  )
+
+
+def negative_words(design: Design, result: Result) -> str:
+  """Whether the negative control was found *equivalent*, per measure, and what follows."""
+  found = [o for o in result.forms if o.comparison.negative]
+  parts = ", ".join(f"{o.comparison.metric.key}: {o.verdict}" for o in found)
+  what = (
+    f"The negative control ({design.negative} − gelu: gelu on another set of seeds, paired in "
+    "seed order)"
+  )
+  if result.negative_passed():
+    return (
+      f"{what} was found *equivalent* on every metric ({parts}): networks of one activation drawn "
+      "apart land within the margin of each other at these seeds."
+    )
+  equivalents = sum(
+    result.reported(o) == NOT_ESTABLISHED for o in result.forms if o.comparison.is_form
+  )
+  return (
+    f"{what} was not found *equivalent* on every metric ({parts}): the design could not show "
+    "gelu within the margin of itself on other seeds, so each of the forms' "
+    f"{equivalents} *equivalent* verdicts is reported as *{NOT_ESTABLISHED}*."
   )
 
 
 def tally(result: Result) -> dict[str, dict[str, int]]:
   """family -> verdict -> how many (forms verdicts as reported, after the gate)."""
   found = {transformer.RANKING: count(o.verdict for o in result.ranking)}
-  for family, control in ((transformer.FORMS, False), (transformer.CONTROL, True)):
-    found[family] = count(
-      calibration.reported_words(result, o) for o in result.forms if o.comparison.control == control
-    )
+  for family in (transformer.FORMS, transformer.CONTROL, transformer.NEGATIVE):
+    chosen = [o for o in result.forms if o.comparison.family[0] == family]
+    if chosen or family != transformer.NEGATIVE:
+      found[family] = count(calibration.reported_words(result, o) for o in chosen)
   return found
 
 
@@ -276,8 +313,15 @@ def verdict_lines(design: Design, result: Result, command: str) -> list[str]:
       *(lambda found: [*found, ""] if found else [])(check_lines(design, result, measure)),
       "Control:",
       "",
-      *forms_table(design, result, measure, control=True),
+      *forms_table(design, result, measure, transformer.CONTROL),
     ]
+    if design.negative:
+      lines += [
+        "",
+        "Negative control:",
+        "",
+        *forms_table(design, result, measure, transformer.NEGATIVE),
+      ]
   counts = tally(result)
   lines += [
     "",
