@@ -44,6 +44,7 @@ def test_each_entry_names_its_designs_code_path():
     "char_lm_controls_pilot": "gelujax.study.pilot.CHAR_LM_CONTROLS",
     "vit_fashion_mnist_study": "gelujax.study.transformer.VIT",
     "transformer_twitter_pos_study": "gelujax.study.transformer.TAGGER",
+    "char_lm_study": "gelujax.study.language.CHAR_LM",
   }
   assert {name: s.where for name, s in registry.STUDIES.items()} == expected
   for name, path in expected.items():

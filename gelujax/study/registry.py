@@ -18,14 +18,13 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import importlib
-import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from gelujax import user_modules
 from gelujax import workdir as workdirs
-from gelujax.study import confirm, forms, numbers, pilot, readme, transformer
+from gelujax.study import confirm, forms, language, numbers, pilot, readme, transformer
 
 
 @dataclasses.dataclass(frozen=True)
@@ -93,11 +92,18 @@ TRANSFORMER = Kind(
 class Study:
   """A study fixed in code: its design and its kind; ``source``, for a user's own study, its
   module's record (`gelujax.user_modules.source_record`: the module, the variable, its file and the
-  sha256 of its source as imported)."""
+  sha256 of its source as imported); ``module``, where its design is fixed outside its kind's
+  module (a study of its own: `gelujax.study.language`)."""
 
   design: Any
   kind: Kind
   source: Mapping[str, Any] | None = None
+  module: str = ""
+
+  @property
+  def home(self) -> str:
+    """The module its design is fixed in."""
+    return self.module or self.kind.module
 
   @property
   def name(self) -> str:
@@ -108,7 +114,7 @@ class Study:
     """The name its design has in its module (``DESIGN``, ``TWITTER``, ``VIT``, the user's)."""
     if self.source is not None:
       return self.source["function"]
-    found = vars(sys.modules[self.kind.module])
+    found = vars(importlib.import_module(self.home))
     return next(k for k, v in found.items() if k.isupper() and v is self.design)
 
   @property
@@ -116,7 +122,7 @@ class Study:
     """Its design's code path: ``gelujax.study.forms.DESIGN``, ``my_studies:MINE``."""
     if self.source is not None:
       return f"{self.source['module']}:{self.variable}"
-    return f"{self.kind.module}.{self.variable}"
+    return f"{self.home}.{self.variable}"
 
   @property
   def file(self) -> str:
@@ -124,7 +130,7 @@ class Study:
     the user's module's file."""
     if self.source is not None:
       return str(self.source["file"])
-    return self.kind.module.replace(".", "/") + ".py"
+    return self.home.replace(".", "/") + ".py"
 
 
 _ALL = (
@@ -137,6 +143,7 @@ _ALL = (
   Study(pilot.CHAR_LM_CONTROLS, PILOT),
   Study(transformer.VIT, TRANSFORMER),
   Study(transformer.TAGGER, TRANSFORMER),
+  Study(language.CHAR_LM, TRANSFORMER, module="gelujax.study.language"),
 )
 # The studies by name (``reproduce.py --task``), in the order they were fixed.
 STUDIES: dict[str, Study] = {s.name: s for s in _ALL}
