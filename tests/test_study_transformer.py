@@ -1050,3 +1050,19 @@ def test_the_caveats_name_the_pilots_learning_rates_and_seeds():
   text = "\n".join(transformer_design.caveat_lines(design))
   assert "chosen from the pilot's 3 (0.003, 0.001, 0.0003) on its 5 selection seeds" in text
   assert "One small transformer on one CPU-sized task: `vit_fashion_mnist`, 10 epochs" in text
+
+
+def test_a_design_with_a_figure_draws_each_arms_curve_beside_its_row(study):
+  """With ``figure`` the README shows curves.png under Each arm (a PNG, one curve a finished
+  arm); without it (the committed studies), no figure is drawn or linked."""
+  root, out, design = study
+  write_study(out, design, counts())
+  transformer_report.write_result(design, out=out, root=root)
+  assert not (out / transformer_report.FIGURE).exists()
+  assert transformer_report.FIGURE not in (out / "README.md").read_text()
+  drawn = dataclasses.replace(design, figure="validation_loss")
+  transformer_report.write_result(drawn, out=out, root=root)
+  text = (out / "README.md").read_text()
+  each = text[text.index("## Each arm") : text.index("## ", text.index("## Each arm") + 3)]
+  assert f"![Each arm's validation loss against epoch]({transformer_report.FIGURE})" in each
+  assert (out / transformer_report.FIGURE).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -262,6 +262,8 @@ class Design:
     seeds_for: what the seeds are sized for (:data:`FOR_FORMS`, :data:`FOR_RANKING`).
     relative_shift: for :data:`FOR_RANKING`, the shift the ranking tests are to detect, as a
       share of gelu's median in the pilot.
+    figure: the metric of a run's records whose curves the README draws, each arm's median over
+      its seeds with their range ("" for none).
   """
 
   name: str
@@ -311,6 +313,7 @@ class Design:
   control_words: str = "a linear feed-forward"
   seeds_for: str = FOR_FORMS
   relative_shift: float = 0.0
+  figure: str = ""
 
   @property
   def is_filled(self) -> bool:

@@ -21,6 +21,7 @@ from gelujax.study import (
   corrections,
   numbers,
   overview,
+  plots,
   readme,
   registry,
   report,
@@ -106,6 +107,31 @@ def arm_lines(design: Design, finished: dict[str, runs.Run], result: Result) -> 
       f"| {arm} | {lr} | {len(first)} | {diverged} | {' | '.join(cells)} | {len(last)}{seeds} |"
     )
   return lines
+
+
+FIGURE = "curves.png"  # each arm's `Design.figure` metric against epoch
+
+
+def draw_curves(design: Design, finished: dict[str, runs.Run], out: Path) -> list[str]:
+  """Each finished arm's ``design.figure`` metric against epoch, the median over its seeds with
+  their range (`gelujax.study.runs.median_curve`, diverged members left out), drawn into
+  ``out``/:data:`FIGURE`; the README's lines showing it, none where nothing is drawn."""
+  series = {
+    f"{arm} (lr {design.learning_rates[arm]:g})": {
+      "validation": runs.median_curve(finished[arm], design.figure, design.learning_rates[arm])
+    }
+    for arm in design.arms
+    if arm in finished
+  }
+  if not design.figure or not series:
+    return []
+  figure = plots.plot_curves(
+    {f"{design.figure} of each arm at its lr": series},
+    ylabel=design.figure.replace("_", " "),
+    title=f"{design.name}: median and range over seeds {numbers.seeds(design.seeds)}",
+  )
+  plots.save_figure(figure, out / FIGURE)
+  return ["", f"![Each arm's {design.figure.replace('_', ' ')} against epoch]({FIGURE})"]
 
 
 def seed_table(design: Design, finished: dict[str, runs.Run]) -> list[str]:
@@ -404,7 +430,9 @@ def write_result(design: Design, *, out: Path, root: Path, project: bool = True)
   beside = beside_lines(design, finished, out, root) if design.beside else []
   body = [
     *report.section("Verdicts", transformer_verdicts.verdict_lines(design, result, command)),
-    *report.section("Each arm", arm_lines(design, finished, result)),
+    *report.section(
+      "Each arm", [*arm_lines(design, finished, result), *draw_curves(design, finished, out)]
+    ),
     *report.section(f"Beside {design.beside_words} (descriptive)", beside),
     *report.section(
       "The wrong form (exploratory)",

@@ -227,7 +227,7 @@ def control_words(design: Design, result: Result) -> str:
       f"The control ({design.control} − gelu) was found *different* on every metric ({parts}): "
       f"the design can tell {design.control_words} from gelu. That alone calibrates no "
       f"*equivalent* (`gelujax.study.calibration`): of the {len(equivalents)} *equivalent*, "
-      + (calibrated or "none calibration.checked")
+      + (calibrated or "none checked")
       + "."
     )
   equivalents = sum(
