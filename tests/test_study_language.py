@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import scipy.stats
 
-from gelujax.study import language, registry, transformer
+from gelujax.study import language, registry, transformer, transformer_design
 
 ROOT = Path(__file__).resolve().parents[1]
 PILOTS = ROOT / "results" / "tiny_shakespeare"
@@ -63,6 +63,28 @@ def test_the_margin_and_the_seeds_follow_from_the_pilots_by_the_rule():
   assert d.sizing.ranking_needed == {"final.test_loss": ranking}
   assert d.seeds == tuple(range(400, 400 + min(20, max(8, ranking, forms))))
   assert set(d.learning_rates.values()) == {2e-3}
+
+
+def test_the_design_says_how_many_pairs_its_positive_control_needs():
+  """Were the control's pilot gap (+0.0291 nats) true, the pairs that find it beyond the margin
+  (one-sided at 0.05 / 4, as a family of one decides beyond a margin) with 80% power, at the
+  pilot's paired SD and at its bound, by the normal approximation at the signed-rank test's
+  efficiency: 16 and 47 against the design's 20, so the README says it may fall short."""
+  d = transformer.filled(language.CHAR_LM, ROOT)
+  narrow = best_losses("char_lm_controls_pilot", "gelu_ffn256")
+  gelu = best_losses("char_lm_controls_pilot", "gelu")
+  diff = np.array([narrow[s] - gelu[s] for s in sorted(gelu)])
+  z = scipy.stats.norm.ppf
+  need = [
+    math.ceil(
+      ((z(1 - 0.05 / 4) + z(0.8)) * sd * math.sqrt(math.pi / 3) / (diff.mean() - 0.01)) ** 2
+    )
+    for sd in (np.std(diff, ddof=1), sd_bound(diff))
+  ]
+  assert need == [16, 47]
+  (line,) = [x for x in transformer_design.sizing_lines(d) if "control gelu_ffn256" in x]
+  assert f"by {need[0]} pairs at the pilot's SD, {need[1]} at the SD's bound" in line
+  assert "the design has 20: at the bound, short of that power." in line
 
 
 def test_its_controls_train_narrower_and_on_other_seeds():

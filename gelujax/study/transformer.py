@@ -47,7 +47,8 @@ RANKING, FORMS, CONTROL, NEGATIVE = "ranking", "forms", CONTROL_FAMILY, NEGATIVE
 # What a design's seeds are sized for (`Design.seeds_for`): every forms TOST's power at the
 # smallest margin that allows it, or the ranking's power to detect a relative shift.
 FOR_FORMS, FOR_RANKING = "forms", "ranking"
-NOT_ESTABLISHED = "not established"  # an *equivalent* where the control was not *different*
+# An *equivalent* where the control was not *different*, or the negative control not *equivalent*.
+NOT_ESTABLISHED = "not established"
 # The first fresh seed, and the most seeds an arm trains (the budget: `_CAP_REASON`).
 SEED_START = 300
 MAX_SEEDS = 20
@@ -523,7 +524,6 @@ def from_pilot(
   shifts, ranking_needed = {}, {}
   ranking = design.seeds_for == FOR_RANKING
   for m in design.measures:
-    fits = [margin for margin, n in needed[m.key].items() if n <= design.max_seeds]
     if ranking:  # The margins the positive control's pilot gap calibrates.
       control = sizing.spread(design.control, "gelu", m)
       if control is None or design.control_gap is None:
@@ -533,6 +533,8 @@ def from_pilot(
         )
       low, high = design.control_gap
       fits = [margin for margin in m.pilot.margins if low <= control.mean / margin <= high]
+    else:  # The margins whose forms TOSTs reach the design's power within the cap.
+      fits = [margin for margin, n in needed[m.key].items() if n <= design.max_seeds]
     margins[m.key] = min(fits) if fits else max(m.pilot.margins)
   need = max(needed[m.key][margins[m.key]] for m in design.measures)
   if ranking:
@@ -553,6 +555,19 @@ def from_pilot(
     seeds=tuple(range(design.seed_start, design.seed_start + count)),
     sizing=dataclasses.replace(sizing, needed=needed, shifts=shifts, ranking_needed=ranking_needed),
   )
+
+
+def pairs_for_control(design: Design, spread: pilot.Spread, sd: float, margin: float) -> int | None:
+  """The pairs with which the control, were its pilot's mean gap the true one and its paired SD
+  ``sd``, is found *different* (beyond ``margin``) with the design's power in its family of one
+  (`gelujax.study.power.count_to_decide`, at the signed-rank test's efficiency); None where
+  more than `gelujax.study.stats.MAX_SEEDS` would be needed or none decides."""
+  level = design.alpha
+  unit_error = sd * math.sqrt(1.0 / power.RANK_EFFICIENCY)
+  return power.count_to_decide(
+    spread.mean, unit_error, level=level, margin=margin, power=design.power,
+    floor=lambda beyond: power.floor_pairs(level / 4.0 if beyond else level / 2.0),
+  )  # fmt: skip
 
 
 def short_of_power(design: Design, first: str, second: str, measure: Measure) -> bool:

@@ -14,6 +14,7 @@ from gelujax.study import (
   numbers,
   power,
   registry,
+  stats,
   transformer,
 )
 from gelujax.study.transformer import Design, Measure
@@ -41,6 +42,26 @@ def pilot_condition_words(design: Design, margins: float) -> str:
   return (
     f"the pilot's condition for taking it as the control ({words}, {design.control} above "
     "gelu) " + ("holds" if holds else "does not hold")
+  )
+
+
+def control_power_words(design: Design, control: Any, measure: Measure) -> str:
+  """The pairs with which the control's pilot gap is found *different* with the design's power,
+  at the pilot's SD and at its bound, beside the design's seeds (`transformer.pairs_for_control`):
+  a control the seeds leave short is said to be."""
+  n = len(design.seeds)
+  margin = design.margins[measure.key]
+  found = [
+    transformer.pairs_for_control(design, control, sd, margin)
+    for sd in (control.sd, control.sd_bound)
+  ]
+  words = [f"{k}" if k is not None else f"more than {stats.MAX_SEEDS}" for k in found]
+  short = found[1] is None or found[1] > n
+  return (
+    f" Were its pilot gap the true one, it is found *different* (beyond the margin) with "
+    f"{100 * design.power:g}% power by {words[0]} pairs at the pilot's SD, {words[1]} at the SD's "
+    f"bound (`gelujax.study.transformer.pairs_for_control`); the design has {n}"
+    + (": at the bound, short of that power." if short else ".")
   )
 
 
@@ -107,6 +128,7 @@ def sizing_lines(design: Design) -> list[str]:
         f"{numbers.signed(control.mean / design.margins[m.key])} margins: "
         + pilot_condition_words(design, control.mean / design.margins[m.key])
         + "."
+        + (control_power_words(design, control, m) if design.control_gap is not None else "")
       )
   return lines
 
