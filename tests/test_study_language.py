@@ -100,3 +100,15 @@ def test_its_controls_train_narrower_and_on_other_seeds():
   assert made["gelu_ffn256"].spec.activation == "gelu"
   assert [g.seeds for n, g in made.items() if n not in ("gelu_seeds500",)] == [None] * 8
   assert registry.fixed_in(d) == "`gelujax/study/language.py` (`CHAR_LM`, 2026-11-29)"
+
+
+def test_its_caveats_say_what_its_seeds_and_its_measure_are():
+  """The study compares each member after its last step and sizes its seeds for the ranking:
+  its caveats say so, and do not set the wrong form's last epoch against a best-validation
+  epoch no measure of it uses (the committed transformer studies still say both theirs)."""
+  d = transformer.filled(language.CHAR_LM, ROOT)
+  text = " ".join(transformer_design.caveat_lines(d))
+  assert "the seeds were sized for the ranking family's shift of 1% within a cap" in text
+  assert "best-validation epoch" not in text and "sized for the forms family" not in text
+  vit = " ".join(transformer_design.caveat_lines(transformer.VIT))
+  assert "sized for the forms family" in vit and "not at their best-validation epoch" in vit

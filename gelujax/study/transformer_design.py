@@ -244,11 +244,21 @@ def caveat_lines(design: Design) -> list[str]:
       )
       else ", a margin the budget could show"
     )
-    + "; *inconclusive* is not *no difference*: the seeds were sized for the forms family, and "
-    "the shifts the ranking tests detect are stated under Design.",
-    "- The wrong form is measured on the networks after their last epoch, not at their "
-    "best-validation epoch, and bfloat16 as XLA computes it on this CPU, which may differ from "
-    "an accelerator's.",
+    + "; *inconclusive* is not *no difference*: "
+    + (
+      f"the seeds were sized for the ranking family's shift of {100 * design.relative_shift:g}% "
+      "within a cap, and the shifts its tests detect at the seeds are stated under Design."
+      if design.seeds_for == transformer.FOR_RANKING
+      else "the seeds were sized for the forms family, and the shifts the ranking tests detect "
+      "are stated under Design."
+    ),
+    "- The wrong form is measured on the networks after their last epoch"
+    + (
+      ""
+      if all(m.key.startswith("final.") for m in design.measures)
+      else ", not at their best-validation epoch"
+    )
+    + ", and bfloat16 as XLA computes it on this CPU, which may differ from an accelerator's.",
   ]
 
 
