@@ -108,11 +108,14 @@ def lab(tmp_path_factory):
   return root
 
 
-def train(lab, workdir, *flags, cwd=None, path=()):
+def train(lab, workdir, *flags, cwd=None, path=(), split=False):
   """train.py in a fresh process run from the user's folder (which is not on PYTHONPATH), with
   ``path`` after gelujax's root on PYTHONPATH; its default workdir, under that folder, where
-  ``workdir`` is None."""
+  ``workdir`` is None; with ``split``, without the suite's XLA_FLAGS, so that the command
+  splits the CPU into devices itself."""
   env = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, *map(str, path)]), JAX_PLATFORMS="cpu")
+  if split:
+    env.pop("XLA_FLAGS", None)
   return subprocess.run(
     [sys.executable, TRAIN, TASK, f"--data_dir={lab / 'mnist'}",
      *([f"--workdir={workdir}"] if workdir else []), *GRID, *flags],
@@ -123,11 +126,17 @@ def train(lab, workdir, *flags, cwd=None, path=()):
 def test_a_users_function_trains_as_the_same_function_of_gelujax_and_is_recorded(lab):
   """``user_pkg.acts:my_relu`` trains the members ``relu`` trains, to float32 rounding (another
   program: gelujax's relu has its own derivative rule), and config.json records its module,
-  function and source file's sha256."""
+  function and source file's sha256. Checking a user's function runs JAX; the command splits
+  the CPU first, so its grid gets the devices a grid of gelujax's own gets
+  (`gelujax.host.choose_cpu_devices`)."""
+  from gelujax import host
+
+  devices = host.choose_cpu_devices(2, host.host_cores())
   mine, theirs = lab / "mine", lab / "theirs"
   for workdir, activation in ((mine, "user_pkg.acts:my_relu"), (theirs, "relu")):
-    result = train(lab, workdir, "--epochs=2", f"--activation={activation}")
+    result = train(lab, workdir, "--epochs=2", f"--activation={activation}", split=True)
     assert result.returncode == 0, result.stderr
+    assert f"2 members on a mesh of {devices} (members)" in result.stderr, activation
   records, expected = workdirs.read_metrics(str(mine)), workdirs.read_metrics(str(theirs))
   assert len(records) == len(expected) == 4
   for record, want in zip(records, expected, strict=True):
@@ -519,22 +528,3 @@ def test_every_way_in_imports_the_run_folders_module_first(lab, tmp_path):
     assert done.returncode == 0, (name, done.stderr[-2000:])
     config = json.loads((tmp_path / name / "config.json").read_text())
     assert config["activation_source"]["file"] == str(here / "acts.py"), name
-
-
-def test_a_users_activation_does_not_start_jax_before_the_cpu_is_split(lab, tmp_path):
-  """Checking a user's function runs JAX; the command splits the CPU first, so a grid with one
-  gets the devices a grid of gelujax's own gets (`gelujax.host.choose_cpu_devices`)."""
-  from gelujax import host
-
-  env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
-  env.update(PYTHONPATH=ROOT, JAX_PLATFORMS="cpu")
-  devices = host.choose_cpu_devices(2, host.host_cores())
-  for activation in ("user_pkg.acts:my_relu", "relu"):
-    done = subprocess.run(
-      [sys.executable, TRAIN, TASK, f"--data_dir={lab / 'mnist'}", "--epochs=1", "--seeds=2",
-       "--learning_rates=1e-3", f"--activation={activation}",
-       f"--workdir={tmp_path / activation.replace(':', '_')}"],
-      cwd=lab, env=env, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert f"2 members on a mesh of {devices} (members)" in done.stderr, activation
