@@ -157,31 +157,6 @@ def test_a_users_function_trains_as_the_same_function_of_gelujax_and_is_recorded
   assert "activation_source" not in json.loads((theirs / "config.json").read_text())
 
 
-def test_a_resume_after_the_users_file_changed_is_refused_untouched(lab, tmp_path):
-  (tmp_path / "user_pkg").mkdir()
-  (tmp_path / "user_pkg" / "__init__.py").write_text("")
-  source = tmp_path / "user_pkg" / "acts.py"
-  source.write_text(ACTS)
-  workdir = tmp_path / "run"
-  flags = ("--activation=user_pkg.acts:squareplus(b=1.0)",)
-  assert train(lab, workdir, "--epochs=1", *flags, cwd=tmp_path).returncode == 0
-  resumed = train(lab, workdir, "--epochs=2", *flags, cwd=tmp_path)  # unchanged: resumes
-  assert resumed.returncode == 0, resumed.stderr
-  before = source.read_bytes()
-  source.write_text(ACTS.replace("0.5 *", "0.25 *"))
-  metrics = (workdir / "metrics.jsonl").read_bytes()
-  refused = train(lab, workdir, "--epochs=3", *flags, cwd=tmp_path)
-  assert refused.returncode == 1
-  line = refused.stderr.strip().splitlines()[-1]
-  old, new = (hashlib.sha256(b).hexdigest()[:12] for b in (before, source.read_bytes()))
-  assert line.startswith(f"train.py: error: Workdir {workdir} holds another run ")
-  assert (
-    f"the activation's source user_pkg.acts.squareplus in {source} sha256 {old} (now "
-    f"user_pkg.acts.squareplus in {source} sha256 {new}): its code changed" in line
-  )
-  assert (workdir / "metrics.jsonl").read_bytes() == metrics
-
-
 HELPER_ACTS = """
 import jax.numpy as jnp
 from jax.scipy.stats import norm
@@ -189,24 +164,27 @@ from jax.scipy.stats import norm
 from helperpkg.consts import K
 
 
-def squareplus(x):
-  return 0.5 * (x + jnp.sqrt(x * x + K))
+def squareplus(x, b=1.0):
+  return 0.5 * (x + jnp.sqrt(x * x + b * K))
 """
 
 
 def test_a_resume_after_a_module_the_activation_imports_changed_is_refused_untouched(lab, tmp_path):
-  """The activation's module imports ``helperpkg.consts``, which imports ``helperpkg.scale``:
-  config.json records each of the user's files the import ran (not the installed packages'),
-  and a resume after any of them changed, even two imports away, is refused in one line
-  naming the file; the run's files are left as they were."""
+  """The activation (a function with an argument, ``squareplus(b=1.0)``) lives in a module that
+  imports ``helperpkg.consts``, which imports ``helperpkg.scale``: config.json records each of
+  the user's files the import ran (not the installed packages'), an unchanged resume goes on,
+  and a resume after any of them changed, even two imports away, or after the activation's own
+  file changed, is refused in one line naming the file; the run's files are left as they
+  were."""
   (tmp_path / "helperpkg").mkdir()
   init, consts, scale = (tmp_path / "helperpkg" / n for n in ("__init__.py", "consts.py",
                                                                "scale.py"))  # fmt: skip
   init.write_text("")
   consts.write_text("from helperpkg.scale import S\n\nK = 1.0 * S\n")
   scale.write_text("S = 1.0\n")
-  (tmp_path / "helper_acts.py").write_text(HELPER_ACTS)
-  workdir, flags = tmp_path / "run", ("--activation=helper_acts:squareplus",)
+  source = tmp_path / "helper_acts.py"
+  source.write_text(HELPER_ACTS)
+  workdir, flags = tmp_path / "run", ("--activation=helper_acts:squareplus(b=1.0)",)
   assert train(lab, workdir, "--epochs=1", *flags, cwd=tmp_path).returncode == 0
   recorded = json.loads((workdir / "config.json").read_text())["activation_source"]["imports"]
   assert recorded == [
@@ -216,7 +194,12 @@ def test_a_resume_after_a_module_the_activation_imports_changed_is_refused_untou
   ]  # fmt: skip
   resumed = train(lab, workdir, "--epochs=2", *flags, cwd=tmp_path)  # unchanged: resumes
   assert resumed.returncode == 0, resumed.stderr
-  for path, edit in ((scale, "S = 2.5\n"), (consts, "from helperpkg.scale import S\n\nK = 2.5\n")):
+  edits = (
+    (scale, "S = 2.5\n"),
+    (consts, "from helperpkg.scale import S\n\nK = 2.5\n"),
+    (source, HELPER_ACTS.replace("0.5 *", "0.25 *")),
+  )
+  for path, edit in edits:
     before, old = path.read_text(), hashlib.sha256(path.read_bytes()).hexdigest()[:12]
     path.write_text(edit)
     files = faults.results(workdir)
@@ -226,6 +209,11 @@ def test_a_resume_after_a_module_the_activation_imports_changed_is_refused_untou
     new = hashlib.sha256(path.read_bytes()).hexdigest()[:12]
     assert line.startswith(f"train.py: error: Workdir {workdir} holds another run "), line
     assert str(path) in line and f"sha256 {old}" in line and new in line, line
+    if path == source:
+      assert (
+        f"the activation's source helper_acts.squareplus in {source} sha256 {old} (now "
+        f"helper_acts.squareplus in {source} sha256 {new}): its code changed" in line
+      ), line
     assert faults.results(workdir) == files
     path.write_text(before)
 
