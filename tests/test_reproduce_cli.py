@@ -409,6 +409,17 @@ def test_run_from_a_users_folder_it_writes_there_alone_and_says_how_to_run_it_ag
     shift, low, high = map(float, re.fullmatch(r"(\S+) \[(\S+), (\S+)\]", cell).groups())
     assert low <= shift <= high and np.isfinite([low, high]).all()
   assert f"From scratch (from `{mine}`, the folder it was run in; finished runs" in readme
+  # Each of the activation's runs records it; the README lists it with the paper's, and says
+  # its comparisons are exploratory and how to make them confirmatory.
+  for run in ("myacts_squareplus", "myacts_squareplus_eval"):
+    config = json.loads((runs / run / "config.json").read_text())
+    assert config["activation"] == "myacts:squareplus"
+    assert config["activation_source"]["function"] == "squareplus"
+  assert "- Activations: gelu, myacts:squareplus" in readme
+  assert "| myacts_squareplus_eval | 0.001 |" in readme
+  assert "no correction, no verdict. To make a comparison of your own activation confirmatory, " \
+    "pre-register it" in readme  # fmt: skip
+  assert "run by `gelujax reproduce --task=my_studies:MINE`" in readme
   assert (
     f"- Activation myacts:squareplus: `squareplus` of `{mine / 'myacts.py'}` (sha256 "
     f"{hashlib.sha256((mine / 'myacts.py').read_bytes()).hexdigest()}), imported from the "

@@ -1,8 +1,10 @@
-"""A researcher's own activation through train.py and reproduce.py, without editing gelujax.
+"""A researcher's own activation through train.py, without editing gelujax.
 
 The activation lives in a module outside the repository (``user_pkg/acts.py`` in a temporary
-folder, the folder the commands run from); train.py and reproduce.py take it as
+folder, the folder the commands run from); train.py takes it as
 ``--activation=user_pkg.acts:function`` and scripts as `gelujax.register_activation`.
+reproduce.py's ``--activations=gelu,module:function`` is test_reproduce_cli.py's
+``test_run_from_a_users_folder_it_writes_there_alone_and_says_how_to_run_it_again``.
 """
 
 import hashlib
@@ -29,7 +31,6 @@ pytestmark = pytest.mark.e2e
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TRAIN = os.path.join(ROOT, "experiments", "train.py")
-REPRODUCE = os.path.join(ROOT, "experiments", "reproduce.py")
 TASK = "--task=tiny_mnist(data_options={'validation_size': 32})"
 GRID = ("--seeds=2", "--learning_rates=1e-3", "--compilation_cache=none")
 
@@ -368,38 +369,6 @@ def test_gelujax_nnx_takes_a_users_nnx_class_by_spec(lab, monkeypatch):
     gelujax_nnx.Activation(spec)
   with pytest.raises(ValueError, match=r"is a Linen module class; gelujax\.nnx models take"):
     gelujax_nnx.Activation("user_pkg.acts:ScaledTanh", rngs=nnx.Rngs(0))
-
-
-def test_reproduce_takes_a_users_function_beside_the_papers(lab):
-  out = lab / "results"
-  env = dict(os.environ, PYTHONPATH=ROOT, JAX_PLATFORMS="cpu")
-  result = subprocess.run(
-    [sys.executable, REPRODUCE, TASK, f"--data_dir={lab / 'mnist'}",
-     "--activations=gelu,user_pkg.acts:squareplus", "--seeds=2", "--evaluation_seeds=2",
-     "--learning_rates=1e-3", "--epochs=1", f"--out={out}", "--compilation_cache=none"],
-    cwd=lab, env=env, capture_output=True, text=True, timeout=600,
-  )  # fmt: skip
-  assert result.returncode == 0, result.stderr[-3000:]
-  # The run's folder as train.py names it (below): the spec's ':' made '_'.
-  assert sorted(p.name for p in (out / "runs").iterdir()) == [
-    "gelu", "gelu_eval", "user_pkg.acts_squareplus", "user_pkg.acts_squareplus_eval"
-  ]  # fmt: skip
-  for run in ("user_pkg.acts_squareplus", "user_pkg.acts_squareplus_eval"):
-    config = json.loads((out / "runs" / run / "config.json").read_text())
-    assert config["activation"] == "user_pkg.acts:squareplus"
-    assert config["activation_source"]["function"] == "squareplus"
-  readme = (out / "README.md").read_text()
-  assert "- Activations: gelu, user_pkg.acts:squareplus" in readme
-  assert "| user_pkg.acts_squareplus_eval | 0.001 |" in readme
-  # Its comparisons are exploratory, and say how to make them confirmatory.
-  assert "no correction, no verdict. To make a comparison of your own activation confirmatory, " \
-    "pre-register it" in readme  # fmt: skip
-  assert "run by `gelujax reproduce --task=my_studies:MINE`" in readme
-  result = train(lab, None, "--epochs=1", "--activation=user_pkg.acts:squareplus")
-  assert result.returncode == 0, result.stderr[-3000:]
-  assert [p.name for p in (lab / "workdirs").iterdir()] == [
-    "tiny_mnist_mnist_user_pkg.acts_squareplus"
-  ]
 
 
 def test_register_activation_for_scripts():
