@@ -116,6 +116,8 @@ def draw_curves(design: Design, finished: dict[str, runs.Run], out: Path) -> lis
   """Each finished arm's ``design.figure`` metric against epoch, the median over its seeds with
   their range (`gelujax.study.runs.median_curve`, diverged members left out), drawn into
   ``out``/:data:`FIGURE`; the README's lines showing it, none where nothing is drawn."""
+  if not design.figure:
+    return []
   series = {
     f"{arm} (lr {design.learning_rates[arm]:g})": {
       "validation": runs.median_curve(finished[arm], design.figure, design.learning_rates[arm])
@@ -123,7 +125,7 @@ def draw_curves(design: Design, finished: dict[str, runs.Run], out: Path) -> lis
     for arm in design.arms
     if arm in finished
   }
-  if not design.figure or not series:
+  if not series:
     return []
   figure = plots.plot_curves(
     {f"{design.figure} of each arm at its lr": series},
