@@ -68,17 +68,27 @@ def test_one_table_and_a_summary_that_counts_it(tmp_path):
     "Inconclusive: 1 of the paper's 3 pre-registered hypotheses, §3.3 (twitter_pos) primary 2.",
     "The forms: 1 equivalent.",
   ]
-  # A study that leads the results: its rows and its line first, before the paper's.
+  # Studies that lead the results: their rows and lines first, before the paper's, by their
+  # place (the language model's 0 before the folder "a" of the one at 1).
   write(tmp_path, "b/vit_study", {
-    "study": "vit_study", "title": "The transformer", overview.LEADS: True,
+    "study": "vit_study", "title": "The transformer", overview.LEADS: 1,
     "headline": [row("vit_study, ranking: k", "1 supported", kind="family")],
     "headline_summary": "The transformer: 1 supported.",
   })  # fmt: skip
+  write(tmp_path, "c/lm_study", {
+    "study": "lm_study", "title": "The language model", overview.LEADS: 0,
+    "headline": [row("lm_study, ranking: k", "pending", kind="family")],
+    "headline_summary": "The language model: pending.",
+  })  # fmt: skip
   table = overview.results_readme(tmp_path).split("|---|---|---|---|---|---|\n", 1)[1]
-  assert table.startswith("| [vit_study, ranking: k](b/vit_study/README.md) |")
-  assert overview.summary_lines(tmp_path)[0] == "The transformer: 1 supported."
-  assert overview.summary_lines(tmp_path)[1].startswith("Confirmed: 2 of the paper's 3")
-  (tmp_path / "results" / "b" / "vit_study" / "summary.json").unlink()
+  assert table.startswith("| [lm_study, ranking: k](c/lm_study/README.md) |")
+  assert table.splitlines()[1].startswith("| [vit_study, ranking: k](b/vit_study/README.md) |")
+  assert overview.summary_lines(tmp_path)[:2] == [
+    "The language model: pending.", "The transformer: 1 supported."
+  ]  # fmt: skip
+  assert overview.summary_lines(tmp_path)[2].startswith("Confirmed: 2 of the paper's 3")
+  for name in ("b/vit_study", "c/lm_study"):
+    (tmp_path / "results" / name / "summary.json").unlink()
   # The top-level README keeps those lines and the link; results/README.md is written beside.
   (tmp_path / "README.md").write_text(
     f"x\n{overview.OVERVIEW_BEGIN}\nold\n{overview.OVERVIEW_END}\n"

@@ -780,6 +780,18 @@ def test_the_readme_states_the_verdicts_the_code_derives(study):
     f"{np.std(gelu, ddof=1):.3g} images; paired SD {np.std(C, ddof=1):.3g} images." in text
   )
   assert ("Its pairs stay nearly one network" in text) == (r >= 0.9)
+  # The inconclusive claim (the tanh gate below gelu_tanh): what its exact interval (Walsh
+  # averages, enumerated here) rules out, each way, and in percent of gelu_tanh's median.
+  _, low, high = walsh_interval(F.astype(float))
+  assert low < 0 < high
+  base = np.median([found["gelu_tanh"][s] for s in SEEDS])
+  assert (
+    f"- {TANH_GATE} below gelu_tanh: its interval [{low:+.3g}, {high:+.3g}] images rules out "
+    f"{TANH_GATE} lower by more than {-low:.3g} images ({-100 * low / base:.2g}% of gelu_tanh's "
+    f"median), and {TANH_GATE} higher by more than {high:.3g} images "
+    f"({100 * high / base:.2g}% of gelu_tanh's median)." in text
+  )
+  assert text.count("- gelu below relu: its interval") == 0  # confirmed: no such line
   assert "not established" not in text.split("## Each arm")[0]
   assert "| relu | 0.0003 | 15 | 0 |" in text and "| 2 (seeds 300, 301) |" in text
   # The wrong form: the float32 gelu → gelu_tanh row's centre and interval, in points.

@@ -30,7 +30,8 @@ OVERVIEW_BEGIN = (
 )
 OVERVIEW_END = "<!-- end of the results overview -->"
 HYPOTHESIS, FAMILY = "hypothesis", "family"
-# A summary.json key: True where the study leads the results (its line first, its rows first).
+# A summary.json key, where the study leads the results (its line first, its rows first): its
+# place among those that do (lower first).
 LEADS = "leads"
 
 
@@ -86,12 +87,14 @@ def hypothesis_rows(task: str, analysis: Analysis) -> list[dict[str, Any]]:
 
 def _summaries(root: Path) -> list[tuple[Path, dict[str, Any]]]:
   """Every committed result's summary.json: the studies that lead the results (``"leads"``: the
-  transformer studies), then the paper's, in its order, then gelujax's other studies."""
+  transformer studies, by their place), then the paper's, in its order, then gelujax's other
+  studies."""
   order = {task: i for i, task in enumerate(PAPER_TASKS)}
   return sorted(
     ((path, workdirs.read_json(path)) for path in (root / "results").glob("*/*/summary.json")),
     key=lambda found: (
-      not found[1].get(LEADS, False),
+      LEADS not in found[1],
+      found[1].get(LEADS, 0),
       "study" in found[1],
       order.get(found[1].get("task", "").removesuffix(NOISE_SUFFIX), len(order)),
       found[0].parent.parent.name,
@@ -195,7 +198,7 @@ def summary_lines(root: Path) -> list[str]:
           result += f" ({names[path]})"
         hypotheses.append((result, family, number, row))
     if summary.get("headline_summary"):
-      (leading if summary.get(LEADS) else studies).append(summary["headline_summary"])
+      (leading if LEADS in summary else studies).append(summary["headline_summary"])
   lines = list(leading)
   for verdict in VERDICTS:
     found = [

@@ -265,6 +265,7 @@ class Design:
       share of gelu's median in the pilot.
     figure: the metric of a run's records whose curves the README draws, each arm's median over
       its seeds with their range ("" for none).
+    lead: its place among the studies that lead the results (lower first).
   """
 
   name: str
@@ -315,6 +316,7 @@ class Design:
   seeds_for: str = FOR_FORMS
   relative_shift: float = 0.0
   figure: str = ""
+  lead: int = 1
 
   @property
   def is_filled(self) -> bool:

@@ -465,7 +465,7 @@ def write_result(design: Design, *, out: Path, root: Path, project: bool = True)
     summary={
       "missing": list(result.missing),
       "headline": headline_rows(design, result),
-      overview.LEADS: True,
+      overview.LEADS: design.lead,
       "headline_summary": headline_summary(design, result, wrong),
       "design": transformer_design.design_json(design),
       "control_passed": None if result.missing else result.control_passed(),

@@ -80,6 +80,42 @@ def ranking_table(design: Design, result: Result, measure: Measure, command: str
   return lines
 
 
+def ruled_out_words(design: Design, measure: Measure, o: Any, word: str, bound: float) -> str:
+  """What ``o``'s interval rules out on one side: its first arm ``word`` (lower, higher) than its
+  second by more than ``bound`` (in the measure's unit and in percent of the second's median),
+  or at all where the interval ends on the other side of 0."""
+  h, base = o.hypothesis, abs(o.medians[1])
+  if bound <= 0:
+    return f"{h.gelu} {word} than {h.baseline} at all"
+  amount = amount_words(design, measure, bound)
+  if bound == 1 and measure.whole:  # one image, one token
+    amount = amount.removesuffix("s")
+  share = f" ({100 * bound / base:.2g}% of {h.baseline}'s median)" if base else ""
+  return f"{h.gelu} {word} by more than {amount}{share}"
+
+
+def ruled_out_lines(design: Design, result: Result, measure: Measure) -> list[str]:
+  """For each *inconclusive* ranking claim on ``measure``, the shifts its exact interval rules
+  out, each way: what an inconclusive verdict still says."""
+  unit = design.unit if measure.whole else "nats"
+  lines = [
+    f"- {o.hypothesis.claim()}: its interval [{numbers.signed(o.paired.low)}, "
+    f"{numbers.signed(o.paired.high)}] {unit} rules out "
+    f"{ruled_out_words(design, measure, o, 'lower', -o.paired.low)}, and "
+    f"{ruled_out_words(design, measure, o, 'higher', o.paired.high)}."
+    for o in result.ranking
+    if o.hypothesis.metric == measure.key and o.verdict == "inconclusive" and o.paired
+  ]
+  if not lines:
+    return []
+  return [
+    "What each *inconclusive* claim still rules out (its exact interval, at least "
+    f"{100 * stats.CONFIDENCE:g}%, uncorrected for the family):",
+    "",
+    *lines,
+  ]
+
+
 def forms_verdict_words(design: Design, result: Result, o: Any, measure: Measure) -> str:
   """A forms (or control) verdict as the study reports it: the control's gate applied, and a
   test the seeds left short of power marked."""
@@ -306,6 +342,7 @@ def verdict_lines(design: Design, result: Result, command: str) -> list[str]:
       "",
       *ranking_table(design, result, measure, command),
       "",
+      *(lambda found: [*found, ""] if found else [])(ruled_out_lines(design, result, measure)),
       "Forms:",
       "",
       *forms_table(design, result, measure),
