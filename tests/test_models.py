@@ -609,6 +609,7 @@ def test_conv_other_forms_go_to_lax():
   np.testing.assert_array_equal(got(kernel), want(kernel))
 
 
+@pytest.mark.slow
 def test_the_vit_is_its_patches_through_the_encoder_computed_another_way():
   """`ViT` against the same computation assembled by hand from its parameters: the patches cut
   with NumPy (row-major patches, each flattened row by row), the embedding and position added,

@@ -333,6 +333,7 @@ def test_gated_mlp_matches_linen_and_the_float64_reference(name):
   chex.assert_trees_all_close(np.asarray(d_x, np.float64), ref_dx, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_gated_mlp_gates_outputs_and_determinism():
   x, _ = gated_mlp_data()
   block = gnnx.GatedMLP(4, 6, rngs=nnx.Rngs(0))
@@ -424,6 +425,7 @@ def test_nnx_mlp_trains_with_nnx_optimizer():
   assert np.abs(np.asarray(learned.log_sigma[...])).max() > 1e-3
 
 
+@pytest.mark.slow
 def test_module_docstring_example_runs():
   results = doctest.testmod(gnnx, optionflags=doctest.NORMALIZE_WHITESPACE)
   assert results.attempted >= 12 and results.failed == 0

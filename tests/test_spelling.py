@@ -136,6 +136,7 @@ def test_spelled_forward_matches_numpy_float64(use_flags):
   np.testing.assert_allclose(out, np_spelled_forward(params, ids, use_flags), rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.slow
 def test_word_dropout_replaces_words_by_the_unknown_one_in_training_only():
   rng = np.random.default_rng(3)
   ids = random_spelled(rng, 6, 40, 64)

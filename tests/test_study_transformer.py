@@ -549,6 +549,7 @@ def tiny_run(tmp_path):
   return spec, splits, members, state
 
 
+@pytest.mark.slow
 def test_the_wrong_form_rows_are_kept_and_read_back(tmp_path):
   """gelu's networks run with gelu_tanh in float32 and bfloat16 (`wrong_form.evaluate`): the
   rows written to wrong_form/<arm>.json read back to the same rows (their summaries derived
@@ -1064,6 +1065,7 @@ def test_the_caveats_name_the_pilots_learning_rates_and_seeds():
   assert "One small transformer on one CPU-sized task: `vit_fashion_mnist`, 10 epochs" in text
 
 
+@pytest.mark.slow
 def test_a_design_with_a_figure_draws_each_arms_curve_beside_its_row(study):
   """With ``figure`` the README shows curves.png under Each arm (a PNG, one curve a finished
   arm); without it (the committed studies), no figure is drawn or linked."""

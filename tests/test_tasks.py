@@ -604,6 +604,7 @@ def test_task_pieces_compose(name):
   assert all(leaf.dtype == jnp.float32 for leaf in jax.tree_util.tree_leaves(params))
 
 
+@pytest.mark.slow
 def test_tiny_mnist_step_lowers_the_loss():
   spec = tasks.get("tiny_mnist")
   rng = np.random.default_rng(9)

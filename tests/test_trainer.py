@@ -229,6 +229,7 @@ def test_training_follows_a_numpy_adam_on_the_trainers_batches(tmp_path):
     np.testing.assert_allclose(logged, np.reshape(losses, (2, -1)).mean(1), rtol=1e-5)
 
 
+@pytest.mark.slow
 def test_logged_training_loss_is_the_dropout_off_loss_before_each_step(tmp_path):
   """At dropout 0.5 the logged training loss is each step's loss on its batch with dropout off,
   with the parameters before the step's update (as the paper logged it): one record per step,
@@ -249,6 +250,7 @@ def test_logged_training_loss_is_the_dropout_off_loss_before_each_step(tmp_path)
     np.testing.assert_allclose(logged, losses, rtol=1e-5)
 
 
+@pytest.mark.slow
 def test_batch_norm_statistics_are_kept_and_used_in_evaluation(tmp_path):
   parts = tiny(model_options={"batch_norm": True}, epochs=2)
   engine.fit(parts, str(tmp_path), Members([1e-2], [0, 1]), progress=False)
@@ -313,6 +315,7 @@ def test_workdir_files_follow_the_formats(reference):
     np.testing.assert_allclose(logged, means, rtol=1e-6)
 
 
+@pytest.mark.slow
 def test_grouped_batches_and_several_evaluations_per_epoch(tmp_path):
   """Batches of whole groups (utterances), evaluated twice an epoch: each half-epoch's logged
   training loss, its evaluations and the final parameters against float64 NumPy training on the
@@ -466,6 +469,7 @@ def test_on_a_terminal_the_bar_moves_within_a_long_epoch(tmp_path):
   assert [n for i, n in enumerate(counts) if i == 0 or n != counts[i - 1]] == [0, 40, 80, 120]
 
 
+@pytest.mark.slow
 def test_a_run_in_pieces_resumes_bitwise_and_agrees_with_one_scan_an_epoch(tmp_path):
   """Pieces are the same programs in a resumed run (bit for bit), and train what one scan of
   each epoch trains (another program: to float32 rounding)."""
@@ -588,6 +592,7 @@ def test_a_diverging_member_leaves_the_others_unchanged(tmp_path, reference):
   assert diverged[-1]["validation_loss"] == diverged[-3]["validation_loss"]
 
 
+@pytest.mark.slow
 def test_a_diverged_member_stays_frozen_when_its_loss_turns_finite_again(tmp_path):
   """A member diverges at its first non-finite loss and never trains again, though later
   batches give it finite losses: its model's hidden values above 5 are NaN, which member 1's
@@ -627,6 +632,7 @@ def _listen_for_traces() -> None:
   jax.monitoring.register_event_duration_secs_listener(traced)
 
 
+@pytest.mark.slow
 def test_a_second_fit_of_the_same_program_traces_and_compiles_nothing(tmp_path):
   """A process keeps the programs it made: another grid of the same size (the evaluation seeds
   of a reproduction) trains at once; a grid of another size is another program."""
@@ -845,6 +851,7 @@ INITIALIZERS = {
 }
 
 
+@pytest.mark.slow
 def test_init_compiled_at_level_1_draws_the_bits_of_the_default_level():
   """`Program.init` compiles at XLA's optimization level 1 on CPU (it runs once a run, and
   LLVM's optimizing of its unrolled threefry rounds took most of its compile time): it draws
@@ -905,6 +912,7 @@ def dropout_masks(parts, seed: int, epoch: int, steps: int, bits: str) -> list[n
   return masks
 
 
+@pytest.mark.slow
 def test_threefry_dropout_bits_train_other_masks_and_are_recorded_as_another_run(tmp_path):
   """Each setting trains with its own masks: the run's parameters and logged loss against
   float64 NumPy Adam with the masks Flax draws from that setting's keys."""
@@ -1035,6 +1043,7 @@ def tiny_mnist(tmp_path, dtype: str, epochs: int = 3):
   return tasks.build(spec, spec.load_data(str(data_dir)))
 
 
+@pytest.mark.slow
 def test_bfloat16_trains_close_to_float32_with_float32_state(tmp_path):
   members = Members((1e-3,), (0, 1))
   runs = {}
@@ -1110,6 +1119,7 @@ def test_bfloat16_programs_compute_products_and_activations_in_bfloat16(tmp_path
   assert train.jaxpr.outvars[-1].aval.dtype == np.float32  # the training loss
 
 
+@pytest.mark.slow
 def test_an_activation_is_resolved_once_where_the_task_is_checked_and_never_in_the_step():
   """The walk of ``--activation`` (docs/extending.md): the spec is resolved once, when the
   TaskSpec checks it; `tasks.build` gives the model the resolved function, and tracing and

@@ -356,6 +356,7 @@ def test_an_element_wise_activation_gets_the_plain_block(activation):
 # --- dtypes, dropout
 
 
+@pytest.mark.slow
 def test_bfloat16_computes_in_bfloat16_with_float32_parameters():
   x, mask = data()
   linen, params, module = linen_and_nnx(2, "geglu", dtype=jnp.bfloat16)

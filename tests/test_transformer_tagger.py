@@ -219,6 +219,7 @@ def np_tagger(params, ids, activation, depth=1):
   return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("activation", ["gelu", "geglu"])
 def test_the_tagger_is_each_tweet_alone_in_float64(activation):
   rng = np.random.default_rng(1)
@@ -238,6 +239,7 @@ def test_the_tagger_is_each_tweet_alone_in_float64(activation):
   assert np.array_equal(again[real], out[real])
 
 
+@pytest.mark.slow
 def test_the_tagger_drops_words_in_training_only_and_keeps_the_padding():
   ids = random_tweets(np.random.default_rng(2), [4, 2], 4)
   model = tagger(word_dropout=1.0)

@@ -125,6 +125,7 @@ def test_forward_matches_numpy_float64():
   np.testing.assert_allclose(out, np_forward(params, ids)[0], rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.slow
 def test_table_gradient_matches_numpy_and_is_zero_off_the_batch():
   model = MODELS.get("embedding_mlp_tiny")(vocab_size=11)
   # Words 0, 2, 3, 5 and 8 only; word 3 twice in one window and in two windows.

@@ -340,6 +340,7 @@ def token_parts(activation: str) -> engine.Parts:
   )
 
 
+@pytest.mark.slow
 def test_padding_beyond_a_sequences_end_counts_in_no_statistic(tmp_path):
   """The padded positions hold inputs where the forms differ most and the argmax turns: every
   statistic over all positions differs from the one over the tagged positions, and the study
@@ -385,6 +386,7 @@ def test_padding_beyond_a_sequences_end_counts_in_no_statistic(tmp_path):
 # ------------------------------------------------------------------ a task spec, both dtypes
 
 
+@pytest.mark.slow
 def test_evaluate_builds_the_specs_parts_in_each_dtype(tmp_path):
   """`evaluate` on a task spec (tiny_mnist: 784 -> 16 -> 16 -> 10, trained with gelu): one
   row a dtype, the float32 row's logit changes those of a NumPy forward pass."""
