@@ -365,14 +365,9 @@ def holm(p_values: Sequence[float]) -> list[float]:
   return adjusted.tolist()
 
 
-def _one_sided(differences: np.ndarray, alternative: str) -> float:
-  """The one-sided signed-rank p, 1 where no difference is non-zero (no evidence either way)."""
-  p = signed_rank_test(differences, alternative)
-  return 1.0 if math.isnan(p) else p
-
-
 def _one_sided_both(differences: np.ndarray) -> tuple[float, float]:
-  """:func:`_one_sided` ``"less"`` and ``"greater"`` of the same differences, ranked once."""
+  """The one-sided signed-rank p ``"less"`` and ``"greater"`` of the same differences, ranked
+  once; each 1 where no difference is non-zero (no evidence either way)."""
   d = differences[differences != 0]
   if not len(d):
     return 1.0, 1.0
