@@ -1063,6 +1063,19 @@ def test_the_caveats_name_the_pilots_learning_rates_and_seeds():
   text = "\n".join(transformer_design.caveat_lines(design))
   assert "chosen from the pilot's 3 (0.003, 0.001, 0.0003) on its 5 selection seeds" in text
   assert "One small transformer on one CPU-sized task: `vit_fashion_mnist`, 10 epochs" in text
+  assert "took the" not in text  # no lr chosen yet: none at the grid's edge
+  # Arms at the grid's edges are named, each edge once; every arm at one edge is "Every arm".
+  lrs = dict.fromkeys(transformer.VIT.arms, 1e-3) | {"relu": 3e-3, "identity": 3e-4}
+  text = "\n".join(transformer_design.caveat_lines(dataclasses.replace(design, learning_rates=lrs)))
+  assert (
+    "relu took the largest lr the pilot tried (0.003): its best may lie above it, which no run "
+    "here saw. identity took the smallest lr the pilot tried (0.0003): its best may lie below "
+    "it, which no run here saw." in text
+  )
+  lrs = dict.fromkeys(transformer.VIT.arms, 3e-3)
+  text = "\n".join(transformer_design.caveat_lines(dataclasses.replace(design, learning_rates=lrs)))
+  assert "Every arm took the largest lr the pilot tried (0.003): their best may lie above" in text
+  assert "smallest" not in text
 
 
 @pytest.mark.slow

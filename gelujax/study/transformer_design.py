@@ -224,6 +224,24 @@ def short_words(design: Design, measure: Measure) -> str:
   )
 
 
+def edge_words(design: Design) -> str:
+  """The arms whose lr is the largest (or the smallest) the pilot tried, whose best lr may lie
+  beyond the grid: ``" Every arm took the largest lr the pilot tried (0.002): ..."``."""
+  grid = design.pilot.learning_rates
+  if len(grid) < 2 or not design.learning_rates:
+    return ""
+  parts = []
+  for edge, word, where in ((max(grid), "largest", "above"), (min(grid), "smallest", "below")):
+    arms = [a for a in design.arms if design.learning_rates.get(a) == edge]
+    if arms:
+      who = "Every arm" if len(arms) == len(design.arms) else ", ".join(arms)
+      parts.append(
+        f"{who} took the {word} lr the pilot tried ({edge:g}): "
+        f"{'its' if len(arms) == 1 else 'their'} best may lie {where} it, which no run here saw"
+      )
+  return "".join(f" {part}." for part in parts)
+
+
 def caveat_lines(design: Design) -> list[str]:
   found = design.pilot
   return [
@@ -232,7 +250,8 @@ def caveat_lines(design: Design) -> list[str]:
     "a verdict here is about this task.",
     f"- Each arm's lr was chosen from the pilot's {len(found.learning_rates)} "
     f"({', '.join(f'{lr:g}' for lr in found.learning_rates)}) on its {len(found.seeds)} selection "
-    "seeds: an arm's best lr may lie elsewhere, and an ordering here holds at these lrs.",
+    "seeds: an arm's best lr may lie elsewhere, and an ordering here holds at these lrs."
+    + edge_words(design),
     "- *Equivalent* is within the stated margin only"
     + (
       ", and some forms tests were short of the design's power at it (see Design)"
