@@ -1055,6 +1055,23 @@ def test_the_readme_sets_the_arms_beside_the_window_model_and_the_paper(study):
   assert "## Beside" not in (out / "README.md").read_text()
 
 
+def test_a_design_comparing_its_loss_alone_says_the_wrong_forms_loss_change_in_its_line():
+  """The top-level README's line of a study with one measure, a loss (as char_lm_study): its
+  decided claims without the measure's label, the float32 gelu → gelu_tanh row's change of test
+  loss in nats (its paired centre and exact interval enumerated here), not of test error."""
+  design = filled_design(measures=(LOSS,))
+  result = transformer_runs.judge(design, values_of(counts()))
+  rows, changes = kept_rows(design)
+  line = transformer_report.headline_summary(design, result, {"gelu": rows})
+  assert "ranking 2 confirmed, 1 refuted, 1 inconclusive (gelu below relu confirmed, " in line
+  assert " on test" not in line
+  centre, low, high = walsh_interval(1e-4 * np.array(changes))
+  assert (
+    f"run with gelu_tanh in float32 (exploratory): test loss change {centre:+.3g} nats "
+    f"[{low:+.3g}, {high:+.3g}], top-1 agreement median 99.90%." in line
+  )
+
+
 def test_the_caveats_name_the_pilots_learning_rates_and_seeds():
   """What the study does not show names its pilot's lrs and selection seeds as that pilot has
   them (a pilot of 3 lrs and 5 seeds here), and one task."""

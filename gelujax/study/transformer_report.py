@@ -243,11 +243,12 @@ def form_gap() -> tuple[float, float]:
   return float(gap.max()), float(abs(x[gap.argmax()]))
 
 
-def interval_words(s: wrong_form.StatisticSummary, scale: float) -> str:
-  """A statistic's paired centre and exact interval, times ``scale``."""
+def interval_words(s: wrong_form.StatisticSummary, scale: float, unit: str = "") -> str:
+  """A statistic's paired centre and exact interval, times ``scale``, ``unit`` after the
+  centre."""
   if not s.n:
     return numbers.DASH
-  return numbers.interval(s.centre, s.low, s.high, scale=scale)
+  return numbers.interval(s.centre, s.low, s.high, scale=scale, unit=unit)
 
 
 def wrong_form_lines(design: Design, rows: dict[str, list[wrong_form.WrongForm]]) -> list[str]:
@@ -379,9 +380,9 @@ def headline_summary(
   if result.missing:
     return f"{name}: pending ({', '.join(result.missing)} not trained)."
   counts = transformer_verdicts.tally(result)
-  labels = {m.key: m.label for m in design.measures}
+  labels = {m.key: f" on {m.label}" if len(design.measures) > 1 else "" for m in design.measures}
   decided = [
-    f"{o.hypothesis.claim()} {o.verdict} on {labels[o.hypothesis.metric]}"
+    f"{o.hypothesis.claim()} {o.verdict}{labels[o.hypothesis.metric]}"
     for o in result.ranking
     if o.verdict != INCONCLUSIVE
   ]
@@ -407,11 +408,17 @@ def headline_summary(
     (r for r in wrong.get(arm, []) if r.run_with == others[0] and r.dtype == "float32"), None
   )
   if first is not None:
-    error, agreement = first.statistic("error_change"), first.statistic("agreement")
+    # The change in what the study compares: its error where it compares one, else its loss.
+    by_error = any(m.whole for m in design.measures)
+    change = first.statistic("error_change" if by_error else "loss_change")
+    words = (
+      f"error change {interval_words(change, 100.0)} points"
+      if by_error
+      else f"loss change {interval_words(change, 1.0, 'nats')}"
+    )
     text += (
       f" Its {first.trained} networks run with {first.run_with} in float32 (exploratory): test "
-      f"error change {interval_words(error, 100.0)} points, top-1 agreement median "
-      f"{100 * agreement.median:.2f}%."
+      f"{words}, top-1 agreement median {100 * first.statistic('agreement').median:.2f}%."
     )
   return text + (
     f" It shows one small transformer on {design.task}, {design.epochs} epochs on CPUs, each arm "
