@@ -87,6 +87,27 @@ def test_the_design_says_how_many_pairs_its_positive_control_needs():
   assert "the design has 20: at the bound, short of that power." in line
 
 
+def test_the_design_says_how_many_pairs_its_negative_control_needs():
+  """gelu against gelu on other seeds shares no seed: its pairs' SD is about √2 times gelu's SD
+  across the pilot's 4 selection seeds. A true shift of 0 is found within the margin (each
+  one-sided test at 0.05 / 2, a family of one) with 80% power by the normal approximation at the
+  signed-rank test's efficiency: 7 pairs at that SD, 21 at its 80% bound, against the design's
+  20, so the README says it may fall short."""
+  d = transformer.filled(language.CHAR_LM, ROOT)
+  gelu = np.array(list(best_losses("char_lm_pilot", "gelu").values()))
+  z = scipy.stats.norm.ppf
+  need = [
+    math.ceil(((z(1 - 0.025) + z(0.9)) * math.sqrt(2 * math.pi / 3) * sd / 0.01) ** 2)
+    for sd in (np.std(gelu, ddof=1), sd_bound(gelu))
+  ]
+  assert need == [7, 21]
+  (line,) = [x for x in transformer_design.sizing_lines(d) if "negative control" in x]
+  assert f"has an SD of {np.std(gelu, ddof=1):.3g} nats over its 4 selection seeds" in line
+  assert f"({sd_bound(gelu):.3g} at its 80% upper bound)" in line
+  assert f"by {need[0]} pairs at that SD, {need[1]} at its bound" in line
+  assert "the design has 20: at the bound, short of that power." in line
+
+
 def test_its_controls_train_narrower_and_on_other_seeds():
   """gelu_ffn256 trains gelu with a feed-forward of 256 on the study's seeds; gelu_seeds500
   trains gelu as the task has it on seeds 500-519; every other arm the study's 400-419."""

@@ -203,6 +203,19 @@ CORRECTIONS: dict[str, tuple[Correction, ...]] = {
       "control lines now say so, and on test loss the control was not found different",
     ),
   ),
+  "char_lm_study": (
+    Correction(
+      "2026-11-29",
+      "the controls' power, a statement the design left unstated "
+      "(`gelujax.study.transformer_design`)",
+      "the design did not say how many pairs its positive control needs to be found *different* "
+      "were its pilot gap true, nor how many its negative control needs to be found "
+      "*equivalent*, its pairs sharing no seed",
+      "the Design's control lines now say both, at the pilot's SD and at its bound, against the "
+      "design's seeds; they were added after relu's and gelu's runs and before either "
+      "control's, and no number of the design changed",
+    ),
+  ),
   "vit_fashion_mnist_pilot": (PILOT_QUANTILE,),
   "transformer_twitter_pos_pilot": (PILOT_QUANTILE,),
   "char_lm_pilot": (

@@ -113,6 +113,7 @@ class Sizing:
     ranking_needed: measure key -> the pairs the ranking family needs to detect it (the most
       over its comparisons, :func:`pairs_for_ranking`).
     control_folder: the control's pilot's result, where the design names one.
+    between: for a negative control, measure key -> gelu's pilot values, one a seed at its lr.
   """
 
   pilot: str
@@ -124,6 +125,7 @@ class Sizing:
   shifts: Mapping[str, float] = dataclasses.field(default_factory=dict)
   ranking_needed: Mapping[str, int] = dataclasses.field(default_factory=dict)
   control_folder: str = ""
+  between: Mapping[str, tuple[float, ...]] = dataclasses.field(default_factory=dict)
 
   def spread(self, first: str, second: str, measure: Measure) -> pilot.Spread | None:
     """The pilot's spread of ``first`` − ``second`` on ``measure``'s pilot metric."""
@@ -506,7 +508,10 @@ def from_pilot(
   spreads = tuple(s for s in analysis.spreads if (s.first, s.second, s.metric) in wanted)
   sizing = Sizing(
     design.pilot.name, folder, spreads, tost_level(design), floor_pairs(design), {},
-    control_folder=control_folder,
+    control_folder=control_folder, between={
+      m.key: tuple(analysis.cells["gelu"][analysis.selected["gelu"]].finite(m.pilot.key))
+      for m in design.measures if design.negative
+    },
   )  # fmt: skip
   needed: dict[str, dict[float, int]] = {}
   margins: dict[str, float] = {}

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import os
+import statistics
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +62,40 @@ def control_power_words(design: Design, control: Any, measure: Measure) -> str:
     f" Were its pilot gap the true one, it is found *different* (beyond the margin) with "
     f"{100 * design.power:g}% power by {words[0]} pairs at the pilot's SD, {words[1]} at the SD's "
     f"bound (`gelujax.study.transformer.pairs_for_control`); the design has {n}"
+    + (": at the bound, short of that power." if short else ".")
+  )
+
+
+def negative_power_line(design: Design, measure: Measure) -> str | None:
+  """The pairs with which the negative control (gelu against gelu on other seeds, true shift 0)
+  is found *equivalent* within the margin with the design's power, its pairs' SD √2 times gelu's
+  SD across the pilot's seeds (at that SD and at its bound; two networks drawn apart), beside the
+  design's seeds: a negative control the seeds leave short is said to be."""
+  values = design.sizing.between.get(measure.key, ())
+  if not design.negative or len(values) < 2:
+    return None
+  m, n = measure.pilot, len(design.seeds)
+  sd = statistics.stdev(values)
+  factor = power.sd_upper_factor(len(values), design.pilot.bound)
+  level = design.alpha / 2.0  # A family of one; its p doubles the smaller one-sided p.
+  found = [
+    power.pairs_for_equivalence(
+      math.sqrt(2.0) * x, design.margins[measure.key], alpha=level, power=design.power,
+      efficiency=power.RANK_EFFICIENCY,
+    )
+    for x in (sd, sd * factor)
+  ]  # fmt: skip
+  words = [f"{k}" if k is not None else "–" for k in found]
+  short = found[1] is None or found[1] > n
+  return (
+    f"  - negative control {design.negative} − gelu: its pairs share no seed, so their SD is "
+    f"about √2 times gelu's SD across seeds; gelu's pilot {m.label} has an SD of "
+    f"{numbers.number(sd, m.scale, 3)} {m.unit} over its {len(values)} selection seeds "
+    f"({numbers.number(sd * factor, m.scale, 3)} at its {100 * design.pilot.bound:g}% upper "
+    f"bound). Its true shift being 0, it is found *equivalent* within the margin with "
+    f"{100 * design.power:g}% power by {words[0]} pairs at that SD, {words[1]} at its bound "
+    f"(`gelujax.study.power.pairs_for_equivalence`, each one-sided test at {level:g}, the "
+    f"signed-rank test's efficiency); the design has {n}"
     + (": at the bound, short of that power." if short else ".")
   )
 
@@ -130,6 +165,9 @@ def sizing_lines(design: Design) -> list[str]:
         + "."
         + (control_power_words(design, control, m) if design.control_gap is not None else "")
       )
+    negative = negative_power_line(design, m)
+    if negative is not None:
+      lines.append(negative)
   return lines
 
 
