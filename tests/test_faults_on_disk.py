@@ -73,8 +73,10 @@ def test_a_workdir_deleted_mid_run_ends_in_one_line_naming_it(lab):
 def test_checkpoints_deleted_mid_run_end_in_a_line_that_says_what_a_re_run_does(lab):
   """`rm -rf checkpoints` while train.py writes records past epoch 1: the line said "re-run the
   same command to resume", and the re-run refused, as it must (no checkpoint to resume the
-  records from). The line says so, and its way to start over loses nothing."""
-  workdir, epochs = lab.root / "checkpoints-deleted-mid-run", 30
+  records from). The line says so, and its way to start over loses nothing. (10 epochs: the
+  deletion has epochs 2 to 9 to land in, and the uninterrupted run is the one
+  ``lab.reference(10)`` the tests of deleted lines and checkpoints compare with.)"""
+  workdir, epochs = lab.root / "checkpoints-deleted-mid-run", 10
   hit, ended = faults.delete_mid_run(lab, workdir, workdir / "checkpoints", epochs)
   assert hit and ended.returncode == 1 and len(ended.seen) == 1, ended.seen
   [line] = ended.seen
