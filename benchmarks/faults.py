@@ -613,11 +613,11 @@ def delete_mid_run(lab: Lab, workdir: Path, gone: Path, epochs: int = 400) -> tu
   return hit, Run(process.returncode, stderr)
 
 
-def deleted_while_running(lab: Lab) -> list[Outcome]:
+def deleted_while_running(lab: Lab, targets=("checkpoints", "workdir")) -> list[Outcome]:
   """checkpoints/, then the whole workdir, removed by another process (`rm -rf`) while train.py
-  runs, the moment checkpoints/2 appears."""
+  runs, the moment checkpoints/2 appears; ``targets``: those of the two to try."""
   outcomes = []
-  for target in ("checkpoints", "workdir"):
+  for target in targets:
     workdir = lab.root / f"deleted-while-running-{target}"
     gone = workdir / "checkpoints" if target == "checkpoints" else workdir
     hit, result = delete_mid_run(lab, workdir, gone)
