@@ -293,21 +293,104 @@ def test_a_data_dir_that_is_not_utf8_is_refused_like_every_flag(script, tmp_path
   assert not (tmp_path / "run").exists()
 
 
-def test_a_compilation_cache_that_is_not_utf8_is_refused_before_the_data_are_read(tmp_path):
+# Activation arguments of a preset that it cannot take, each with the problem named.
+ACTIVATION_ARGUMENTS = {
+  "gaussian_gelu(sigma=0)": "sigma is a standard deviation, which must be > 0 and normal in "
+  "float32 (at least 1.18e-38), not 0.",
+  "gaussian_gelu(sigma=-1)": "sigma is a standard deviation, which must be > 0 and normal in "
+  "float32 (at least 1.18e-38), not -1.",
+  "clipped_gelu(lower=5, upper=-5)": "lower 5 is above upper -5; lower must be <= upper.",
+}
+_OPTIONS = "data_options={'validation_size': 32}"
+# A field given twice, an empty list, an absurd count: the flags, and the whole line refusing them.
+FIELDS_GIVEN_BADLY = [
+  (
+    [f"--task=tiny_mnist({_OPTIONS}, epochs=1, epochs=2)"],
+    f"--task \"tiny_mnist({_OPTIONS}, epochs=1, epochs=2)\" cannot be parsed: keyword 'epochs' "
+    "is given twice; give each once.",
+  ),
+  (
+    [f"--task=tiny_mnist({_OPTIONS}, epochs=1, dropout=0.3)", "--epochs=2", "--dropout=0.1"],
+    f'--task "tiny_mnist({_OPTIONS}, epochs=1, dropout=0.3)" sets epochs=1 and dropout=0.3, '
+    "and --epochs 2 and --dropout 0.1 set them again; set each field once, in --task or by "
+    "its flag.",
+  ),
+  (
+    [f"--task=tiny_mnist({_OPTIONS}, learning_rates=(0.01,))", "--learning_rates=1e-3"],
+    f'--task "tiny_mnist({_OPTIONS}, learning_rates=(0.01,))" sets learning_rates=(0.01,), '
+    "and --learning_rates '1e-3' sets it again; set each field once, in --task or by its flag.",
+  ),
+  (
+    [TASK, "--learning_rates="],
+    "--learning_rates is given empty; give one or more numbers (e.g. 1e-3,1e-4), or leave "
+    "--learning_rates out for its default.",
+  ),
+  (
+    [TASK, "--seeds="],
+    "--seeds is given empty; give a count (e.g. 5) or a comma list of seeds (e.g. 0,1,2), or "
+    "leave --seeds out for its default.",
+  ),
+  (
+    [TASK, "--epochs=1000000000"],
+    "--epochs 1000000000 is not valid for task 'tiny_mnist': expected an integer from 1 to "
+    "100,000 (a bound against mistyped counts: the paper's longest task trains 250 epochs, and "
+    "100,000 epochs of a second each take 28 hours).",
+  ),
+]
+
+
+def bad_cache(root) -> str:
+  """A --compilation_cache holding the byte 0xff, as Python hands it over (a lone surrogate)."""
+  return f"{root}/cache-\udcff"
+
+
+@pytest.fixture(scope="module")
+def refusals(tmp_path_factory):
+  """``(root, {group: how each of its command lines ended})``: the command lines of the four
+  tests below, each refused before any work, run in one fresh process (a process start costs
+  seconds), with MNIST files to read in ``root/mnist``. The device counts go last: the bound is
+  taken, and starts JAX with that many devices."""
+  root = tmp_path_factory.mktemp("refusals")
+  data = root / "mnist"
+  write_mnist_files(str(data))
+  most = host.MAX_CPU_DEVICES_PER_CORE * host.host_cores()
+  lines = {
+    "activation": [
+      [TASK, f"--data_dir={data}", f"--workdir={root / f'activation{i}'}", "--epochs=1",
+       f"--activation={spec}"]
+      for i, spec in enumerate(ACTIVATION_ARGUMENTS)
+    ],
+    "fields": [
+      [*args, f"--data_dir={data}", f"--workdir={root / f'fields{i}'}"]
+      for i, (args, _) in enumerate(FIELDS_GIVEN_BADLY)
+    ],
+    "cache": [
+      [TASK, f"--data_dir={data}", f"--workdir={root / 'cache-run'}", "--epochs=1",
+       f"--compilation_cache={bad_cache(root)}"],
+    ],
+    "devices": [
+      [TASK, f"--workdir={root / 'over'}", f"--cpu_devices={most + 1}"],
+      [TASK, f"--workdir={root / 'bound'}", f"--cpu_devices={most}"],
+    ],
+  }  # fmt: skip
+  ended = iter(
+    run_mains(SCRIPT, [x for group in lines.values() for x in group], command_env(), ROOT)
+  )
+  return root, {name: [next(ended) for _ in group] for name, group in lines.items()}
+
+
+def test_a_compilation_cache_that_is_not_utf8_is_refused_before_the_data_are_read(refusals):
   """The byte 0xff in the command line (Python hands it over as a lone surrogate): one line,
   before the data are read, no cache folder and no workdir made."""
-  write_mnist_files(str(tmp_path / "mnist"))
-  cache = f"{tmp_path}/cache-\udcff"
-  result = run_command(
-    TASK, f"--data_dir={tmp_path / 'mnist'}", f"--workdir={tmp_path / 'run'}", "--epochs=1",
-    f"--compilation_cache={cache}",
-  )  # fmt: skip
-  assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
-  assert result.stderr.strip().splitlines() == [
+  root, ended = refusals
+  [refused] = ended["cache"]
+  cache = bad_cache(root)
+  assert refused.code == (
     f"train.py: error: --compilation_cache {os.fsencode(cache)!r} is not UTF-8 (byte 0xff at "
     f"position {len(cache) - 1}); flag values must be UTF-8 text."
-  ]  # the data's line ("gelujax: data mnist: ...") never came
-  assert os.listdir(tmp_path) == ["mnist"]
+  )
+  assert refused.stderr == ""  # the data's line ("gelujax: data mnist: ...") never came
+  assert not [name for name in os.listdir(root) if name.startswith("cache")]
 
 
 def test_batch_size_must_divide_over_the_data_axis(tmp_path):
@@ -327,97 +410,43 @@ def test_batch_size_must_divide_over_the_data_axis(tmp_path):
     assert not os.path.exists(tmp_path / str(i))
 
 
-def test_activation_arguments_it_cannot_take_are_refused_before_any_work(tmp_path):
+def test_activation_arguments_it_cannot_take_are_refused_before_any_work(refusals):
   """σ = 0 or σ < 0 ended in "setting an array element with a sequence" after the data were read
   and the workdir made; refused in one line, as inverted clipping bounds now are too."""
-  write_mnist_files(str(tmp_path / "mnist"))
-  specs = {
-    "gaussian_gelu(sigma=0)": "sigma is a standard deviation, which must be > 0 and normal in "
-    "float32 (at least 1.18e-38), not 0.",
-    "gaussian_gelu(sigma=-1)": "sigma is a standard deviation, which must be > 0 and normal in "
-    "float32 (at least 1.18e-38), not -1.",
-    "clipped_gelu(lower=5, upper=-5)": "lower 5 is above upper -5; lower must be <= upper.",
-  }
-  runs = [
-    [TASK, f"--data_dir={tmp_path / 'mnist'}", f"--workdir={tmp_path / str(i)}", "--epochs=1",
-     f"--activation={spec}"]
-    for i, spec in enumerate(specs)
-  ]  # fmt: skip
-  for i, ((spec, problem), ended) in enumerate(
-    zip(specs.items(), run_mains(SCRIPT, runs, command_env(), ROOT), strict=True)
+  root, ended = refusals
+  for i, ((spec, problem), refused) in enumerate(
+    zip(ACTIVATION_ARGUMENTS.items(), ended["activation"], strict=True)
   ):
-    assert isinstance(ended.code, str) and "\n" not in ended.code, ended
-    assert ended.code.startswith(f"train.py: error: --activation {spec!r} is not valid for task")
-    assert ended.code.endswith(f" Bad arguments in activation {spec!r}: {problem}")
-    assert ended.stderr == ""  # not even the data's line: nothing was read
-    assert not os.path.exists(tmp_path / str(i))
+    assert isinstance(refused.code, str) and "\n" not in refused.code, refused
+    assert refused.code.startswith(f"train.py: error: --activation {spec!r} is not valid for task")
+    assert refused.code.endswith(f" Bad arguments in activation {spec!r}: {problem}")
+    assert refused.stderr == ""  # not even the data's line: nothing was read
+    assert not os.path.exists(root / f"activation{i}")
 
 
 def test_a_field_given_twice_an_empty_list_or_an_absurd_count_is_refused_before_any_work(
-  tmp_path,
+  refusals,
 ):
   """Each was taken: the later keyword (2 epochs trained), the flags over the task's own
   overrides, the task's grid for an empty --learning_rates or --seeds, a billion epochs. With
   data to read, refused before it is read (no line of the data's) and before the workdir."""
-  write_mnist_files(str(tmp_path / "mnist"))
-  options = "data_options={'validation_size': 32}"
-  cases = [
-    (
-      [f"--task=tiny_mnist({options}, epochs=1, epochs=2)"],
-      f"--task \"tiny_mnist({options}, epochs=1, epochs=2)\" cannot be parsed: keyword 'epochs' "
-      "is given twice; give each once.",
-    ),
-    (
-      [f"--task=tiny_mnist({options}, epochs=1, dropout=0.3)", "--epochs=2", "--dropout=0.1"],
-      f'--task "tiny_mnist({options}, epochs=1, dropout=0.3)" sets epochs=1 and dropout=0.3, '
-      "and --epochs 2 and --dropout 0.1 set them again; set each field once, in --task or by "
-      "its flag.",
-    ),
-    (
-      [f"--task=tiny_mnist({options}, learning_rates=(0.01,))", "--learning_rates=1e-3"],
-      f'--task "tiny_mnist({options}, learning_rates=(0.01,))" sets learning_rates=(0.01,), '
-      "and --learning_rates '1e-3' sets it again; set each field once, in --task or by its flag.",
-    ),
-    (
-      [TASK, "--learning_rates="],
-      "--learning_rates is given empty; give one or more numbers (e.g. 1e-3,1e-4), or leave "
-      "--learning_rates out for its default.",
-    ),
-    (
-      [TASK, "--seeds="],
-      "--seeds is given empty; give a count (e.g. 5) or a comma list of seeds (e.g. 0,1,2), or "
-      "leave --seeds out for its default.",
-    ),
-    (
-      [TASK, "--epochs=1000000000"],
-      "--epochs 1000000000 is not valid for task 'tiny_mnist': expected an integer from 1 to "
-      "100,000 (a bound against mistyped counts: the paper's longest task trains 250 epochs, and "
-      "100,000 epochs of a second each take 28 hours).",
-    ),
-  ]
-  runs = [
-    [*args, f"--data_dir={tmp_path / 'mnist'}", f"--workdir={tmp_path / str(i)}"]
-    for i, (args, _) in enumerate(cases)
-  ]
-  for i, ((_, message), ended) in enumerate(
-    zip(cases, run_mains(SCRIPT, runs, command_env(), ROOT), strict=True)
+  root, ended = refusals
+  for i, ((_, message), refused) in enumerate(
+    zip(FIELDS_GIVEN_BADLY, ended["fields"], strict=True)
   ):
-    assert ended.code == f"train.py: error: {message}", ended
-    assert ended.stderr == ""  # not even the data's line: nothing was read
-    assert not os.path.exists(tmp_path / str(i))
+    assert refused.code == f"train.py: error: {message}", refused
+    assert refused.stderr == ""  # not even the data's line: nothing was read
+    assert not os.path.exists(root / f"fields{i}")
 
 
-def test_a_device_count_far_above_the_cores_is_refused_before_jax_makes_them(tmp_path):
+def test_a_device_count_far_above_the_cores_is_refused_before_jax_makes_them(refusals):
   """--cpu_devices=100000 was killed for memory with no word (19 GB, never started); one more
   than the bound (which a missing check would make at no cost) is refused in one line, the
   bound itself is taken (it then fails on the batch's split: 2 members x 64 devices on 2
   cores)."""
+  root, ended = refusals
+  over, bound = ended["devices"]
   most = host.MAX_CPU_DEVICES_PER_CORE * host.host_cores()
-  runs = [
-    [TASK, f"--workdir={tmp_path / 'over'}", f"--cpu_devices={most + 1}"],
-    [TASK, f"--workdir={tmp_path / 'bound'}", f"--cpu_devices={most}"],
-  ]
-  over, bound = run_mains(SCRIPT, runs, command_env(), ROOT)
   cores = host.host_cores()
   assert over.code == (
     f"train.py: error: --cpu_devices '{most + 1}' is more than 64 CPU devices per core (this "
@@ -425,7 +454,7 @@ def test_a_device_count_far_above_the_cores_is_refused_before_jax_makes_them(tmp
     f"memory and threads, and more devices than cores only slow a run down; give 'auto' or a "
     f"count up to {most:,}."
   )
-  assert over.stderr == "" and not os.path.exists(tmp_path / "over")
+  assert over.stderr == "" and not os.path.exists(root / "over")
   assert bound.code.startswith("train.py: error: --batch_size is 32; it must be a multiple of")
   assert f"the {most // 2} devices" in bound.code
 
