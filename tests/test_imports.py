@@ -280,9 +280,10 @@ def test_every_module_imports_in_one_process_and_defines_no_flag():
 
 
 def test_a_linen_models_commands_never_import_flax_nnx():
-  """flax.nnx (with IPython, which it imports) is half a second of every command's start:
-  importing gelujax and both commands, and building a Linen task's model and activation, leave
-  it unimported; a user's NNX activation imports it where it is named."""
+  """flax.nnx (with IPython, which it imports) and matplotlib are each half a second of every
+  command's start: importing gelujax and both commands, and building a Linen task's model and
+  activation, leave them unimported; a user's NNX activation imports flax.nnx where it is named,
+  and a figure matplotlib where it is drawn."""
   code = (
     "import sys, gelujax, gelujax.cli.train, gelujax.cli.reproduce, gelujax.tasks\n"
     "from gelujax import linen\n"
@@ -290,8 +291,10 @@ def test_a_linen_models_commands_never_import_flax_nnx():
     "m = linen.Activation('gelu_tanh')\n"
     "m.init(jax.random.key(0), jnp.ones(3))\n"
     "gelujax.tasks.get('mnist')\n"
-    "before = 'flax.nnx' in sys.modules\n"
+    "before = 'flax.nnx' in sys.modules, 'matplotlib' in sys.modules\n"
     "gelujax.nnx.Activation('gelu')\n"
-    "print(before, 'flax.nnx' in sys.modules)\n"
+    "from gelujax.study import plots\n"
+    "plots._new_figure(1)\n"
+    "print(*before, 'flax.nnx' in sys.modules, 'matplotlib' in sys.modules)\n"
   )
-  assert _python(code).split() == ["False", "True"]
+  assert _python(code).split() == ["False", "False", "True", "True"]

@@ -12,15 +12,13 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
-
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
-from matplotlib.lines import Line2D
-from matplotlib.ticker import FuncFormatter, LogFormatter, MaxNLocator
+from typing import TYPE_CHECKING, Any
 
 from gelujax.study import noise, runs
 from gelujax.study.runs import Curve, LrRow, Run, RunRow
+
+if TYPE_CHECKING:  # matplotlib is imported where a figure is drawn: 0.5 s a command otherwise.
+  from matplotlib.figure import Figure
 
 # Split name -> (legend name, line width, opacity): the paper draws training curves dark and
 # evaluation curves light and thin.
@@ -39,11 +37,16 @@ LEGEND_WIDTH = 2.6  # Inches beside each loss-curve panel for its legend.
 DODGE_STEP, DODGE_SPAN = 0.08, 0.4
 
 
-class PlainLogFormatter(LogFormatter):
-  """LogFormatter's choice of which log-axis ticks to label, printed plainly (0.06, not 6e-02)."""
+def plain_log_formatter(**kwargs: Any) -> Any:
+  """A LogFormatter's choice of which log-axis ticks to label, printed plainly (0.06, not
+  6e-02)."""
+  from matplotlib.ticker import LogFormatter
 
-  def __call__(self, x: float, pos: int | None = None) -> str:
-    return f"{x:g}" if super().__call__(x, pos) else ""
+  class PlainLogFormatter(LogFormatter):
+    def __call__(self, x: float, pos: int | None = None) -> str:
+      return f"{x:g}" if super().__call__(x, pos) else ""
+
+  return PlainLogFormatter(**kwargs)
 
 
 def run_curves(run: Run, learning_rate: float, keys: Sequence[str]) -> dict[str, Curve | None]:
@@ -60,6 +63,9 @@ def _colors(panels: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
 
 def _new_figure(columns: int, legend_width: float = 0.0) -> tuple[Figure, list[Any]]:
   """A row of ``columns`` panels, each ``legend_width`` inches wider for a legend beside it."""
+  from matplotlib.backends.backend_agg import FigureCanvasAgg
+  from matplotlib.figure import Figure
+
   width = (PANEL_SIZE[0] + legend_width) * columns
   fig = Figure(figsize=(width, PANEL_SIZE[1]), layout="constrained")
   FigureCanvasAgg(fig)
@@ -120,6 +126,9 @@ def plot_curves(
     (a run evaluated once) as a marker (a line of one point, no line style) and a min-max bar,
     each series' moved a little along x (:func:`_dodge`).
   """
+  from matplotlib.lines import Line2D
+  from matplotlib.ticker import FuncFormatter, MaxNLocator
+
   fig, axes = _new_figure(len(panels), legend_width=LEGEND_WIDTH)
   colors = _colors(panels)
   for ax, (panel, series) in zip(axes, panels.items(), strict=True):
@@ -150,7 +159,7 @@ def plot_curves(
       ax.set_yscale("log")
       # Plain numbers (0.05, 2.2) rather than 5 x 10^-2; minor ticks labelled on short ranges.
       ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _: f"{y:g}"))
-      ax.yaxis.set_minor_formatter(PlainLogFormatter(minor_thresholds=(1, 0.4)))
+      ax.yaxis.set_minor_formatter(plain_log_formatter(minor_thresholds=(1, 0.4)))
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # Whole epochs, never 2.5.
     if points and max(drawn) == 1:  # Whole epochs about the points, each ticked.
       low, high = ax.get_xlim()
@@ -175,6 +184,8 @@ def plot_noise(results: Mapping[str, Mapping[str, Any]], *, title: str) -> Figur
   Returns:
     The figure: two panels, each with one median line and min-max band per series.
   """
+  from matplotlib.lines import Line2D
+
   fig, axes = _new_figure(2)
   colors = _colors({"": results})
   for ax, key, ylabel in zip(
