@@ -67,12 +67,15 @@ def title(design: Design) -> str:
   seeds = f"{len(design.seeds)} fresh paired seeds" if design.seeds else "fresh paired seeds"
   return (
     f"Feed-forward activations in a transformer: {design.task} on {design.dataset}, "
-    f"{len(design.arms)} arms ({design.control} the control) on {seeds}, each at its pilot's "
+    f"{len(design.arms)} arms ("
+    + (
+      f"{design.control} and {design.negative} the controls"
+      if design.negative
+      else f"{design.control} the control"
+    )
+    + f") on {seeds}, each at its pilot's "
     f"lr, {design.epochs} epochs"
   )
-
-
-# ------------------------------------------------------------------------------- verdicts
 
 
 # ------------------------------------------------------------------------------- each arm
