@@ -94,10 +94,15 @@ BAD_FLAGS = [
 ]
 
 
+# An arm's run folder that is a file: refused in the process of BAD_FLAGS, after them.
+ARM_IS_A_FILE = "an arm's run folder that is a file"
+
+
 @pytest.fixture(scope="module")
 def bad_flag_exits(tmp_path_factory):
   """How reproduce.py's main ended for each of BAD_FLAGS (all in one fresh process), and the
-  --out folder each was given."""
+  --out folder each was given; under ARM_IS_A_FILE, the same for a command whose arm's run
+  folder is a file, run last in that process (with data to read)."""
   root = tmp_path_factory.mktemp("bad_flags")
   outs = [root / str(i) / "out" for i in range(len(BAD_FLAGS))]
   command_lines = []
@@ -105,9 +110,20 @@ def bad_flag_exits(tmp_path_factory):
     first, *more = flags.split(" --")  # an entry may hold several flags
     args = [first, *(f"--{flag}" for flag in more), f"--out={out}"]
     command_lines.append(args if first.startswith("--task") else ["--task=tiny_mnist", *args])
+  (root / "mnist").mkdir()
+  write_tiny_mnist(root / "mnist", 60, 20)
+  arm_out = root / "arm" / "out"
+  (arm_out / "runs").mkdir(parents=True)
+  (arm_out / "runs" / "gelu").write_text("a file where the arm's folder goes")
+  command_lines.append(
+    ["--task=tiny_mnist(data_options={'validation_size': 10})", "--activations=gelu",
+     f"--data_dir={root / 'mnist'}", f"--out={arm_out}", "--seeds=1", "--evaluation_seeds=1",
+     "--epochs=1"]
+  )  # fmt: skip
   env = {**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONPATH": str(REPO)}
   ended = run_mains(REPO / "experiments" / "reproduce.py", command_lines, env, REPO)
-  return dict(zip([flag for flag, _ in BAD_FLAGS], zip(ended, outs, strict=True), strict=True))
+  names = [flag for flag, _ in BAD_FLAGS] + [ARM_IS_A_FILE]
+  return dict(zip(names, zip(ended, [*outs, arm_out], strict=True), strict=True))
 
 
 @pytest.mark.parametrize(("flag", "message"), BAD_FLAGS)
@@ -121,19 +137,10 @@ def test_bad_flags_fail_in_one_line_and_write_nothing(bad_flag_exits, flag, mess
   assert not out.exists()
 
 
-def test_refusals_of_an_arms_folder_name_reproduces_flags(tmp_path):
+def test_refusals_of_an_arms_folder_name_reproduces_flags(bad_flag_exits):
   """The library names a run's folder `workdir`; reproduce has no --workdir flag, so its
   advice is in its own words: the arm's run folder, and another --out."""
-  (tmp_path / "mnist").mkdir()
-  write_tiny_mnist(tmp_path / "mnist", 60, 20)
-  out = tmp_path / "out"
-  (out / "runs").mkdir(parents=True)
-  (out / "runs" / "gelu").write_text("a file where the arm's folder goes")
-  env = {**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONPATH": str(REPO)}
-  args = ["--task=tiny_mnist(data_options={'validation_size': 10})", "--activations=gelu",
-          f"--data_dir={tmp_path / 'mnist'}", f"--out={out}", "--seeds=1",
-          "--evaluation_seeds=1", "--epochs=1"]  # fmt: skip
-  [ended] = run_mains(REPO / "experiments" / "reproduce.py", [args], env, REPO)
+  ended, out = bad_flag_exits[ARM_IS_A_FILE]
   code = ended.code
   assert isinstance(code, str) and code.startswith("reproduce.py: error: "), ended
   assert f"the arm's run folder {out}/runs/gelu is a file" in code, code

@@ -255,27 +255,26 @@ BAD = [
 
 @pytest.mark.e2e
 def test_a_model_that_cannot_be_used_is_refused_in_one_paragraph_before_any_data(lab):
+  """Each of BAD; and, in the same process, a model whose outputs do not fit the objective,
+  refused in one line before the first step (its data are read: the real --data_dir)."""
   runs = [
     [task(spec), "--data_dir=/no/such/folder", f"--workdir={lab / f'bad{i}'}", *GRID]
     for i, (spec, _) in enumerate(BAD)
   ]
+  workdir = lab / "three_classes"
+  three_classes = [f"--data_dir={lab / 'mnist'}", f"--workdir={workdir}", *GRID,
+                   task("user_models:NnxMLP(classes=3)")]  # fmt: skip
   env = dict(os.environ, PYTHONPATH=ROOT, JAX_PLATFORMS="cpu")
-  for (spec, needle), (i, ended) in zip(
-    BAD, enumerate(run_mains(TRAIN, runs, env, lab)), strict=True
-  ):
+  *ended_bad, refused = run_mains(TRAIN, [*runs, three_classes], env, lab)
+  for (spec, needle), (i, ended) in zip(BAD, enumerate(ended_bad), strict=True):
     assert isinstance(ended.code, str) and "\n" not in ended.code, (spec, ended)
     assert ended.code.startswith("train.py: error: --task "), (spec, ended.code)
     assert f"sets field 'model' to {spec!r}: expected a model preset among" in ended.code, spec
     assert needle in ended.code, (spec, ended.code)
     assert not (lab / f"bad{i}").exists()
-
-
-@pytest.mark.e2e
-def test_outputs_that_do_not_fit_the_objective_are_refused_before_the_first_step(lab):
-  workdir = lab / "three_classes"
-  result = train(lab, workdir, task("user_models:NnxMLP(classes=3)"))
-  assert result.returncode == 1
-  [line] = result.stderr.strip().splitlines()
+  # Outputs that do not fit the objective: the one line on stderr, nothing else there.
+  line = refused.code
+  assert isinstance(line, str) and "\n" not in line and refused.stderr == "", refused
   assert line.startswith(
     "train.py: error: model 'user_models:NnxMLP(classes=3)' gives outputs of shape [2, 3] in "
     "evaluation for a batch of inputs of shape [2, 28, 28, 1]; objective 'classification' "
