@@ -10,7 +10,6 @@ from the checkout (a wheel missing ``gelujax.engine`` passed a test run beside i
 
 import configparser
 import json
-import math
 import os
 import shutil
 import site
@@ -281,8 +280,10 @@ def test_the_wheels_reproduce_compares_the_users_activation_with_gelu_in_the_use
 ):
   """The issue's command with the wheel alone, from a folder of the user's own holding their
   module: everything it writes is under that folder, the checkout is as it was, and its
-  summary compares squareplus with gelu on the evaluation seeds, unpaired and paired, each
-  with a finite interval (6 evaluation seeds: the fewest pairs with a finite exact one)."""
+  summary compares squareplus with gelu on the evaluation seeds. One epoch and 2 evaluation
+  seeds (the grid's shape: one compile): the comparison's numbers, its seeds, differences and
+  finite intervals, are the checkout's reproduce.py's as much as the wheel's, and
+  test_reproduce_cli's users-folder test asserts them on the same flags at 6 seeds."""
   _, installed = wheel_install
   script = installed / "bin" / "gelujax"
   mine, data = tmp_path / "mine", tmp_path / "data"
@@ -293,8 +294,8 @@ def test_the_wheels_reproduce_compares_the_users_activation_with_gelu_in_the_use
   before = subprocess.run(status, capture_output=True, text=True, check=True).stdout
   result = subprocess.run(
     [sys.executable, "-S", str(script), "reproduce", "--task=tiny_mnist",
-     "--dataset=fashion_mnist", "--activations=gelu,myacts:squareplus", "--epochs=2",
-     "--evaluation_seeds=6", f"--data_dir={data}", "--compilation_cache=none"],
+     "--dataset=fashion_mnist", "--activations=gelu,myacts:squareplus", "--epochs=1",
+     "--evaluation_seeds=2", f"--data_dir={data}", "--compilation_cache=none"],
     cwd=mine, env=isolated_env(str(installed)), capture_output=True, text=True, timeout=900,
   )  # fmt: skip
   assert result.returncode == 0, result.stderr[-3000:]
@@ -306,7 +307,5 @@ def test_the_wheels_reproduce_compares_the_users_activation_with_gelu_in_the_use
     e for e in summary["exploratory"]
     if (e["run"], e["baseline"], e["metric"]) == ("myacts_squareplus", "gelu", "best.test_error")
   ]  # fmt: skip
-  for interval in (against["comparison"], against["paired"]):
-    assert interval["low"] <= interval["shift"] <= interval["high"]
-    assert all(map(math.isfinite, (interval["low"], interval["high"])))
-  assert against["paired"]["seeds"] == list(range(100, 106))
+  assert against["seeds"] == "evaluation seeds"
+  assert against["paired"]["seeds"] == [100, 101]
