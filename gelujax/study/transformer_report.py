@@ -123,7 +123,9 @@ def draw_curves(design: Design, finished: dict[str, runs.Run], out: Path) -> lis
     return []
   series = {
     f"{arm} (lr {design.learning_rates[arm]:g})": {
-      "validation": runs.median_curve(finished[arm], design.figure, design.learning_rates[arm])
+      "validation alone": runs.median_curve(
+        finished[arm], design.figure, design.learning_rates[arm]
+      )
     }
     for arm in design.arms
     if arm in finished
