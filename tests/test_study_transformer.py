@@ -28,6 +28,7 @@ from gelujax.study import (
   overview,
   pilot,
   registry,
+  runs,
   transformer,
   transformer_design,
   transformer_report,
@@ -1093,6 +1094,22 @@ def test_the_caveats_name_the_pilots_learning_rates_and_seeds():
   text = "\n".join(transformer_design.caveat_lines(dataclasses.replace(design, learning_rates=lrs)))
   assert "Every arm took the largest lr the pilot tried (0.003): their best may lie above" in text
   assert "smallest" not in text
+
+
+def test_the_figures_second_panel_is_each_curve_from_its_second_half_on():
+  """The figure's second panel: each curve's points from x = start on, every statistic cut at
+  the same points (NumPy's own masks here), the members kept; a missing curve left out."""
+  x = np.arange(1, 9) / 2.0  # evaluations at epochs 0.5 ... 4
+  whole = runs.Curve(x, x * 10, x * 10 - 1, x * 10 + 1, 7)
+  late = transformer_report.curves_from({"gelu": {"validation alone": whole, "test": None}}, 2.0)
+  assert list(late) == ["gelu"] and list(late["gelu"]) == ["validation alone"]
+  got = late["gelu"]["validation alone"]
+  keep = x >= 2.0
+  for have, want in zip(
+    (got.x, got.median, got.low, got.high), (x, x * 10, x * 10 - 1, x * 10 + 1), strict=True
+  ):
+    np.testing.assert_array_equal(have, want[keep])
+  assert got.x[0] == 2.0 and len(got.x) == 5 and got.members == 7
 
 
 @pytest.mark.slow

@@ -115,6 +115,20 @@ def arm_lines(design: Design, finished: dict[str, runs.Run], result: Result) -> 
 FIGURE = "curves.png"  # each arm's `Design.figure` metric against epoch
 
 
+def curves_from(
+  series: dict[str, dict[str, runs.Curve | None]], start: float
+) -> dict[str, dict[str, runs.Curve]]:
+  """Each curve of ``series`` from x = ``start`` on (a curve that is None left out)."""
+  return {
+    label: {
+      split: runs.Curve(*(v[c.x >= start] for v in (c.x, c.median, c.low, c.high)), c.members)
+      for split, c in curves.items()
+      if c is not None
+    }
+    for label, curves in series.items()
+  }
+
+
 def draw_curves(design: Design, finished: dict[str, runs.Run], out: Path) -> list[str]:
   """Each finished arm's ``design.figure`` metric against epoch, the median over its seeds with
   their range (`gelujax.study.runs.median_curve`, diverged members left out), drawn into
@@ -132,8 +146,14 @@ def draw_curves(design: Design, finished: dict[str, runs.Run], out: Path) -> lis
   }
   if not series:
     return []
+  # Beside the whole curves, their second half on its own scale: the arms' gaps there (hundredths
+  # of a nat) are too small to see against the first epochs' fall.
+  half = design.epochs / 2.0
   figure = plots.plot_curves(
-    {f"{design.figure} of each arm at its lr": series},
+    {
+      f"{design.figure} of each arm at its lr": series,
+      f"from epoch {half:g} on": curves_from(series, half),
+    },
     ylabel=design.figure.replace("_", " "),
     title=f"{design.name}: median and range over seeds {numbers.seeds(design.seeds)}",
   )
