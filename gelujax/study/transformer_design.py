@@ -15,6 +15,7 @@ from gelujax.study import (
   numbers,
   power,
   registry,
+  runs,
   stats,
   transformer,
 )
@@ -270,7 +271,7 @@ def edge_words(design: Design) -> str:
     return ""
   parts = []
   for edge, word, where in ((max(grid), "largest", "above"), (min(grid), "smallest", "below")):
-    arms = [a for a in design.arms if design.learning_rates.get(a) == edge]
+    arms = [a for a in design.arms if runs.same_lr(design.learning_rates.get(a, math.nan), edge)]
     if arms:
       who = "Every arm" if len(arms) == len(design.arms) else ", ".join(arms)
       parts.append(
