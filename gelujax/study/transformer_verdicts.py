@@ -104,7 +104,7 @@ def ruled_out_lines(design: Design, result: Result, measure: Measure) -> list[st
     f"{ruled_out_words(design, measure, o, 'lower', -o.paired.low)}, and "
     f"{ruled_out_words(design, measure, o, 'higher', o.paired.high)}."
     for o in result.ranking
-    if o.hypothesis.metric == measure.key and o.verdict == "inconclusive" and o.paired
+    if o.hypothesis.metric == measure.key and o.verdict == judge.INCONCLUSIVE and o.paired
   ]
   if not lines:
     return []
