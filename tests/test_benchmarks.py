@@ -403,3 +403,19 @@ def test_char_lm_limits_counts_a_steps_products_by_hand_and_sums_their_times():
   assert (
     f"| gelujax | 200.0 | {limits.model_flops_per_step(804_096 - 64 * 128) / 0.2e9:.1f} |" in text
   )
+
+
+def test_char_lm_speed_counts_model_flops_as_nanogpt_and_as_the_products_by_hand():
+  """The MFU's FLOPs a token (nanoGPT's ``estimate_mfu``: 6N + 12·L·H·Q·T) at its CPU
+  configuration, N its 804,096 parameters less the 64 x 128 position table; times a step's 768
+  tokens it lies within 0.2% of the step's products counted by hand above (the formula also
+  counts the layer norms' and the embedding's parameters, the products do not)."""
+  sys.path.insert(0, str(ROOT / "benchmarks"))
+  import char_lm_limits as limits
+  import char_lm_speed as speed
+
+  per_token = speed.flops_per_token(804_096 - 64 * 128, 4, 4, 128, 64)
+  assert per_token == 6 * 795_904 + 12 * 4 * 4 * 32 * 64 == 5_168_640
+  products = limits.step_flops(limits.step_products())
+  assert per_token * 768 == pytest.approx(products, rel=2e-3)
+  assert per_token * 768 != pytest.approx(products, rel=1e-3)  # not the same count
