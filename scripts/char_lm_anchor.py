@@ -79,13 +79,6 @@ def train(out: Path, data_dir: str | None, anchor: str) -> None:
       shutil.copy(workdir / name, out / "run" / name)
   (out / "sample.txt").write_text(sample)
   timing = {"seconds": round(seconds, 1), "machine": describe_machine(), "anchor": anchor}
-  try:  # the accelerator, where there is one
-    import jax
-
-    device = jax.devices()[0]
-    timing["device"] = f"{jax.device_count()} x {device.device_kind} ({device.platform})"
-  except Exception:  # the record stands without it
-    pass
   (out / "timing.json").write_text(json.dumps(timing, indent=1) + "\n")
 
 
@@ -115,10 +108,12 @@ def render(out: Path) -> str:
     f"{100 * r['test_error']:.2f} |"
     for r in records
   ]
-  revision = (software.get("git") or {}).get("commit", "unknown")
+  git = software.get("git") or {}
+  revision = git.get("commit", "unknown")[:10] + (
+    " with changes not committed" * bool(git.get("dirty"))
+  )
   flags = "" if name == "cpu" else " --config=gpu"
   runs = " ".join(f"'{f}'" if "(" in f else f for f in anchor["flags"])
-  device = f"; device {timing['device']}" if name != "cpu" and "device" in timing else ""
   of = (
     "nanoGPT's CPU command (`" + anchor["nanogpt_command"] + "`)"
     if name == "cpu"
@@ -135,8 +130,8 @@ def render(out: Path) -> str:
     "",
     f"Command: `python scripts/char_lm_anchor.py{flags} "
     "--data_dir=/work/shared/data/tinyshakespeare` "
-    f"(it runs `gelujax train {runs}`); revision {revision[:10]}; machine "
-    f"{timing['machine']}{device}; {timing['seconds']:.0f} s for the whole command (data, "
+    f"(it runs `gelujax train {runs}`); revision {revision}; machine "
+    f"{timing['machine']}; {timing['seconds']:.0f} s for the whole command (data, "
     f"compilation, {steps} steps, {len(records)} evaluations of the whole validation and test "
     "texts).",
     "",
