@@ -462,3 +462,20 @@ def test_sizes_print_in_decimal_units():
     "0 B", "999 B", "1 kB", "1.23 kB", "999 kB", "1 MB", "5.31 MB",
   ]  # fmt: skip
   assert numbers.size(53 * 10**6) == "53 MB" and numbers.size(2 * 10**12) == "2 TB"
+
+
+def test_a_run_still_training_shows_its_time_so_far_not_as_its_training_time(tmp_path):
+  """timings.json holds a run's clock while it trains (written every few minutes); the README
+  gives a run without its summary.json as "so far, not finished", and a finished one plainly."""
+  from gelujax.study import report
+
+  (tmp_path / "runs" / "done").mkdir(parents=True)
+  (tmp_path / "runs" / "done" / "summary.json").write_text("{}")
+  (tmp_path / "runs" / "training").mkdir()
+  machine = ["m1"]
+  timings = {"done": {"seconds": 600.0, "machines": machine}, "training": {"seconds": 96.0,
+             "machines": machine}}  # fmt: skip
+  (tmp_path / "timings.json").write_text(json.dumps(timings))
+  lines = report.provenance_lines(tmp_path)
+  assert "- `done`: 10.0 min on m1" in lines
+  assert "- `training`: 1.6 min so far, not finished, on m1" in lines

@@ -38,8 +38,10 @@ def record_provenance(out: Path, root: Path, command: str) -> None:
 
 def provenance_lines(out: Path, unit: str = "run", when_none: str | None = None) -> list[str]:
   """A study's README lines on how it trained: the command and revision it recorded
-  (`PROVENANCE_FILE`), then each ``unit``'s wall-clock time and machines (`grids.read_timings`);
-  ``when_none``, where given, stands in for the times of a study with none trained yet."""
+  (`PROVENANCE_FILE`), then each ``unit``'s wall-clock time and machines (`grids.read_timings`),
+  "so far" for one whose run has no ``runs/<unit>/summary.json`` yet (still training: its clock
+  runs with it); ``when_none``, where given, stands in for the times of a study with none trained
+  yet."""
   timings = grids.read_timings(out)
   path = out / PROVENANCE_FILE
   provenance = workdirs.read_json(path) if path.exists() else {}
@@ -53,7 +55,8 @@ def provenance_lines(out: Path, unit: str = "run", when_none: str | None = None)
     lines.append(when_none)
   for name, t in timings.items():
     machines = "; ".join(t["machines"]) or "unknown machine"
-    lines.append(f"- `{name}`: {t['seconds'] / 60:.1f} min on {machines}")
+    so_far = "" if (out / "runs" / name / "summary.json").exists() else " so far, not finished,"
+    lines.append(f"- `{name}`: {t['seconds'] / 60:.1f} min{so_far} on {machines}")
   return lines
 
 
