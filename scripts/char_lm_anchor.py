@@ -30,25 +30,25 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from char_lm_speed import CONFIGS  # noqa: E402 - the two configurations' one definition
 
 KEPT = ("config.json", "metrics.jsonl", "summary.json")
 # nanoGPT's README: its CPU configuration "gets ... a loss of only 1.88" after 2000 iterations
 # (its last evaluation); the GPU one: "the best validation loss is 1.4697" (on one A100, about 3
-# minutes). Each anchor: gelujax's flags, nanoGPT's figure and which evaluation it is, its command.
+# minutes). Each anchor: gelujax's flags (the task of `char_lm_speed.CONFIGS`, which the speed
+# benchmark times), nanoGPT's figure and which evaluation it is, its command.
 ANCHORS = {
   "cpu": {
-    "flags": ["--task=char_lm"],
+    "flags": [f"--task={CONFIGS['cpu']['task']}"],
     "nanogpt_loss": 1.88,
     "nanogpt_which": "last",
     "nanogpt_command": "--block_size=64 --batch_size=12 --n_layer=4 --n_head=4 --n_embd=128 "
     "--max_iters=2000 --lr_decay_iters=2000 --dropout=0.0",
   },
   "gpu": {
-    "flags": [
-      '--task=char_lm(model="char_gpt_gpu", data_options={"block_size": 256}, batch_size=64, '
-      "dropout=0.2, epochs=10)",
-      "--dtype=bfloat16",
-    ],
+    "flags": [f"--task={CONFIGS['gpu']['task']}", "--dtype=bfloat16"],
     "nanogpt_loss": 1.4697,
     "nanogpt_which": "best",
     "nanogpt_command": "config/train_shakespeare_char.py: block_size 256, batch_size 64, n_layer "
