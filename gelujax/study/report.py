@@ -55,7 +55,9 @@ def provenance_lines(out: Path, unit: str = "run", when_none: str | None = None)
     lines.append(when_none)
   for name, t in timings.items():
     machines = "; ".join(t["machines"]) or "unknown machine"
-    so_far = "" if (out / "runs" / name / "summary.json").exists() else " so far, not finished,"
+    so_far = (
+      "" if (out / "runs" / name / workdirs.SUMMARY_FILE).exists() else " so far, not finished,"
+    )
     lines.append(f"- `{name}`: {t['seconds'] / 60:.1f} min{so_far} on {machines}")
   return lines
 
