@@ -149,3 +149,42 @@ def test_the_package_cites_nothing_a_user_of_the_wheel_cannot_read():
     if cited.search(line)
   ]
   assert found == []
+
+
+# A code name a page cites in backticks: `gelujax.study.forms.judge`, `gelujax/study/forms.py`.
+CITED_NAME = re.compile(r"`(gelujax(?:\.[A-Za-z_][A-Za-z0-9_]*)+)`")
+CITED_FILE = re.compile(r"`(gelujax/[A-Za-z0-9_/]+\.py)`")
+
+
+def cited(kind: re.Pattern) -> dict[str, list[str]]:
+  """Each code name (or file) the README, docs and committed results cite -> the pages."""
+  found: dict[str, list[str]] = {}
+  for path in [README, *pages(), *sorted(ROOT.glob("results/*/*/README.md"))]:
+    for name in set(kind.findall(path.read_text())):
+      found.setdefault(name, []).append(str(path.relative_to(ROOT)))
+  return found
+
+
+def test_every_cited_code_name_and_file_exists():
+  """A README or a result that cites `gelujax.study.forms.judge` or `gelujax/study/forms.py`
+  sends a reader to code: a refactor that moves or drops it leaves the page pointing at nothing."""
+  import importlib
+
+  names, files = cited(CITED_NAME), cited(CITED_FILE)
+  assert len(names) > 50 and len(files) > 10  # the pages do cite code
+  gone = [f for f in files if not (ROOT / f).is_file()]
+  for name in names:
+    parts = name.split(".")
+    # The longest importable module, then attributes down from it.
+    for cut in range(len(parts), 0, -1):
+      try:
+        found = importlib.import_module(".".join(parts[:cut]))
+      except ModuleNotFoundError:
+        continue
+      try:
+        for attribute in parts[cut:]:
+          found = getattr(found, attribute)
+      except AttributeError:
+        gone.append(name)
+      break
+  assert not gone, {g: (names.get(g) or files.get(g)) for g in gone}
