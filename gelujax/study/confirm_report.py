@@ -19,6 +19,7 @@ from gelujax.study import (
   confirm,
   corrections,
   numbers,
+  overview,
   readme,
   registry,
   report,
@@ -27,8 +28,6 @@ from gelujax.study import (
 )
 from gelujax.study.confirm import TIE_RULES, Confirmation, Outcome
 from gelujax.study.verdicts import INCONCLUSIVE, PENDING
-
-FAMILY_KIND = "family"  # a study's rows of results/README.md (`gelujax.study.overview`)
 
 
 def points(count: float, design: Confirmation) -> float:
@@ -471,7 +470,7 @@ def headline_rows(
     caveat = "; ".join(caveats)
     rows.append(
       {
-        "kind": FAMILY_KIND,
+        "kind": overview.FAMILY,
         "where": where(design, o),
         "claim": f"{h.describe()}, paired, {len(design.seeds)} fresh seeds, lr "
         f"{design.learning_rate:g}",

@@ -14,6 +14,7 @@ from gelujax.study import (
   forms,
   forms_corrections,
   numbers,
+  overview,
   registry,
   stats,
 )
@@ -290,7 +291,7 @@ def headline_rows(
       caveats.append(f"what it does not say: {'; '.join(limit_parts(design))}")
     rows.append(
       {
-        "kind": "family",
+        "kind": overview.FAMILY,
         "where": f"{design.name}, {kind}: {key}, {dtype}",
         "claim": f"{claim}: {metric.label}, {dtype}, lrs {numbers.lrs(design.learning_rates)}",
         "paper": "–",

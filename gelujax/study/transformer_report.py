@@ -37,9 +37,6 @@ from gelujax.study.transformer_runs import Result
 from gelujax.study.transformer_verdicts import count, effect_words, margin_words, tally_words
 from gelujax.study.verdicts import INCONCLUSIVE
 
-ERROR_KEY = transformer.ERROR.key
-
-FAMILY_KIND = "family"  # a study's rows of results/README.md (`gelujax.study.overview`)
 BFLOAT16_SPACING = 2.0**-7  # bfloat16's spacing between 1 and 2 (8 significant bits)
 
 
@@ -192,7 +189,7 @@ def beside_rows(design: Design, root: Path) -> list[tuple[str, int, list[float]]
   for path in sorted((folder / "runs").iterdir()):
     if (path / workdirs.SUMMARY_FILE).exists():
       run = runs.load_run(path)
-      x = [runs.member_value(m, ERROR_KEY) for m in run.members if not m["diverged"]]
+      x = [runs.member_value(m, transformer.ERROR.key) for m in run.members if not m["diverged"]]
       rows.append((run.activation, len(run.members), [v for v in x if math.isfinite(v)]))
   return rows
 
@@ -204,7 +201,7 @@ def paper_medians(design: Design, root: Path) -> dict[str, float]:
   for outcome in summary.get("outcomes", []):
     h = outcome["hypothesis"]
     for name, value in zip((h["gelu"], h["baseline"]), h["paper"], strict=True):
-      if value is not None and h["metric"] == ERROR_KEY:
+      if value is not None and h["metric"] == transformer.ERROR.key:
         found[name] = value
   return found
 
@@ -234,7 +231,7 @@ def beside_lines(design: Design, finished: dict[str, runs.Run], out: Path, root:
   ours = []
   for arm in design.arms:
     if arm in finished:
-      values = transformer_runs.arm_values(design, arm, finished[arm])[ERROR_KEY]
+      values = transformer_runs.arm_values(design, arm, finished[arm])[transformer.ERROR.key]
       x = [v for v in values.values() if math.isfinite(v)]
       ours.append((f"this study's {design.task}", arm, len(values), x))
   theirs = [(design.beside_words, a, n, x) for a, n, x in found]
@@ -336,7 +333,7 @@ def headline_rows(design: Design, result: Result) -> list[dict[str, Any]]:
     ranking = [o for o in result.ranking if o.hypothesis.metric == m.key]
     rows.append(
       {
-        "kind": FAMILY_KIND,
+        "kind": overview.FAMILY,
         "where": f"{design.name}, {transformer.RANKING}: {m.key}",
         "claim": "; ".join(o.hypothesis.claim() for o in ranking) + f": {m.label}",
         "paper": "–",
@@ -375,7 +372,7 @@ def headline_rows(design: Design, result: Result) -> list[dict[str, Any]]:
       short = transformer_design.short_words(design, m) if forms_family else ""
       rows.append(
         {
-          "kind": FAMILY_KIND,
+          "kind": overview.FAMILY,
           "where": f"{design.name}, {family}: {m.key}",
           "claim": "; ".join(f"{o.comparison.first} − {o.comparison.second}" for o in chosen)
           + f" {'beyond' if family == transformer.CONTROL else 'within'} "

@@ -22,9 +22,6 @@ from gelujax.study.transformer import NOT_ESTABLISHED, Design, Measure
 from gelujax.study.transformer_runs import Result
 from gelujax.study.verdicts import CONFIRMED, REFUTED
 
-ERROR_KEY = transformer.ERROR.key
-
-FAMILY_KIND = "family"  # a study's rows of results/README.md (`gelujax.study.overview`)
 BFLOAT16_SPACING = 2.0**-7  # bfloat16's spacing between 1 and 2 (8 significant bits)
 
 
