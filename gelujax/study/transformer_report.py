@@ -19,6 +19,7 @@ from gelujax import workdir as workdirs
 from gelujax.study import (
   calibration,
   corrections,
+  forms_words,
   numbers,
   overview,
   plots,
@@ -34,7 +35,7 @@ from gelujax.study import (
 )
 from gelujax.study.transformer import Design
 from gelujax.study.transformer_runs import Result
-from gelujax.study.transformer_verdicts import count, effect_words, margin_words, tally_words
+from gelujax.study.transformer_verdicts import count, effect_words, margin_words
 from gelujax.study.verdicts import INCONCLUSIVE
 
 BFLOAT16_SPACING = 2.0**-7  # bfloat16's spacing between 1 and 2 (8 significant bits)
@@ -347,7 +348,7 @@ def headline_rows(design: Design, result: Result) -> list[dict[str, Any]]:
           + f" ({o.verdict})"
           for o in ranking
         ),
-        "verdict": tally_words(count(o.verdict for o in ranking)),
+        "verdict": forms_words.count_words(count(o.verdict for o in ranking)),
         "caveats": limits,
       }
     )
@@ -384,7 +385,9 @@ def headline_rows(design: Design, result: Result) -> list[dict[str, Any]]:
             f"({calibration.reported_words(result, o)})"
             for o in chosen
           ),
-          "verdict": tally_words(count(calibration.reported_words(result, o) for o in chosen)),
+          "verdict": forms_words.count_words(
+            count(calibration.reported_words(result, o) for o in chosen)
+          ),
           "caveats": "; ".join(c for c in (gate, short, limits) if c),
         }
       )
@@ -413,7 +416,7 @@ def headline_summary(
   text = (
     f"{name}: "
     + "; ".join(
-      f"{family} {tally_words(n)}"
+      f"{family} {forms_words.count_words(n)}"
       + (f" ({', '.join(decided)})" if decided and family == transformer.RANKING else "")
       for family, n in counts.items()
     )

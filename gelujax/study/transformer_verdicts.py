@@ -311,10 +311,6 @@ def count(verdicts: Iterable[str]) -> dict[str, int]:
   return dict(collections.Counter(verdicts))
 
 
-def tally_words(counts: dict[str, int]) -> str:
-  return ", ".join(f"{n} {verdict}" for verdict, n in counts.items())
-
-
 def verdict_lines(design: Design, result: Result, command: str) -> list[str]:
   """The verdicts, measure by measure and family by family; while an arm is pending, which, and
   no verdict."""
@@ -361,6 +357,8 @@ def verdict_lines(design: Design, result: Result, command: str) -> list[str]:
     "",
     gate_line(design, result),
     "",
-    "In all: " + "; ".join(f"{family}: {tally_words(n)}" for family, n in counts.items()) + ".",
+    "In all: "
+    + "; ".join(f"{family}: {forms_words.count_words(n)}" for family, n in counts.items())
+    + ".",
   ]
   return lines
