@@ -49,8 +49,6 @@ TIE_RULES = {
   VALIDATION_LOSS: "the epoch of the lowest validation loss instead of the lowest validation "
   "error (the selection metric the forms study uses)",
 }
-# The one-sided confidence of the pilot's SD bound the seed count is for (as forms.pilot's).
-PILOT_POWER_BOUND = 0.8
 
 
 @dataclasses.dataclass(frozen=True)
@@ -375,11 +373,11 @@ def pilot(design: Confirmation, earlier: Mapping[str, runs.Run]) -> dict[str, An
   """What the earlier result's evaluation runs (``earlier``: arm -> run, the seeds 100-109 at
   the selected lr) say of the design's pairs, per hypothesis of the family, in whole examples:
   the paired differences (GELU minus the baseline), their SD and its one-sided
-  `PILOT_POWER_BOUND` upper bound, the paired Hodges–Lehmann shift; the shift the design's
-  pairs detect with 80% power at the family's strictest Holm level (``detectable``, with the SD
-  as observed; ``detectable_bound``, at its bound); the pairs that would decide the observed
-  shift (``pairs``, ``pairs_bound``). ``seeds``: the re-tested hypothesis' ``pairs_bound``,
-  rounded up to tens."""
+  `gelujax.study.power.PILOT_BOUND` upper bound, the paired Hodges–Lehmann shift; the shift the
+  design's pairs detect with 80% power at the family's strictest Holm level (``detectable``,
+  with the SD as observed; ``detectable_bound``, at its bound); the pairs that would decide the
+  observed shift (``pairs``, ``pairs_bound``: `gelujax.study.power.pairs_at_bound`). ``seeds``:
+  the re-tested hypothesis' ``pairs_bound``, rounded up to tens."""
   family = design.hypotheses()
   level = design.alpha / len(family)
   n = len(design.seeds)
@@ -389,24 +387,24 @@ def pilot(design: Confirmation, earlier: Mapping[str, runs.Run]) -> dict[str, An
     seeds = [s for s in a if s in b and math.isfinite(a[s]) and math.isfinite(b[s])]
     d = np.asarray([a[s] - b[s] for s in seeds])
     sd = float(np.std(d, ddof=1))
-    factor = power.sd_upper_factor(len(d), PILOT_POWER_BOUND)
-    shift = stats.walsh_median(d)
+    bound = sd * power.sd_upper_factor(len(d), power.PILOT_BOUND)
+    pairs, pairs_bound = power.pairs_at_bound(d, level=level, margin=None)
     found["hypotheses"].append(
       {
         "number": number,
         "seeds": seeds,
         "differences": d.tolist(),
         "sd": sd,
-        "sd_bound": sd * factor,
-        "shift": shift,
+        "sd_bound": bound,
+        "shift": stats.walsh_median(d),
         "detectable": power.detectable_shift(sd, n, level=level),
-        "detectable_bound": power.detectable_shift(sd * factor, n, level=level),
-        "pairs": power.pairs_for_shift(d, level=level),
-        "pairs_bound": power.pairs_for_shift(shift + (d - shift) * factor, level=level),
+        "detectable_bound": power.detectable_shift(bound, n, level=level),
+        "pairs": pairs,
+        "pairs_bound": pairs_bound,
       }
     )
   retested = found["hypotheses"][design.retested - 1]
-  found["seeds"] = 10 * math.ceil((retested["pairs_bound"] or stats.MAX_SEEDS) / 10)
+  found["seeds"] = power.in_tens(retested["pairs_bound"])
   return found
 
 

@@ -20,6 +20,7 @@ from gelujax.study import (
   corrections,
   numbers,
   overview,
+  power,
   readme,
   registry,
   report,
@@ -249,7 +250,7 @@ def power_lines(design: Confirmation, earlier: Mapping[str, Any] | None) -> list
     parts.append(
       f"primary {v['number']} ({h.gelu} − {h.baseline}): the earlier {len(v['seeds'])} pairs' "
       f"differences have SD {v['sd']:.1f} {design.unit} ({points(v['sd'], design):.2f} points; "
-      f"{v['sd_bound']:.1f} at its one-sided {100 * confirm.PILOT_POWER_BOUND:g}% upper bound) "
+      f"{v['sd_bound']:.1f} at its one-sided {100 * power.PILOT_BOUND:g}% upper bound) "
       f"and a paired shift of {numbers.signed(v['shift'])} {design.unit} "
       f"({numbers.signed(points(v['shift'], design))} points); {n} pairs detect a shift of "
       f"{v['detectable']:.1f} {design.unit} ({points(v['detectable'], design):.2f} points; "

@@ -281,7 +281,6 @@ POWERED_TASK = "gelu_forms_powered"
 # The pilot: DESIGN's finished float32 grids of the forms (its seeds 0-9), whose paired spread
 # fixed POWERED's seed count (`pilot`). Its power is asked of the forms family's strictest level.
 PILOT_RUNS = ("gelu_float32", "gelu_tanh_float32")
-PILOT_POWER_BOUND = 0.8  # the one-sided confidence of the pilot's SD bound the seeds are for
 
 
 def whole_test_error(reason: str) -> Metric:
@@ -344,7 +343,7 @@ def pilot(finished: dict[str, runs.Run], design: Design = POWERED) -> dict[float
   each of its lrs, gelu_tanh − gelu's paired differences in whole test images, their SD and
   Hodges–Lehmann shift, and the pairs that decide that shift with 80% power at the forms
   family's strictest level (``pairs``; ``pairs_bound`` with the SD at its one-sided
-  `PILOT_POWER_BOUND` upper confidence bound, `gelujax.study.power.sd_upper_factor`);
+  `gelujax.study.power.PILOT_BOUND` upper confidence bound, `gelujax.study.power.pairs_at_bound`);
   ``seeds``: the largest ``pairs_bound``, rounded up to tens."""
   metric = design.metrics[0]
   family = [c for c in comparisons(design) if not c.control and c.metric.key == metric.key]
@@ -354,19 +353,16 @@ def pilot(finished: dict[str, runs.Run], design: Design = POWERED) -> dict[float
   for lr in design.learning_rates:
     first, second = compared_values(find_lr(tanh, lr), find_lr(gelu, lr), metric)
     d = np.asarray([first[s] - second[s] for s in first])
-    factor = power.sd_upper_factor(len(d), PILOT_POWER_BOUND)
-    shift = stats.walsh_median(d)
+    pairs, bound = power.pairs_at_bound(d, level=level, margin=metric.margin)
     found[lr] = {
       "differences": d.tolist(),
       "sd": float(np.std(d, ddof=1)),
-      "shift": float(shift),
-      "pairs": power.pairs_for_power(d, level=level, margin=metric.margin),
-      "pairs_bound": power.pairs_for_power(
-        shift + (d - shift) * factor, level=level, margin=metric.margin
-      ),
+      "shift": float(stats.walsh_median(d)),
+      "pairs": pairs,
+      "pairs_bound": bound,
     }
   needed = max(v["pairs_bound"] or stats.MAX_SEEDS for v in found.values())
-  return {"level": level, "seeds": 10 * math.ceil(needed / 10), "lrs": found}
+  return {"level": level, "seeds": power.in_tens(needed), "lrs": found}
 
 
 @dataclasses.dataclass(frozen=True)

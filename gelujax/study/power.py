@@ -24,6 +24,10 @@ from gelujax.study.stats import POWER, hodges_lehmann, smallest_p, walsh_median
 # its shift's standard error is the mean's times sqrt(1 / RANK_EFFICIENCY) = sqrt(π/3).
 RANK_EFFICIENCY = 3.0 / math.pi
 
+# The one-sided confidence of the SD's upper bound a pilot's observed shift is sized at
+# (:func:`pairs_at_bound`: the forms study's and the re-test's pilots).
+PILOT_BOUND = 0.8
+
 # Where the bisection of `chi2_quantile` stops: the bracket's width relative to its midpoint.
 _TOLERANCE = 1e-15
 
@@ -253,6 +257,24 @@ def pairs_for_power(
     the margin) or more than ``MAX_SEEDS`` would be needed.
   """
   return _paired_count(differences, level, margin, power)
+
+
+def pairs_at_bound(
+  differences: Sequence[float], *, level: float, margin: float | None, power: float = POWER
+) -> tuple[int | None, int | None]:
+  """The pairs that decide a pilot's observed paired shift (:func:`pairs_for_power` with a
+  ``margin``, else :func:`pairs_for_shift`), with its differences as observed and with their
+  spread about their Hodges–Lehmann shift widened to the SD's one-sided :data:`PILOT_BOUND`
+  upper confidence bound (:func:`sd_upper_factor`): the second is what a study is sized with."""
+  d = np.asarray(differences, np.float64)
+  shift = walsh_median(d)
+  widened = shift + (d - shift) * sd_upper_factor(len(d), PILOT_BOUND)
+  return _paired_count(d, level, margin, power), _paired_count(widened, level, margin, power)
+
+
+def in_tens(pairs: int | None) -> int:
+  """A pilot's answer rounded up to tens of seeds (more than ``MAX_SEEDS`` where it is None)."""
+  return 10 * math.ceil((pairs or stats.MAX_SEEDS) / 10)
 
 
 def detectable_shift(sd: float, pairs: int, *, level: float, power: float = POWER) -> float:
