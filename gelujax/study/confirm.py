@@ -327,11 +327,6 @@ def tied_members(run: runs.Run, design: Confirmation) -> list[dict[str, Any]]:
   ]
 
 
-def at_last_epoch(run: runs.Run, design: Confirmation) -> int:
-  """How many of ``run``'s members at the design's lr have their best epoch at the last one."""
-  return len(best.at_last_epoch(run, design.learning_rate))
-
-
 def tie_sensitivity(
   design: Confirmation, finished: Mapping[str, runs.Run], *, paired: bool = True
 ) -> dict[str, Any]:
@@ -501,7 +496,9 @@ def earlier_record(design: Confirmation, folder: Path) -> dict[str, Any]:
     "pilot": pilot(design, finished),
     "estimate": estimate(design, folder),
     "ties": {arm: tied_members(run, design) for arm, run in finished.items()},
-    "at_last_epoch": {arm: at_last_epoch(run, design) for arm, run in finished.items()},
+    "at_last_epoch": {
+      arm: len(best.at_last_epoch(run, design.learning_rate)) for arm, run in finished.items()
+    },
     "members": {
       arm: len(runs.lr_members(run, design.learning_rate)) for arm, run in finished.items()
     },

@@ -16,6 +16,7 @@ import numpy as np
 from gelujax import workdir as workdirs
 from gelujax.paper import LOWER, figure
 from gelujax.study import (
+  best,
   confirm,
   corrections,
   numbers,
@@ -365,7 +366,7 @@ def arm_lines(design: Confirmation, finished: Mapping[str, runs.Run]) -> list[st
       ]
     lines.append(
       f"| {arm} | {len(values)} | {len(values) - len(x)} | {cells[0]} | {cells[1]} | "
-      f"{confirm.at_last_epoch(finished[arm], design)} |"
+      f"{len(best.at_last_epoch(finished[arm], design.learning_rate))} |"
     )
   return lines
 
@@ -407,7 +408,8 @@ def findings(
   sensitivity = confirm.tie_sensitivity(design, finished)
   lines += tie_lines(design, ties, members, sensitivity, test="paired signed-rank test")
   at_last = ", ".join(
-    f"{arm} {confirm.at_last_epoch(run, design)} of {members[arm]}" for arm, run in finished.items()
+    f"{arm} {len(best.at_last_epoch(run, design.learning_rate))} of {members[arm]}"
+    for arm, run in finished.items()
   )
   lines.append(
     f"Members whose best epoch is the last ({design.epochs}): {at_last}: the design takes the "
