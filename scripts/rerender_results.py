@@ -3,7 +3,8 @@
 Each ``results/<dataset>/<name>/README.md`` names the command that re-renders it (the line with
 ``experiments/reproduce.py`` and ``--render``); this runs each one, one at a time, from the
 checkout's root, then prints ``git diff --stat`` of ``results/`` and ``README.md``, leaving out the
-paper results' "- Written <time> on <machine>" line, which changes at every render. An empty diff
+paper results' "- Written <time> on <machine>" line, which changes at every render (a README
+whose only change is that line is put back as committed). An empty diff
 means every result re-renders byte for byte: the check a change to ``gelujax/study`` owes before
 it is committed.
 
@@ -55,6 +56,13 @@ def main(argv: list[str]) -> int:
       print(done.stderr[-3000:])
   for folder in skipped:
     print(f"{folder.relative_to(ROOT)}: skipped (its README names no re-render command)")
+  # A README whose only change is its "Written" line is put back as committed.
+  for readme in subprocess.run(
+    ["git", "diff", "--name-only", "--", "results"], cwd=ROOT, capture_output=True, text=True
+  ).stdout.split():
+    quiet = ["git", "diff", "--quiet", "-I", "^- Written ", "--", readme]
+    if subprocess.run(quiet, cwd=ROOT).returncode == 0:
+      subprocess.run(["git", "checkout", "--", readme], cwd=ROOT, check=True)
   diff = subprocess.run(
     ["git", "diff", "--stat", "-I", "^- Written ", "--", "results", "README.md"],
     cwd=ROOT,
