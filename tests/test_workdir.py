@@ -58,7 +58,7 @@ def test_a_second_process_is_refused_naming_the_holder_and_a_dead_one_blocks_not
     assert "\n" not in message and "another `workdir`" in message
   finally:
     holder.send_signal(signal.SIGKILL)  # kill -9: no clean-up runs
-    holder.wait()
+    holder.communicate()  # waits, and closes its stdout
   # The lock file is still there, naming the dead process: it blocks nothing.
   assert (tmp_path / "run" / "lock").read_text().startswith(f"{holder.pid} ")
   lock = workdir.Lock(str(tmp_path / "run"))
@@ -77,7 +77,7 @@ def test_a_lock_file_removed_under_a_running_writer_lets_no_second_one_in(tmp_pa
       workdir.Lock(str(tmp_path / "run"))
   finally:
     holder.send_signal(signal.SIGKILL)
-    holder.wait()
+    holder.communicate()
   workdir.Lock(str(tmp_path / "run")).release()
 
 
