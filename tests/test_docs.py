@@ -1,6 +1,9 @@
 """The documentation against the repository: docs/layout.md names every module, the README
-links every docs page and stays a landing page, and every relative link leads somewhere."""
+links every docs page and stays a landing page, every relative link leads somewhere, and every
+code name, file and folder a page, a result or a docstring cites exists."""
 
+import dataclasses
+import importlib
 import re
 from pathlib import Path
 
@@ -105,32 +108,16 @@ def walk_hops(flag: str) -> list[tuple[int, str]]:
 
 
 def test_the_walk_of_a_flag_names_public_functions_in_order():
-  import dataclasses
-  import importlib
-
   for flag in ("--activation", "--learning_rates"):
     hops = walk_hops(flag)
     assert [n for n, _ in hops] == list(range(1, len(hops) + 1)), (flag, hops)
     for _, name in hops:
       head, *rest = name.split(".")
-      path = WALK_NAMES[head].split(".")
-      target = None
-      for i in range(len(path), 0, -1):  # the longest importable prefix, then attributes
-        try:
-          target = importlib.import_module(".".join(path[:i]))
-        except ImportError:
-          continue
-        for attr in path[i:]:
-          target = getattr(target, attr)
-        break
-      for attr in rest:
-        if dataclasses.is_dataclass(target) and attr in {
-          f.name for f in dataclasses.fields(target)
-        }:
-          target = print  # A field holding a function (`Program`'s jitted programs).
-          continue
-        target = getattr(target, attr)  # AttributeError: the walk names what is not there
-      assert callable(target), name
+      target = resolve(WALK_NAMES[head])
+      for attr in rest:  # AttributeError: the walk names what is not there
+        target = attribute(target, attr)
+      # A field may hold a function (`Program`'s jitted programs).
+      assert callable(target) or isinstance(target, dataclasses.Field), name
       public = rest[-1] if rest else head
       assert head == "_flags" or not public.startswith("_"), name
   assert (
@@ -151,40 +138,73 @@ def test_the_package_cites_nothing_a_user_of_the_wheel_cannot_read():
   assert found == []
 
 
-# A code name a page cites in backticks: `gelujax.study.forms.judge`, `gelujax/study/forms.py`.
-CITED_NAME = re.compile(r"`(gelujax(?:\.[A-Za-z_][A-Za-z0-9_]*)+)`")
-CITED_FILE = re.compile(r"`(gelujax/[A-Za-z0-9_/]+\.py)`")
+# What a page or a docstring cites in backticks: a code name (`gelujax.study.forms.judge`, or
+# `gelujax.data.load(name)`), a file (`gelujax/study/forms.py`) or a folder (`gelujax/study/`).
+CITED = {
+  "name": re.compile(r"`(gelujax(?:\.[A-Za-z_][A-Za-z0-9_]*)+)[`(]"),
+  "file": re.compile(r"`(gelujax/[A-Za-z0-9_/]+\.py)`"),
+  "folder": re.compile(r"`(gelujax(?:/[A-Za-z0-9_]+)+)/`"),
+}
 
 
-def cited(kind: re.Pattern) -> dict[str, list[str]]:
-  """Each code name (or file) the README, docs and committed results cite -> the pages."""
-  found: dict[str, list[str]] = {}
-  for path in [README, *pages(), *sorted(ROOT.glob("results/*/*/README.md"))]:
-    for name in set(kind.findall(path.read_text())):
-      found.setdefault(name, []).append(str(path.relative_to(ROOT)))
-  return found
+def resolve(dotted: str) -> object:
+  """What a dotted name names: its longest importable module, then attributes down from it; a
+  dataclass's field without a class attribute (no default) is its `dataclasses.Field`.
+
+  Raises:
+    AttributeError: the name names nothing.
+    ModuleNotFoundError: a module it imports lacks a dependency (not a name that is gone).
+  """
+  parts = dotted.split(".")
+  for cut in range(len(parts), 0, -1):
+    module = ".".join(parts[:cut])
+    try:
+      target = importlib.import_module(module)
+    except ModuleNotFoundError as e:
+      if e.name is None or not module.startswith(e.name):
+        raise
+      continue
+    for name in parts[cut:]:
+      target = attribute(target, name)
+    return target
+  raise AttributeError(f"{dotted}: no module of it imports")
 
 
-def test_every_cited_code_name_and_file_exists():
-  """A README or a result that cites `gelujax.study.forms.judge` or `gelujax/study/forms.py`
-  sends a reader to code: a refactor that moves or drops it leaves the page pointing at nothing."""
-  import importlib
+def attribute(target: object, name: str) -> object:
+  """``target``'s attribute ``name``; a dataclass's field without a class attribute (no default)
+  is its `dataclasses.Field`."""
+  if dataclasses.is_dataclass(target) and not hasattr(target, name):
+    fields = {f.name: f for f in dataclasses.fields(target)}
+    if name in fields:
+      return fields[name]
+  return getattr(target, name)
 
-  names, files = cited(CITED_NAME), cited(CITED_FILE)
-  assert len(names) > 50 and len(files) > 10  # the pages do cite code
-  gone = [f for f in files if not (ROOT / f).is_file()]
-  for name in names:
-    parts = name.split(".")
-    # The longest importable module, then attributes down from it.
-    for cut in range(len(parts), 0, -1):
-      try:
-        found = importlib.import_module(".".join(parts[:cut]))
-      except ModuleNotFoundError:
-        continue
-      try:
-        for attribute in parts[cut:]:
-          found = getattr(found, attribute)
-      except AttributeError:
-        gone.append(name)
-      break
-  assert not gone, {g: (names.get(g) or files.get(g)) for g in gone}
+
+def exists(kind: str, cited: str) -> bool:
+  """Whether what a text cites (:data:`CITED`'s ``kind``) is there."""
+  if kind != "name":
+    return (ROOT / cited).is_file() if kind == "file" else (ROOT / cited).is_dir()
+  try:
+    resolve(cited)
+  except AttributeError:
+    return False
+  return True
+
+
+def test_every_cited_code_name_file_and_folder_exists():
+  """A README, a page, a result or a docstring that cites `gelujax.study.forms.judge`,
+  `gelujax/study/forms.py` or `gelujax/cli/` sends a reader to code: a refactor that moves or
+  drops it leaves the text pointing at nothing."""
+  texts = [
+    README, ROOT / "WORKSPACE.md", *pages(), ROOT / "results" / "README.md",
+    *sorted(ROOT.glob("results/*/*/README.md")), *sorted((ROOT / "gelujax").rglob("*.py")),
+  ]  # fmt: skip
+  count, gone = 0, {}
+  for text in texts:
+    for kind, pattern in CITED.items():
+      for cited in set(pattern.findall(text.read_text())):
+        count += 1
+        if not exists(kind, cited):
+          gone.setdefault(cited, []).append(str(text.relative_to(ROOT)))
+  assert count > 500  # the texts do cite code
+  assert not gone, gone

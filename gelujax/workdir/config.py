@@ -63,7 +63,7 @@ SOFTWARE_PACKAGES = ("jax", "jaxlib", "flax", "optax", "numpy")
 
 def make_config(record: Mapping[str, Any], members: Members) -> dict[str, Any]:
   """The config.json object of a run over ``members`` of the parts whose record is ``record``
-  (`gelujax.engine.parts.Parts.record`: ``task``, ``dataset``, ``activation``, ``spec`` and, for
+  (`gelujax.parts.Parts.record`: ``task``, ``dataset``, ``activation``, ``spec`` and, for
   a user's activation, ``activation_source``, for a user's model ``model_source``), JSON types
   only. Its spec holds the grid's
   learning rates and seed count, so config.json names one grid only; a field of
