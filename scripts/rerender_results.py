@@ -11,8 +11,10 @@ it is committed.
   python scripts/rerender_results.py            # every result
   python scripts/rerender_results.py char_lm    # those whose folder name contains "char_lm"
 
-Exits 1 if a render fails or anything changed. Results without such a command (the nanoGPT
-anchors, written by ``scripts/char_lm_anchor.py``; ``twitter_pos/trial``) are listed as skipped.
+Exits 1 if a render fails or anything changed or was added; 2, touching nothing, where
+``results/`` or ``README.md`` already has changes not committed (commit or stash them first).
+Results without such a command (the nanoGPT anchors, written by ``scripts/char_lm_anchor.py``;
+``twitter_pos/trial``) are listed as skipped.
 """
 
 from __future__ import annotations
@@ -42,7 +44,18 @@ def commands(part: str = "") -> tuple[list[tuple[Path, list[str]]], list[Path]]:
   return found, skipped
 
 
+def git(*args: str) -> subprocess.CompletedProcess:
+  return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True)
+
+
 def main(argv: list[str]) -> int:
+  paths = ("--", "results", "README.md")
+  if git("status", "--porcelain", "--untracked-files=all", *paths).stdout:
+    print(
+      "results/ or README.md has changes not committed: commit or stash them first, so that "
+      "what this prints is the renders' doing and nothing of yours is put back."
+    )
+    return 2
   found, skipped = commands(argv[1] if len(argv) > 1 else "")
   failed = []
   for folder, argv_ in found:
@@ -57,21 +70,13 @@ def main(argv: list[str]) -> int:
   for folder in skipped:
     print(f"{folder.relative_to(ROOT)}: skipped (its README names no re-render command)")
   # A README whose only change is its "Written" line is put back as committed.
-  for readme in subprocess.run(
-    ["git", "diff", "--name-only", "--", "results"], cwd=ROOT, capture_output=True, text=True
-  ).stdout.split():
-    quiet = ["git", "diff", "--quiet", "-I", "^- Written ", "--", readme]
-    if subprocess.run(quiet, cwd=ROOT).returncode == 0:
-      subprocess.run(["git", "checkout", "--", readme], cwd=ROOT, check=True)
-  diff = subprocess.run(
-    ["git", "diff", "--stat", "-I", "^- Written ", "--", "results", "README.md"],
-    cwd=ROOT,
-    capture_output=True,
-    text=True,
-    check=True,
-  ).stdout
-  print(diff or "No result changed.")
-  return 1 if failed or diff else 0
+  for readme in filter(None, git("diff", "--name-only", "-z", "--", "results").stdout.split("\0")):
+    if git("diff", "--quiet", "-I", "^- Written ", "--", readme).returncode == 0:
+      git("checkout", "--", readme)
+  changed = git("diff", "--stat", "-I", "^- Written ", *paths).stdout
+  new = git("ls-files", "--others", "--exclude-standard", *paths).stdout
+  print(changed + (f"Written, not committed:\n{new}" if new else "") or "No result changed.")
+  return 1 if failed or changed or new else 0
 
 
 if __name__ == "__main__":
