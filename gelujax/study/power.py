@@ -273,7 +273,8 @@ def pairs_at_bound(
 
 
 def in_tens(pairs: int | None) -> int:
-  """A pilot's answer rounded up to tens of seeds (more than ``MAX_SEEDS`` where it is None)."""
+  """A pilot's answer rounded up to tens of seeds; where it is None (no count up to
+  ``MAX_SEEDS`` decides), ``MAX_SEEDS`` rounded up to tens."""
   return 10 * math.ceil((pairs or stats.MAX_SEEDS) / 10)
 
 
