@@ -19,6 +19,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 KINDS = ("code", "docstring", "string", "comment", "blank")
+FSTRING_START = getattr(tokenize, "FSTRING_START", -1)
+FSTRING_END = getattr(tokenize, "FSTRING_END", -1)
 SKIPPED = {tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT, tokenize.ENDMARKER}
 
 
@@ -38,11 +40,15 @@ def census(source: str) -> dict[str, int]:
       for i in range(body[0].lineno - 1, body[0].end_lineno):
         kind[i] = "docstring"
   tokens: dict[int, set[str]] = {}
+  depth = 0  # inside an f-string, which Python 3.12 splits into tokens, 3.11 does not
   for t in tokenize.generate_tokens(io.StringIO(source).readline):
+    depth += (t.type == FSTRING_START) - (t.type == FSTRING_END)
     if t.type in SKIPPED:
       continue
     what = {tokenize.STRING: "string", tokenize.COMMENT: "comment"}.get(t.type, "code")
-    if t.type == tokenize.OP and t.string in "()[],+":
+    if depth or t.type == FSTRING_END:
+      what = "string"
+    elif t.type == tokenize.OP and t.string in "()[],+":
       what = "punctuation"
     for line in range(t.start[0], t.end[0] + 1):
       tokens.setdefault(line, set()).add(what)
