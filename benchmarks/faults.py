@@ -155,12 +155,11 @@ class Lab:
     command = self.command(workdir, *flags, **options)
     if ignore_sigint:
       command = [sys.executable, "-c", _EXEC_IGNORING_SIGINT, *command]
+    # SIGINT reaches it as from an interactive shell: `main` (and the tests' conftest) restore
+    # it where this process was started with it ignored.
     return subprocess.Popen(
-      command, env=self.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-      # SIGINT as an interactive shell leaves it, even where this script was itself started
-      # with it ignored (`python benchmarks/faults.py &`): else every SIGINT fault is void.
-      preexec_fn=functools.partial(signal.signal, signal.SIGINT, signal.SIG_DFL),
-    )  # fmt: skip
+      command, env=self.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
 
   def reference(self, epochs: int, *flags: str, **options) -> Path:
     """A finished, uninterrupted run of ``epochs`` (made once); ``options`` as for `command`."""
@@ -1319,6 +1318,12 @@ def main() -> int:
   parser.add_argument("--output-dir", type=Path, default=RESULTS)
   parser.add_argument("--only", nargs="*", choices=sorted(FAULTS), default=None)
   args = parser.parse_args()
+  # Started with SIGINT ignored (`python benchmarks/faults.py &`), every train.py it starts would
+  # ignore it too (an ignored signal stays ignored across exec) and each SIGINT fault would be
+  # void: restored here, in this process, not in each child by a preexec_fn, which runs Python
+  # between fork and exec in a process with JAX's threads and can deadlock there.
+  if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
   if not can_mount():
     print("benchmarks/faults.py: needs root (it mounts small tmpfs disks).", file=sys.stderr)
     return 2

@@ -6,7 +6,6 @@ the folder the commands run from); a task takes it as ``model="user_models:NnxML
 convention by `gelujax.models.user.FromNNX`, or a Linen module class.
 """
 
-import functools
 import hashlib
 import json
 import os
@@ -181,9 +180,8 @@ def test_a_users_nnx_model_killed_mid_epoch_resumes_to_the_uninterrupted_run(lab
     command = [sys.executable, TRAIN, f"--data_dir={lab / 'mnist'}", f"--workdir={workdir}",
                *GRID, "--epochs=2", *NNX_FLAGS]  # fmt: skip
     process = subprocess.Popen(
-      command, cwd=lab, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-      preexec_fn=functools.partial(signal.signal, signal.SIGINT, signal.SIG_DFL),
-    )  # fmt: skip
+      command, cwd=lab, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     metrics, deadline = workdir / "metrics.jsonl", time.monotonic() + 240
     while process.poll() is None and time.monotonic() < deadline:
       if metrics.exists() and '"epoch": 1.5' in metrics.read_text():
